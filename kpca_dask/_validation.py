@@ -1,0 +1,118 @@
+"""Turning user input into a float dask array with one chunk of features."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+from scipy import sparse
+from dask.array.core import PerformanceWarning
+
+from .errors import InvalidInputError, NonFiniteInputError
+
+#: Rows per block when numpy input is wrapped in a dask array. Blocks of
+#: 10-50 k rows keep BLAS efficient at O(block x m) memory (DESIGN §2).
+DEFAULT_BLOCK_ROWS = 20_000
+
+
+def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
+    """Validate in-memory ``X`` and return it as a 2-D float numpy array."""
+    X = _checked(_as_numpy(X, what), what, min_samples)
+    _raise_if_nonfinite(X, what)
+    return X
+
+
+def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
+                  block_rows: int = DEFAULT_BLOCK_ROWS) -> tuple[da.Array, bool]:
+    """Validate ``X`` and return it as a lazy 2-D float array, plus ``is_lazy``.
+
+    numpy input is checked eagerly (it is in memory anyway); dask input is
+    checked from metadata only, and its values by the fitting pass itself.
+    """
+    if not isinstance(X, da.Array):
+        X = as_numpy_array(X, what=what, min_samples=min_samples)
+        return da.from_array(X, chunks=(min(block_rows, X.shape[0]), X.shape[1])), False
+    X = _checked(X, what, min_samples)
+    if X.numblocks[1] != 1:
+        warnings.warn(
+            f"{what} has {X.numblocks[1]} chunks along the feature axis; rechunking it to one "
+            f"(each row block must hold whole rows). Store it as {what}.rechunk({{1: -1}}) "
+            "to avoid this.",
+            PerformanceWarning,
+            stacklevel=3,
+        )
+        X = X.rechunk({1: -1})
+    return X, True
+
+
+def _checked(X, what, min_samples):
+    if X.ndim != 2:
+        raise InvalidInputError(
+            f"{what} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
+            f"with shape {X.shape}. Reshape it, e.g. x.reshape(-1, 1) for a single feature "
+            "or x.reshape(1, -1) for a single sample."
+        )
+    X = _as_float(X, what)
+    n, p = X.shape
+    if isinstance(X, da.Array) and any(np.isnan(c) for c in X.chunks[0]):
+        raise InvalidInputError(
+            f"{what} has unknown chunk sizes; call {what}.compute_chunk_sizes() first."
+        )
+    if n < min_samples:
+        raise InvalidInputError(
+            f"Found array with {n} sample(s) (shape={X.shape}) while a minimum of "
+            f"{min_samples} is required: kernel PCA needs at least {min_samples} rows."
+        )
+    if p == 0:
+        raise InvalidInputError(
+            f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    return X
+
+
+def _as_numpy(X, what):
+    if sparse.issparse(X):
+        raise InvalidInputError(
+            f"Sparse input is not supported: {what} is a scipy.sparse {type(X).__name__}. "
+            "Kernel PCA densifies every row block anyway; pass X.toarray() or a dask array."
+        )
+    try:
+        return np.asarray(X)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} could not be read as a numeric array: {exc}") from exc
+
+
+def _as_float(X, what):
+    kind = X.dtype.kind
+    if kind == "c":
+        raise InvalidInputError(
+            f"Complex data not supported: {what} has dtype {X.dtype}. Use real features, "
+            "e.g. stack the real and imaginary parts as separate columns."
+        )
+    if kind in "fiub":
+        if X.dtype in (np.float32, np.float64):
+            return X
+        return X.astype(np.float64)
+    if kind == "O" and not isinstance(X, da.Array):
+        try:
+            return X.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"{what} has dtype object with non-numeric entries ({exc}); "
+                "convert it to a numeric array first."
+            ) from exc
+    raise InvalidInputError(
+        f"{what} has dtype {X.dtype}, which is not numeric; convert it to float64 "
+        "(or float32) first."
+    )
+
+
+def _raise_if_nonfinite(X: np.ndarray, what: str) -> None:
+    finite = np.isfinite(X)
+    if not finite.all():
+        bad = ~finite
+        raise NonFiniteInputError(
+            f"{what} contains {int(bad.sum())} NaN or infinite value(s), the first in row "
+            f"{int(np.flatnonzero(bad.any(axis=1))[0])}. Remove or impute them first."
+        )

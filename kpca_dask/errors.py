@@ -1,0 +1,47 @@
+"""The exceptions kpca-dask raises on purpose.
+
+Every error a user can cause by bad input or parameters is one of these, and
+its message says what is wrong and how to fix it. They subclass the builtin
+exception a Python or scikit-learn user would expect (``ValueError``,
+``FileExistsError``, ...) so existing ``except`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KPCAError",
+    "InvalidInputError",
+    "NonFiniteInputError",
+    "InvalidParameterError",
+    "TooFewComponentsError",
+    "ModelFormatError",
+    "OutputExistsError",
+]
+
+
+class KPCAError(Exception):
+    """Base class of every error raised deliberately by kpca-dask."""
+
+
+class InvalidInputError(KPCAError, ValueError):
+    """The data have the wrong shape, dtype or layout."""
+
+
+class NonFiniteInputError(InvalidInputError):
+    """The data contain NaN or infinite values."""
+
+
+class InvalidParameterError(KPCAError, ValueError):
+    """An estimator or kernel parameter is out of range or unknown."""
+
+
+class TooFewComponentsError(InvalidParameterError):
+    """More components were asked for than the kernel has positive eigenvalues."""
+
+
+class ModelFormatError(KPCAError, ValueError):
+    """A saved model is missing a part or was written by an unknown format version."""
+
+
+class OutputExistsError(KPCAError, FileExistsError):
+    """An output path exists already and overwriting was not asked for."""

@@ -1,0 +1,285 @@
+"""The scikit-learn compatible estimator: Nyström kernel PCA over dask arrays."""
+
+from __future__ import annotations
+
+import numbers
+import time
+from typing import Callable, Literal
+
+import dask
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._parallel import capped_blas
+from ._validation import as_dask_array
+from .errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
+from .kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
+from .landmarks import as_generator, select_landmarks
+from .nystrom import (
+    NystromSolution,
+    landmark_basis,
+    pass_statistics,
+    project,
+    raise_if_nonfinite,
+    solve,
+)
+
+__all__ = ["KernelPCA"]
+
+#: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
+#: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
+DEFAULT_RCOND = {"float64": 1e-10, "float32": 1e-5}
+
+
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel PCA by Nyström landmarks, in one pass over data of any size.
+
+    The data are read once, block by block: each block's kernel values against
+    m landmarks are reduced to m x m statistics, and the eigenproblem is solved
+    on the client in O(m^3). Memory is O(block x m + m^2) whatever the number
+    of rows n. With ``n_landmarks >= n`` every row is a landmark and the result
+    is exact kernel PCA (that of ``sklearn.decomposition.KernelPCA``).
+
+    Parameters
+    ----------
+    n_components : int, float in (0, 1) or None, default=None
+        Number of components q. A float eta keeps the smallest q whose
+        cumulative explained-variance ratio reaches eta. None keeps every
+        component with a positive eigenvalue.
+    kernel : {"rbf", "gaussian", "laplacian", "polynomial", "poly", "linear", \
+"sigmoid", "cosine", "matern"} or callable, default="rbf"
+        A callable ``k(A, B, **kernel_params)`` must return the
+        ``(len(A), len(B))`` kernel block and be picklable for distributed runs.
+    gamma : float, default=None
+        Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
+        None means ``1 / n_features``. For matern the length scale is
+        ``1 / sqrt(2 * gamma)``.
+    degree : float, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=1.0
+        Independent term of the polynomial and sigmoid kernels.
+    kernel_params : dict, default=None
+        Further kernel parameters (``nu`` for matern, default 1.5), or the
+        keyword arguments of a callable kernel. Never modified.
+    n_landmarks : int, default=1000
+        Number of landmarks m. Cost is O(n m^2); accuracy grows with m, and
+        ``trace_error_`` says whether m is large enough.
+    landmarks : str or array-like of shape (n_landmarks, n_features), default="uniform"
+        How landmarks are chosen: a registered strategy name, or the points.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the kernel blocks; statistics are always summed in float64.
+    rcond : float, default=None
+        Eigenvalues of K_mm at or below ``rcond`` times the largest are dropped,
+        not inverted. None: 1e-10 for float64 blocks, 1e-5 for float32.
+    random_state : int, numpy Generator or None, default=None
+        Seeds landmark selection. The same seed gives the same model for any
+        chunking, scheduler and number of workers.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (n_components,)
+        Eigenvalues of the centred (Nyström) Gram matrix, descending; the same
+        scale as ``sklearn.decomposition.KernelPCA.eigenvalues_``.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        ``eigenvalues_`` divided by the total variance of the features.
+    n_components_ : int
+        The number of components q kept.
+    landmarks_ : ndarray of shape (n_landmarks_, n_features_in_)
+    landmark_indices_ : ndarray of shape (n_landmarks_,) or None
+        Global row indices of the landmarks, None when they are not data rows.
+    n_landmarks_ : int
+        Landmarks used: ``min(n_landmarks, n_samples)`` for the row strategies.
+    landmark_rank_ : int
+        Eigenvalues of K_mm kept (the dimension of the Nyström features).
+    gamma_ : float or None
+        The resolved gamma (None for kernels without one).
+    kernel_params_ : dict
+        Every resolved kernel parameter.
+    trace_error_ : float
+        Relative trace error of the Nyström approximation,
+        ``(trace K - trace K_nys) / trace K``, from the same pass.
+    projection_ : ndarray of shape (n_landmarks_, n_components_)
+        P = W V_q: y(x) = P^T k_m(x) - offset_.
+    offset_ : ndarray of shape (n_components_,)
+    n_features_in_ : int
+    n_samples_fit_ : int
+    fit_seconds_ : float
+        Wall time of the last fit.
+
+    See Also
+    --------
+    ExactKernelPCA : the exact method on the full Gram matrix, for small n.
+    sklearn.decomposition.KernelPCA : exact kernel PCA in scikit-learn.
+
+    References
+    ----------
+    .. [1] Schölkopf, Smola and Müller, "Nonlinear component analysis as a kernel
+       eigenvalue problem", Neural Computation 10 (1998).
+    .. [2] Williams and Seeger, "Using the Nyström method to speed up kernel
+       machines", NIPS 13 (2001).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(500, 3))
+    >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=100, random_state=0)
+    >>> kpca.fit_transform(X).shape
+    (500, 2)
+    >>> bool(kpca.trace_error_ < 0.05)
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int | float | None = None,
+        *,
+        kernel: str | Callable = "rbf",
+        gamma: float | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        kernel_params: dict | None = None,
+        n_landmarks: int = 1000,
+        landmarks: str | np.ndarray = "uniform",
+        dtype: Literal["float64", "float32"] = "float64",
+        rcond: float | None = None,
+        random_state: int | np.random.Generator | None = None,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.dtype = dtype
+        self.rcond = rcond
+        self.random_state = random_state
+
+    # -- fit ---------------------------------------------------------------
+
+    def fit(self, X, y=None) -> "KernelPCA":
+        """Fit the model with one pass over ``X``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : KernelPCA
+        """
+        started = time.perf_counter()
+        self._check_hyperparameters()
+        X, _ = as_dask_array(X, min_samples=2)
+        kernel = canonical_kernel_name(self.kernel)
+        params = resolve_kernel_params(
+            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+            kernel_params=self.kernel_params)
+        chosen = select_landmarks(X, self.n_landmarks, self.landmarks,
+                                  rng=as_generator(self.random_state), kernel=kernel,
+                                  params=params)
+        _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
+        basis = landmark_basis(kmm, rcond)
+        stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype))
+        with capped_blas(X):
+            (stats,) = dask.compute(stats)
+        raise_if_nonfinite(stats)
+        solution = solve(stats, basis, self.n_components)
+
+        # Only now, with every step done, does the estimator change state.
+        self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
+        self.fit_seconds_ = time.perf_counter() - started
+        return self
+
+    def _set_fitted(self, kernel, params, chosen, rank, solution: NystromSolution, X):
+        self.kernel_ = kernel
+        self.kernel_params_ = params
+        self.gamma_ = params.get("gamma")
+        self.landmarks_ = chosen.points
+        self.landmark_indices_ = chosen.indices
+        self.n_landmarks_ = chosen.points.shape[0]
+        self.landmark_rank_ = rank
+        self.projection_ = solution.projection
+        self.offset_ = solution.offset
+        self.eigenvalues_ = solution.eigenvalues
+        self.explained_variance_ratio_ = solution.explained_variance_ratio
+        self.n_components_ = solution.projection.shape[1]
+        self.trace_error_ = solution.trace_error
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_fit_ = X.shape[0]
+
+    def _check_hyperparameters(self):
+        nc = self.n_components
+        if nc is not None and not (
+            (isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc >= 1)
+            or (isinstance(nc, float) and 0 < nc < 1)
+        ):
+            raise InvalidParameterError(
+                f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
+        m = self.n_landmarks
+        if not isinstance(m, numbers.Integral) or isinstance(m, bool) or m < 1:
+            raise InvalidParameterError(f"n_landmarks must be an int >= 1; got {m!r}.")
+        if self.dtype not in DEFAULT_RCOND:
+            raise InvalidParameterError(
+                f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
+        if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
+                                           and 0 <= self.rcond < 1):
+            raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
+
+    # -- transform ---------------------------------------------------------
+
+    def transform(self, X):
+        """Project rows onto the principal components: y(x) = P^T k_m(x) - c.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Y : ndarray or dask array of shape (n_samples, n_components_)
+            A lazy dask array (same row chunks) for dask input, numpy otherwise.
+        """
+        check_is_fitted(self)
+        X, is_lazy = as_dask_array(X, min_samples=1)
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input. Pass data with the columns the "
+                "model was fitted on."
+            )
+        Y = project(X, self.landmarks_, self.projection_, self.offset_, self.kernel_,
+                    self.kernel_params_, np.dtype(self.dtype))
+        if is_lazy:
+            return Y
+        with capped_blas(Y):
+            return Y.compute()
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit, then project the training rows (a second, lazy pass for dask input)."""
+        return self.fit(X).transform(X)
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        where = (f"row {int(indices[np.flatnonzero(bad)[0]])} of X" if indices is not None
+                 else f"landmark {int(np.flatnonzero(bad)[0])}")
+        raise NonFiniteInputError(
+            f"A landmark contains NaN or infinite values ({where}). Remove or impute "
+            "non-finite values in X (or in the landmarks you passed) first.")

@@ -1,0 +1,310 @@
+"""The Nyström pass over the data and the small m x m problem (DESIGN §2).
+
+``pass_statistics`` builds a lazy graph that maps each row block X_b to
+
+    n_b,  s_b = B_b^T 1,  G_b = B_b^T B_b,  t_b = sum_i k(x_i, x_i)
+
+with B_b = k(X_b, Z), and tree-reduces them: only m-sized and m x m arrays
+leave the workers. ``solve`` turns the reduced statistics into the model on
+the client, in O(m^3):
+
+    K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})
+    mu = W^T s / n,  C = W^T G W - n mu mu^T = V diag(lambda) V^T
+    y(x) = P^T k_m(x) - c,  P = W V_q,  c = V_q^T mu
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.delayed import Delayed
+from scipy import linalg
+
+from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+from .kernels import kernel_diagonal, pairwise_kernel
+
+__all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "landmark_basis", "solve"]
+
+#: Eigenvalues of C below this fraction of the largest count as zero; the same
+#: ratio scikit-learn uses to decide that an eigenvalue is numerically zero.
+ZERO_EIGENVALUE_RTOL = 1e-12
+
+#: How many partial results one node of the tree reduction adds up.
+SPLIT_EVERY = 8
+
+
+@dataclass(frozen=True)
+class PassStatistics:
+    """What one pass over the data returns: sizes m and m x m only."""
+
+    n_samples: int
+    column_sums: np.ndarray  # s = sum_b B_b^T 1, shape (m,)
+    gram: np.ndarray  # G = sum_b B_b^T B_b, shape (m, m)
+    diagonal_sum: float  # t = sum_i k(x_i, x_i)
+    n_nonfinite: int  # NaN/inf entries found in the data
+    first_nonfinite_row: int  # global row of the first one, -1 if none
+
+
+def _block_statistics(block, row_offset, landmarks, kernel, params, dtype):
+    """Statistics of one row block; module level so the dashboard names it."""
+    x = np.asarray(block)
+    finite = np.isfinite(x)
+    if not finite.all():
+        bad_rows = np.flatnonzero(~finite.all(axis=1))
+        m = landmarks.shape[0]
+        return PassStatistics(
+            x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
+            int((~finite).sum()), int(row_offset + bad_rows[0]),
+        )
+    x = x.astype(dtype, copy=False)
+    B = pairwise_kernel(x, landmarks, kernel, **params)
+    # B.T @ B with the same buffer is dispatched by numpy to BLAS SYRK, half
+    # the flops of a general product; the sum across blocks is float64.
+    gram = (B.T @ B).astype(np.float64, copy=False)
+    return PassStatistics(
+        n_samples=x.shape[0],
+        column_sums=B.sum(axis=0, dtype=np.float64),
+        gram=gram,
+        diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
+        n_nonfinite=0,
+        first_nonfinite_row=-1,
+    )
+
+
+def _combine_statistics(*parts):
+    """Add partial statistics (one node of the tree reduction)."""
+    bad_rows = [p.first_nonfinite_row for p in parts if p.first_nonfinite_row >= 0]
+    gram = parts[0].gram.copy()
+    column_sums = parts[0].column_sums.copy()
+    for p in parts[1:]:
+        gram += p.gram
+        column_sums += p.column_sums
+    return PassStatistics(
+        n_samples=sum(p.n_samples for p in parts),
+        column_sums=column_sums,
+        gram=gram,
+        diagonal_sum=float(sum(p.diagonal_sum for p in parts)),
+        n_nonfinite=sum(p.n_nonfinite for p in parts),
+        first_nonfinite_row=min(bad_rows) if bad_rows else -1,
+    )
+
+
+def row_offsets(X: da.Array) -> np.ndarray:
+    """Global index of the first row of each row block (from metadata only)."""
+    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+
+
+def pass_statistics(
+    X: da.Array,
+    landmarks: np.ndarray,
+    kernel,
+    params: dict,
+    dtype=np.float64,
+    split_every: int = SPLIT_EVERY,
+) -> Delayed:
+    """Lazy one-pass statistics of ``X`` against the landmarks.
+
+    ``X`` must have a single chunk along the feature axis. The result is a
+    ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
+    every chunk of ``X`` exactly once.
+
+    Examples
+    --------
+    >>> X = da.ones((10, 2), chunks=(4, 2))
+    >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
+    >>> stats.n_samples, stats.gram[0, 0]
+    (10, 40.0)
+    """
+    if X.numblocks[1] != 1:
+        raise ValueError("pass_statistics needs one chunk along the feature axis")
+    # One shared key for the landmarks instead of a copy inside every task.
+    shared_landmarks = dask.delayed(np.asarray(landmarks, dtype=dtype), pure=True)
+    block_statistics = dask.delayed(_block_statistics, pure=True)
+    combine = dask.delayed(_combine_statistics, pure=True)
+    partials = [
+        block_statistics(block, int(offset), shared_landmarks, kernel, params, dtype)
+        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
+    ]
+    while len(partials) > 1:
+        partials = [combine(*partials[i : i + split_every])
+                    for i in range(0, len(partials), split_every)]
+    return partials[0]
+
+
+def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
+    """Turn the pass's NaN/inf count into a clear error."""
+    if stats.n_nonfinite:
+        raise NonFiniteInputError(
+            f"{what} contains {stats.n_nonfinite} NaN or infinite value(s), the first in "
+            f"row {stats.first_nonfinite_row}. Remove or impute them first, e.g. "
+            f"X[~da.isfinite(X).all(axis=1)] to find the rows."
+        )
+
+
+@dataclass(frozen=True)
+class LandmarkBasis:
+    """W = U_r diag(s_r^{-1/2}) from the landmark kernel matrix K_mm."""
+
+    W: np.ndarray  # (m, r)
+    eigenvalues: np.ndarray  # s, all m of them, descending
+    n_dropped: int  # m - r: eigenvalues at or below rcond * s_max
+    n_negative: int  # significantly negative eigenvalues (non-PSD kernel)
+
+
+def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
+    """Whitening basis W of the landmark kernel matrix, dropping its noise.
+
+    Eigenvalues at or below ``rcond * max(s)`` are dropped rather than
+    inverted; significantly negative ones (a kernel that is not positive
+    semi-definite, such as sigmoid) trigger a warning.
+
+    Examples
+    --------
+    >>> landmark_basis(np.diag([4.0, 1.0, 0.0]), rcond=1e-10).W
+    array([[0.5, 0. ],
+           [0. , 1. ]])
+    """
+    kmm = 0.5 * (kmm + kmm.T)
+    s, U = linalg.eigh(kmm)
+    s, U = s[::-1], U[:, ::-1]
+    if not s[0] > 0:
+        raise InvalidParameterError(
+            "The kernel matrix of the landmarks has no positive eigenvalue, so the kernel "
+            "gives no features here. Check the kernel and its parameters (e.g. a gamma "
+            "that is not so large that every kernel value underflows)."
+        )
+    keep = s > rcond * s[0]
+    n_negative = int(np.sum(s < -rcond * s[0]))
+    if n_negative:
+        warnings.warn(
+            f"The kernel is not positive semi-definite on the landmarks: {n_negative} of "
+            f"{s.size} eigenvalues of K_mm are negative (smallest {s[-1]:.3g}). They are "
+            "excluded; the model uses the kernel's positive semi-definite part.",
+            UserWarning,
+            stacklevel=3,
+        )
+    W = U[:, keep] / np.sqrt(s[keep])
+    return LandmarkBasis(W=W, eigenvalues=s, n_dropped=int(s.size - keep.sum()),
+                         n_negative=n_negative)
+
+
+@dataclass(frozen=True)
+class NystromSolution:
+    """The fitted model: a projection y(x) = P^T k_m(x) - c plus diagnostics."""
+
+    projection: np.ndarray  # P = W V_q, (m, q)
+    offset: np.ndarray  # c = V_q^T mu, (q,)
+    eigenvalues: np.ndarray  # lambda_1..q of J K_nys J
+    all_eigenvalues: np.ndarray  # every positive lambda (r at most)
+    explained_variance_ratio: np.ndarray  # lambda_j / trace(C), (q,)
+    trace_error: float  # (t - trace(W^T G W)) / t
+
+
+def n_components_for(
+    n_components, eigenvalues: np.ndarray, n_positive: int, total: float
+) -> int:
+    """Number of components q for an int, a ratio eta in (0, 1), or None."""
+    if n_components is None:
+        return n_positive
+    if isinstance(n_components, float) and 0 < n_components < 1:
+        ratios = np.cumsum(eigenvalues[:n_positive]) / total
+        # Smallest q with cumulative ratio >= eta (a hair of slack for rounding).
+        return int(min(np.searchsorted(ratios, n_components - 1e-12) + 1, n_positive))
+    if n_components > n_positive:
+        raise TooFewComponentsError(
+            f"n_components={n_components}, but the fitted kernel has only {n_positive} "
+            "positive eigenvalue(s). Ask for fewer components, use n_components=None "
+            "for all of them, or add landmarks (n_landmarks)."
+        )
+    return int(n_components)
+
+
+def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromSolution:
+    """The small problem on the client: from the pass statistics to the model.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
+    >>> Z = X.compute()
+    >>> basis = landmark_basis(Z @ Z.T + 1.0, rcond=1e-10)  # polynomial, degree 1
+    >>> stats = pass_statistics(X, Z, "polynomial", {"gamma": 1.0, "degree": 1, "coef0": 1.0})
+    >>> solve(stats.compute(), basis, None).eigenvalues.round(6)  # sum of squares about the mean
+    array([5.])
+    """
+    n = stats.n_samples
+    gram = 0.5 * (stats.gram + stats.gram.T)
+    W = basis.W
+    mean_feature = W.T @ stats.column_sums / n  # mu
+    feature_gram = W.T @ gram @ W  # W^T G W
+    C = feature_gram - n * np.outer(mean_feature, mean_feature)
+    C = 0.5 * (C + C.T)
+    lam, V = linalg.eigh(C)
+    lam, V = lam[::-1], V[:, ::-1]
+    total = float(np.trace(C))
+    n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0))) if lam[0] > 0 else 0
+    q = n_components_for(n_components, lam, n_positive, total)
+    P = W @ V[:, :q]
+    # Deterministic signs: the largest-magnitude entry of each column of P is positive.
+    signs = np.sign(P[np.argmax(np.abs(P), axis=0), np.arange(q)])
+    signs[signs == 0] = 1.0
+    P = P * signs
+    offset = (V[:, :q] * signs).T @ mean_feature
+    t = stats.diagonal_sum
+    trace_error = (t - float(np.trace(feature_gram))) / t if t > 0 else 0.0
+    return NystromSolution(
+        projection=P,
+        offset=offset,
+        eigenvalues=lam[:q].copy(),
+        all_eigenvalues=lam[:n_positive].copy(),
+        explained_variance_ratio=lam[:q] / total if total > 0 else np.zeros(q),
+        trace_error=trace_error,
+    )
+
+
+def _project_block(
+    block, *, landmarks, projection, offset, kernel, params, dtype_kernel, block_info=None
+):
+    """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
+    x = np.asarray(block)
+    if not np.isfinite(x).all():
+        start = block_info[0]["array-location"][0][0] if block_info else 0
+        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values (first in row {row}); "
+            "remove or impute them before transform."
+        )
+    B = pairwise_kernel(x.astype(dtype_kernel, copy=False), landmarks, kernel, **params)
+    y = B @ projection.astype(B.dtype, copy=False)
+    return y.astype(np.float64, copy=False) - offset
+
+
+def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
+            kernel, params: dict, dtype) -> da.Array:
+    """Lazy projection of every row of ``X``: one kernel block per row block.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.eye(3), chunks=2)
+    >>> project(X, np.eye(3), np.ones((3, 1)), np.zeros(1), "linear", {}, np.float64).compute()
+    array([[1.],
+           [1.],
+           [1.]])
+    """
+    q = projection.shape[1]
+    shared = dask.delayed((np.asarray(landmarks, dtype=dtype), projection, offset), pure=True)
+    return X.map_blocks(
+        _project_block,
+        landmarks=shared[0],
+        projection=shared[1],
+        offset=shared[2],
+        kernel=kernel,
+        params=params,
+        dtype_kernel=dtype,
+        chunks=(X.chunks[0], (q,)),
+        dtype=np.float64,
+        meta=np.empty((0, 0), np.float64),
+    )
