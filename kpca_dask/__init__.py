@@ -19,6 +19,7 @@ from .errors import (
     KPCAError,
     ModelFormatError,
     NonFiniteInputError,
+    NonNumericInputError,
     OutputExistsError,
     TooFewComponentsError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidParameterError",
     "NonFiniteInputError",
+    "NonNumericInputError",
     "TooFewComponentsError",
     "ModelFormatError",
     "OutputExistsError",

@@ -9,7 +9,7 @@ import numpy as np
 from scipy import sparse
 from dask.array.core import PerformanceWarning
 
-from .errors import InvalidInputError, NonFiniteInputError
+from .errors import InvalidInputError, NonFiniteInputError, NonNumericInputError
 
 #: Rows per block when numpy input is wrapped in a dask array. Blocks of
 #: 10-50 k rows keep BLAS efficient at O(block x m) memory (DESIGN §2).
@@ -50,7 +50,7 @@ def _checked(X, what, min_samples):
     if X.ndim != 2:
         raise InvalidInputError(
             f"{what} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
-            f"with shape {X.shape}. Reshape it, e.g. x.reshape(-1, 1) for a single feature "
+            f"with shape {X.shape}. Reshape your data, e.g. x.reshape(-1, 1) for a single feature "
             "or x.reshape(1, -1) for a single sample."
         )
     X = _as_float(X, what)
@@ -98,11 +98,11 @@ def _as_float(X, what):
         try:
             return X.astype(np.float64)
         except (TypeError, ValueError) as exc:
-            raise InvalidInputError(
+            raise NonNumericInputError(
                 f"{what} has dtype object with non-numeric entries ({exc}); "
                 "convert it to a numeric array first."
             ) from exc
-    raise InvalidInputError(
+    raise NonNumericInputError(
         f"{what} has dtype {X.dtype}, which is not numeric; convert it to float64 "
         "(or float32) first."
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "KPCAError",
     "InvalidInputError",
+    "NonNumericInputError",
     "NonFiniteInputError",
     "InvalidParameterError",
     "TooFewComponentsError",
@@ -25,6 +26,10 @@ class KPCAError(Exception):
 
 class InvalidInputError(KPCAError, ValueError):
     """The data have the wrong shape, dtype or layout."""
+
+
+class NonNumericInputError(InvalidInputError, TypeError):
+    """The data are not numbers (strings, objects)."""
 
 
 class NonFiniteInputError(InvalidInputError):

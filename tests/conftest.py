@@ -1,0 +1,39 @@
+"""Shared fixtures: real data locations and real dask clusters."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """../shared/data beside the repository, or $KPCA_DASK_DATA."""
+    return Path(os.environ.get("KPCA_DASK_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def mnist_dir() -> Path:
+    path = shared_data_dir() / "mnist"
+    if not (path / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"MNIST files not found in {path}")
+    return path
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def process_cluster():
+    """A distributed LocalCluster with 2 worker processes (one thread each)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        yield cluster
