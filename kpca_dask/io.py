@@ -52,6 +52,7 @@ __all__ = [
     "write_embedding",
     "write_group",
     "label_embedding",
+    "check_can_write",
     "WRITE_STATE_ATTR",
 ]
 
@@ -372,6 +373,21 @@ def _refuse_existing(final: _Location, shown: str, overwrite: bool) -> None:
         raise OutputExistsError(
             f"{shown} exists already; choose another output path or pass overwrite=True "
             "(--overwrite on the command line) to replace it.")
+
+
+def check_can_write(path: PathOrURL, *, overwrite: bool = False,
+                    storage_options: dict | None = None) -> None:
+    """Raise :class:`~kpca_dask.errors.OutputExistsError` now if writing ``path`` would be refused.
+
+    Lets a caller fail before hours of work instead of after; the writers
+    check again when they start.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_can_write(tempfile.mkdtemp() + "/new.zarr")
+    """
+    _refuse_existing(_location(path, storage_options), os.fspath(path), overwrite)
 
 
 def _mark_complete(where: _Location) -> None:
