@@ -117,7 +117,8 @@ def _location(path: PathOrURL, storage_options: dict | None = None) -> _Location
         raise InvalidInputError(
             f"storage_options were given for the local path {text!r}; they apply to fsspec "
             "URLs (s3://, gs://, memory://...) only.")
-    return _Location(str(Path(text).expanduser()), local=True)
+    # Absolute, because worker processes need not share our working directory.
+    return _Location(str(Path(text).expanduser().absolute()), local=True)
 
 
 # -- reading -----------------------------------------------------------------
