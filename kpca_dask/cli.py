@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 
 import dask
@@ -151,9 +152,11 @@ def _generate(args) -> None:
                         chunk_rows=args.chunk_rows, seed=args.seed, dtype=args.dtype)
     attrs = {"dataset": args.kind, "seed": args.seed, "generated_by": f"{PROG} generate"}
     with _compute_context(args):
+        started = time.perf_counter()
         write_array(X, args.out, overwrite=args.overwrite, attrs=attrs)
+        seconds = time.perf_counter() - started
     print(f"wrote {args.out}: {X.shape[0]} x {X.shape[1]} {X.dtype}, "
-          f"{X.numblocks[0]} chunk(s) of up to {X.chunks[0][0]} rows")
+          f"{X.numblocks[0]} chunk(s) of up to {X.chunks[0][0]} rows, in {seconds:.2f} s")
 
 
 def _fit(args) -> None:
@@ -184,9 +187,11 @@ def _transform(args) -> None:
     check_can_write(args.out, overwrite=args.overwrite)
     model = load_model(args.model)
     with _compute_context(args):
+        started = time.perf_counter()
         Y = model.transform(open_array(args.data, array=args.array))
         write_embedding(Y, args.out, overwrite=args.overwrite)
-    print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64")
+        seconds = time.perf_counter() - started
+    print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64, in {seconds:.2f} s")
 
 
 def _info(args) -> None:
