@@ -31,9 +31,22 @@ try:
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0+unknown"
 
+
+def load(path, *, storage_options: dict | None = None) -> KernelPCA:
+    """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
+
+    See :func:`kpca_dask.model_store.load_model`.
+    """
+    # Imported here so that ``import kpca_dask`` does not pull in zarr and xarray.
+    from .model_store import load_model
+
+    return load_model(path, storage_options=storage_options)
+
+
 __all__ = [
     "KernelPCA",
     "ExactKernelPCA",
+    "load",
     "KPCAError",
     "InvalidInputError",
     "InvalidParameterError",

@@ -1,0 +1,175 @@
+"""The kpca-dask command line, run in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import kpca_dask
+from kpca_dask import cli
+from kpca_dask.io import open_array
+
+CONSOLE_SCRIPT = Path(sys.executable).with_name("kpca-dask")
+
+
+def run(*args, cwd, env=None, script=False):
+    """Run ``kpca-dask ARGS`` (the console script, or ``python -m kpca_dask``)."""
+    command = [str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "kpca_dask"]
+    full_env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
+    full_env.update({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s", **(env or {})})
+    return subprocess.run(command + [str(a) for a in args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def assert_user_error(result, match):
+    """Exit status 2 and a single ``kpca-dask...: error: ...`` line, no traceback."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("kpca-dask") and ": error: " in lines[0]
+    assert match in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+LOCAL_CLUSTER = ["--workers", "2", "--threads-per-worker", "1", "--memory-limit", "1GiB"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CONSOLE_SCRIPT.exists(), reason="console script not installed")
+def test_generate_fit_transform_info(tmp_path):
+    """generate -> fit -> transform -> info end to end, fit and transform on a LocalCluster."""
+    done = run("generate", "circles", "--n-samples", 6000, "--chunk-rows", 500,
+               "--out", "data.zarr", "--seed", 3, "--scheduler", "threads", cwd=tmp_path,
+               script=True)
+    assert done.returncode == 0, done.stderr
+    assert "wrote data.zarr: 6000 x 2 float64, 12 chunk(s)" in done.stdout
+
+    done = run("fit", "data.zarr", "--model", "model.zarr", "--n-components", 4,
+               "--gamma", 0.5, "--n-landmarks", 200, "--seed", 1, "--progress",
+               *LOCAL_CLUSTER, cwd=tmp_path, script=True)
+    assert done.returncode == 0, done.stderr
+    assert "Dask: 2 worker(s), 2 thread(s)" in done.stderr and "dashboard http" in done.stderr
+    assert "100% Completed" in done.stderr
+    assert "trace error" in done.stdout
+
+    done = run("transform", "model.zarr", "data.zarr", "--out", "embedding.zarr",
+               *LOCAL_CLUSTER, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Completed" not in done.stderr  # no bar when stderr is not a terminal
+    assert "wrote embedding.zarr: 6000 x 4" in done.stdout
+
+    # The command line did what the library does.
+    model = kpca_dask.load(tmp_path / "model.zarr")
+    data = open_array(tmp_path / "data.zarr")
+    assert data.chunks[0] == (500,) * 12
+    expected = model.transform(data).compute()
+    written = zarr.open_array(str(tmp_path / "embedding.zarr"), mode="r")
+    assert written.chunks == (500, 4)
+    np.testing.assert_array_equal(written[:], expected)
+    same = kpca_dask.KernelPCA(n_components=4, gamma=0.5, n_landmarks=200,
+                               random_state=1).fit(data)
+    np.testing.assert_allclose(model.eigenvalues_, same.eigenvalues_, rtol=1e-10)
+
+    done = run("info", "model.zarr", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for text in ("rbf(gamma=0.5)", "m = 200 (uniform)", "n = 6000 rows x 2 features",
+                 "trace error", "fit time", "eigenvalues", "components   4"):
+        assert text in done.stdout
+    summary = json.loads(run("info", "model.zarr", "--json", cwd=tmp_path).stdout)
+    assert summary["n_samples_fit"] == 6000 and summary["n_components"] == 4
+    np.testing.assert_array_equal(summary["eigenvalues"], model.eigenvalues_)
+
+
+def main(*args, capsys):
+    """``kpca-dask ARGS`` in this process: (exit status, stdout, stderr)."""
+    try:
+        status = cli.main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, status, out, err)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A small data set and a model made through the command line, for the error cases."""
+    path = tmp_path_factory.mktemp("cli")
+    data, model = path / "data.zarr", path / "model.zarr"
+    assert cli.main(["generate", "blobs", "--n-samples", "400", "--n-features", "3",
+                     "--chunk-rows", "100", "--out", str(data), "--scheduler", "threads"]) == 0
+    assert cli.main(["fit", str(data), "--model", str(model), "--n-components", "2",
+                     "--n-landmarks", "50", "--scheduler", "threads"]) == 0
+    return path
+
+
+def test_overwrite_refused_without_flag(workdir, tmp_path, capsys):
+    """An existing output is refused, and replaced with --overwrite."""
+    data, model = workdir / "data.zarr", workdir / "model.zarr"
+    before = (model / "zarr.json").read_bytes()
+    done = main("fit", data, "--model", model, "--n-components", 3, "--scheduler", "threads",
+                capsys=capsys)
+    assert_user_error(done, "model.zarr exists already")
+    assert (model / "zarr.json").read_bytes() == before
+    done = main("generate", "blobs", "--n-samples", 10, "--out", data, capsys=capsys)
+    assert_user_error(done, "data.zarr exists already")
+    for _ in range(2):
+        done = main("transform", model, data, "--out", tmp_path / "y.zarr", "--overwrite",
+                    "--scheduler", "threads", capsys=capsys)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["fit", "missing.zarr", "--model", "new.zarr"], "No Zarr store at missing.zarr"),
+    (["transform", "missing.zarr", "data.zarr", "--out", "new.zarr"], "No model at missing.zarr"),
+    (["transform", "data.zarr", "data.zarr", "--out", "new.zarr"], "not a kpca-dask model"),
+    (["fit", "data.zarr", "--model", "new.zarr", "--gamma", "-1"], "gamma must be a positive"),
+    (["fit", "data.zarr", "--model", "new.zarr", "--landmarks", "bogus"],
+     "Unknown landmarks strategy 'bogus'"),
+    (["fit", "data.zarr", "--model", "new.zarr", "--n-components", "500"],
+     "n_components=500, but"),
+    (["fit", "data.zarr", "--model", "new.zarr", "--n-components", "two"],
+     "argument --n-components"),
+    (["generate", "spirals", "--n-samples", "10", "--out", "new.zarr"], "invalid choice"),
+    (["fit", "data.zarr", "--model", "new.zarr", "--scheduler", "tls://127.0.0.1:1"],
+     "needs TLS, but no TLS credentials are configured"),
+])
+def test_user_errors_are_one_line(workdir, capsys, monkeypatch, args, message):
+    """A user mistake prints one error line, exits 2, and writes nothing."""
+    monkeypatch.chdir(workdir)
+    before = sorted(p.name for p in workdir.iterdir())
+    local = [] if "--scheduler" in args else ["--scheduler", "threads"]
+    assert_user_error(main(*args, *local, capsys=capsys), message)
+    assert sorted(p.name for p in workdir.iterdir()) == before
+
+
+def test_damaged_model(workdir, tmp_path, capsys):
+    """A model with a missing array is reported as damaged, in one line."""
+    shutil.copytree(workdir / "model.zarr", tmp_path / "model.zarr")
+    shutil.rmtree(tmp_path / "model.zarr" / "projection")
+    assert_user_error(main("info", tmp_path / "model.zarr", capsys=capsys),
+                      "damaged: projection missing")
+
+
+@pytest.mark.slow
+def test_errors_in_a_subprocess_have_no_traceback(workdir):
+    """Run as a program, a scheduler that does not answer gives one line and exit status 2."""
+    done = run("transform", "model.zarr", "data.zarr", "--out", "never.zarr",
+               env={"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:9"}, cwd=workdir)
+    assert_user_error(done, "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert not (workdir / "never.zarr").exists()
+
+
+def test_version_and_help(capsys):
+    """--version names the package version; every subcommand has --help."""
+    assert main("--version", capsys=capsys).stdout.strip() == f"kpca-dask {kpca_dask.__version__}"
+    for command in ("generate", "fit", "transform", "info"):
+        done = main(command, "--help", capsys=capsys)
+        assert done.returncode == 0 and "usage: kpca-dask " + command in done.stdout
