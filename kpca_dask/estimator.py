@@ -22,6 +22,7 @@ from .nystrom import (
     pass_statistics,
     project,
     raise_if_nonfinite,
+    reference_row,
     solve,
 )
 
@@ -186,7 +187,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
-        stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype))
+        stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype),
+                                reference=reference_row(chosen.points, kernel, params, kmm))
         with capped_blas(X):
             (stats,) = dask.compute(stats)
         raise_if_nonfinite(stats)
