@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import time
 from typing import Callable, Literal
 
@@ -13,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parallel import capped_blas
 from ._validation import as_dask_array
+from .checkpoint import FitCheckpoint, fit_identity
 from .errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
 from .kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
 from .landmarks import as_generator, select_landmarks
@@ -161,13 +163,20 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # -- fit ---------------------------------------------------------------
 
-    def fit(self, X, y=None) -> "KernelPCA":
+    def fit(self, X, y=None, *, checkpoint: str | os.PathLike | None = None) -> "KernelPCA":
         """Fit the model with one pass over ``X``.
 
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
         y : ignored
+        checkpoint : str or path-like, default=None
+            A Zarr group where the pass saves its finished part as it goes.
+            If the fit is interrupted (client or scheduler killed), the same
+            call resumes from it and recomputes no finished segment. A
+            checkpoint of other data or parameters is refused with
+            :class:`~kpca_dask.errors.CheckpointMismatchError`. See
+            :mod:`kpca_dask.checkpoint`.
 
         Returns
         -------
@@ -180,17 +189,24 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         params = resolve_kernel_params(
             kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
             kernel_params=self.kernel_params)
-        chosen = select_landmarks(X, self.n_landmarks, self.landmarks,
-                                  rng=as_generator(self.random_state), kernel=kernel,
-                                  params=params)
+        saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
+            X, kernel, params, dtype=self.dtype, landmarks=self.landmarks,
+            n_landmarks=self.n_landmarks, random_state=self.random_state))
+        chosen = saved.landmarks if saved is not None and saved.landmarks is not None else \
+            select_landmarks(X, self.n_landmarks, self.landmarks,
+                             rng=as_generator(self.random_state), kernel=kernel, params=params)
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
-        stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype),
-                                reference=reference_row(chosen.points, kernel, params, kmm))
-        with capped_blas(X):
-            (stats,) = dask.compute(stats)
+        reference = reference_row(chosen.points, kernel, params, kmm)
+        if saved is not None:
+            stats = saved.run_pass(X, chosen, kernel, params, np.dtype(self.dtype), reference)
+        else:
+            stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype),
+                                    reference=reference)
+            with capped_blas(X):
+                (stats,) = dask.compute(stats)
         raise_if_nonfinite(stats)
         solution = solve(stats, basis, self.n_components)
 
@@ -265,7 +281,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then project the training rows (a second, lazy pass for dask input)."""
-        return self.fit(X).transform(X)
+        return self.fit(X, **fit_params).transform(X)
 
     @property
     def _n_features_out(self):
