@@ -184,6 +184,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         started = time.perf_counter()
         self._check_hyperparameters()
+        _check_random_state(self.random_state)
         X, _ = as_dask_array(X, min_samples=2)
         kernel = canonical_kernel_name(self.kernel)
         params = resolve_kernel_params(
@@ -301,3 +302,13 @@ def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
         raise NonFiniteInputError(
             f"A landmark contains NaN or infinite values ({where}). Remove or impute "
             "non-finite values in X (or in the landmarks you passed) first.")
+
+
+def _check_random_state(random_state) -> None:
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.RandomState)):
+        return
+    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        raise InvalidParameterError(
+            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")

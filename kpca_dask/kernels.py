@@ -240,6 +240,10 @@ def resolve_kernel_params(
     >>> resolve_kernel_params("matern", 2, gamma=1.0, kernel_params={"nu": 2.5})
     {'gamma': 1.0, 'nu': 2.5}
     """
+    if kernel_params is not None and not isinstance(kernel_params, Mapping):
+        raise InvalidParameterError(
+            f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
+            f"{type(kernel_params).__name__} {kernel_params!r}.")
     extra = dict(kernel_params or {})  # never write into the caller's dict
     if callable(kernel):
         return extra
@@ -259,8 +263,8 @@ def resolve_kernel_params(
         params["gamma"] = _positive_number("gamma", params["gamma"])
     if "degree" in params:
         degree = params["degree"]
-        if not _is_real(degree) or degree < 1:
-            raise InvalidParameterError(f"degree must be a number >= 1, got {degree!r}.")
+        if not _is_real(degree) or not 1 <= degree < math.inf:
+            raise InvalidParameterError(f"degree must be a finite number >= 1, got {degree!r}.")
         params["degree"] = int(degree) if float(degree).is_integer() else float(degree)
     if "coef0" in params:
         if not _is_real(params["coef0"]) or not math.isfinite(params["coef0"]):
