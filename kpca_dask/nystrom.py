@@ -252,7 +252,8 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
     --------
     >>> landmark_basis(np.diag([4.0, 1.0, 0.0]), rcond=1e-10).W
     array([[0.5, 0. ],
-           [0. , 1. ]])
+           [0. , 1. ],
+           [0. , 0. ]])
     """
     if not np.isfinite(kmm).all():
         raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where="the landmarks"))
@@ -392,7 +393,7 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
 
     Examples
     --------
-    >>> X = da.from_array(np.eye(3), chunks=2)
+    >>> X = da.from_array(np.eye(3), chunks=(2, 3))
     >>> project(X, np.eye(3), np.ones((3, 1)), np.zeros(1), "linear", {}, np.float64).compute()
     array([[1.],
            [1.],
