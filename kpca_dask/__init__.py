@@ -14,6 +14,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .errors import (
+    CheckpointMismatchError,
     InvalidInputError,
     InvalidParameterError,
     KPCAError,
@@ -55,5 +56,6 @@ __all__ = [
     "TooFewComponentsError",
     "ModelFormatError",
     "OutputExistsError",
+    "CheckpointMismatchError",
     "__version__",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "TooFewComponentsError",
     "ModelFormatError",
     "OutputExistsError",
+    "CheckpointMismatchError",
 ]
 
 
@@ -50,3 +51,7 @@ class ModelFormatError(KPCAError, ValueError):
 
 class OutputExistsError(KPCAError, FileExistsError):
     """An output path exists already and overwriting was not asked for."""
+
+
+class CheckpointMismatchError(KPCAError, ValueError):
+    """A fit checkpoint belongs to other data or parameters, so it cannot be resumed."""

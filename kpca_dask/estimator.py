@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parallel import capped_blas
 from ._validation import as_dask_array
+from .checkpoint import FitCheckpoint, fit_identity
 from .errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
 from .kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
 from .landmarks import as_generator, select_landmarks
@@ -23,6 +24,7 @@ from .nystrom import (
     pass_statistics,
     project,
     raise_if_nonfinite,
+    reference_row,
     solve,
 )
 
@@ -161,7 +163,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # -- fit ---------------------------------------------------------------
 
-    def fit(self, X, y=None) -> "KernelPCA":
+    def fit(self, X, y=None, *, checkpoint: str | os.PathLike | None = None) -> "KernelPCA":
         """Fit the model with one pass over ``X``.
 
         Parameters
@@ -170,6 +172,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             Shape (n_samples, n_features); see :func:`kpca_dask.io.open_array`
             for labelled and stored input.
         y : ignored
+        checkpoint : str or path-like, default=None
+            A Zarr group where the pass saves its finished part as it goes.
+            If the fit is interrupted (client or scheduler killed), the same
+            call resumes from it and recomputes no finished segment. A
+            checkpoint of other data or parameters is refused with
+            :class:`~kpca_dask.errors.CheckpointMismatchError`. See
+            :mod:`kpca_dask.checkpoint`.
 
         Returns
         -------
@@ -177,22 +186,31 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         started = time.perf_counter()
         self._check_hyperparameters()
+        _check_random_state(self.random_state)
         X = _open_input(X)
         X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
         kernel = canonical_kernel_name(self.kernel)
         params = resolve_kernel_params(
             kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
             kernel_params=self.kernel_params)
-        chosen = select_landmarks(X, self.n_landmarks, self.landmarks,
-                                  rng=as_generator(self.random_state), kernel=kernel,
-                                  params=params)
+        saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
+            X, kernel, params, dtype=self.dtype, landmarks=self.landmarks,
+            n_landmarks=self.n_landmarks, random_state=self.random_state))
+        chosen = saved.landmarks if saved is not None and saved.landmarks is not None else \
+            select_landmarks(X, self.n_landmarks, self.landmarks,
+                             rng=as_generator(self.random_state), kernel=kernel, params=params)
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
-        stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype))
-        with capped_blas(X):
-            (stats,) = dask.compute(stats)
+        reference = reference_row(chosen.points, kernel, params, kmm)
+        if saved is not None:
+            stats = saved.run_pass(X, chosen, kernel, params, np.dtype(self.dtype), reference)
+        else:
+            stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype),
+                                    reference=reference)
+            with capped_blas(X):
+                (stats,) = dask.compute(stats)
         raise_if_nonfinite(stats)
         solution = solve(stats, basis, self.n_components)
 
@@ -297,7 +315,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then project the training rows (a second, lazy pass for dask input)."""
-        return self.fit(X).transform(X)
+        return self.fit(X, **fit_params).transform(X)
 
     @property
     def _n_features_out(self):
@@ -330,3 +348,13 @@ def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
         raise NonFiniteInputError(
             f"A landmark contains NaN or infinite values ({where}). Remove or impute "
             "non-finite values in X (or in the landmarks you passed) first.")
+
+
+def _check_random_state(random_state) -> None:
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.RandomState)):
+        return
+    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        raise InvalidParameterError(
+            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")

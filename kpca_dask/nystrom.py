@@ -2,15 +2,27 @@
 
 ``pass_statistics`` builds a lazy graph that maps each row block X_b to
 
-    n_b,  s_b = B_b^T 1,  G_b = B_b^T B_b,  t_b = sum_i k(x_i, x_i)
+    n_b,  s_b = D_b^T 1,  G_b = D_b^T D_b,  t_b = sum_i k(x_i, x_i)
 
-with B_b = k(X_b, Z), and tree-reduces them: only m-sized and m x m arrays
-leave the workers. ``solve`` turns the reduced statistics into the model on
-the client, in O(m^3):
+with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, and tree-reduces them: only
+m-sized and m x m arrays leave the workers. ``solve`` turns the reduced
+statistics into the model on the client, in O(m^3):
 
     K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})
-    mu = W^T s / n,  C = W^T G W - n mu mu^T = V diag(lambda) V^T
+    mu = W^T (s / n + r),  C = W^T (G - s s^T / n) W = V diag(lambda) V^T
     y(x) = P^T k_m(x) - c,  P = W V_q,  c = V_q^T mu
+
+Maintenance note on the reference row r: the centred covariance C does not
+depend on r (G - s s^T / n is the scatter matrix of the rows of B, which a
+common shift leaves unchanged), but its rounding error does. Kernel values
+are dominated by a common part (an rbf value is 1 - gamma d^2 + ... for
+small gamma d^2), so the uncentred G = sum B^T B is ~n and C, its small
+difference, loses every digit that W = U s^{-1/2} amplifies: with r = 0 the
+eigenvalues of an rbf fit with gamma = 1e-9 came out 85 % wrong (1e-7: 6e-5;
+1e-5: 2e-9). Shifting by r = the mean landmark kernel row K_mm 1 / m, a cheap
+estimate of the mean of k_m(x), brought the same three cases to 2e-9,
+3e-11 and 1e-13 of the exact eigenvalues. It is the textbook shifted-data
+trick for variances, applied to kernel features.
 """
 
 from __future__ import annotations
@@ -25,9 +37,10 @@ from dask.delayed import Delayed
 from scipy import linalg
 
 from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
-from .kernels import kernel_diagonal, pairwise_kernel
+from .kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
 
-__all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "landmark_basis", "solve"]
+__all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
+           "reduce_statistics", "reference_row", "landmark_basis", "solve"]
 
 #: Eigenvalues of C below this fraction of the largest count as zero; the same
 #: ratio scikit-learn uses to decide that an eigenvalue is numerically zero.
@@ -42,37 +55,59 @@ class PassStatistics:
     """What one pass over the data returns: sizes m and m x m only."""
 
     n_samples: int
-    column_sums: np.ndarray  # s = sum_b B_b^T 1, shape (m,)
-    gram: np.ndarray  # G = sum_b B_b^T B_b, shape (m, m)
+    column_sums: np.ndarray  # s = sum_b D_b^T 1, shape (m,)
+    gram: np.ndarray  # G = sum_b D_b^T D_b, shape (m, m)
     diagonal_sum: float  # t = sum_i k(x_i, x_i)
     n_nonfinite: int  # NaN/inf entries found in the data
     first_nonfinite_row: int  # global row of the first one, -1 if none
+    reference: np.ndarray  # r: D_b = B_b - 1 r^T (module docstring), shape (m,)
 
 
-def _block_statistics(block, row_offset, landmarks, kernel, params, dtype):
+def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, reference,
+                      origin=None):
     """Statistics of one row block; module level so the dashboard names it."""
     x = np.asarray(block)
+    m = landmarks.shape[0]
     finite = np.isfinite(x)
     if not finite.all():
         bad_rows = np.flatnonzero(~finite.all(axis=1))
-        m = landmarks.shape[0]
         return PassStatistics(
             x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
-            int((~finite).sum()), int(row_offset + bad_rows[0]),
+            int((~finite).sum()), int(row_offset + bad_rows[0]), reference,
         )
-    x = x.astype(dtype, copy=False)
-    B = pairwise_kernel(x, landmarks, kernel, **params)
-    # B.T @ B with the same buffer is dispatched by numpy to BLAS SYRK, half
+    x = _shifted(x, origin).astype(dtype, copy=False)
+    D = pairwise_kernel(x, landmarks, kernel, **params)
+    D -= reference.astype(D.dtype, copy=False)
+    # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
     # the flops of a general product; the sum across blocks is float64.
-    gram = (B.T @ B).astype(np.float64, copy=False)
+    gram = (D.T @ D).astype(np.float64, copy=False)
     return PassStatistics(
         n_samples=x.shape[0],
-        column_sums=B.sum(axis=0, dtype=np.float64),
+        column_sums=D.sum(axis=0, dtype=np.float64),
         gram=gram,
         diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
         n_nonfinite=0,
         first_nonfinite_row=-1,
+        reference=reference,
     )
+
+
+def _shifted(x, origin):
+    # Translation-invariant kernels see x - origin, computed in float64 before
+    # any cast to float32: data such as 1e6 + N(0, 1) keep their digits.
+    return x if origin is None else x - origin
+
+
+def kernel_origin(landmarks: np.ndarray, kernel) -> np.ndarray | None:
+    """The point both data and landmarks are shifted by (None: no shift).
+
+    A kernel of x - y alone (rbf, laplacian, matern) is unchanged by a common
+    shift; shifting to the landmark mean keeps its distances accurate for
+    data far from the origin, in float32 too.
+    """
+    if not is_translation_invariant(kernel):
+        return None
+    return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
 
 
 def _combine_statistics(*parts):
@@ -90,12 +125,62 @@ def _combine_statistics(*parts):
         diagonal_sum=float(sum(p.diagonal_sum for p in parts)),
         n_nonfinite=sum(p.n_nonfinite for p in parts),
         first_nonfinite_row=min(bad_rows) if bad_rows else -1,
+        reference=parts[0].reference,
     )
 
 
 def row_offsets(X: da.Array) -> np.ndarray:
     """Global index of the first row of each row block (from metadata only)."""
     return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+
+
+def reference_row(landmarks: np.ndarray, kernel, params: dict,
+                  kmm: np.ndarray | None = None) -> np.ndarray:
+    """The shift r = K_mm 1 / m of the accumulated kernel rows (module docstring)."""
+    if kmm is None:
+        Z = np.asarray(landmarks, dtype=np.float64)
+        kmm = pairwise_kernel(Z, Z, kernel, **params)
+    return np.asarray(kmm, dtype=np.float64).mean(axis=0)
+
+
+def block_statistics(
+    X: da.Array,
+    landmarks: np.ndarray,
+    kernel,
+    params: dict,
+    dtype=np.float64,
+    reference: np.ndarray | None = None,
+) -> list[Delayed]:
+    """One lazy :class:`PassStatistics` per row block of ``X``, in block order.
+
+    ``X`` must have a single chunk along the feature axis.
+    """
+    if X.numblocks[1] != 1:
+        raise ValueError("pass_statistics needs one chunk along the feature axis")
+    if reference is None:
+        reference = reference_row(landmarks, kernel, params)
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    # One shared key for the landmarks instead of a copy inside every task.
+    shared = dask.delayed((Z.astype(dtype), np.asarray(reference, np.float64), origin),
+                          pure=True)
+    statistics_of = dask.delayed(_block_statistics, pure=True)
+    return [
+        statistics_of(block, int(offset), shared[0], kernel, params, dtype, shared[1],
+                      shared[2])
+        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
+    ]
+
+
+def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
+    """Tree-reduce lazy partial statistics to one (``split_every`` per node)."""
+    combine = dask.delayed(_combine_statistics, pure=True)
+    while len(partials) > 1:
+        partials = [combine(*partials[i : i + split_every])
+                    for i in range(0, len(partials), split_every)]
+    return partials[0]
 
 
 def pass_statistics(
@@ -105,44 +190,45 @@ def pass_statistics(
     params: dict,
     dtype=np.float64,
     split_every: int = SPLIT_EVERY,
+    reference: np.ndarray | None = None,
 ) -> Delayed:
     """Lazy one-pass statistics of ``X`` against the landmarks.
 
     ``X`` must have a single chunk along the feature axis. The result is a
     ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
-    every chunk of ``X`` exactly once.
+    every chunk of ``X`` exactly once. ``reference`` is the row r subtracted
+    from every kernel row (default: :func:`reference_row`).
 
     Examples
     --------
     >>> X = da.ones((10, 2), chunks=(4, 2))
     >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
-    >>> stats.n_samples, stats.gram[0, 0]
-    (10, 40.0)
+    >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
+    (10, 2.0, 0.0)
     """
-    if X.numblocks[1] != 1:
-        raise ValueError("pass_statistics needs one chunk along the feature axis")
-    # One shared key for the landmarks instead of a copy inside every task.
-    shared_landmarks = dask.delayed(np.asarray(landmarks, dtype=dtype), pure=True)
-    block_statistics = dask.delayed(_block_statistics, pure=True)
-    combine = dask.delayed(_combine_statistics, pure=True)
-    partials = [
-        block_statistics(block, int(offset), shared_landmarks, kernel, params, dtype)
-        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
-    ]
-    while len(partials) > 1:
-        partials = [combine(*partials[i : i + split_every])
-                    for i in range(0, len(partials), split_every)]
-    return partials[0]
+    return reduce_statistics(
+        block_statistics(X, landmarks, kernel, params, dtype, reference), split_every)
 
 
 def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
-    """Turn the pass's NaN/inf count into a clear error."""
+    """Turn the pass's NaN/inf count, or kernel values that overflowed, into a clear error."""
     if stats.n_nonfinite:
         raise NonFiniteInputError(
             f"{what} contains {stats.n_nonfinite} NaN or infinite value(s), the first in "
             f"row {stats.first_nonfinite_row}. Remove or impute them first, e.g. "
             f"X[~da.isfinite(X).all(axis=1)] to find the rows."
         )
+    if not (np.isfinite(stats.gram).all() and np.isfinite(stats.column_sums).all()
+            and np.isfinite(stats.diagonal_sum)):
+        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where=f"{what} and the landmarks"))
+
+
+_OVERFLOW_MESSAGE = (
+    "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
+    "returned NaN/inf). Scale the data down (e.g. standardize the features) or use a "
+    "smaller gamma, degree or coef0; with dtype='float32', values above 3e38 overflow, "
+    "so use dtype='float64'."
+)
 
 
 @dataclass(frozen=True)
@@ -166,8 +252,11 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
     --------
     >>> landmark_basis(np.diag([4.0, 1.0, 0.0]), rcond=1e-10).W
     array([[0.5, 0. ],
-           [0. , 1. ]])
+           [0. , 1. ],
+           [0. , 0. ]])
     """
+    if not np.isfinite(kmm).all():
+        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where="the landmarks"))
     kmm = 0.5 * (kmm + kmm.T)
     s, U = linalg.eigh(kmm)
     s, U = s[::-1], U[:, ::-1]
@@ -208,6 +297,13 @@ def n_components_for(
     n_components, eigenvalues: np.ndarray, n_positive: int, total: float
 ) -> int:
     """Number of components q for an int, a ratio eta in (0, 1), or None."""
+    if n_positive == 0:
+        raise TooFewComponentsError(
+            "The centred kernel matrix has no positive eigenvalue: in the kernel's feature "
+            "space the data have no variance. Either every row of X is the same (constant "
+            "data), or the kernel is constant on them, e.g. an rbf gamma so small that every "
+            "kernel value rounds to 1. Check the data, or increase gamma."
+        )
     if n_components is None:
         return n_positive
     if isinstance(n_components, float) and 0 < n_components < 1:
@@ -236,16 +332,23 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
     array([5.])
     """
     n = stats.n_samples
-    gram = 0.5 * (stats.gram + stats.gram.T)
+    s, r = stats.column_sums, stats.reference
     W = basis.W
-    mean_feature = W.T @ stats.column_sums / n  # mu
-    feature_gram = W.T @ gram @ W  # W^T G W
-    C = feature_gram - n * np.outer(mean_feature, mean_feature)
+    # The scatter matrix of the kernel rows, from the shifted sums (module docstring).
+    scatter = stats.gram - np.outer(s / n, s)
+    C = W.T @ (0.5 * (scatter + scatter.T)) @ W
     C = 0.5 * (C + C.T)
+    mean_feature = W.T @ (s / n + r)  # mu
+    # trace(W^T G_unshifted W) = trace(C) + n |mu|^2, for the trace certificate.
+    feature_gram_trace = float(np.trace(C)) + n * float(mean_feature @ mean_feature)
     lam, V = linalg.eigh(C)
     lam, V = lam[::-1], V[:, ::-1]
     total = float(np.trace(C))
-    n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0))) if lam[0] > 0 else 0
+    # C is a difference of terms of size trace(W^T G W) = trace(C) + n |mu|^2, so
+    # that, not lambda_1, sets the rounding floor: a kernel constant to within
+    # rounding (tiny gamma) must give no component, not one made of noise.
+    zero_floor = ZERO_EIGENVALUE_RTOL * max(lam[0], feature_gram_trace)
+    n_positive = int(np.sum(lam > zero_floor)) if lam[0] > 0 else 0
     q = n_components_for(n_components, lam, n_positive, total)
     P = W @ V[:, :q]
     # Deterministic signs: the largest-magnitude entry of each column of P is positive.
@@ -254,7 +357,7 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
     P = P * signs
     offset = (V[:, :q] * signs).T @ mean_feature
     t = stats.diagonal_sum
-    trace_error = (t - float(np.trace(feature_gram))) / t if t > 0 else 0.0
+    trace_error = (t - feature_gram_trace) / t if t > 0 else 0.0
     return NystromSolution(
         projection=P,
         offset=offset,
@@ -266,7 +369,8 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
 
 
 def _project_block(
-    block, *, landmarks, projection, offset, kernel, params, dtype_kernel, block_info=None
+    block, *, landmarks, projection, offset, kernel, params, dtype_kernel, origin=None,
+    block_info=None
 ):
     """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
     x = np.asarray(block)
@@ -277,7 +381,8 @@ def _project_block(
             f"X contains NaN or infinite values (first in row {row}); "
             "remove or impute them before transform."
         )
-    B = pairwise_kernel(x.astype(dtype_kernel, copy=False), landmarks, kernel, **params)
+    x = _shifted(x, origin).astype(dtype_kernel, copy=False)
+    B = pairwise_kernel(x, landmarks, kernel, **params)
     y = B @ projection.astype(B.dtype, copy=False)
     return y.astype(np.float64, copy=False) - offset
 
@@ -288,14 +393,18 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
 
     Examples
     --------
-    >>> X = da.from_array(np.eye(3), chunks=2)
+    >>> X = da.from_array(np.eye(3), chunks=(2, 3))
     >>> project(X, np.eye(3), np.ones((3, 1)), np.zeros(1), "linear", {}, np.float64).compute()
     array([[1.],
            [1.],
            [1.]])
     """
     q = projection.shape[1]
-    shared = dask.delayed((np.asarray(landmarks, dtype=dtype), projection, offset), pure=True)
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    shared = dask.delayed((Z.astype(dtype), projection, offset, origin), pure=True)
     return X.map_blocks(
         _project_block,
         landmarks=shared[0],
@@ -304,6 +413,7 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
         kernel=kernel,
         params=params,
         dtype_kernel=dtype,
+        origin=shared[3],
         chunks=(X.chunks[0], (q,)),
         dtype=np.float64,
         meta=np.empty((0, 0), np.float64),

@@ -1,0 +1,96 @@
+"""kpca-dask against scikit-learn's Nystroem + PCA on the same data, same run.
+
+Both compute a rank-q kernel PCA from m Nyström landmarks (rbf): scikit-learn
+forms the n x m feature matrix K_nm W and runs PCA on it; kpca-dask makes one
+SYRK pass and solves an m x m problem. Each method runs in its own fresh
+subprocess so that its peak memory (max RSS) is its own.
+
+    python bench/bench_vs_sklearn.py                 # n = 200 000, p = 32, m = 1000, q = 10
+    python bench/bench_vs_sklearn.py --n-samples 20000 --repeats 1   # quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
+    """Time one fit_transform of ``method`` on the saved data (runs in a subprocess)."""
+    X = np.load(data_path)
+    if method == "sklearn":
+        from sklearn.decomposition import PCA
+        from sklearn.kernel_approximation import Nystroem
+        from sklearn.pipeline import make_pipeline
+
+        model = make_pipeline(Nystroem(gamma=gamma, n_components=m, random_state=0), PCA(q))
+    else:
+        from kpca_dask import KernelPCA
+
+        model = KernelPCA(q, gamma=gamma, n_landmarks=m, random_state=0)
+    started = time.perf_counter()
+    Y = model.fit_transform(X)
+    seconds = time.perf_counter() - started
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"method": method, "seconds": seconds, "peak_rss_mib": peak_mib,
+            "shape": list(Y.shape), "first_values": np.abs(Y[:3, 0]).tolist()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n-samples", type=int, default=200_000)
+    parser.add_argument("--n-features", type=int, default=32)
+    parser.add_argument("--n-landmarks", type=int, default=1000)
+    parser.add_argument("--n-components", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--one", nargs=2, metavar=("METHOD", "DATA"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    gamma = 1.0 / args.n_features
+
+    if args.one:  # the child process
+        print(json.dumps(run_one(args.one[0], args.one[1], args.n_landmarks,
+                                 args.n_components, gamma)))
+        return 0
+
+    from kpca_dask.datasets import make_dataset
+
+    X, _ = make_dataset("blobs", args.n_samples, n_features=args.n_features, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        data_path = str(Path(tmp) / "X.npy")
+        np.save(data_path, X.compute())
+        results = {}
+        for method in ("sklearn", "kpca_dask"):
+            runs = []
+            for _ in range(args.repeats):
+                child = subprocess.run(
+                    [sys.executable, __file__, "--one", method, data_path,
+                     "--n-landmarks", str(args.n_landmarks),
+                     "--n-components", str(args.n_components),
+                     "--n-features", str(args.n_features)],
+                    capture_output=True, text=True, check=True)
+                runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
+            results[method] = min(runs, key=lambda r: r["seconds"])
+
+    sk, ours = results["sklearn"], results["kpca_dask"]
+    print(f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
+          f"q = {args.n_components}, rbf, float64, best of {args.repeats}\n")
+    print("| method | fit_transform (s) | peak RSS (MiB) |")
+    print("|---|---|---|")
+    print(f"| scikit-learn Nystroem + PCA | {sk['seconds']:.2f} | {sk['peak_rss_mib']:.0f} |")
+    print(f"| kpca-dask KernelPCA (threads) | {ours['seconds']:.2f} | {ours['peak_rss_mib']:.0f} |")
+    print(f"| **ratio kpca-dask / scikit-learn** | **{ours['seconds'] / sk['seconds']:.2f}** | "
+          f"**{ours['peak_rss_mib'] / sk['peak_rss_mib']:.2f}** |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
