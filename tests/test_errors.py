@@ -106,7 +106,7 @@ def test_unknown_kernel_lists_valid_names(X):
     "params, match",
     [
         ({"gamma": -0.5}, "gamma must be a positive"),
-        ({"kernel": "polynomial", "degree": 0.5}, "degree must be a number >= 1"),
+        ({"kernel": "polynomial", "degree": 0.5}, "degree must be a finite number >= 1"),
         ({"n_components": 0}, "n_components must be"),
         ({"n_components": 1.5}, "n_components must be"),
         ({"n_landmarks": 0}, "n_landmarks must be"),

@@ -113,7 +113,7 @@ def test_kernel_params_are_not_modified():
         ({"kernel": "rbff"}, "Unknown kernel 'rbff'.*rbf"),
         ({"kernel": "rbf", "gamma": -1.0}, "gamma must be a positive"),
         ({"kernel": "rbf", "gamma": float("nan")}, "gamma must be a positive"),
-        ({"kernel": "polynomial", "degree": 0}, "degree must be a number >= 1"),
+        ({"kernel": "polynomial", "degree": 0}, "degree must be a finite number >= 1"),
         ({"kernel": "sigmoid", "coef0": float("inf")}, "coef0 must be a finite"),
         ({"kernel": "matern", "kernel_params": {"nu": 0}}, "nu must be a positive"),
         ({"kernel": "rbf", "kernel_params": {"degree": 2}}, "does not take"),
