@@ -24,6 +24,7 @@ from .errors import (
 )
 from .estimator import KernelPCA
 from .exact import ExactKernelPCA
+from .model_store import load_model as load
 
 try:
     __version__ = version("kpca-dask")
@@ -33,6 +34,7 @@ except PackageNotFoundError:  # running from a source tree without installation
 __all__ = [
     "KernelPCA",
     "ExactKernelPCA",
+    "load",
     "KPCAError",
     "InvalidInputError",
     "InvalidParameterError",

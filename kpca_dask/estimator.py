@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import time
 from typing import Callable, Literal
 
@@ -165,7 +166,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features); see :func:`kpca_dask.io.open_array`
+            for labelled and stored input.
         y : ignored
 
         Returns
@@ -174,7 +177,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         started = time.perf_counter()
         self._check_hyperparameters()
-        X, _ = as_dask_array(X, min_samples=2)
+        X = _open_input(X)
+        X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
         kernel = canonical_kernel_name(self.kernel)
         params = resolve_kernel_params(
             kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
@@ -239,14 +243,25 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features).
 
         Returns
         -------
-        Y : ndarray or dask array of shape (n_samples, n_components_)
-            A lazy dask array (same row chunks) for dask input, numpy otherwise.
+        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, n_components_)
+            A lazy dask array (same row chunks) for dask or Zarr input, numpy
+            for in-memory input; for a DataArray, a DataArray with dims
+            (sample dim, "component"), the sample coordinates and the kernel
+            parameters in ``attrs``.
         """
         check_is_fitted(self)
+        X = _open_input(X)
+        if _is_xarray(X):
+            from .io import label_embedding
+
+            attrs = {"kernel": self.kernel_, **self.kernel_params_,
+                     "n_landmarks": self.n_landmarks_}
+            return label_embedding(self.transform(X.data), X, attrs)
         X, is_lazy = as_dask_array(X, min_samples=1)
         if X.shape[1] != self.n_features_in_:
             raise InvalidInputError(
@@ -261,6 +276,25 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         with capped_blas(Y):
             return Y.compute()
 
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
+
+        See :func:`kpca_dask.model_store.save_model`; read it back with
+        :func:`kpca_dask.load`.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
+        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
+        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
+        True
+        """
+        from .model_store import save_model
+
+        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
+
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then project the training rows (a second, lazy pass for dask input)."""
         return self.fit(X).transform(X)
@@ -273,6 +307,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
+
+
+def _is_xarray(X) -> bool:
+    return type(X).__module__.split(".")[0] == "xarray"
+
+
+def _open_input(X):
+    """Zarr paths and xarray objects go through kpca_dask.io; anything else is unchanged."""
+    if isinstance(X, (str, os.PathLike)) or _is_xarray(X):
+        from .io import open_array
+
+        return open_array(X)
+    return X
 
 
 def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:

@@ -1,0 +1,332 @@
+"""The ``kpca-dask`` command: generate, fit, transform and info, from Zarr to Zarr.
+
+A thin layer over the library: each subcommand opens its inputs with
+:mod:`kpca_dask.io`, runs the estimator on a Dask client from
+:mod:`kpca_dask.cluster` and writes its output atomically. Mistakes a user can
+make (bad parameters, missing input, an output that exists) print one line,
+``kpca-dask: error: ...``, and exit with status 2.
+
+Examples
+--------
+::
+
+    kpca-dask generate two-shells --n-samples 1000000 --out data.zarr
+    kpca-dask fit data.zarr --model model.zarr --n-components 10 --gamma 0.5
+    kpca-dask transform model.zarr data.zarr --out embedding.zarr
+    kpca-dask info model.zarr
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+
+import dask
+import numpy as np
+
+from .datasets import DATASETS, make_dataset
+from .errors import KPCAError
+from .kernels import KERNEL_NAMES
+
+__all__ = ["main", "build_parser"]
+
+PROG = "kpca-dask"
+#: Scheduler names that run in this process instead of on a distributed client.
+LOCAL_SCHEDULERS = ("threads", "synchronous")
+
+
+class _CommandError(Exception):
+    """A problem the user can fix, found by the command line itself."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types ----------------------------------------------------------
+
+
+def _n_components(text: str) -> int | float | None:
+    if text.lower() in ("all", "none"):
+        return None
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not an int, a fraction in (0, 1) or 'all'")
+
+
+def _number_or_name(text: str) -> float | str:
+    with contextlib.suppress(ValueError):
+        return float(text)
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(float(text))  # accepts 1e6
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1 or value != float(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+# -- the Dask client and the progress bar -------------------------------------
+
+
+class _ProgressGet:
+    """A dask ``get`` that runs on the client and shows distributed's progress bar."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def __call__(self, dsk, keys, **kwargs):
+        from distributed import progress
+
+        futures = self.client.get(dsk, keys, sync=False, **kwargs)
+        with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
+            progress(futures)
+            sys.stdout.write("\n")
+        return self.client.gather(futures)
+
+
+@contextlib.contextmanager
+def _compute_context(args) -> Iterator[None]:
+    """Where and how the command computes: a distributed client or a local scheduler."""
+    from .cluster import describe_client, get_client, scheduler_address
+
+    show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    address = scheduler_address(args.scheduler)
+    if address in LOCAL_SCHEDULERS:
+        from dask.diagnostics import ProgressBar
+
+        bar = ProgressBar(out=sys.stderr) if show_progress else contextlib.nullcontext()
+        with dask.config.set(scheduler=address), bar:
+            yield
+        return
+    try:
+        client = get_client(address, n_workers=args.workers,
+                            threads_per_worker=args.threads_per_worker,
+                            memory_limit=args.memory_limit)
+    except (OSError, TimeoutError) as exc:
+        raise _CommandError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    with client:
+        print(describe_client(client), file=sys.stderr, flush=True)
+        scheduler = _ProgressGet(client) if show_progress else client.get
+        with dask.config.set(scheduler=scheduler):
+            yield
+
+
+def _add_compute_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where to compute")
+    group.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="Dask scheduler address (tcp://... or tls://...; TLS credentials from the Dask "
+             "config). Default: $DASK_SCHEDULER_ADDRESS, else a local cluster. "
+             f"{' or '.join(LOCAL_SCHEDULERS)} compute in this process instead.")
+    group.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="local cluster: worker processes (default: sized to the machine)")
+    group.add_argument("--threads-per-worker", type=_positive_int, metavar="T",
+                       help="local cluster: threads per worker")
+    group.add_argument("--memory-limit", metavar="BYTES",
+                       help="local cluster: memory per worker, e.g. 4GiB (default: auto)")
+    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+# -- subcommands ---------------------------------------------------------------
+
+
+def _generate(args) -> None:
+    from .io import check_can_write, write_array
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    X, _ = make_dataset(args.kind, args.n_samples, n_features=args.n_features,
+                        chunk_rows=args.chunk_rows, seed=args.seed, dtype=args.dtype)
+    attrs = {"dataset": args.kind, "seed": args.seed, "generated_by": f"{PROG} generate"}
+    with _compute_context(args):
+        write_array(X, args.out, overwrite=args.overwrite, attrs=attrs)
+    print(f"wrote {args.out}: {X.shape[0]} x {X.shape[1]} {X.dtype}, "
+          f"{X.numblocks[0]} chunk(s) of up to {X.chunks[0][0]} rows")
+
+
+def _fit(args) -> None:
+    from .estimator import KernelPCA
+    from .io import check_can_write, open_array
+
+    check_can_write(args.model, overwrite=args.overwrite)
+    landmarks = args.landmarks
+    if os.path.exists(landmarks) or "://" in landmarks:
+        landmarks = np.asarray(open_array(landmarks).compute(scheduler="threads"))
+    kpca = KernelPCA(
+        n_components=args.n_components, kernel=args.kernel, gamma=args.gamma,
+        degree=args.degree, coef0=args.coef0,
+        kernel_params={"nu": args.nu} if args.nu is not None else None,
+        n_landmarks=args.n_landmarks, landmarks=landmarks, dtype=args.dtype,
+        random_state=args.seed)
+    with _compute_context(args):
+        kpca.fit(open_array(args.data, array=args.array))
+    kpca.save(args.model, overwrite=args.overwrite)
+    print(f"wrote {args.model}")
+    _print_summary(_summary(kpca, args.model))
+
+
+def _transform(args) -> None:
+    from .io import check_can_write, open_array, write_embedding
+    from .model_store import load_model
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load_model(args.model)
+    with _compute_context(args):
+        Y = model.transform(open_array(args.data, array=args.array))
+        write_embedding(Y, args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64")
+
+
+def _info(args) -> None:
+    from .model_store import load_model
+
+    summary = _summary(load_model(args.model), args.model)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary)
+
+
+def _summary(model, path) -> dict:
+    from . import __version__
+
+    ratio = np.asarray(model.explained_variance_ratio_)
+    return {
+        "model": os.fspath(path),
+        "kpca_dask_version": __version__,
+        "kernel": model.kernel_,
+        "kernel_params": model.kernel_params_,
+        "n_landmarks": int(model.n_landmarks_),
+        "landmarks": model.landmarks if isinstance(model.landmarks, str) else "explicit",
+        "landmark_rank": int(model.landmark_rank_),
+        "n_components": int(model.n_components_),
+        "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
+        "explained_variance_ratio": ratio.tolist(),
+        "explained_variance_total": float(ratio.sum()),
+        "trace_error": float(model.trace_error_),
+        "n_samples_fit": int(model.n_samples_fit_),
+        "n_features_in": int(model.n_features_in_),
+        "fit_seconds": float(model.fit_seconds_),
+        "dtype": model.dtype,
+    }
+
+
+def _print_summary(s: dict) -> None:
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in s["kernel_params"].items())
+    rows = [
+        ("kernel", f"{s['kernel']}({params})"),
+        ("landmarks", f"m = {s['n_landmarks']} ({s['landmarks']}), rank {s['landmark_rank']}, "
+                      f"{s['dtype']} blocks"),
+        ("trained on", f"n = {s['n_samples_fit']} rows x {s['n_features_in']} features"),
+        ("fit time", f"{s['fit_seconds']:.2f} s"),
+        ("trace error", f"{s['trace_error']:.3e}  (relative error of the Nystrom trace)"),
+        ("components", f"{s['n_components']}, explaining "
+                       f"{100 * s['explained_variance_total']:.2f} % of the variance"),
+        ("eigenvalues", _short_list(s["eigenvalues"])),
+        ("explained", _short_list(s["explained_variance_ratio"])),
+    ]
+    for label, text in rows:
+        print(f"{label:<12} {text}")
+
+
+def _short_list(values, shown=10) -> str:
+    text = " ".join(f"{v:.4g}" for v in values[:shown])
+    return text + (f" ... ({len(values)} in all)" if len(values) > shown else "")
+
+
+# -- the parser ----------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``kpca-dask`` (exposed for documentation and tests)."""
+    from . import __version__
+
+    parser = _Parser(prog=PROG, description="Out-of-core Nystrom kernel PCA, Zarr to Zarr.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_Parser)
+
+    gen = commands.add_parser("generate", help="write a synthetic data set to Zarr")
+    gen.add_argument("kind", choices=DATASETS)
+    gen.add_argument("--n-samples", type=_positive_int, required=True, metavar="N")
+    gen.add_argument("--n-features", type=_positive_int, metavar="P",
+                     help="default: 3 for two-shells, 2 for circles, 32 for blobs")
+    gen.add_argument("--out", required=True, metavar="DATA.zarr")
+    gen.add_argument("--chunk-rows", type=_positive_int, default=100_000, metavar="R")
+    gen.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_compute_options(gen)
+    gen.set_defaults(run=_generate)
+
+    fit = commands.add_parser("fit", help="fit kernel PCA on a Zarr array and save the model")
+    fit.add_argument("data", metavar="DATA.zarr", help="Zarr array, group or URL")
+    fit.add_argument("--model", required=True, metavar="MODEL.zarr")
+    fit.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    fit.add_argument("--n-components", type=_n_components, default=10, metavar="Q",
+                     help="int, a fraction of variance in (0, 1), or 'all' (default 10)")
+    fit.add_argument("--kernel", choices=KERNEL_NAMES, default="rbf")
+    fit.add_argument("--gamma", type=_number_or_name, metavar="G",
+                     help="kernel coefficient (default 1 / n_features)")
+    fit.add_argument("--degree", type=float, default=3, help="polynomial degree")
+    fit.add_argument("--coef0", type=float, default=1.0)
+    fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
+    fit.add_argument("--n-landmarks", type=_positive_int, default=1000, metavar="M")
+    fit.add_argument("--landmarks", default="uniform", metavar="STRATEGY_OR_ZARR",
+                     help="landmark strategy name, or a Zarr array of landmark points")
+    fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                     help="precision of the kernel blocks")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the landmark choice")
+    fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
+    _add_compute_options(fit)
+    fit.set_defaults(run=_fit)
+
+    tr = commands.add_parser("transform", help="project a Zarr array and write the embedding")
+    tr.add_argument("model", metavar="MODEL.zarr")
+    tr.add_argument("data", metavar="DATA.zarr")
+    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr")
+    tr.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_compute_options(tr)
+    tr.set_defaults(run=_transform)
+
+    info = commands.add_parser("info", help="describe a saved model")
+    info.add_argument("model", metavar="MODEL.zarr")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(run=_info)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kpca-dask``; returns the exit status (0, or 2 for a user error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (KPCAError, FileNotFoundError, FileExistsError, _CommandError) as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Getting a Dask client: a scheduler address, the environment, or a local cluster.
+
+Library code never creates a client; the command line (and notebooks) call
+:func:`get_client` and the library computes on whatever client is current.
+
+TLS comes from Dask's own configuration, never from arguments here: set
+``distributed.comm.tls.ca-file``, ``distributed.comm.tls.client.cert`` and
+``distributed.comm.tls.client.key`` in a Dask config file or as environment
+variables (``DASK_DISTRIBUTED__COMM__TLS__CA_FILE=...``,
+``DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=...``,
+``DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=...``), and use a ``tls://``
+address; the client picks them up through ``distributed.Security()``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from distributed import Client
+from distributed.security import Security
+
+from .errors import InvalidParameterError
+
+__all__ = ["get_client", "scheduler_address", "describe_client"]
+
+#: Environment variable naming the scheduler when no address is given
+#: (the variable Dask itself reads as the ``scheduler-address`` setting).
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+
+
+def scheduler_address(address: str | None = None) -> str | None:
+    """The scheduler to use: ``address``, else ``$DASK_SCHEDULER_ADDRESS``, else None.
+
+    Examples
+    --------
+    >>> scheduler_address("tcp://10.0.0.5:8786")
+    'tcp://10.0.0.5:8786'
+    """
+    return address or os.environ.get(SCHEDULER_ENV) or None
+
+
+def get_client(
+    address: str | None = None,
+    *,
+    n_workers: int | None = None,
+    threads_per_worker: int | None = None,
+    memory_limit: str | float | None = None,
+    processes: bool = True,
+) -> Client:
+    """Connect to a Dask scheduler, or start a local cluster sized to the machine.
+
+    Parameters
+    ----------
+    address : str, optional
+        Scheduler address (``tcp://host:8786``, ``tls://host:8786``). Default:
+        the ``DASK_SCHEDULER_ADDRESS`` environment variable; when neither is
+        set, a ``distributed.LocalCluster`` is started.
+    n_workers, threads_per_worker, memory_limit, processes
+        Shape of the local cluster (ignored with an address). None leaves
+        Dask's choice: one worker process per core (fewer, multi-threaded,
+        above 4 cores) and the machine's memory shared between them.
+
+    Returns
+    -------
+    distributed.Client
+        Closing it (or leaving its ``with`` block) also stops a local cluster
+        it started.
+
+    Raises
+    ------
+    InvalidParameterError
+        A ``tls://`` address without TLS credentials in the Dask configuration.
+    OSError
+        The scheduler cannot be reached.
+
+    Examples
+    --------
+    >>> with get_client(n_workers=1, threads_per_worker=1, processes=False) as client:
+    ...     len(client.scheduler_info()["workers"])
+    1
+    """
+    address = scheduler_address(address)
+    if address is not None:
+        if address.startswith("tls://"):
+            _require_tls_configuration(address)
+        # The client reads TLS settings from the Dask configuration itself.
+        return Client(address)
+    return Client(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                  memory_limit="auto" if memory_limit is None else memory_limit,
+                  processes=processes)
+
+
+def _require_tls_configuration(address: str) -> None:
+    if Security().get_connection_args("client").get("ssl_context") is None:
+        raise InvalidParameterError(
+            f"The scheduler address {address} needs TLS, but no TLS credentials are "
+            "configured. Set distributed.comm.tls.ca-file, .client.cert and .client.key "
+            "(e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__"
+            "CERT and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY).")
+
+
+def describe_client(client: Client) -> str:
+    """One line saying where work runs and where to watch it.
+
+    Examples
+    --------
+    >>> with get_client(n_workers=1, threads_per_worker=2, processes=False) as client:
+    ...     describe_client(client).startswith("Dask: 1 worker(s), 2 thread(s)")
+    True
+    """
+    workers = client.scheduler_info()["workers"].values()
+    threads = sum(w.get("nthreads", 0) for w in workers)
+    line = (f"Dask: {len(workers)} worker(s), {threads} thread(s) at "
+            f"{client.scheduler.address}; dashboard {client.dashboard_link}")
+    if client.cluster is not None and not _have_bokeh():
+        line += " (install bokeh to serve it)"
+    return line
+
+
+def _have_bokeh() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
