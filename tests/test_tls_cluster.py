@@ -225,7 +225,7 @@ def tls_cluster(tmp_path_factory, certificates):
         _wait_until(lambda: _http_json(f"http://127.0.0.1:{dashboard}{probe}")[0] == 200,
                     "the scheduler's readiness probe", processes)
 
-        worker_dashboards = []
+        worker_dashboards, threads = [], 0
         plain = only_container(
             load_one(KUSTOMIZE / "worker-deployment.yaml")["spec"]["template"]["spec"])
         operator = only_container(
@@ -233,6 +233,7 @@ def tls_cluster(tmp_path_factory, certificates):
         for name, container, pod_name in [("worker-plain", plain, "$(POD_NAME)"),
                                           ("worker-operator", operator, "$(DASK_WORKER_NAME)")]:
             worker_dashboards.append(_free_port())
+            threads += int(option(container["args"], "--nthreads"))
             args = _replace(container["args"], {
                 "tls://kpca-dask-scheduler:8786": address,
                 pod_name: name,
@@ -249,7 +250,7 @@ def tls_cluster(tmp_path_factory, certificates):
 
         _wait_until(both_workers_joined, "both workers to join", processes)
         yield {"address": address, "dashboard": dashboard,
-               "worker_dashboards": worker_dashboards, "env": env,
+               "worker_dashboards": worker_dashboards, "threads": threads, "env": env,
                "processes": processes, "workdir": tmp_path_factory.mktemp("work")}
     finally:
         processes.stop_all()
@@ -279,7 +280,8 @@ def test_fit_job_command_writes_the_model_over_tls(tls_cluster):
 
     workdir = tls_cluster["workdir"]
     data, model_path = workdir / "input.zarr", workdir / "model.zarr"
-    X = da.random.default_rng(0).standard_normal((3000, 5), chunks=(500, 5))
+    # Few rows keep the job's m x m problem small: m = min(--n-landmarks, rows).
+    X = da.random.default_rng(0).standard_normal((800, 5), chunks=(200, 5))
     X.to_zarr(str(data))
     job = only_container(load_one(KUSTOMIZE / "fit-job.yaml")["spec"]["template"]["spec"])
     args = _replace(job["args"], {
@@ -291,6 +293,9 @@ def test_fit_job_command_writes_the_model_over_tls(tls_cluster):
     result = subprocess.run(_executable(args), env=tls_cluster["env"], capture_output=True,
                             text=True, timeout=FIT_TIMEOUT_S, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+    # It ran on this cluster, not on a local one of its own.
+    where = f"2 worker(s), {tls_cluster['threads']} thread(s) at {tls_cluster['address']}"
+    assert where in result.stderr
 
     model = kpca_dask.load(str(model_path))
     assert model.n_components_ == int(option(args, "--n-components"))
