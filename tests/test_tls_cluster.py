@@ -281,7 +281,7 @@ def test_fit_job_command_writes_the_model_over_tls(tls_cluster):
     workdir = tls_cluster["workdir"]
     data, model_path = workdir / "input.zarr", workdir / "model.zarr"
     # Few rows keep the job's m x m problem small: m = min(--n-landmarks, rows).
-    X = da.random.default_rng(0).standard_normal((800, 5), chunks=(200, 5))
+    X = da.random.default_rng(0).standard_normal((400, 5), chunks=(100, 5))
     X.to_zarr(str(data))
     job = only_container(load_one(KUSTOMIZE / "fit-job.yaml")["spec"]["template"]["spec"])
     args = _replace(job["args"], {
