@@ -381,3 +381,16 @@ def test_dockerfile_pins_base_runs_non_root_under_tini():
     assert re.findall(r"^USER (\S+)$", text, flags=re.M) == ["1000:1000"]
     assert re.search(r'^ENTRYPOINT \["/usr/bin/tini", "--"\]$', text, flags=re.M)
     assert re.search(r"tini=[\w.+-]+", text), "the tini package version is pinned"
+
+
+@pytest.mark.parametrize("where, role, pod_spec",
+                         [p for p in PODS if p[1] == "job"],
+                         ids=[p[0] for p in PODS if p[1] == "job"])
+def test_job_command_parses_with_the_cli(where, role, pod_spec):
+    """The jobs' `kpca-dask fit` arguments are valid for the installed command line."""
+    from kpca_dask.cli import build_parser
+
+    args = only_container(pod_spec)["args"]
+    parsed = build_parser().parse_args(args[1:])
+    assert args[1] == "fit"
+    assert parsed.model.startswith("s3://") and parsed.scheduler.startswith("tls://")

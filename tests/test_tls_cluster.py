@@ -314,7 +314,7 @@ if args["kind"] == "dask":
     from distributed.security import Security
     try:
         with Client(args["address"], security=Security(**args["security"]),
-                    timeout="5s") as client:
+                    timeout="20s") as client:
             n = len(client.scheduler_info()["workers"])
         print(json.dumps({"connected": True, "workers": n}))
     except Exception as error:
