@@ -25,14 +25,14 @@ from kpca_dask import KernelPCA
 
 pytestmark = pytest.mark.slow
 
-N_ROWS, N_FEATURES, ROWS_PER_BLOCK = 240_000, 8, 6_000
+N_ROWS, N_FEATURES, ROWS_PER_BLOCK = 160_000, 8, 5_000
 PARAMS = dict(n_components=6, kernel="rbf", gamma=0.1, n_landmarks=400, random_state=0)
 BLOCK_TASK = "_block_statistics"
 FIT_TIMEOUT_S = 180
 
 
 def _data() -> da.Array:
-    """40 row blocks whose values are fixed by the seed, whichever worker computes them."""
+    """32 row blocks whose values are fixed by the seed, whichever worker computes them."""
     rng = da.random.default_rng(0)
     return rng.standard_normal((N_ROWS, N_FEATURES), chunks=(ROWS_PER_BLOCK, N_FEATURES))
 
