@@ -1,0 +1,102 @@
+"""Losing a worker in the middle of a fit, as when a pod is OOM-killed or its node goes away.
+
+A multi-process cluster runs the fit; one worker process is sent SIGKILL while it
+holds statistics of row blocks that are not yet reduced. Dask recomputes the
+lost blocks from the graph (the data are regenerated block by block from fixed
+seeds, as they would be re-read from Zarr), so the fit completes with the same
+model as an undisturbed run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from kpca_dask import KernelPCA
+
+pytestmark = pytest.mark.slow
+
+N_ROWS, N_FEATURES, ROWS_PER_BLOCK = 160_000, 8, 5_000
+PARAMS = dict(n_components=6, kernel="rbf", gamma=0.1, n_landmarks=400, random_state=0)
+BLOCK_TASK = "_block_statistics"
+FIT_TIMEOUT_S = 180
+
+
+def _data() -> da.Array:
+    """32 row blocks whose values are fixed by the seed, whichever worker computes them."""
+    rng = da.random.default_rng(0)
+    return rng.standard_normal((N_ROWS, N_FEATURES), chunks=(ROWS_PER_BLOCK, N_FEATURES))
+
+
+def _keys_computed_more_than_once(dask_scheduler) -> list[str]:
+    """Keys the scheduler saw reach memory twice: results recomputed after a loss."""
+    reached = Counter(str(entry[0]) for entry in dask_scheduler.transition_log
+                      if entry[2] == "memory")
+    return [key for key, count in reached.items() if count > 1]
+
+
+@pytest.fixture
+def client():
+    # A long transition log, so that the whole fit can be read back from it.
+    with dask.config.set({"distributed.admin.low-level-log-length": 200_000}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          host="127.0.0.1", dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            yield client
+
+
+def _worker_holding_block_results(client: Client, timeout: float = 60.0) -> str:
+    """Address of the first worker to hold the statistics of a row block."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for address, keys in client.has_what().items():
+            if any(str(key).startswith(BLOCK_TASK) for key in keys):
+                return address
+        time.sleep(0.02)
+    raise AssertionError(f"no worker held a {BLOCK_TASK} result within {timeout} s")
+
+
+def test_fit_survives_a_worker_killed_mid_pass(client):
+    """SIGKILL of a worker mid-fit: the fit completes with the undisturbed eigenvalues (1e-10)."""
+    reference = KernelPCA(**PARAMS).fit(_data())
+    client.run_on_scheduler(_clear_transition_log)
+    pids = client.run(os.getpid)
+
+    outcome: dict = {}
+
+    def fit_in_background():
+        try:
+            outcome["model"] = KernelPCA(**PARAMS).fit(_data())
+        except BaseException as error:  # reported by the main thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=fit_in_background, daemon=True)
+    thread.start()
+    victim = _worker_holding_block_results(client)
+    os.kill(pids[victim], signal.SIGKILL)
+    killed_mid_fit = thread.is_alive()
+    thread.join(FIT_TIMEOUT_S)
+
+    assert not thread.is_alive(), f"the fit did not finish within {FIT_TIMEOUT_S} s"
+    assert "error" not in outcome, outcome.get("error")
+    assert killed_mid_fit
+    recomputed = client.run_on_scheduler(_keys_computed_more_than_once)
+    assert any(key.startswith(BLOCK_TASK) for key in recomputed), \
+        "no block was recomputed: the kill came too late to test anything"
+    model = outcome["model"]
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(model.projection_, reference.projection_, rtol=1e-10,
+                               atol=1e-10 * np.abs(reference.projection_).max())
+
+
+def _clear_transition_log(dask_scheduler) -> None:
+    dask_scheduler.transition_log.clear()
