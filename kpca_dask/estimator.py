@@ -14,10 +14,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._parallel import capped_blas
 from ._validation import as_dask_array
+from .auto import grow_landmarks
+from .bandwidth import resolve_gamma
 from .checkpoint import FitCheckpoint, fit_identity
 from .errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
 from .kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
-from .landmarks import as_generator, select_landmarks
+from .landmarks import as_generator, independent_generators, select_landmarks
 from .nystrom import (
     NystromSolution,
     landmark_basis,
@@ -54,10 +56,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 "sigmoid", "cosine", "matern"} or callable, default="rbf"
         A callable ``k(A, B, **kernel_params)`` must return the
         ``(len(A), len(B))`` kernel block and be picklable for distributed runs.
-    gamma : float, default=None
+    gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
-        None means ``1 / n_features``. For matern the length scale is
-        ``1 / sqrt(2 * gamma)``.
+        None means ``1 / n_features``. ``"median"`` is the median heuristic
+        on a seeded sample of 1000 rows: gamma = 2 / h with h the median
+        squared pairwise distance, i.e. k(x, x') = exp(-|x - x'|^2 / c^2) with
+        c^2 = h / 2 (for laplacian h is the median L1 distance); rbf, matern
+        and laplacian only. ``"scale"`` is ``1 / (n_features * X.var())``
+        estimated on 10 000 sampled rows (scikit-learn's SVC uses all of X).
+        See :mod:`kpca_dask.bandwidth`. The value used is ``gamma_``.
+        For matern the length scale is ``1 / sqrt(2 * gamma)``.
     degree : float, default=3
         Degree of the polynomial kernel.
     coef0 : float, default=1.0
@@ -65,11 +73,20 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     kernel_params : dict, default=None
         Further kernel parameters (``nu`` for matern, default 1.5), or the
         keyword arguments of a callable kernel. Never modified.
-    n_landmarks : int, default=1000
+    n_landmarks : int or "auto", default=1000
         Number of landmarks m. Cost is O(n m^2); accuracy grows with m, and
-        ``trace_error_`` says whether m is large enough.
-    landmarks : str or array-like of shape (n_landmarks, n_features), default="uniform"
-        How landmarks are chosen: a registered strategy name, or the points.
+        ``trace_error_`` says whether m is large enough. ``"auto"`` doubles m
+        from 128 until the trace error, estimated on 2000 held-out sampled
+        rows, is below ``tol``, or m reaches ``max_landmarks``; the path is
+        ``landmark_path_`` (see :mod:`kpca_dask.auto`).
+    landmarks : {"uniform", "kmeans", "rpcholesky"}, callable or array-like of shape \
+(n_landmarks, n_features), default="uniform"
+        How landmarks are chosen: a registered strategy name (see
+        :mod:`kpca_dask.landmarks`), a strategy function, or the points.
+    tol : float, default=1e-2
+        Target relative trace error for ``n_landmarks="auto"``.
+    max_landmarks : int, default=4096
+        The largest m ``n_landmarks="auto"`` tries.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the kernel blocks; statistics are always summed in float64.
     rcond : float, default=None
@@ -92,7 +109,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     landmark_indices_ : ndarray of shape (n_landmarks_,) or None
         Global row indices of the landmarks, None when they are not data rows.
     n_landmarks_ : int
-        Landmarks used: ``min(n_landmarks, n_samples)`` for the row strategies.
+        Landmarks used: ``min(n_landmarks, n_samples)`` for the row strategies,
+        fewer for ``"rpcholesky"`` when the kernel matrix's rank runs out.
+    landmark_path_ : list of (int, float) or None
+        For ``n_landmarks="auto"``: each number of landmarks tried and its
+        estimated trace error, in order. None for an int ``n_landmarks``.
     landmark_rank_ : int
         Eigenvalues of K_mm kept (the dimension of the Nyström features).
     gamma_ : float or None
@@ -139,12 +160,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         n_components: int | float | None = None,
         *,
         kernel: str | Callable = "rbf",
-        gamma: float | None = None,
+        gamma: float | Literal["median", "scale"] | None = None,
         degree: float = 3,
         coef0: float = 1.0,
         kernel_params: dict | None = None,
-        n_landmarks: int = 1000,
-        landmarks: str | np.ndarray = "uniform",
+        n_landmarks: int | Literal["auto"] = 1000,
+        landmarks: str | Callable | np.ndarray = "uniform",
+        tol: float = 1e-2,
+        max_landmarks: int = 4096,
         dtype: Literal["float64", "float32"] = "float64",
         rcond: float | None = None,
         random_state: int | np.random.Generator | None = None,
@@ -157,6 +180,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.kernel_params = kernel_params
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
+        self.tol = tol
+        self.max_landmarks = max_landmarks
         self.dtype = dtype
         self.rcond = rcond
         self.random_state = random_state
@@ -187,37 +212,57 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         started = time.perf_counter()
         self._check_hyperparameters()
         _check_random_state(self.random_state)
-        X = _open_input(X)
-        X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
+        X = _as_fit_input(X)
         kernel = canonical_kernel_name(self.kernel)
+        rng = as_generator(self.random_state)
+        # Child streams, so the landmarks drawn from rng do not depend on whether
+        # gamma or m are estimated from the data.
+        bandwidth_rng, validation_rng = independent_generators(rng, 2)
+        gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng)
         params = resolve_kernel_params(
-            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+            kernel, X.shape[1], gamma=gamma, degree=self.degree, coef0=self.coef0,
             kernel_params=self.kernel_params)
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
             X, kernel, params, dtype=self.dtype, landmarks=self.landmarks,
             n_landmarks=self.n_landmarks, random_state=self.random_state))
-        chosen = saved.landmarks if saved is not None and saved.landmarks is not None else \
-            select_landmarks(X, self.n_landmarks, self.landmarks,
-                             rng=as_generator(self.random_state), kernel=kernel, params=params)
+        if saved is not None and saved.landmarks is not None:
+            chosen, path = saved.landmarks, None  # resuming: the landmarks of the first try
+        else:
+            chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng, rcond)
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
         reference = reference_row(chosen.points, kernel, params, kmm)
-        if saved is not None:
-            stats = saved.run_pass(X, chosen, kernel, params, np.dtype(self.dtype), reference)
-        else:
-            stats = pass_statistics(X, chosen.points, kernel, params, np.dtype(self.dtype),
-                                    reference=reference)
-            with capped_blas(X):
-                (stats,) = dask.compute(stats)
+        stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
         raise_if_nonfinite(stats)
         solution = solve(stats, basis, self.n_components)
 
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
+        self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
         return self
+
+    def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond):
+        """The landmarks, and the growth path when m is chosen automatically."""
+        if self.n_landmarks == "auto":
+            return grow_landmarks(
+                X, self.landmarks, rng=rng, validation_rng=validation_rng, kernel=kernel,
+                params=params, tol=self.tol, max_landmarks=self.max_landmarks, rcond=rcond)
+        chosen = select_landmarks(X, self.n_landmarks, self.landmarks, rng=rng, kernel=kernel,
+                                  params=params)
+        return chosen, None
+
+    def _pass_statistics(self, X, chosen, kernel, params, reference, saved):
+        """The one pass over X: checkpointed when asked, else a single compute."""
+        dtype = np.dtype(self.dtype)
+        if saved is not None:
+            return saved.run_pass(X, chosen, kernel, params, dtype, reference)
+        stats = pass_statistics(X, chosen.points, kernel, params, dtype, reference=reference)
+        with capped_blas(X):
+            (stats,) = dask.compute(stats)
+        return stats
 
     def _set_fitted(self, kernel, params, chosen, rank, solution: NystromSolution, X):
         self.kernel_ = kernel
@@ -245,8 +290,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise InvalidParameterError(
                 f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
         m = self.n_landmarks
-        if not isinstance(m, numbers.Integral) or isinstance(m, bool) or m < 1:
-            raise InvalidParameterError(f"n_landmarks must be an int >= 1; got {m!r}.")
+        if m != "auto" and not _is_positive_int(m):
+            raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
+        if not (isinstance(self.tol, numbers.Real) and 0 < self.tol < 1):
+            raise InvalidParameterError(f"tol must be a number in (0, 1); got {self.tol!r}.")
+        if not _is_positive_int(self.max_landmarks):
+            raise InvalidParameterError(
+                f"max_landmarks must be an int >= 1; got {self.max_landmarks!r}.")
         if self.dtype not in DEFAULT_RCOND:
             raise InvalidParameterError(
                 f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
@@ -338,6 +388,17 @@ def _open_input(X):
 
         return open_array(X)
     return X
+
+
+def _as_fit_input(X):
+    """The training data as a validated dask array with one chunk of features."""
+    X = _open_input(X)
+    X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
+    return X
+
+
+def _is_positive_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
 def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:

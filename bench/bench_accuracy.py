@@ -1,0 +1,191 @@
+"""Accuracy per landmark: uniform, kmeans and rpcholesky landmarks against exact kernel PCA.
+
+On a seeded subset of MNIST (pixels / 255), rbf kernel with the median-
+heuristic gamma, compares for each number of landmarks m
+
+- kpca_dask.KernelPCA with landmarks = uniform, kmeans, rpcholesky;
+- scikit-learn's Nystroem (uniform landmarks) followed by PCA,
+
+against exact kernel PCA of the full n x n centred Gram matrix (its top 10
+eigenpairs by Lanczos, cached in bench/results/). Figures, averaged over the
+seeds:
+
+- eig max / eig mean: relative error |lambda_j^ - lambda_j| / lambda_j of the
+  top 10 eigenvalues (maximum and mean over j);
+- alignment: mean squared canonical correlation between the exact 10-D
+  embedding of the n rows and the approximate one (1 = same subspace);
+- trace error: (trace K - trace K_nys) / trace K, DESIGN §2;
+- fit s: wall time of the fit (sklearn: Nystroem fit + transform + PCA fit,
+  since its PCA needs the n x m features).
+
+Run (full study, ~20 min on 2 cores):
+
+    nice .venv/bin/python bench/bench_accuracy.py --n 20000 --m 100 300 1000 3000
+
+MNIST is read from ../shared/data/mnist beside the repository, or from
+$KPCA_DASK_DATA/mnist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+from scipy import linalg
+from scipy.sparse.linalg import eigsh
+from sklearn.decomposition import PCA
+from sklearn.kernel_approximation import Nystroem
+
+from kpca_dask import KernelPCA
+from kpca_dask.bandwidth import resolve_gamma
+from kpca_dask.datasets import load_mnist
+from kpca_dask.kernels import pairwise_kernel
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+N_TOP = 10
+METHODS = ("uniform", "kmeans", "rpcholesky", "sklearn Nystroem+PCA")
+
+
+def mnist_dir() -> Path:
+    return Path(os.environ.get("KPCA_DASK_DATA", REPO.parent / "shared" / "data")) / "mnist"
+
+
+def mnist_subset(n: int, seed: int = 0) -> np.ndarray:
+    images, _ = load_mnist(mnist_dir(), "train")
+    rows = np.sort(np.random.default_rng(seed).choice(images.shape[0], n, replace=False))
+    return images[rows].astype(np.float64) / 255.0
+
+
+def exact_reference(X: np.ndarray, gamma: float, block: int = 2000) -> dict:
+    """Top eigenpairs of the centred Gram matrix J K J, cached on disk."""
+    n = X.shape[0]
+    path = RESULTS / f"exact_mnist_n{n}_gamma{gamma:.8g}.npz"
+    if path.is_file():
+        cached = np.load(path)
+        return {key: cached[key] for key in cached.files}
+    started = time.perf_counter()
+    K = np.empty((n, n))
+    for start in range(0, n, block):
+        K[start : start + block] = pairwise_kernel(X[start : start + block], X, "rbf",
+                                                   gamma=gamma)
+    column_means = K.mean(axis=0)
+    K -= column_means[None, :]
+    K -= column_means[:, None]
+    K += column_means.mean()
+    v0 = np.random.default_rng(0).normal(size=n)
+    values, vectors = eigsh(K, k=N_TOP, which="LA", tol=1e-12, v0=v0)
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    residual = np.linalg.norm(K @ vectors - vectors * values, axis=0) / values
+    reference = {
+        "eigenvalues": values,
+        "eigenvectors": vectors,
+        "residual": residual,
+        "centred_trace": np.array(np.trace(K)),
+        "seconds": np.array(time.perf_counter() - started),
+    }
+    del K
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **reference)
+    return reference
+
+
+def subspace_alignment(exact: np.ndarray, approximate: np.ndarray) -> float:
+    """Mean squared canonical correlation between the column spaces (both centred)."""
+    q_exact, _ = np.linalg.qr(exact - exact.mean(axis=0))
+    q_approx, _ = np.linalg.qr(approximate - approximate.mean(axis=0))
+    cosines = linalg.svdvals(q_exact.T @ q_approx)
+    return float(np.mean(np.minimum(cosines, 1.0) ** 2))
+
+
+def fit_kpca_dask(X, gamma, m, strategy, seed):
+    started = time.perf_counter()
+    kpca = KernelPCA(n_components=N_TOP, gamma=gamma, n_landmarks=m, landmarks=strategy,
+                     random_state=seed).fit(X)
+    seconds = time.perf_counter() - started
+    embedding = kpca.transform(X)
+    return kpca.eigenvalues_, embedding, kpca.trace_error_, seconds
+
+
+def fit_sklearn(X, gamma, m, seed):
+    started = time.perf_counter()
+    features = Nystroem(gamma=gamma, n_components=m, random_state=seed).fit_transform(X)
+    pca = PCA(n_components=N_TOP, random_state=seed).fit(features)
+    seconds = time.perf_counter() - started
+    eigenvalues = pca.explained_variance_ * (X.shape[0] - 1)
+    trace_error = (X.shape[0] - float(np.einsum("ij,ij->", features, features))) / X.shape[0]
+    return eigenvalues, pca.transform(features), trace_error, seconds
+
+
+def measure(X, gamma, reference, m, method, seed) -> dict:
+    if method.startswith("sklearn"):
+        eigenvalues, embedding, trace_error, seconds = fit_sklearn(X, gamma, m, seed)
+    else:
+        eigenvalues, embedding, trace_error, seconds = fit_kpca_dask(X, gamma, m, method, seed)
+    exact = reference["eigenvalues"]
+    relative = np.abs(eigenvalues[:N_TOP] - exact) / exact
+    return {
+        "m": m, "method": method, "seed": seed,
+        "eig_max": float(relative.max()), "eig_mean": float(relative.mean()),
+        "alignment": subspace_alignment(reference["eigenvectors"], embedding),
+        "trace_error": float(trace_error), "fit_seconds": seconds,
+    }
+
+
+def markdown_table(rows: list[dict]) -> str:
+    lines = ["| m | landmarks | top-10 eig. error, max | mean | 10-D alignment "
+             "| trace error | fit s |",
+             "|---:|---|---:|---:|---:|---:|---:|"]
+    keys = sorted({(r["m"], METHODS.index(r["method"])) for r in rows})
+    for m, method_index in keys:
+        group = [r for r in rows if r["m"] == m and r["method"] == METHODS[method_index]]
+        mean = {k: np.mean([r[k] for r in group])
+                for k in ("eig_max", "eig_mean", "alignment", "trace_error", "fit_seconds")}
+        lines.append(
+            f"| {m} | {METHODS[method_index]} | {100 * mean['eig_max']:.2f} % "
+            f"| {100 * mean['eig_mean']:.2f} % | {mean['alignment']:.5f} "
+            f"| {mean['trace_error']:.4f} | {mean['fit_seconds']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="rows of MNIST")
+    parser.add_argument("--m", type=int, nargs="+", default=[100, 300, 1000, 3000])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    args = parser.parse_args(argv)
+
+    dask.config.set(scheduler="threads")
+    X = mnist_subset(args.n)
+    gamma = resolve_gamma("median", da.from_array(X), "rbf", rng=np.random.default_rng(0))
+    reference = exact_reference(X, gamma)
+    print(f"MNIST n={args.n}, p={X.shape[1]}, rbf gamma={gamma:.6g} (median heuristic); "
+          f"exact top-{N_TOP} by Lanczos in {float(reference['seconds']):.0f} s, max relative "
+          f"residual {reference['residual'].max():.1e}; exact eigenvalues "
+          f"{np.array2string(reference['eigenvalues'], precision=2)}", flush=True)
+    rows = []
+    for m in args.m:
+        for method in args.methods:
+            for seed in args.seeds:
+                rows.append(measure(X, gamma, reference, m, method, seed))
+                r = rows[-1]
+                print(f"  m={m} {method} seed={seed}: eig max {100 * r['eig_max']:.2f} %, "
+                      f"alignment {r['alignment']:.4f}, trace error {r['trace_error']:.4f}, "
+                      f"fit {r['fit_seconds']:.1f} s", flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"accuracy_mnist_n{args.n}.json").write_text(json.dumps(rows, indent=1))
+    print()
+    print(f"Seeds {args.seeds}; figures are means over the seeds.")
+    print(markdown_table(rows))
+
+
+if __name__ == "__main__":
+    main()
