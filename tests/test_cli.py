@@ -24,7 +24,7 @@ def run(*args, cwd, env=None, script=False):
     """Run ``kpca-dask ARGS`` (the console script, or ``python -m kpca_dask``)."""
     command = [str(CONSOLE_SCRIPT)] if script else [sys.executable, "-m", "kpca_dask"]
     full_env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
-    full_env.update({"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s", **(env or {})})
+    full_env.update(env or {})
     return subprocess.run(command + [str(a) for a in args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=300)
 
@@ -162,7 +162,8 @@ def test_damaged_model(workdir, tmp_path, capsys):
 def test_errors_in_a_subprocess_have_no_traceback(workdir):
     """Run as a program, a scheduler that does not answer gives one line and exit status 2."""
     done = run("transform", "model.zarr", "data.zarr", "--out", "never.zarr",
-               env={"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:9"}, cwd=workdir)
+               env={"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:9",
+                    "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}, cwd=workdir)
     assert_user_error(done, "cannot reach the Dask scheduler at tcp://127.0.0.1:9")
     assert not (workdir / "never.zarr").exists()
 
