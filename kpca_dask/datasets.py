@@ -19,7 +19,7 @@ import numpy as np
 from .errors import InvalidParameterError
 
 __all__ = ["make_two_shells", "make_circles", "make_blobs", "make_dataset", "load_mnist",
-           "DATASETS"]
+           "mnist_to_zarr", "DATASETS"]
 
 
 def _block_rng(seed: int, block: int) -> np.random.Generator:
@@ -180,6 +180,39 @@ def load_mnist(directory: str | Path, subset: Literal["train", "test", "all"] = 
     images = _read_idx(images_file, magic=2051, header_words=4)
     labels = _read_idx(labels_file, magic=2049, header_words=2)
     return images.reshape(-1, 784), labels
+
+
+def mnist_to_zarr(directory: str | Path, out, *, chunk_rows: int = 10_000,
+                  overwrite: bool = False) -> str:
+    """Write MNIST to one Zarr group: ``{train,test}_images`` (n x 784 uint8) and labels.
+
+    Images keep their raw 0-255 pixel values (divide by 255 when reading) and
+    are chunked by rows, so they can be read block by block like any other
+    data set: ``kpca_dask.io.open_array(out, array="train_images")``.
+
+    Parameters
+    ----------
+    directory : path
+        Folder holding the four ``*-ubyte.gz`` files.
+    out : path or URL
+        The Zarr group to create (written atomically).
+    chunk_rows : int, default=10_000
+    overwrite : bool, default=False
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    from .io import write_group
+
+    arrays = {}
+    for subset in ("train", "test"):
+        images, labels = load_mnist(directory, subset)
+        arrays[f"{subset}_images"] = da.from_array(images, chunks=(chunk_rows, 784))
+        arrays[f"{subset}_labels"] = da.from_array(labels, chunks=chunk_rows)
+    attrs = {"dataset": "mnist", "pixels": "uint8, 0-255, 28 x 28 row-major"}
+    return write_group(arrays, out, attrs=attrs, overwrite=overwrite)
 
 
 def _read_idx(path: Path, magic: int, header_words: int) -> np.ndarray:

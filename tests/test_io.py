@@ -10,6 +10,7 @@ import textwrap
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import dask
 import dask.array as da
@@ -367,3 +368,24 @@ def test_group_written_incomplete_is_refused(tmp_path):
     zarr.open_group(str(tmp_path / "g.zarr"), mode="w", attributes={WRITE_STATE_ATTR: "incomplete"})
     with pytest.raises(InvalidInputError, match="incomplete kpca-dask output"):
         open_group(tmp_path / "g.zarr")
+
+
+# -- MNIST to Zarr -----------------------------------------------------------
+
+MNIST = Path(os.environ.get("KPCA_DASK_DATA", Path(__file__).resolve().parents[2] / "shared"
+                            / "data")) / "mnist"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (MNIST / "t10k-images-idx3-ubyte.gz").exists(), reason="no MNIST files")
+def test_mnist_to_zarr(tmp_path):
+    """MNIST goes to one Zarr group, images chunked by rows, equal to the IDX files."""
+    from kpca_dask.datasets import load_mnist, mnist_to_zarr
+
+    store = mnist_to_zarr(MNIST, tmp_path / "mnist.zarr", chunk_rows=10_000)
+    images = open_array(store, array="test_images")
+    assert images.shape == (10_000, 784) and images.dtype == np.uint8
+    assert open_array(store, array="train_images").chunks[0] == (10_000,) * 6
+    expected, labels = load_mnist(MNIST, "test")
+    np.testing.assert_array_equal(images.compute(), expected)
+    np.testing.assert_array_equal(open_group(store)["test_labels"][:], labels)
