@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
@@ -364,9 +365,28 @@ def _staged_output(path: PathOrURL, overwrite: bool,
             _rename_into_place(staging.path, final.path, shown, overwrite)
     except BaseException:
         # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
+        _remove_after_failure(staging)
+        raise
+
+
+#: How long to keep removing a failed output while straggling blocks still write.
+_STRAGGLER_SECONDS = 10.0
+
+
+def _remove_after_failure(staging: _Location) -> None:
+    """Remove a failed output, again, until no straggling block writes into it.
+
+    A scheduler raises the first block error at once, while blocks already
+    running on other threads or workers finish and may write their chunk
+    after the first removal, recreating the directory.
+    """
+    deadline = time.monotonic() + _STRAGGLER_SECONDS
+    while True:
         with contextlib.suppress(OSError):
             staging.remove()
-        raise
+        time.sleep(0.2)
+        if not staging.exists() or time.monotonic() > deadline:
+            return
 
 
 def _refuse_existing(final: _Location, shown: str, overwrite: bool) -> None:
