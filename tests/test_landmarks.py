@@ -167,6 +167,12 @@ def test_a_strategy_function_is_accepted(circles):
     assert kpca.n_landmarks_ == 25 and kpca.landmark_indices_ is not None
 
 
+def test_default_strategy_is_kmeans(circles):
+    """The default landmarks are k-means centroids (the accuracy study's choice)."""
+    kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=20, random_state=0).fit(circles)
+    assert kpca.landmarks == "kmeans" and kpca.landmark_indices_ is None
+
+
 def test_unknown_strategy_lists_the_registered_ones(circles):
     """An unknown name raises and names every registered strategy."""
     with pytest.raises(InvalidParameterError, match="kmeans, rpcholesky, uniform"):
