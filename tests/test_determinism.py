@@ -10,7 +10,8 @@ from distributed import Client, LocalCluster
 from kpca_dask import KernelPCA
 from kpca_dask.datasets import make_dataset
 
-ESTIMATOR = dict(n_components=6, gamma=0.05, n_landmarks=120, random_state=7)
+ESTIMATOR = dict(n_components=6, gamma=0.05, n_landmarks=120, landmarks="uniform",
+                 random_state=7)
 
 
 @pytest.fixture(scope="module")

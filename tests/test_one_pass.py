@@ -48,7 +48,7 @@ def test_fit_reads_every_chunk_exactly_once():
 def test_uniform_landmarks_add_only_reads_of_their_own_rows():
     """Drawing landmarks reads only the chunks holding them; the pass reads each chunk once."""
     source, X, chunks = _source()
-    kpca = KernelPCA(3, n_landmarks=5, random_state=0).fit(X)
+    kpca = KernelPCA(3, n_landmarks=5, landmarks="uniform", random_state=0).fit(X)
     holding = {start // 100 for start in kpca.landmark_indices_}
     per_chunk = collections.Counter()
     for (start, stop), count in source.reads.items():
