@@ -71,7 +71,8 @@ MAX_SEGMENTS = 256
 
 
 def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
-                 n_landmarks: int, random_state) -> dict:
+                 n_landmarks: int | str, random_state, tol: float | None = None,
+                 max_landmarks: int | None = None) -> dict:
     """What a checkpoint must match to be resumed: data, kernel, precision, landmarks.
 
     The data are identified from metadata only (nothing is read): shape,
@@ -87,9 +88,14 @@ def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
     ...              n_landmarks=3, random_state=0)["data"]["shape"]
     [10, 2]
     """
-    if isinstance(landmarks, str):
-        landmark_spec = {"strategy": landmarks, "n_landmarks": int(n_landmarks),
-                         "random_state": _seed_identity(random_state)}
+    if isinstance(landmarks, str) or callable(landmarks):
+        strategy = landmarks if isinstance(landmarks, str) else _kernel_identity(landmarks)
+        landmark_spec = {"strategy": strategy, "random_state": _seed_identity(random_state),
+                         # "auto" grows m until the trace error meets tol, capped
+                         "n_landmarks": (n_landmarks if n_landmarks == "auto"
+                                         else int(n_landmarks))}
+        if n_landmarks == "auto":
+            landmark_spec.update(tol=tol, max_landmarks=max_landmarks)
     else:
         landmark_spec = {"strategy": "explicit", "sha256": _sha256(landmarks)}
     return _json_safe({

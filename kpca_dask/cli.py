@@ -31,7 +31,11 @@ import numpy as np
 
 from .datasets import DATASETS, make_dataset
 from .errors import KPCAError
+from .estimator import KernelPCA
 from .kernels import KERNEL_NAMES
+
+#: The estimator's own defaults, so the command line never disagrees with it.
+_LIBRARY_DEFAULTS = KernelPCA().get_params()
 
 __all__ = ["main", "build_parser"]
 
@@ -66,6 +70,10 @@ def _number_or_name(text: str) -> float | str:
     with contextlib.suppress(ValueError):
         return float(text)
     return text
+
+
+def _landmark_count(text: str) -> int | str:
+    return "auto" if text == "auto" else _positive_int(text)
 
 
 def _positive_int(text: str) -> int:
@@ -171,10 +179,10 @@ def _fit(args) -> None:
         n_components=args.n_components, kernel=args.kernel, gamma=args.gamma,
         degree=args.degree, coef0=args.coef0,
         kernel_params={"nu": args.nu} if args.nu is not None else None,
-        n_landmarks=args.n_landmarks, landmarks=landmarks, dtype=args.dtype,
+        n_landmarks=args.n_landmarks, tol=args.tol, landmarks=landmarks, dtype=args.dtype,
         random_state=args.seed)
     with _compute_context(args):
-        kpca.fit(open_array(args.data, array=args.array))
+        kpca.fit(open_array(args.data, array=args.array), checkpoint=args.checkpoint)
     kpca.save(args.model, overwrite=args.overwrite)
     print(f"wrote {args.model}")
     _print_summary(_summary(kpca, args.model))
@@ -289,12 +297,18 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--degree", type=float, default=3, help="polynomial degree")
     fit.add_argument("--coef0", type=float, default=1.0)
     fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
-    fit.add_argument("--n-landmarks", type=_positive_int, default=1000, metavar="M")
-    fit.add_argument("--landmarks", default="uniform", metavar="STRATEGY_OR_ZARR",
+    fit.add_argument("--n-landmarks", type=_landmark_count, default=_LIBRARY_DEFAULTS["n_landmarks"],
+                     metavar="M", help="number of landmarks, or 'auto' (grow until --tol)")
+    fit.add_argument("--tol", type=float, default=_LIBRARY_DEFAULTS["tol"],
+                     help="target trace error for --n-landmarks auto")
+    fit.add_argument("--landmarks", default=_LIBRARY_DEFAULTS["landmarks"],
+                     metavar="STRATEGY_OR_ZARR",
                      help="landmark strategy name, or a Zarr array of landmark points")
     fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                      help="precision of the kernel blocks")
     fit.add_argument("--seed", type=int, default=0, help="seed of the landmark choice")
+    fit.add_argument("--checkpoint", metavar="PATH",
+                     help="Zarr group where the pass saves progress; rerun to resume")
     fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
     _add_compute_options(fit)
     fit.set_defaults(run=_fit)

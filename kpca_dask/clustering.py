@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InvalidParameterError
 from .kernels import squared_distances
 
 __all__ = ["kmeans_plusplus", "lloyd", "kmeans_centroids"]
@@ -49,6 +50,10 @@ def kmeans_plusplus(sample: np.ndarray, n_clusters: int, *, rng: np.random.Gener
         return np.arange(n)
     chosen = [int(rng.integers(n))]
     closest = squared_distances(sample, sample[chosen]).ravel()
+    if not np.isfinite(closest).all():
+        raise InvalidParameterError(
+            "Squared distances between data rows overflowed float64 (the data reach "
+            f"{np.abs(sample).max():.3g}); rescale the data, e.g. standardise each feature.")
     closest[chosen] = 0.0
     while len(chosen) < n_clusters:
         cumulative = np.cumsum(closest)

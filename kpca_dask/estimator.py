@@ -231,7 +231,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
             X, kernel, params, dtype=self.dtype, landmarks=self.landmarks,
-            n_landmarks=self.n_landmarks, random_state=self.random_state))
+            n_landmarks=self.n_landmarks, random_state=self.random_state, tol=self.tol,
+            max_landmarks=self.max_landmarks))
         if saved is not None and saved.landmarks is not None:
             chosen, path = saved.landmarks, None  # resuming: the landmarks of the first try
         else:

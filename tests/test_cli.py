@@ -80,7 +80,7 @@ def test_generate_fit_transform_info(tmp_path):
 
     done = run("info", "model.zarr", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    for text in ("rbf(gamma=0.5)", "m = 200 (uniform)", "n = 6000 rows x 2 features",
+    for text in ("rbf(gamma=0.5)", "m = 200 (kmeans)", "n = 6000 rows x 2 features",
                  "trace error", "fit time", "eigenvalues", "components   4"):
         assert text in done.stdout
     summary = json.loads(run("info", "model.zarr", "--json", cwd=tmp_path).stdout)
@@ -175,3 +175,18 @@ def test_version_and_help(capsys):
     for command in ("generate", "fit", "transform", "info"):
         done = main(command, "--help", capsys=capsys)
         assert done.returncode == 0 and "usage: kpca-dask " + command in done.stdout
+
+
+def test_fit_with_checkpoint_and_automatic_landmarks(workdir, tmp_path):
+    """`--checkpoint` saves the pass and `--n-landmarks auto` records its growth path;
+    running the same command again resumes from the checkpoint to the same model."""
+    args = ["fit", workdir / "data.zarr", "--n-landmarks", "auto", "--tol", "0.05",
+            "--checkpoint", tmp_path / "fit.ckpt", "--scheduler", "threads"]
+    first = run(*args, "--model", tmp_path / "first.zarr", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "fit.ckpt").is_dir()
+    again = run(*args, "--model", tmp_path / "again.zarr", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    a, b = kpca_dask.load(tmp_path / "first.zarr"), kpca_dask.load(tmp_path / "again.zarr")
+    np.testing.assert_allclose(b.eigenvalues_, a.eigenvalues_, rtol=1e-10)
+    assert a.n_landmarks == "auto" and a.trace_error_ < 0.1

@@ -79,9 +79,9 @@ def test_small_gamma_is_still_accurate(X):
 def test_huge_gamma_gives_the_diagonal_kernel(X, gamma):
     """A huge gamma turns the rbf kernel into the identity: every landmark is its own
     feature, the centred eigenvalues are 1, and trace_error_ = 1 - m / n says the
-    landmarks capture only themselves."""
+    landmarks capture only themselves (landmarks that are data rows)."""
     m = 50
-    fitted = _fit(X, n_components=None, n_landmarks=m, gamma=gamma)
+    fitted = _fit(X, n_components=None, n_landmarks=m, gamma=gamma, landmarks="uniform")
     assert fitted.landmark_rank_ == m
     assert fitted.n_components_ == m
     np.testing.assert_allclose(fitted.eigenvalues_[:-1], 1.0, rtol=1e-6)
