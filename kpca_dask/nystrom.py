@@ -76,20 +76,41 @@ def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, refer
             int((~finite).sum()), int(row_offset + bad_rows[0]), reference,
         )
     x = _shifted(x, origin).astype(dtype, copy=False)
-    D = pairwise_kernel(x, landmarks, kernel, **params)
-    D -= reference.astype(D.dtype, copy=False)
-    # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
-    # the flops of a general product; the sum across blocks is float64.
-    gram = (D.T @ D).astype(np.float64, copy=False)
+    column_sums, gram = np.zeros(m), np.zeros((m, m))
+    # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
+    # keep a task's memory O(rows x m) whatever the chunking, and keep float32
+    # SYRK sums short before they are added up in float64.
+    for start in range(0, x.shape[0], kernel_block_rows(m)):
+        D = pairwise_kernel(x[start : start + kernel_block_rows(m)], landmarks, kernel, **params)
+        D -= reference.astype(D.dtype, copy=False)
+        # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
+        # the flops of a general product.
+        gram += D.T @ D
+        column_sums += D.sum(axis=0, dtype=np.float64)
     return PassStatistics(
         n_samples=x.shape[0],
-        column_sums=D.sum(axis=0, dtype=np.float64),
+        column_sums=column_sums,
         gram=gram,
         diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
         n_nonfinite=0,
         first_nonfinite_row=-1,
         reference=reference,
     )
+
+
+#: Bytes of one kernel block inside a task (rows x m, float64): 128 MiB.
+KERNEL_BLOCK_BYTES = 2**27
+
+
+def kernel_block_rows(n_landmarks: int) -> int:
+    """Rows of data per kernel block: ~128 MiB, but 1024 to 65 536 rows.
+
+    Examples
+    --------
+    >>> kernel_block_rows(1000), kernel_block_rows(4096), kernel_block_rows(10)
+    (16777, 4096, 65536)
+    """
+    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (8 * max(n_landmarks, 1)))))
 
 
 def _shifted(x, origin):
@@ -382,9 +403,13 @@ def _project_block(
             "remove or impute them before transform."
         )
     x = _shifted(x, origin).astype(dtype_kernel, copy=False)
-    B = pairwise_kernel(x, landmarks, kernel, **params)
-    y = B @ projection.astype(B.dtype, copy=False)
-    return y.astype(np.float64, copy=False) - offset
+    projection = projection.astype(x.dtype, copy=False)
+    y = np.empty((x.shape[0], projection.shape[1]))
+    step = kernel_block_rows(landmarks.shape[0])
+    for start in range(0, x.shape[0], step):
+        B = pairwise_kernel(x[start : start + step], landmarks, kernel, **params)
+        y[start : start + step] = B @ projection
+    return y - offset
 
 
 def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
