@@ -10,7 +10,9 @@ parameters reads the total back and computes only the unfinished segments.
 Layout of the Zarr v3 group (no pickle; JSON attributes and plain arrays)::
 
     zarr.json            attributes["kpca_dask_checkpoint"]: format version,
-                         identity of the fit, segment layout, current state
+                         identity of the fit, segment layout, current state,
+                         the resolved kernel parameters and the landmark
+                         growth path of ``n_landmarks="auto"``
     landmarks            (m, p) float64, the landmark points
     landmark_indices     (m,) int64, their rows in X (absent for explicit points)
     reference            (m,) float64, the shift r of the accumulated kernel rows
@@ -27,6 +29,11 @@ of the root ``zarr.json`` (Zarr's local store writes a temporary file and
 renames it); only then is the old state deleted. A kill at any instant leaves
 either the old or the new total, both consistent.
 
+The identity records what the user asked for, not what the first try drew
+from the data: ``gamma="median"`` stays the word "median", and the gamma it
+resolved to is stored beside the landmarks, so that a resumed fit reuses
+both even when they came from an unseeded sample.
+
 A resumed fit adds the segments in another order than an uninterrupted one;
 sums of float64 differ in the last bits only, far below the 1e-10 the tests ask of
 the eigenvalues.
@@ -34,12 +41,11 @@ the eigenvalues.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
-import os
-import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dask
@@ -47,39 +53,60 @@ import dask.array as da
 import numpy as np
 import zarr
 import zarr.errors
+import zarr.storage
 
-from ._parallel import capped_blas
-from .errors import CheckpointMismatchError, ModelFormatError
+from ._json import array_digest, jsonable
+from ._parallel import capped_blas, distributed_client, local_threads
+from .errors import CheckpointMismatchError, InvalidParameterError, ModelFormatError
+from .io import PathOrURL, store_location
 from .landmarks import Landmarks
 from .nystrom import (
     SPLIT_EVERY,
     PassStatistics,
-    _combine_statistics,
     block_statistics,
+    combine_statistics,
     reduce_statistics,
 )
 
 __all__ = ["FitCheckpoint", "fit_identity"]
 
 FORMAT = "kpca-dask-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _ATTRIBUTE = "kpca_dask_checkpoint"
 
 #: At most this many segments: the total is rewritten once per segment, so
 #: this bounds the checkpoint I/O at about MAX_SEGMENTS x 8 m^2 bytes.
 MAX_SEGMENTS = 256
 
+#: Names of the dask layers that only read a Zarr array: ``kpca_dask.io.open_array``
+#: and ``dask.array.from_zarr`` (whose array sits in a layer of its own).
+_ZARR_READ_LAYERS = ("zarr-", "from-zarr-", "original-from-zarr-")
+
 
 def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
                  n_landmarks: int | str, random_state, tol: float | None = None,
-                 max_landmarks: int | None = None) -> dict:
+                 max_landmarks: int | None = None, gamma=None) -> dict:
     """What a checkpoint must match to be resumed: data, kernel, precision, landmarks.
 
     The data are identified from metadata only (nothing is read): shape,
-    dtype, row chunks and the dask name of ``X``, a token of where it comes
-    from (for ``da.from_zarr`` the store and array; for numpy input a hash of
-    the values). ``n_components`` and ``rcond`` are not part of it: they act
-    after the pass, so a finished checkpoint can be refitted with others.
+    dtype and row chunks of ``X``, and where it comes from. An ``X`` that
+    reads a Zarr array and nothing else is identified by the store's
+    absolute path or URL, the array in it, its attributes and (for a local
+    store) the modification time of its metadata file, so the same store
+    reached by another spelling resumes and another store never does. Any
+    other ``X`` adds its dask name, a token of how it is computed (for numpy
+    input a hash of the values). ``n_components`` and ``rcond`` are not part
+    of it: they act after the pass, so a finished checkpoint can be refitted
+    with others.
+
+    ``params`` are the kernel parameters as resolved before looking at the
+    data; a ``gamma`` rule ("median", "scale") replaces the value of gamma,
+    since the value it gives depends on the sample drawn.
+
+    Raises
+    ------
+    InvalidParameterError
+        A kernel parameter cannot be recorded (an object with no exact JSON form).
 
     Examples
     --------
@@ -87,9 +114,14 @@ def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
     >>> fit_identity(X, "rbf", {"gamma": 0.5}, dtype="float64", landmarks="uniform",
     ...              n_landmarks=3, random_state=0)["data"]["shape"]
     [10, 2]
+    >>> fit_identity(X, "rbf", {"gamma": 0.5}, dtype="float64", landmarks="uniform",
+    ...              n_landmarks=3, random_state=0, gamma="median")["kernel_params"]
+    {'gamma': 'median'}
     """
+    if isinstance(gamma, str) and "gamma" in params:
+        params = {**params, "gamma": gamma}
     if isinstance(landmarks, str) or callable(landmarks):
-        strategy = landmarks if isinstance(landmarks, str) else _kernel_identity(landmarks)
+        strategy = landmarks if isinstance(landmarks, str) else _callable_identity(landmarks)
         landmark_spec = {"strategy": strategy, "random_state": _seed_identity(random_state),
                          # "auto" grows m until the trace error meets tol, capped
                          "n_landmarks": (n_landmarks if n_landmarks == "auto"
@@ -97,17 +129,10 @@ def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
         if n_landmarks == "auto":
             landmark_spec.update(tol=tol, max_landmarks=max_landmarks)
     else:
-        landmark_spec = {"strategy": "explicit", "sha256": _sha256(landmarks)}
-    return _json_safe({
-        "data": {
-            "shape": list(X.shape),
-            "dtype": str(X.dtype),
-            "n_row_blocks": X.numblocks[0],
-            "row_chunks_sha256": hashlib.sha256(
-                np.asarray(X.chunks[0], dtype=np.int64).tobytes()).hexdigest(),
-            "name": X.name,
-        },
-        "kernel": _kernel_identity(kernel),
+        landmark_spec = {"strategy": "explicit", "sha256": array_digest(landmarks)}
+    return _recorded({
+        "data": _data_identity(X),
+        "kernel": _callable_identity(kernel) if callable(kernel) else kernel,
         "kernel_params": params,
         "dtype": str(np.dtype(dtype)),
         "landmarks": landmark_spec,
@@ -118,19 +143,29 @@ def fit_identity(X: da.Array, kernel, params: dict, *, dtype: str, landmarks,
 class FitCheckpoint:
     """A checkpoint of one fit's pass, opened (and checked) but not yet written.
 
-    Use :meth:`open`, then :meth:`run_pass`. ``landmarks`` and ``reference``
-    are those of the interrupted fit when resuming, None for a new checkpoint.
+    Use :meth:`open`, then :meth:`run_pass`. When resuming, ``landmarks``,
+    ``reference``, ``kernel_params`` and ``landmark_path`` are those of the
+    interrupted fit; for a new checkpoint they are None, and the fit sets
+    ``landmark_path`` before :meth:`run_pass` writes it.
     """
 
     path: str
     identity: dict
     landmarks: Landmarks | None = None
     reference: np.ndarray | None = None
+    kernel_params: dict | None = None
+    landmark_path: list[tuple[int, float]] | None = None
     _group: zarr.Group | None = None
+    _where: object = field(default=None, repr=False)
+
+    @property
+    def gamma(self):
+        """The gamma the interrupted fit resolved (None: the kernel has none, or not resuming)."""
+        return None if self.kernel_params is None else self.kernel_params.get("gamma")
 
     @classmethod
-    def open(cls, path: str | os.PathLike, identity: dict) -> "FitCheckpoint":
-        """Read the checkpoint at ``path`` if there is one; writes nothing.
+    def open(cls, path: PathOrURL, identity: dict) -> "FitCheckpoint":
+        """Read the checkpoint at ``path`` (a local path or fsspec URL), if any; writes nothing.
 
         Raises
         ------
@@ -139,38 +174,41 @@ class FitCheckpoint:
         ModelFormatError
             The checkpoint was written by an unknown format version.
         """
-        path = os.fspath(path)
+        shown = str(path)
+        where = store_location(path)
+        if not where.exists():
+            return cls(shown, identity, _where=where)
         not_a_checkpoint = CheckpointMismatchError(
-            f"{path!r} exists and is not a kpca-dask checkpoint. Pass a new path for the "
+            f"{shown!r} exists and is not a kpca-dask checkpoint. Pass a new path for the "
             "checkpoint, or delete this one if it is not needed.")
         try:
-            group = zarr.open_group(path, mode="r+")
-        except FileNotFoundError:
-            if Path(path).exists():  # a directory or file of something else
-                raise not_a_checkpoint from None
-            return cls(path, identity)
-        except (zarr.errors.BaseZarrError, ValueError):
+            group = zarr.open_group(where.url, mode="r+", **where.zarr_kwargs())
+        except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
             raise not_a_checkpoint from None
         meta = group.attrs.get(_ATTRIBUTE)
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise not_a_checkpoint
         if meta.get("format_version") != FORMAT_VERSION:
             raise ModelFormatError(
-                f"The checkpoint {path!r} has format version {meta.get('format_version')!r}; "
+                f"The checkpoint {shown!r} has format version {meta.get('format_version')!r}; "
                 f"this kpca-dask reads version {FORMAT_VERSION}. Finish the fit with the "
                 "version that wrote it, or delete the checkpoint and start again.")
         differences = _differences(meta["identity"], identity)
         if differences:
             raise CheckpointMismatchError(
-                f"The checkpoint {path!r} belongs to a different fit and cannot be resumed: "
+                f"The checkpoint {shown!r} belongs to a different fit and cannot be resumed: "
                 + "; ".join(differences) + ". Fit with the same data and parameters, or "
                 "use a new checkpoint path (or delete this one) to start afresh.")
-        checkpoint = cls(path, identity, _group=group)
+        checkpoint = cls(shown, identity, _group=group, _where=where)
         if meta.get("landmarks_written"):
             indices = group["landmark_indices"][:] if "landmark_indices" in group else None
             checkpoint.landmarks = Landmarks(points=group["landmarks"][:], indices=indices,
                                              n_passes=0)
             checkpoint.reference = group["reference"][:]
+            checkpoint.kernel_params = meta["kernel_params"]
+            path_taken = meta["landmark_path"]
+            checkpoint.landmark_path = (None if path_taken is None else
+                                        [(int(m), float(error)) for m, error in path_taken])
         return checkpoint
 
     # -- the pass ------------------------------------------------------------
@@ -179,13 +217,14 @@ class FitCheckpoint:
                  reference: np.ndarray) -> PassStatistics:
         """Compute the unfinished segments of the pass, saving the total after each.
 
-        ``landmarks`` and ``reference`` are written when the checkpoint is new
-        (when resuming they must be the stored ones). Returns the statistics
-        of the whole pass, as ``nystrom.pass_statistics`` would.
+        ``landmarks``, ``reference``, ``params`` and :attr:`landmark_path` are
+        written when the checkpoint is new (when resuming they must be the
+        stored ones). Returns the statistics of the whole pass, as
+        ``nystrom.pass_statistics`` would.
         """
         created = self._group is None
         if created or self.landmarks is None:
-            self._create(X, landmarks, reference)
+            self._create(X, landmarks, params, reference)
         meta = self._group.attrs[_ATTRIBUTE]
         segment_blocks, n_segments = meta["segment_blocks"], meta["n_segments"]
         total, finished = self._load_state(meta, n_segments)
@@ -197,7 +236,7 @@ class FitCheckpoint:
                     for i in range(n_segments)]
         todo = [i for i in range(n_segments) if not finished[i]]
         for done, part in _completed_segments(X, segments, todo, segment_blocks):
-            total = part if total is None else _combine_statistics(total, part)
+            total = part if total is None else combine_statistics(total, part)
             finished[done] = True
             self._save_state(total, finished)
         if created and not _usable(total):
@@ -207,16 +246,14 @@ class FitCheckpoint:
         return total
 
     def remove(self) -> None:
-        """Delete the checkpoint from disk."""
-        if self._group is not None and Path(self.path).exists():
-            shutil.rmtree(self.path)
-        elif self._group is not None:
-            zarr.core.sync.sync(self._group.store.delete_dir(""))
+        """Delete the checkpoint from its store."""
+        if self._group is not None:
+            self._where.remove()
         self._group = None
 
     # -- storage ---------------------------------------------------------------
 
-    def _create(self, X, landmarks: Landmarks, reference: np.ndarray) -> None:
+    def _create(self, X, landmarks: Landmarks, params: dict, reference: np.ndarray) -> None:
         n_blocks = X.numblocks[0]
         segment_blocks = max(SPLIT_EVERY, math.ceil(n_blocks / MAX_SEGMENTS))
         meta = {
@@ -229,7 +266,9 @@ class FitCheckpoint:
             "state": None,
         }
         if self._group is None:
-            self._group = zarr.open_group(self.path, mode="w-", attributes={_ATTRIBUTE: meta})
+            self._group = zarr.open_group(self._where.url, mode="w-", zarr_format=3,
+                                          attributes={_ATTRIBUTE: meta},
+                                          **self._where.zarr_kwargs())
         group = self._group
         group.create_array("landmarks", data=np.asarray(landmarks.points, np.float64),
                            overwrite=True)
@@ -238,9 +277,16 @@ class FitCheckpoint:
                                data=np.asarray(landmarks.indices, np.int64), overwrite=True)
         group.create_array("reference", data=np.asarray(reference, np.float64),
                            overwrite=True)
-        group.attrs[_ATTRIBUTE] = {**meta, "landmarks_written": True}
+        # Written with the flag that makes the landmarks count, so a resumed fit
+        # finds either all of what the first try chose from the data or none of it.
+        group.attrs[_ATTRIBUTE] = {
+            **meta, "landmarks_written": True,
+            "kernel_params": _recorded(params),
+            "landmark_path": _recorded(self.landmark_path),
+        }
         self.landmarks = landmarks
         self.reference = np.asarray(reference, np.float64)
+        self.kernel_params = group.attrs[_ATTRIBUTE]["kernel_params"]
 
     def _load_state(self, meta, n_segments):
         current = meta.get("state")
@@ -287,7 +333,7 @@ def _completed_segments(X, segments, todo, segment_blocks):
     """Yield ``(segment index, statistics)`` as segments finish, on any scheduler."""
     if not todo:
         return
-    client = _distributed_client(X)
+    client = distributed_client(X)
     if client is not None:
         from distributed import as_completed
 
@@ -303,23 +349,12 @@ def _completed_segments(X, segments, todo, segment_blocks):
         return
     # Local schedulers have no futures: compute waves of segments that keep
     # every thread busy (about two blocks per thread), saving after each wave.
-    threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
-    per_wave = max(1, math.ceil(2 * threads / segment_blocks))
+    per_wave = max(1, math.ceil(2 * local_threads() / segment_blocks))
     with capped_blas(X):
         for start in range(0, len(todo), per_wave):
             wave = todo[start:start + per_wave]
             parts = dask.compute(*[segments[i] for i in wave])
             yield from zip(wave, parts)
-
-
-def _distributed_client(collection):
-    scheduler = dask.base.get_scheduler(collections=[collection])
-    client = getattr(scheduler, "__self__", None)
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    return client if isinstance(client, Client) else None
 
 
 def _usable(total: PassStatistics | None) -> bool:
@@ -343,25 +378,25 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _json_safe(value):
-    # Round-trip through JSON so that the identity compares equal to what the
-    # checkpoint stores (tuples become lists, numpy scalars plain numbers).
-    return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
+def _recorded(value):
+    """``value`` as the JSON a checkpoint stores, so that it compares equal to what is read back."""
+    try:
+        return jsonable(value, digest_arrays=True)
+    except TypeError as exc:
+        raise InvalidParameterError(
+            f"A parameter of this fit (a {exc}) cannot be recorded in a checkpoint, which "
+            "keeps numbers, strings and arrays only. Pass such values as numbers or arrays, "
+            "or fit without checkpoint=.") from None
 
 
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return {"array_sha256": _sha256(value)}
-    return repr(value)
-
-
-def _kernel_identity(kernel) -> str:
-    if callable(kernel):
-        return f"callable {getattr(kernel, '__module__', '?')}." \
-               f"{getattr(kernel, '__qualname__', type(kernel).__name__)}"
-    return kernel
+def _callable_identity(function) -> dict | str:
+    """A callable kernel or landmark strategy by name; a partial with its arguments."""
+    if isinstance(function, functools.partial):
+        return {"partial": _callable_identity(function.func),
+                "args": _recorded(list(function.args)),
+                "keywords": _recorded(dict(function.keywords))}
+    name = getattr(function, "__qualname__", type(function).__name__)
+    return f"callable {getattr(function, '__module__', '?')}.{name}"
 
 
 def _seed_identity(random_state):
@@ -370,5 +405,88 @@ def _seed_identity(random_state):
     return type(random_state).__name__  # a Generator's state is not comparable
 
 
-def _sha256(array) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array, dtype=np.float64).tobytes()).hexdigest()
+def _data_identity(X: da.Array) -> dict:
+    identity = {
+        "shape": list(X.shape),
+        "dtype": str(X.dtype),
+        "n_row_blocks": X.numblocks[0],
+        "row_chunks_sha256": hashlib.sha256(
+            np.asarray(X.chunks[0], dtype=np.int64).tobytes()).hexdigest(),
+    }
+    sources = _zarr_sources(X)
+    if sources:
+        identity["zarr"] = sorted(sources, key=lambda source: json.dumps(source, sort_keys=True))
+    reads_only_zarr = len(sources) == 1 and "url" in sources[0] and all(
+        name.startswith(_ZARR_READ_LAYERS) for name in X.dask.layers)
+    if not reads_only_zarr:
+        # Computed from something: its dask name tokenizes the computation
+        # (and any path as typed, so the stores above are what locate it).
+        identity["name"] = X.name
+    return identity
+
+
+def _zarr_sources(X: da.Array) -> list[dict]:
+    """Identities of the Zarr arrays the tasks of ``X`` read (from the graph; nothing is read)."""
+    found = {}
+    stack = list(dict(X.__dask_graph__()).values())
+    while stack:
+        item = stack.pop()
+        if isinstance(item, zarr.Array):
+            found[id(item)] = item
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        else:
+            stack.extend(_task_parts(item))
+    # One array opened twice is one source.
+    unique = {json.dumps(identity, sort_keys=True): identity
+              for identity in map(_zarr_identity, found.values())}
+    return list(unique.values())
+
+
+def _task_parts(node) -> list:
+    """What a dask task holds: its arguments (a task) or its value (a data node)."""
+    if not type(node).__module__.startswith("dask."):
+        return []
+    parts = list(getattr(node, "args", ()) or ())
+    parts += list((getattr(node, "kwargs", None) or {}).values())
+    if hasattr(node, "value"):
+        parts.append(node.value)
+    return parts
+
+
+def _zarr_identity(z: zarr.Array) -> dict:
+    """Where a Zarr array is stored, its layout and attributes, and when its metadata changed."""
+    identity = {"array": z.path, "shape": list(z.shape), "chunks": list(z.chunks),
+                "dtype": str(z.dtype),
+                "attributes_sha256": hashlib.sha256(json.dumps(
+                    z.attrs.asdict(), sort_keys=True).encode()).hexdigest()}
+    local, url = _store_location(z.store)
+    if url is not None:
+        identity["url"] = url
+    if local is not None:
+        # A store rewritten in place keeps its path but gets new metadata files.
+        for name in ("zarr.json", ".zarray"):
+            metadata = local / z.path / name
+            if metadata.exists():
+                identity["metadata_mtime_ns"] = metadata.stat().st_mtime_ns
+                break
+    return identity
+
+
+def _store_location(store) -> tuple[Path | None, str | None]:
+    """(local directory, URL) of a Zarr store; the URL is None for an in-memory one."""
+    if isinstance(store, zarr.storage.LocalStore):
+        local = Path(store.root)
+    elif isinstance(store, zarr.storage.FsspecStore):
+        fs = getattr(store.fs, "sync_fs", store.fs)  # zarr wraps local files as async
+        protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+        if "file" not in protocols and "local" not in protocols:
+            return None, fs.unstrip_protocol(store.path)
+        local = Path(store.path)
+    else:
+        return None, None
+    # resolve(): one directory reached through a symlink or ".." is one store.
+    local = local.expanduser().resolve()
+    return local, local.as_uri()

@@ -224,19 +224,27 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         # Child streams, so the landmarks drawn from rng do not depend on whether
         # gamma or m are estimated from the data.
         bandwidth_rng, validation_rng = independent_generators(rng, 2)
-        gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng)
-        params = resolve_kernel_params(
-            kernel, X.shape[1], gamma=gamma, degree=self.degree, coef0=self.coef0,
-            kernel_params=self.kernel_params)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        given = {"degree": self.degree, "coef0": self.coef0, "kernel_params": self.kernel_params}
+        rule = self.gamma if isinstance(self.gamma, str) else None
         saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
-            X, kernel, params, dtype=self.dtype, landmarks=self.landmarks,
+            X, kernel, resolve_kernel_params(kernel, X.shape[1], gamma=None if rule else
+                                             self.gamma, **given),
+            gamma=rule, dtype=self.dtype, landmarks=self.landmarks,
             n_landmarks=self.n_landmarks, random_state=self.random_state, tol=self.tol,
             max_landmarks=self.max_landmarks))
-        if saved is not None and saved.landmarks is not None:
-            chosen, path = saved.landmarks, None  # resuming: the landmarks of the first try
+        # Resuming: the gamma, landmarks and growth path of the first try, which
+        # an unseeded sample could not reproduce.
+        resuming = saved is not None and saved.landmarks is not None
+        gamma = (saved.gamma if resuming
+                 else resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng))
+        params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        if resuming:
+            chosen, path = saved.landmarks, saved.landmark_path
         else:
             chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng, rcond)
+            if saved is not None:
+                saved.landmark_path = path  # stored with the landmarks
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)

@@ -108,7 +108,9 @@ class _Location:
         return {} if self.local else {"storage_options": self.storage_options or {}}
 
 
-def _location(path: PathOrURL, storage_options: dict | None = None) -> _Location:
+def store_location(path: PathOrURL, storage_options: dict | None = None) -> _Location:
+    """Where ``path`` lives: an absolute local directory (``~`` expanded, ``file://``
+    dropped) or an fsspec URL with its ``storage_options``."""
     text = os.fspath(path)
     if text.startswith("file://"):
         text = text[len("file://"):]
@@ -156,7 +158,7 @@ def open_group(path: PathOrURL, *, storage_options: dict | None = None) -> zarr.
     ('hi', [0.0, 1.0, 2.0])
     """
     shown = os.fspath(path)
-    node = _open_node(_location(path, storage_options), shown)
+    node = _open_node(store_location(path, storage_options), shown)
     if not isinstance(node, zarr.Group):
         raise InvalidInputError(f"{shown} is a Zarr array, but a Zarr group was expected.")
     return node
@@ -215,7 +217,7 @@ dask array or numpy array
         return _one_feature_chunk(source, "The dask array")
     if isinstance(source, (str, os.PathLike)):
         shown = os.fspath(source)
-        where = _location(source, storage_options)
+        where = store_location(source, storage_options)
         return _from_zarr_node(_open_node(where, shown), shown, array, where,
                                sample_dim, feature_dim)
     if isinstance(source, (zarr.Array, zarr.Group)):
@@ -347,7 +349,7 @@ def _staged_output(path: PathOrURL, overwrite: bool,
     "incomplete"; this sets it to "complete" and, for local paths, renames
     the hidden staging directory onto ``path``.
     """
-    final = _location(path, storage_options)
+    final = store_location(path, storage_options)
     shown = os.fspath(path)
     _refuse_existing(final, shown, overwrite)
     if final.local:
@@ -408,7 +410,7 @@ def check_can_write(path: PathOrURL, *, overwrite: bool = False,
     >>> import tempfile
     >>> check_can_write(tempfile.mkdtemp() + "/new.zarr")
     """
-    _refuse_existing(_location(path, storage_options), os.fspath(path), overwrite)
+    _refuse_existing(store_location(path, storage_options), os.fspath(path), overwrite)
 
 
 def _mark_complete(where: _Location) -> None:

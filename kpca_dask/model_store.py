@@ -27,10 +27,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
 
 import numpy as np
 
+from ._json import jsonable
 from .errors import InvalidParameterError, ModelFormatError
 from .estimator import KernelPCA
 from .io import PathOrURL, open_group, write_group
@@ -52,19 +52,6 @@ def _version() -> str:
     return __version__
 
 
-def _jsonable(value) -> Any:
-    """``value`` as plain JSON types, or raise TypeError."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise TypeError(type(value).__name__)
-
-
 def _model_arrays_and_attributes(model: KernelPCA) -> tuple[dict, dict]:
     arrays, fitted = {}, {}
     for name, value in vars(model).items():
@@ -74,7 +61,7 @@ def _model_arrays_and_attributes(model: KernelPCA) -> tuple[dict, dict]:
             arrays[name[:-1]] = value
         else:
             try:
-                fitted[name] = _jsonable(value)
+                fitted[name] = jsonable(value)
             except TypeError:
                 raise InvalidParameterError(
                     f"The fitted attribute {name} of type {type(value).__name__} cannot be "
@@ -123,7 +110,7 @@ def save_model(model: KernelPCA, path: PathOrURL, *, overwrite: bool = False,
     params, unsaved = {}, []
     for name, value in model.get_params(deep=False).items():
         try:
-            params[name] = _jsonable(value)
+            params[name] = jsonable(value)
         except TypeError:
             unsaved.append(name)
     arrays, fitted = _model_arrays_and_attributes(model)

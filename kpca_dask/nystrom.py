@@ -40,7 +40,7 @@ from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponents
 from .kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
 
 __all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
-           "reduce_statistics", "reference_row", "landmark_basis", "solve"]
+           "reduce_statistics", "combine_statistics", "reference_row", "landmark_basis", "solve"]
 
 #: Eigenvalues of C below this fraction of the largest count as zero; the same
 #: ratio scikit-learn uses to decide that an eigenvalue is numerically zero.
@@ -131,8 +131,8 @@ def kernel_origin(landmarks: np.ndarray, kernel) -> np.ndarray | None:
     return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
 
 
-def _combine_statistics(*parts):
-    """Add partial statistics (one node of the tree reduction)."""
+def combine_statistics(*parts):
+    """Add partial statistics: one node of the tree reduction, or a running total."""
     bad_rows = [p.first_nonfinite_row for p in parts if p.first_nonfinite_row >= 0]
     gram = parts[0].gram.copy()
     column_sums = parts[0].column_sums.copy()
@@ -197,7 +197,7 @@ def block_statistics(
 
 def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
     """Tree-reduce lazy partial statistics to one (``split_every`` per node)."""
-    combine = dask.delayed(_combine_statistics, pure=True)
+    combine = dask.delayed(combine_statistics, pure=True)
     while len(partials) > 1:
         partials = [combine(*partials[i : i + split_every])
                     for i in range(0, len(partials), split_every)]

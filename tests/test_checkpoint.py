@@ -289,3 +289,129 @@ def test_checkpointed_fit_on_a_process_cluster_matches(tmp_path):
             X, checkpoint=tmp_path / "fit.ckpt")
     np.testing.assert_allclose(saved.eigenvalues_, plain.eigenvalues_, rtol=1e-10)
     assert _state(str(tmp_path / "fit.ckpt")) == (3, 3)
+
+
+def _fails_in_the_pass(block, checkpoint, fail_block, block_info=None):
+    """Raise on row block ``fail_block`` once the checkpoint holds landmarks (the pass
+    has begun) while the file ``<checkpoint>.fail`` exists; otherwise the block."""
+    if (block_info[0]["chunk-location"][0] == fail_block
+            and Path(checkpoint, "landmarks").exists() and Path(checkpoint + ".fail").exists()):
+        raise RuntimeError("block failed")
+    return block
+
+
+def test_unseeded_median_gamma_resumes_with_the_stored_gamma(tmp_path):
+    """With gamma="median" and random_state=None a fit that died half-way resumes: the
+    identity records the rule, and the resumed model uses the gamma and landmarks the
+    first try drew, giving the model a plain fit with them gives."""
+    import dask
+
+    checkpoint = str(tmp_path / "fit.ckpt")
+    base = da.from_array(np.random.default_rng(0).normal(size=(4000, 3)), chunks=(100, 3))
+    X = base.map_blocks(_fails_in_the_pass, checkpoint=checkpoint, fail_block=39,
+                        dtype=base.dtype)
+    params = {"n_components": 3, "n_landmarks": 60, "gamma": "median", "landmarks": "uniform"}
+    Path(checkpoint + ".fail").touch()
+    with dask.config.set(num_workers=2), pytest.raises(RuntimeError, match="block failed"):
+        KernelPCA(**params).fit(X, checkpoint=checkpoint)
+    finished, n_segments = _state(checkpoint)
+    assert 0 < finished < n_segments
+    stored_gamma = zarr.open_group(checkpoint, mode="r").attrs[
+        "kpca_dask_checkpoint"]["kernel_params"]["gamma"]
+    Path(checkpoint + ".fail").unlink()
+    resumed = KernelPCA(**params).fit(X, checkpoint=checkpoint)
+    assert resumed.gamma_ == stored_gamma
+    plain = KernelPCA(n_components=3, n_landmarks=60, gamma=resumed.gamma_,
+                      landmarks=resumed.landmarks_).fit(base)
+    np.testing.assert_allclose(resumed.eigenvalues_, plain.eigenvalues_, rtol=1e-10)
+
+
+def test_gamma_rule_is_part_of_the_identity(tmp_path):
+    """A checkpoint of gamma="median" is refused to a fit with a numeric gamma, by name."""
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    params = {"n_components": 2, "n_landmarks": 30, "random_state": 0}
+    KernelPCA(gamma="median", **params).fit(X, checkpoint=tmp_path / "fit.ckpt")
+    with pytest.raises(CheckpointMismatchError, match=r'kernel_params\.gamma is "median"'):
+        KernelPCA(gamma=0.5, **params).fit(X, checkpoint=tmp_path / "fit.ckpt")
+
+
+def test_resumed_automatic_fit_keeps_its_landmark_path(tmp_path):
+    """n_landmarks="auto" stores its growth path; a fit from the finished checkpoint
+    reports the same landmark_path_."""
+    X = np.random.default_rng(0).normal(size=(1500, 3))
+    params = {"n_components": 2, "n_landmarks": "auto", "tol": 0.05, "gamma": 0.5,
+              "landmarks": "uniform", "random_state": 0}
+    first = KernelPCA(**params).fit(X, checkpoint=tmp_path / "fit.ckpt")
+    again = KernelPCA(**params).fit(X, checkpoint=tmp_path / "fit.ckpt")
+    assert first.landmark_path_ and again.landmark_path_ == first.landmark_path_
+
+
+@pytest.fixture
+def two_stores(tmp_path):
+    """Two directories each holding a different X.zarr of the same shape."""
+    dirs = []
+    for seed in (1, 2):
+        directory = tmp_path / f"d{seed}"
+        directory.mkdir()
+        zarr.create_array(str(directory / "X.zarr"), chunks=(100, 3),
+                          data=np.random.default_rng(seed).normal(size=(400, 3)))
+        dirs.append(directory)
+    return dirs
+
+
+def test_relative_zarr_path_from_another_directory_is_refused(two_stores, tmp_path,
+                                                              monkeypatch):
+    """"X.zarr" typed in two working directories is two stores: the second is refused."""
+    params = {"n_components": 2, "n_landmarks": 30, "random_state": 0}
+    checkpoint = tmp_path / "fit.ckpt"
+    monkeypatch.chdir(two_stores[0])
+    KernelPCA(**params).fit("X.zarr", checkpoint=checkpoint)
+    monkeypatch.chdir(two_stores[1])
+    with pytest.raises(CheckpointMismatchError, match=r"data\.zarr"):
+        KernelPCA(**params).fit("X.zarr", checkpoint=checkpoint)
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "dotted", "symlink", "from_zarr"])
+def test_one_zarr_store_spelled_another_way_resumes(two_stores, tmp_path, monkeypatch,
+                                                    spelling):
+    """The same store reached by an absolute path, a path with "..", a symlink or
+    da.from_zarr resumes the checkpoint made through a relative path."""
+    params = {"n_components": 2, "n_landmarks": 30, "random_state": 0}
+    checkpoint = tmp_path / "fit.ckpt"
+    store = two_stores[0] / "X.zarr"
+    monkeypatch.chdir(two_stores[0])
+    first = KernelPCA(**params).fit("X.zarr", checkpoint=checkpoint)
+    (tmp_path / "link").symlink_to(two_stores[0])
+    other = {"absolute": str(store), "dotted": str(tmp_path / "d2" / ".." / "d1" / "X.zarr"),
+             "symlink": str(tmp_path / "link" / "X.zarr"),
+             "from_zarr": da.from_zarr(str(store))}[spelling]
+    again = KernelPCA(**params).fit(other, checkpoint=checkpoint)
+    np.testing.assert_array_equal(again.eigenvalues_, first.eigenvalues_)
+
+
+def _scaled_rbf(A, B, gamma=1.0, scale=1.0):
+    return scale * pairwise_kernel(A, B, "rbf", gamma=gamma)
+
+
+def test_partial_kernels_differ_by_their_arguments(tmp_path):
+    """functools.partial kernels with other arguments are other kernels: refused."""
+    import functools
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    params = {"n_components": 2, "n_landmarks": 30, "random_state": 0}
+    KernelPCA(kernel=functools.partial(_scaled_rbf, scale=1.0), **params).fit(
+        X, checkpoint=tmp_path / "fit.ckpt")
+    with pytest.raises(CheckpointMismatchError, match=r"kernel\.keywords\.scale is 1\.0"):
+        KernelPCA(kernel=functools.partial(_scaled_rbf, scale=2.0), **params).fit(
+            X, checkpoint=tmp_path / "fit.ckpt")
+
+
+def test_unrecordable_kernel_parameter_is_refused(tmp_path):
+    """A kernel parameter with no exact JSON form is refused before anything is written."""
+    from kpca_dask.errors import InvalidParameterError
+
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    with pytest.raises(InvalidParameterError, match="cannot be recorded in a checkpoint"):
+        KernelPCA(kernel=_scaled_rbf, kernel_params={"scale": object()}, n_landmarks=30).fit(
+            X, checkpoint=tmp_path / "fit.ckpt")
+    assert not (tmp_path / "fit.ckpt").exists()

@@ -190,3 +190,25 @@ def test_fit_with_checkpoint_and_automatic_landmarks(workdir, tmp_path):
     a, b = kpca_dask.load(tmp_path / "first.zarr"), kpca_dask.load(tmp_path / "again.zarr")
     np.testing.assert_allclose(b.eigenvalues_, a.eigenvalues_, rtol=1e-10)
     assert a.n_landmarks == "auto" and a.trace_error_ < 0.1
+    assert b.landmark_path_ == a.landmark_path_ and len(a.landmark_path_) >= 1
+
+
+@pytest.mark.slow
+def test_progress_bar_scheduler_is_recognised_as_the_client():
+    """With --progress the command line computes through a wrapper of the client's get;
+    checkpointed fits and the BLAS cap still see the distributed client behind it."""
+    import dask
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from kpca_dask._parallel import blas_threads_for, distributed_client
+    from kpca_dask.cli import _ProgressGet
+
+    X = da.zeros((10, 2), chunks=5)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        with dask.config.set(scheduler=_ProgressGet(client)):
+            assert distributed_client(X) is client
+            assert blas_threads_for(X) is None
+        with dask.config.set(scheduler="threads"):
+            assert distributed_client(X) is None
