@@ -126,7 +126,8 @@ def grow_landmarks(
             "n_landmarks='auto' needs a landmark strategy (a name such as 'rpcholesky'), "
             "not explicit landmark points; pass n_landmarks=len(points) with the points.")
     cap = min(max_landmarks, X.shape[0])
-    sample, _ = sample_rows(X, validation_rows, validation_rng)
+    sample, _ = sample_rows(X, validation_rows, validation_rng,
+                            purpose="drawing rows to estimate the trace error")
     path: list[tuple[int, float]] = []
     m = min(start, cap)
     while True:

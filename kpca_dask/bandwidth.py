@@ -28,7 +28,7 @@ import dask.array as da
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from .errors import InvalidParameterError, NonFiniteInputError
+from .errors import InvalidParameterError
 from .kernels import squared_distances
 from .landmarks import sample_rows
 
@@ -142,10 +142,5 @@ def resolve_gamma(
 
 
 def _finite_sample(X: da.Array, size: int, rng: np.random.Generator) -> np.ndarray:
-    rows, indices = sample_rows(X, size, rng)
-    bad = ~np.isfinite(rows).all(axis=1)
-    if bad.any():
-        raise NonFiniteInputError(
-            f"X contains NaN or infinite values (row {int(indices[np.flatnonzero(bad)[0]])}), "
-            "found while estimating gamma. Remove or impute them first.")
+    rows, _ = sample_rows(X, size, rng, purpose="estimating gamma")
     return rows.astype(np.float64, copy=False)

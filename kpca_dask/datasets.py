@@ -16,7 +16,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .errors import InvalidParameterError
+from .errors import InvalidInputError, InvalidParameterError
 
 __all__ = ["make_two_shells", "make_circles", "make_blobs", "make_dataset", "load_mnist",
            "mnist_to_zarr", "DATASETS"]
@@ -96,8 +96,9 @@ def make_dataset(
     ----------
     kind : {"two-shells", "circles", "blobs"}
     n_samples : int
-    n_features : int, optional
-        Default 3 for two-shells (the notes' R^3), 2 for circles, 32 for blobs.
+    n_features : int or None, default=None
+        None gives 3 for two-shells (the notes' R^3), 2 for circles, 32 for
+        blobs. At least 2 for circles, at least 1 otherwise.
     chunk_rows : int, default=100_000
     seed : int, default=0
     dtype : str, default="float64"
@@ -112,9 +113,13 @@ def make_dataset(
         raise InvalidParameterError(f"Unknown data set {kind!r}; use one of {', '.join(DATASETS)}.")
     if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
         raise InvalidParameterError(f"n_samples must be an int >= 1; got {n_samples!r}.")
-    p = int(n_features or _GENERATORS[kind][1])
-    if p < (2 if kind == "circles" else 1):
-        raise InvalidParameterError(f"n_features must be >= 2 for circles; got {p}.")
+    p = _GENERATORS[kind][1] if n_features is None else n_features
+    least = 2 if kind == "circles" else 1  # circles draw in the first two features
+    if not (isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p >= least):
+        raise InvalidParameterError(
+            f"n_features must be an int >= {least} for the {kind} data set, or None for its "
+            f"default ({_GENERATORS[kind][1]}); got {n_features!r}.")
+    p = int(p)
     if chunk_rows < 1:
         raise InvalidParameterError(f"chunk_rows must be >= 1; got {chunk_rows!r}.")
     sizes = [chunk_rows] * (n_samples // chunk_rows)
@@ -216,8 +221,21 @@ def mnist_to_zarr(directory: str | Path, out, *, chunk_rows: int = 10_000,
 
 
 def _read_idx(path: Path, magic: int, header_words: int) -> np.ndarray:
-    raw = gzip.open(path).read()
+    """The uint8 payload of a gzipped IDX file, after checking its magic number."""
+    try:
+        with gzip.open(path) as stream:
+            raw = stream.read()
+    except (OSError, EOFError) as exc:  # not gzip, or truncated
+        raise InvalidInputError(
+            f"{path} could not be read as a gzipped IDX file ({exc}); download the MNIST "
+            "*-ubyte.gz files again.") from exc
+    if len(raw) < 4 * header_words:
+        raise InvalidInputError(
+            f"{path} is too short for an IDX header ({len(raw)} bytes); download it again.")
     header = np.frombuffer(raw, ">u4", count=header_words)
     if header[0] != magic:
-        raise ValueError(f"{path} is not an IDX file of the expected kind (magic {header[0]}).")
+        raise InvalidInputError(
+            f"{path} is not an IDX file of the expected kind: magic number {header[0]}, "
+            f"expected {magic}. Check that the images and labels files are not swapped "
+            "or renamed.")
     return np.frombuffer(raw, np.uint8, offset=4 * header_words)

@@ -119,10 +119,53 @@ def _matern_from_scaled_distance(d, nu):
     if math.isinf(nu):
         return np.exp(-0.5 * d * d)
     t = math.sqrt(2.0 * nu) * d
-    with np.errstate(invalid="ignore", over="ignore"):
-        K = (2.0 ** (1.0 - nu) / special.gamma(nu)) * t**nu * special.kv(nu, t)
-    K[t == 0.0] = 1.0  # the limit of t^nu K_nu(t) as t -> 0
+    return _matern_general(t, nu)
+
+
+#: Above this nu, t^nu K_nu(t) can overflow at t > 0 where the kernel is not
+#: yet 1 to float64 precision; below it, overflow means k = 1 exactly.
+_MATERN_DEBYE_NU = 20.0
+
+
+def _matern_general(t, nu):
+    # Maintenance note: k = 2^(1-nu) / Gamma(nu) * t^nu K_nu(t) overflows in
+    # every factor for nu above ~170 (Gamma(171) > 1e308), so it is evaluated
+    # as the exponential of its logarithm, with K_nu(t) = kve(nu, t) e^(-t).
+    # kve itself overflows where t << nu (there K_nu(t) ~ Gamma(nu)/2 (2/t)^nu);
+    # those entries use the uniform (Debye) expansion of K_nu, DLMF 10.41.4.
+    log_scale = (1.0 - nu) * math.log(2.0) - special.gammaln(nu)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_k = log_scale + nu * np.log(t) + np.log(special.kve(nu, t)) - t
+    overflowed = ~np.isfinite(log_k)
+    if overflowed.any():
+        if nu > _MATERN_DEBYE_NU:
+            log_k[overflowed] = log_scale + _log_t_nu_kv_debye(t[overflowed], nu)
+        else:
+            log_k[overflowed] = 0.0
+    K = np.exp(log_k)
+    K[t == 0.0] = 1.0  # the limit of t^nu K_nu(t) 2^(1-nu) / Gamma(nu) as t -> 0
     return K
+
+
+def _log_t_nu_kv_debye(t, nu):
+    """log(t^nu K_nu(t)) by the uniform expansion in 1/nu (DLMF 10.41.4, 10.41.10).
+
+    With z = t / nu, s = sqrt(1 + z^2), p = 1 / s, eta = s + log(z / (1 + s)):
+    K_nu(nu z) ~ sqrt(pi / (2 nu)) e^(-nu eta) / s^(1/2) * sum_k (-1)^k u_k(p) / nu^k.
+    The nu log z of t^nu cancels the one in -nu eta analytically, so nothing
+    huge is subtracted. Three terms leave a relative error below 1e-8 for nu > 20.
+    """
+    z = t / nu
+    s = np.sqrt(1.0 + z * z)
+    p = 1.0 / s
+    p2 = p * p
+    u1 = p * (3.0 - 5.0 * p2) / 24.0
+    u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
+    u3 = p * p2 * (30375.0 - 369603.0 * p2 + 765765.0 * p2 * p2
+                   - 425425.0 * p2 * p2 * p2) / 414720.0
+    series = 1.0 - u1 / nu + u2 / nu**2 - u3 / nu**3
+    return (nu * math.log(nu) - nu * s + nu * np.log1p(s) + 0.5 * math.log(math.pi / (2.0 * nu))
+            - 0.5 * np.log(s) + np.log(series))
 
 
 def _matern(A, B, *, gamma, nu):
@@ -218,7 +261,7 @@ def resolve_kernel_params(
     n_features: int,
     *,
     gamma: float | None = None,
-    degree: float = 3,
+    degree: int = 3,
     coef0: float = 1.0,
     kernel_params: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
@@ -263,9 +306,14 @@ def resolve_kernel_params(
         params["gamma"] = _positive_number("gamma", params["gamma"])
     if "degree" in params:
         degree = params["degree"]
-        if not _is_real(degree) or not 1 <= degree < math.inf:
-            raise InvalidParameterError(f"degree must be a finite number >= 1, got {degree!r}.")
-        params["degree"] = int(degree) if float(degree).is_integer() else float(degree)
+        # A whole degree, as in scikit-learn: (gamma a.b + coef0) is negative for
+        # some pairs, and a negative number to a fractional power is NaN.
+        if not _is_real(degree) or not float(degree).is_integer() or degree < 1:
+            raise InvalidParameterError(
+                f"degree must be a whole number >= 1, got {degree!r}. The polynomial kernel "
+                "(gamma <a, b> + coef0)^degree is undefined for a fractional degree when "
+                "gamma <a, b> + coef0 < 0.")
+        params["degree"] = int(degree)
     if "coef0" in params:
         if not _is_real(params["coef0"]) or not math.isfinite(params["coef0"]):
             raise InvalidParameterError(f"coef0 must be a finite number, got {params['coef0']!r}.")

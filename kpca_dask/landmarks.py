@@ -29,7 +29,7 @@ import dask.array as da
 import numpy as np
 
 from .clustering import kmeans_centroids
-from .errors import InvalidParameterError
+from .errors import InvalidParameterError, NonFiniteInputError
 from .pivoted_cholesky import PIVOT_BLOCK, rpcholesky as rpcholesky_factor
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "as_generator",
     "independent_generators",
     "sample_rows",
+    "raise_if_rows_nonfinite",
     "uniform",
     "kmeans",
     "rpcholesky",
@@ -95,20 +96,52 @@ def independent_generators(rng: np.random.Generator, n: int) -> list[np.random.G
     return list(rng.spawn(n))
 
 
-def take_rows(X: da.Array, indices: np.ndarray) -> np.ndarray:
-    """Rows ``X[indices]`` as numpy; reads only the chunks that hold them."""
+def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"
+              ) -> np.ndarray:
+    """Rows ``X[indices]`` as numpy; reads only the chunks that hold them.
+
+    Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the first
+    global row index that holds NaN or inf; ``purpose`` says in the message
+    what the rows were read for.
+    """
     order = np.argsort(indices)
     rows = np.asarray(X[indices[order]].compute())
+    raise_if_rows_nonfinite(rows, indices[order], purpose)
     out = np.empty_like(rows)
     out[order] = rows
     return out
 
 
-def sample_rows(X: da.Array, size: int, rng: np.random.Generator
-                ) -> tuple[np.ndarray, np.ndarray]:
+def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str) -> None:
+    """Refuse NaN or inf in rows read from X, naming the first bad global row.
+
+    Rows of dask or Zarr input are only checked by the fitting pass; rows
+    read before it (for landmarks or a bandwidth) must be checked here, or
+    NaN would surface as a misleading error in k-means or the Cholesky.
+
+    Examples
+    --------
+    >>> rows = np.array([[1.0], [np.nan]])
+    >>> raise_if_rows_nonfinite(rows, np.array([4, 9]), "testing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.NonFiniteInputError: X contains NaN or infinite values in row 9, ...
+    """
+    bad = ~np.isfinite(rows).all(axis=1)
+    if bad.any():
+        first = int(np.min(indices[bad]))
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values in row {first}, found while {purpose}. "
+            "Remove or impute them first, e.g. X[~da.isfinite(X).all(axis=1)] to find the rows.")
+
+
+def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
+                purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
     """``size`` rows drawn uniformly without replacement (all rows when size >= n).
 
-    Returns the rows as numpy and their global indices, ascending.
+    Returns the rows as numpy and their global indices, ascending. Rows with
+    NaN or inf raise :class:`~kpca_dask.errors.NonFiniteInputError` (see
+    :func:`take_rows`).
 
     Examples
     --------
@@ -123,7 +156,7 @@ def sample_rows(X: da.Array, size: int, rng: np.random.Generator
     else:
         # Generator.choice draws m of n in O(m) memory, never an n-sized permutation.
         indices = np.sort(rng.choice(n, size=size, replace=False))
-    return take_rows(X, indices), indices
+    return take_rows(X, indices, purpose=purpose), indices
 
 
 def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
@@ -238,8 +271,21 @@ def select_landmarks(
             ) from None
         return chosen(X, n_landmarks, rng=rng, kernel=kernel, params=params)
     if callable(strategy):
-        return strategy(X, n_landmarks, rng=rng, kernel=kernel, params=params)
-    points = np.asarray(strategy, dtype=np.float64)
+        chosen_landmarks = strategy(X, n_landmarks, rng=rng, kernel=kernel, params=params)
+        if not isinstance(chosen_landmarks, Landmarks):
+            name = getattr(strategy, "__name__", repr(strategy))
+            raise InvalidParameterError(
+                f"The landmark strategy {name} returned {type(chosen_landmarks).__name__}; a "
+                "strategy must return a kpca_dask.landmarks.Landmarks(points, indices, "
+                "n_passes). To pass the points themselves, use landmarks=<array>.")
+        return chosen_landmarks
+    try:
+        points = np.asarray(strategy, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            "landmarks must be a strategy name, a strategy function, or numeric landmark "
+            f"points of shape (n_landmarks, {X.shape[1]}); got {type(strategy).__name__} that "
+            f"is not an array of numbers ({exc}).") from None
     if points.ndim != 2 or points.shape[1] != X.shape[1] or points.shape[0] == 0:
         raise InvalidParameterError(
             f"Explicit landmarks must have shape (n_landmarks, {X.shape[1]}) to match X; "

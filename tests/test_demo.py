@@ -21,3 +21,12 @@ def test_demo_runs_on_a_small_data_set(tmp_path):
     embedding = da.from_zarr(str(tmp_path / "embedding.zarr"))
     assert embedding.shape == (20000, 2)
     assert (tmp_path / "two_shells.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("n_landmarks, shown", [(200, "m = 200 landmarks"),
+                                                (1500, "m = 1,500 landmarks")])
+def test_plot_title_shows_the_landmarks_used(n_landmarks, shown):
+    """The kernel PCA panel is titled with the number of landmarks actually used."""
+    from kpca_dask.demo import _kernel_title
+
+    assert shown in _kernel_title(n_landmarks)

@@ -39,9 +39,10 @@ def test_nan_in_dask_input_found_by_the_pass(X):
 
 
 def test_nan_in_a_landmark_row(X):
-    """A landmark drawn on a bad row names that row."""
+    """A bad row among those sampled for landmarks is named, whatever the strategy."""
     X[:, 0] = np.nan
-    with pytest.raises(NonFiniteInputError, match="landmark contains NaN"):
+    with pytest.raises(NonFiniteInputError,
+                       match="NaN or infinite values in row 0, found while choosing landmarks"):
         KernelPCA(2, n_landmarks=5, random_state=0).fit(da.from_array(X, chunks=20))
 
 
@@ -106,7 +107,8 @@ def test_unknown_kernel_lists_valid_names(X):
     "params, match",
     [
         ({"gamma": -0.5}, "gamma must be a positive"),
-        ({"kernel": "polynomial", "degree": 0.5}, "degree must be a finite number >= 1"),
+        ({"kernel": "polynomial", "degree": 0.5}, "degree must be a whole number >= 1"),
+        ({"kernel": "polynomial", "degree": 2.5}, "degree must be a whole number >= 1"),
         ({"n_components": 0}, "n_components must be"),
         ({"n_components": 1.5}, "n_components must be"),
         ({"n_landmarks": 0}, "n_landmarks must be"),

@@ -116,3 +116,59 @@ def test_none_keeps_every_positive_eigenvalue(data):
     kpca = KernelPCA(None, kernel="linear", n_landmarks=len(X)).fit(X)
     assert kpca.n_components_ == X.shape[1]
     np.testing.assert_allclose(kpca.explained_variance_ratio_.sum(), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_components", [0, -1, 2.5, 1.0, "3", True])
+def test_exact_refuses_invalid_n_components(n_components):
+    """ExactKernelPCA validates n_components as KernelPCA does."""
+    from kpca_dask.errors import InvalidParameterError
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    with pytest.raises(InvalidParameterError, match="n_components must be None, an int >= 1"):
+        ExactKernelPCA(n_components=n_components).fit(X)
+
+
+def test_exact_failed_refit_keeps_the_fitted_model():
+    """A refit that fails (too many components) leaves every fitted attribute as it was."""
+    from kpca_dask.errors import TooFewComponentsError
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    exact = ExactKernelPCA(n_components=2, gamma=0.5).fit(X)
+    before = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in vars(exact).items()
+              if k.endswith("_") or k.startswith("_")}
+    exact.set_params(kernel="linear", n_components=10)  # linear on 3 features: rank 3
+    with pytest.raises(TooFewComponentsError):
+        exact.fit(X[:, ::-1] * 2.0)
+    for name, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(exact, name), value, err_msg=name)
+        else:
+            assert getattr(exact, name) == value, name
+
+
+def test_exact_float32_input_is_fitted_in_float64():
+    """float32 input gives the same model as its float64 values: the Gram matrix is float64."""
+    X32 = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+    from32 = ExactKernelPCA(n_components=3, gamma=0.5).fit(X32)
+    from64 = ExactKernelPCA(n_components=3, gamma=0.5).fit(X32.astype(np.float64))
+    assert from32.eigenvalues_.dtype == np.float64 and from32.X_fit_.dtype == np.float64
+    np.testing.assert_array_equal(from32.eigenvalues_, from64.eigenvalues_)
+    np.testing.assert_array_equal(from32.transform(X32[:5]), from64.transform(X32[:5]))
+
+
+def test_exact_signs_are_deterministic():
+    """Each eigenvector's largest-magnitude entry is positive."""
+    X = np.random.default_rng(1).normal(size=(40, 3))
+    A = ExactKernelPCA(n_components=4, gamma=0.5).fit(X).eigenvectors_
+    assert (A[np.argmax(np.abs(A), axis=0), np.arange(4)] > 0).all()
+
+
+def test_exact_transform_refuses_other_number_of_features():
+    """transform with other columns than fit raises InvalidInputError naming both counts."""
+    from kpca_dask.errors import InvalidInputError
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    exact = ExactKernelPCA(n_components=2).fit(X)
+    with pytest.raises(InvalidInputError, match="X has 4 features, but ExactKernelPCA is "
+                                                "expecting 3"):
+        exact.transform(np.ones((2, 4)))

@@ -113,7 +113,9 @@ def test_kernel_params_are_not_modified():
         ({"kernel": "rbff"}, "Unknown kernel 'rbff'.*rbf"),
         ({"kernel": "rbf", "gamma": -1.0}, "gamma must be a positive"),
         ({"kernel": "rbf", "gamma": float("nan")}, "gamma must be a positive"),
-        ({"kernel": "polynomial", "degree": 0}, "degree must be a finite number >= 1"),
+        ({"kernel": "polynomial", "degree": 0}, "degree must be a whole number >= 1"),
+        ({"kernel": "polynomial", "degree": 2.5}, "degree must be a whole number >= 1"),
+        ({"kernel": "polynomial", "degree": float("inf")}, "degree must be a whole number"),
         ({"kernel": "sigmoid", "coef0": float("inf")}, "coef0 must be a finite"),
         ({"kernel": "matern", "kernel_params": {"nu": 0}}, "nu must be a positive"),
         ({"kernel": "rbf", "kernel_params": {"degree": 2}}, "does not take"),
@@ -124,3 +126,50 @@ def test_invalid_kernel_parameters(kwargs, match):
     kernel = kwargs.pop("kernel")
     with pytest.raises(InvalidParameterError, match=match):
         resolve_kernel_params(kernel, 3, **kwargs)
+
+
+def test_whole_float_degree_becomes_an_int():
+    """degree=2.0 is accepted as the integer 2 (scikit-learn's integer degree)."""
+    params = resolve_kernel_params("polynomial", 3, degree=2.0)
+    assert params["degree"] == 2 and isinstance(params["degree"], int)
+
+
+def test_polynomial_kernel_is_finite_for_negative_bases(blocks):
+    """Negative gamma a.b + coef0 to a whole degree stays finite (no NaN from a fraction)."""
+    A, B = blocks
+    params = resolve_kernel_params("polynomial", 4, gamma=1.0, degree=3, coef0=-5.0)
+    K = pairwise_kernel(A, B, "polynomial", **params)
+    assert np.isfinite(K).all() and (K < 0).any()
+
+
+def _matern_reference(d, nu):
+    """Matérn at scaled distances d by mpmath at 30 digits."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    out = []
+    for value in d:
+        t = mpmath.sqrt(2 * mpmath.mpf(nu)) * mpmath.mpf(float(value))
+        k = 2 ** (1 - mpmath.mpf(nu)) / mpmath.gamma(nu) * t**nu * mpmath.besselk(nu, t)
+        out.append(float(k))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("nu", [3.7, 25.0, 200.0, 1000.0])
+def test_matern_large_nu_matches_high_precision(nu):
+    """General-nu Matérn is finite and accurate at large nu, near and far from 0."""
+    from kpca_dask.kernels import _matern_from_scaled_distance
+
+    d = np.array([0.0, 1e-8, 1e-4, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0])
+    got = _matern_from_scaled_distance(d, nu)
+    expected = np.ones_like(d)
+    expected[1:] = _matern_reference(d[1:], nu)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-300)
+
+
+def test_matern_large_nu_is_close_to_rbf(blocks):
+    """nu = 200 is within O(1/nu) of nu = inf (the rbf kernel) and has no NaN."""
+    A, B = blocks
+    large = pairwise_kernel(A, B, "matern", gamma=0.7, nu=200.0)
+    rbf = pairwise_kernel(A, B, "matern", gamma=0.7, nu=np.inf)
+    assert np.isfinite(large).all()
+    np.testing.assert_allclose(large, rbf, atol=5e-3)

@@ -11,9 +11,10 @@ import pytest
 from kpca_dask import KernelPCA
 from kpca_dask.clustering import kmeans_plusplus, lloyd
 from kpca_dask.datasets import make_dataset
-from kpca_dask.errors import InvalidParameterError
+from kpca_dask.errors import InvalidParameterError, NonFiniteInputError
 from kpca_dask.kernels import pairwise_kernel
 from kpca_dask.landmarks import (
+    Landmarks,
     as_generator,
     kmeans,
     rpcholesky,
@@ -177,3 +178,50 @@ def test_unknown_strategy_lists_the_registered_ones(circles):
     """An unknown name raises and names every registered strategy."""
     with pytest.raises(InvalidParameterError, match="kmeans, rpcholesky, uniform"):
         KernelPCA(landmarks="greedy").fit(circles)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("bad_value", [np.nan, np.inf])
+def test_nonfinite_sampled_row_is_named_by_its_global_index(strategy, bad_value):
+    """NaN/inf in a sampled row of dask input: NonFiniteInputError with the global row."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    X[37, 1] = bad_value
+    with pytest.raises(NonFiniteInputError, match="row 37, found while choosing landmarks"):
+        # 60 landmarks: every row is sampled, whatever the strategy.
+        _select(da.from_array(X, chunks=20), strategy, seed=0, m=60)
+
+
+def test_nonfinite_row_is_refused_before_kmeans():
+    """With the default kmeans landmarks, NaN is a NonFiniteInputError, not an overflow."""
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    X[250:, 0] = np.nan
+    with pytest.raises(NonFiniteInputError, match=r"NaN or infinite values in row 2[5-9]\d, "):
+        kmeans(da.from_array(X, chunks=100), 10, rng=as_generator(0))
+
+
+@pytest.mark.parametrize("points", [[["a", "b"], ["c", "d"]], {"x": 1}, [[1.0, 2.0], [3.0]]])
+def test_non_numeric_explicit_landmarks_are_refused(circles, points):
+    """Explicit landmarks that are not an array of numbers raise InvalidParameterError."""
+    with pytest.raises(InvalidParameterError, match="not an array of numbers"):
+        _select(da.from_array(circles), points, seed=0)
+
+
+def _returns_an_array(X, n_landmarks, *, rng, kernel, params):
+    return np.zeros((n_landmarks, X.shape[1]))
+
+
+def test_strategy_returning_no_landmarks_object_is_refused(circles):
+    """A strategy function must return Landmarks; otherwise the error names the function."""
+    with pytest.raises(InvalidParameterError,
+                       match="_returns_an_array returned ndarray.*must return.*Landmarks"):
+        _select(da.from_array(circles), _returns_an_array, seed=0)
+
+
+def test_strategy_returning_landmarks_is_used(circles):
+    """A strategy function returning Landmarks gives exactly those landmarks."""
+    points = np.ones((3, 2))
+
+    def fixed(X, n_landmarks, *, rng, kernel, params):
+        return Landmarks(points=points, indices=None, n_passes=0)
+
+    assert _select(da.from_array(circles), fixed, seed=0).points is points
