@@ -34,16 +34,25 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
         X = as_numpy_array(X, what=what, min_samples=min_samples)
         return da.from_array(X, chunks=(min(block_rows, X.shape[0]), X.shape[1])), False
     X = _checked(X, what, min_samples)
-    if X.numblocks[1] != 1:
+    return one_feature_chunk(X, what, stacklevel=4), True
+
+
+def one_feature_chunk(X: da.Array, what: str = "X", stacklevel: int = 3) -> da.Array:
+    """``X`` with a single chunk along the feature axis, warning when it rechunks.
+
+    Each row block must hold whole rows for the kernel blocks; a store chunked
+    along the features is read whole-row, and the warning says how to store it.
+    """
+    if X.ndim == 2 and X.numblocks[1] != 1:
         warnings.warn(
             f"{what} has {X.numblocks[1]} chunks along the feature axis; rechunking it to one "
-            f"(each row block must hold whole rows). Store it as {what}.rechunk({{1: -1}}) "
-            "to avoid this.",
+            f"(each row block must hold whole rows). Store it with one chunk of features "
+            "(e.g. X.rechunk({1: -1})) to avoid this.",
             PerformanceWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         X = X.rechunk({1: -1})
-    return X, True
+    return X
 
 
 def _checked(X, what, min_samples):

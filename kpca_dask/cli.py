@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--kernel", choices=KERNEL_NAMES, default="rbf")
     fit.add_argument("--gamma", type=_number_or_name, metavar="G",
                      help="kernel coefficient (default 1 / n_features)")
-    fit.add_argument("--degree", type=float, default=3, help="polynomial degree")
+    fit.add_argument("--degree", type=int, default=3, help="polynomial degree")
     fit.add_argument("--coef0", type=float, default=1.0)
     fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
     fit.add_argument("--n-landmarks", type=_landmark_count, default=_LIBRARY_DEFAULTS["n_landmarks"],

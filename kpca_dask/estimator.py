@@ -12,12 +12,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._checks import check_n_components, check_n_features
 from ._parallel import capped_blas
 from ._validation import as_dask_array
 from .auto import grow_landmarks
 from .bandwidth import resolve_gamma
 from .checkpoint import FitCheckpoint, fit_identity
-from .errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
+from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
 from .kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
 from .landmarks import as_generator, independent_generators, select_landmarks
 from .nystrom import (
@@ -66,7 +67,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         estimated on 10 000 sampled rows (scikit-learn's SVC uses all of X).
         See :mod:`kpca_dask.bandwidth`. The value used is ``gamma_``.
         For matern the length scale is ``1 / sqrt(2 * gamma)``.
-    degree : float, default=3
+    degree : int, default=3
         Degree of the polynomial kernel.
     coef0 : float, default=1.0
         Independent term of the polynomial and sigmoid kernels.
@@ -248,6 +249,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
+        _raise_if_more_components_than(basis.W.shape[1], self.n_components)
         reference = reference_row(chosen.points, kernel, params, kmm)
         stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
         raise_if_nonfinite(stats)
@@ -297,13 +299,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.n_samples_fit_ = X.shape[0]
 
     def _check_hyperparameters(self):
-        nc = self.n_components
-        if nc is not None and not (
-            (isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc >= 1)
-            or (isinstance(nc, float) and 0 < nc < 1)
-        ):
-            raise InvalidParameterError(
-                f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
+        check_n_components(self.n_components)
         m = self.n_landmarks
         if m != "auto" and not _is_positive_int(m):
             raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
@@ -346,12 +342,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                      "n_landmarks": self.n_landmarks_}
             return label_embedding(self.transform(X.data), X, attrs)
         X, is_lazy = as_dask_array(X, min_samples=1)
-        if X.shape[1] != self.n_features_in_:
-            raise InvalidInputError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input. Pass data with the columns the "
-                "model was fitted on."
-            )
+        check_n_features(X, self.n_features_in_, type(self).__name__)
         Y = project(X, self.landmarks_, self.projection_, self.offset_, self.kernel_,
                     self.kernel_params_, np.dtype(self.dtype))
         if is_lazy:
@@ -410,6 +401,16 @@ def _as_fit_input(X):
     X = _open_input(X)
     X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
     return X
+
+
+def _raise_if_more_components_than(rank: int, n_components) -> None:
+    """Refuse, before the pass, more components than the r x r covariance C can have."""
+    if isinstance(n_components, numbers.Integral) and n_components > rank:
+        raise TooFewComponentsError(
+            f"n_components={n_components}, but the landmarks span only {rank} feature "
+            "direction(s) (the rank of K_mm), so at most that many components exist; "
+            "duplicate rows, constant data or a kernel that is constant on the data lower "
+            "the rank. Ask for fewer components or add landmarks (n_landmarks).")
 
 
 def _is_positive_int(value) -> bool:

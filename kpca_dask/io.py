@@ -44,6 +44,7 @@ from dask.array.core import PerformanceWarning
 
 from ._parallel import capped_blas
 from ._validation import DEFAULT_BLOCK_ROWS
+from ._validation import one_feature_chunk
 from .errors import InvalidInputError, OutputExistsError
 
 __all__ = [
@@ -214,7 +215,7 @@ dask array or numpy array
     if isinstance(source, xr.DataArray):
         return _oriented(source, sample_dim, feature_dim)
     if isinstance(source, da.Array):
-        return _one_feature_chunk(source, "The dask array")
+        return one_feature_chunk(source, "The dask array", stacklevel=4)
     if isinstance(source, (str, os.PathLike)):
         shown = os.fspath(source)
         where = store_location(source, storage_options)
@@ -300,17 +301,8 @@ def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
         raise InvalidInputError(f"sample_dim and feature_dim are both {sample_dim!r}.")
     X = X.transpose(sample_dim, feature_dim)
     if isinstance(X.data, da.Array):
-        X = X.copy(data=_one_feature_chunk(X.data, f"The DataArray {X.name or ''}".rstrip()))
-    return X
-
-
-def _one_feature_chunk(X: da.Array, what: str) -> da.Array:
-    if X.ndim == 2 and X.numblocks[1] != 1:
-        warnings.warn(
-            f"{what} has {X.numblocks[1]} chunks along the feature axis; rechunking it to one "
-            "(each row block must hold whole rows). Store it with one chunk of features to "
-            "avoid this.", PerformanceWarning, stacklevel=4)
-        X = X.rechunk({1: -1})
+        X = X.copy(data=one_feature_chunk(X.data, f"The DataArray {X.name or ''}".rstrip(),
+                                              stacklevel=4))
     return X
 
 

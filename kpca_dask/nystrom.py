@@ -36,6 +36,7 @@ import numpy as np
 from dask.delayed import Delayed
 from scipy import linalg
 
+from ._signs import fix_signs
 from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
 from .kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
 
@@ -372,9 +373,7 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
     n_positive = int(np.sum(lam > zero_floor)) if lam[0] > 0 else 0
     q = n_components_for(n_components, lam, n_positive, total)
     P = W @ V[:, :q]
-    # Deterministic signs: the largest-magnitude entry of each column of P is positive.
-    signs = np.sign(P[np.argmax(np.abs(P), axis=0), np.arange(q)])
-    signs[signs == 0] = 1.0
+    signs = fix_signs(P)  # deterministic: each column's largest entry positive
     P = P * signs
     offset = (V[:, :q] * signs).T @ mean_feature
     t = stats.diagonal_sum
