@@ -297,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--degree", type=int, default=3, help="polynomial degree")
     fit.add_argument("--coef0", type=float, default=1.0)
     fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
-    fit.add_argument("--n-landmarks", type=_landmark_count, default=_LIBRARY_DEFAULTS["n_landmarks"],
+    fit.add_argument("--n-landmarks", type=_landmark_count,
+                     default=_LIBRARY_DEFAULTS["n_landmarks"],
                      metavar="M", help="number of landmarks, or 'auto' (grow until --tol)")
     fit.add_argument("--tol", type=float, default=_LIBRARY_DEFAULTS["tol"],
                      help="target trace error for --n-landmarks auto")

@@ -61,7 +61,8 @@ _CENTRES_STREAM = 2**32 - 1  # a seed stream no data block uses
 
 def _blobs_block(n, n_features, seed, block):
     # A mixture of 8 unit-variance Gaussians whose centres depend on the seed only.
-    centres = np.random.default_rng([seed, _CENTRES_STREAM]).normal(0.0, 4.0, (_BLOB_CENTRES, n_features))
+    centres = np.random.default_rng([seed, _CENTRES_STREAM]).normal(
+        0.0, 4.0, (_BLOB_CENTRES, n_features))
     rng = _block_rng(seed, block)
     label = rng.integers(0, _BLOB_CENTRES, size=n)
     return centres[label] + rng.normal(size=(n, n_features)), label

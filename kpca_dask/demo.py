@@ -97,7 +97,8 @@ def main(argv=None) -> int:
     _plot(X_sample, shells, Y_sample, kpca.eigenvalues_, args.n_samples, kpca.n_landmarks_, png)
 
     print(f"eigenvalues:               {np.array2string(kpca.eigenvalues_, precision=6)}")
-    print(f"explained variance ratio:  {np.array2string(kpca.explained_variance_ratio_, precision=4)}")
+    ratios = np.array2string(kpca.explained_variance_ratio_, precision=4)
+    print(f"explained variance ratio:  {ratios}")
     print(f"Nyström trace error:       {kpca.trace_error_:.2e}")
     print(f"plot:                      {png}")
     print(f"wall time:                 {time.perf_counter() - started:.1f} s")

@@ -25,7 +25,8 @@ def test_nan_in_numpy_input_reports_count_and_row(X):
     """NaN/inf in numpy input: how many, and the first row."""
     X[7, 1] = np.nan
     X[9, 0] = np.inf
-    with pytest.raises(NonFiniteInputError, match=r"2 NaN or infinite value\(s\), the first in row 7"):
+    with pytest.raises(NonFiniteInputError,
+                       match=r"2 NaN or infinite value\(s\), the first in row 7"):
         KernelPCA(2).fit(X)
 
 
@@ -34,7 +35,8 @@ def test_nan_in_dask_input_found_by_the_pass(X):
     X[41, 2] = np.nan
     X[50, 0] = -np.inf
     landmarks = np.zeros((1, 3)) + np.eye(3)[:1]
-    with pytest.raises(NonFiniteInputError, match=r"2 NaN or infinite value\(s\), the first in row 41"):
+    with pytest.raises(NonFiniteInputError,
+                       match=r"2 NaN or infinite value\(s\), the first in row 41"):
         KernelPCA(1, landmarks=landmarks, kernel="linear").fit(da.from_array(X, chunks=20))
 
 

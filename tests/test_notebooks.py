@@ -82,7 +82,8 @@ def test_notebook_runs_without_error(path, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_committed_notebook_holds_executed_outputs(path):
-    """The committed copy was executed top to bottom: every code cell ran, in order, without error."""
+    """The committed copy was executed top to bottom: every code cell ran, in order,
+    without error."""
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]

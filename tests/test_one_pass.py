@@ -51,7 +51,7 @@ def test_uniform_landmarks_add_only_reads_of_their_own_rows():
     kpca = KernelPCA(3, n_landmarks=5, landmarks="uniform", random_state=0).fit(X)
     holding = {start // 100 for start in kpca.landmark_indices_}
     per_chunk = collections.Counter()
-    for (start, stop), count in source.reads.items():
+    for (start, _stop), count in source.reads.items():
         per_chunk[start // 100] += count
     for index in range(len(chunks)):
         assert per_chunk[index] == 1 + (index in holding), (index, per_chunk[index])
