@@ -36,6 +36,7 @@ import numpy as np
 from dask.delayed import Delayed
 from scipy import linalg
 
+from ._parallel import distributed_client
 from ._signs import fix_signs
 from .errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
 from .kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
@@ -185,15 +186,29 @@ def block_statistics(
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    # One shared key for the landmarks instead of a copy inside every task.
-    shared = dask.delayed((Z.astype(dtype), np.asarray(reference, np.float64), origin),
-                          pure=True)
+    shared = _shared(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
     statistics_of = dask.delayed(_block_statistics, pure=True)
     return [
         statistics_of(block, int(offset), shared[0], kernel, params, dtype, shared[1],
                       shared[2])
         for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
     ]
+
+
+def _shared(X: da.Array, *values):
+    """One copy of each small array for all the tasks over ``X``, not one per task.
+
+    On a distributed client the arrays are scattered to every worker, so the
+    graph stays small (m landmarks of p features are 12 MB at m = 2000,
+    p = 784, which distributed would otherwise warn about); the result is then
+    tied to that client, as ``persist`` results are. On a local scheduler they
+    are one key of the graph. Returns something indexable like ``values``.
+    """
+    client = distributed_client(X)
+    if client is None:
+        return dask.delayed(values, pure=True)
+    return [client.scatter(v, broadcast=True, hash=True) if isinstance(v, np.ndarray) else v
+            for v in values]
 
 
 def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
@@ -428,7 +443,7 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    shared = dask.delayed((Z.astype(dtype), projection, offset, origin), pure=True)
+    shared = _shared(X, Z.astype(dtype), projection, offset, origin)
     return X.map_blocks(
         _project_block,
         landmarks=shared[0],

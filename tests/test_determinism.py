@@ -78,3 +78,21 @@ def test_one_worker_vs_two(blobs, process_cluster):
     with Client(process_cluster):
         double = _fit(X)
     _assert_same_model(single, double)
+
+
+@pytest.mark.slow
+def test_large_landmark_sets_keep_the_graph_small(process_cluster):
+    """12 MB of landmarks (m = 2000, p = 784) go to the workers once, not inside the graph:
+    distributed sends no "large graph", and the model equals the threaded one."""
+    import warnings
+
+    X = da.random.default_rng(0).random((6000, 784), chunks=(2000, 784))
+    params = dict(n_components=4, n_landmarks=2000, landmarks="uniform", random_state=0)
+    with Client(process_cluster), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        on_cluster = KernelPCA(**params).fit(X)
+        Y = on_cluster.transform(X[:100]).compute()
+    assert not [w for w in caught if "large graph" in str(w.message)]
+    threaded = KernelPCA(**params).fit(X)
+    np.testing.assert_allclose(on_cluster.eigenvalues_, threaded.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(Y, threaded.transform(X[:100]).compute(), rtol=1e-8, atol=1e-10)
