@@ -207,7 +207,9 @@ def _shared(X: da.Array, *values):
     client = distributed_client(X)
     if client is None:
         return dask.delayed(values, pure=True)
-    return [client.scatter(v, broadcast=True, hash=True) if isinstance(v, np.ndarray) else v
+    # hash=False: a key of its own per call, so that futures released by an
+    # earlier fit can never free the data of this one (same content, same hash).
+    return [client.scatter(v, broadcast=True, hash=False) if isinstance(v, np.ndarray) else v
             for v in values]
 
 
