@@ -276,8 +276,6 @@ class LandmarkBasis:
 
     W: np.ndarray  # (m, r)
     eigenvalues: np.ndarray  # s, all m of them, descending
-    n_dropped: int  # m - r: eigenvalues at or below rcond * s_max
-    n_negative: int  # significantly negative eigenvalues (non-PSD kernel)
 
 
 def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
@@ -316,8 +314,7 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
             stacklevel=3,
         )
     W = U[:, keep] / np.sqrt(s[keep])
-    return LandmarkBasis(W=W, eigenvalues=s, n_dropped=int(s.size - keep.sum()),
-                         n_negative=n_negative)
+    return LandmarkBasis(W=W, eigenvalues=s)
 
 
 @dataclass(frozen=True)
@@ -327,7 +324,6 @@ class NystromSolution:
     projection: np.ndarray  # P = W V_q, (m, q)
     offset: np.ndarray  # c = V_q^T mu, (q,)
     eigenvalues: np.ndarray  # lambda_1..q of J K_nys J
-    all_eigenvalues: np.ndarray  # every positive lambda (r at most)
     explained_variance_ratio: np.ndarray  # lambda_j / trace(C), (q,)
     trace_error: float  # (t - trace(W^T G W)) / t
 
@@ -399,7 +395,6 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
         projection=P,
         offset=offset,
         eigenvalues=lam[:q].copy(),
-        all_eigenvalues=lam[:n_positive].copy(),
         explained_variance_ratio=lam[:q] / total if total > 0 else np.zeros(q),
         trace_error=trace_error,
     )
