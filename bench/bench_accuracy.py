@@ -43,9 +43,9 @@ from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem
 
 from kpca_dask import KernelPCA
-from kpca_dask.bandwidth import resolve_gamma
+from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.datasets import load_mnist
-from kpca_dask.kernels import pairwise_kernel
+from kpca_dask.engine.bandwidth import resolve_gamma
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"

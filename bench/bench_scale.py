@@ -41,7 +41,7 @@ import numpy as np
 import psutil
 from threadpoolctl import threadpool_limits
 
-from kpca_dask.kernels import pairwise_kernel
+from kpca_dask.blocks.kernels import pairwise_kernel
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KPCA_DASK = [sys.executable, "-m", "kpca_dask"]

@@ -11,8 +11,7 @@ Examples
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
+from ._version import __version__
 from .errors import (
     CheckpointMismatchError,
     InvalidInputError,
@@ -24,24 +23,17 @@ from .errors import (
     OutputExistsError,
     TooFewComponentsError,
 )
-from .estimator import KernelPCA
-from .exact import ExactKernelPCA
-
-try:
-    __version__ = version("kpca-dask")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0+unknown"
+from .model.estimator import KernelPCA
+from .model.exact import ExactKernelPCA
+from .model.model_files import load_model
 
 
 def load(path, *, storage_options: dict | None = None) -> KernelPCA:
     """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
 
-    See :func:`kpca_dask.model_store.load_model`.
+    See :func:`kpca_dask.model.model_files.load_model`.
     """
-    # Imported here so that ``import kpca_dask`` does not pull in zarr and xarray.
-    from .model_store import load_model
-
-    return load_model(path, storage_options=storage_options)
+    return load_model(path, KernelPCA, storage_options=storage_options)
 
 
 __all__ = [

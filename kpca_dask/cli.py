@@ -2,7 +2,7 @@
 
 A thin layer over the library: each subcommand opens its inputs with
 :mod:`kpca_dask.io`, runs the estimator on a Dask client from
-:mod:`kpca_dask.cluster` and writes its output atomically. Mistakes a user can
+:mod:`kpca_dask.dask_client` and writes its output atomically. Mistakes a user can
 make (bad parameters, missing input, an output that exists) print one line,
 ``kpca-dask: error: ...``, and exit with status 2.
 
@@ -29,10 +29,10 @@ from collections.abc import Iterator, Sequence
 import dask
 import numpy as np
 
+from .blocks.kernels import KERNEL_NAMES
 from .datasets import DATASETS, make_dataset
 from .errors import KPCAError
-from .estimator import KernelPCA
-from .kernels import KERNEL_NAMES
+from .model.estimator import KernelPCA
 
 #: The estimator's own defaults, so the command line never disagrees with it.
 _LIBRARY_DEFAULTS = KernelPCA().get_params()
@@ -108,7 +108,7 @@ class _ProgressGet:
 @contextlib.contextmanager
 def _compute_context(args) -> Iterator[None]:
     """Where and how the command computes: a distributed client or a local scheduler."""
-    from .cluster import describe_client, get_client, scheduler_address
+    from .dask_client import describe_client, get_client, scheduler_address
 
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
     address = scheduler_address(args.scheduler)
@@ -168,8 +168,8 @@ def _generate(args) -> None:
 
 
 def _fit(args) -> None:
-    from .estimator import KernelPCA
     from .io import check_can_write, open_array
+    from .model.estimator import KernelPCA
 
     check_can_write(args.model, overwrite=args.overwrite)
     landmarks = args.landmarks
@@ -189,11 +189,11 @@ def _fit(args) -> None:
 
 
 def _transform(args) -> None:
+    from . import load
     from .io import check_can_write, open_array, write_embedding
-    from .model_store import load_model
 
     check_can_write(args.out, overwrite=args.overwrite)
-    model = load_model(args.model)
+    model = load(args.model)
     with _compute_context(args):
         started = time.perf_counter()
         Y = model.transform(open_array(args.data, array=args.array))
@@ -203,9 +203,9 @@ def _transform(args) -> None:
 
 
 def _info(args) -> None:
-    from .model_store import load_model
+    from . import load
 
-    summary = _summary(load_model(args.model), args.model)
+    summary = _summary(load(args.model), args.model)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

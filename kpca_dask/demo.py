@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .cluster import get_client
+from .dask_client import get_client
 from .datasets import make_two_shells
-from .estimator import KernelPCA
+from .engine.sampling import as_generator, sample_rows, take_rows
 from .io import open_array, open_group, write_embedding, write_group
-from .landmarks import as_generator, sample_rows, take_rows
+from .model.estimator import KernelPCA
 
 
 def _parse(argv=None):

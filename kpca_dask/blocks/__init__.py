@@ -1,0 +1,1 @@
+"""Pure-numpy block functions: kernel blocks and deterministic signs (no dask)."""

@@ -1,0 +1,382 @@
+"""Kernel functions on in-memory numpy blocks.
+
+Each kernel maps two row blocks ``A`` (n_a x p) and ``B`` (n_b x p) to the
+n_a x n_b block ``k(A, B)``, and has a matching diagonal ``k(a, a)`` used for
+the Nyström trace certificate (DESIGN §2). Nothing here knows about dask: the
+blockwise code calls these on one chunk at a time, which keeps them easy to
+test against scikit-learn and scipy.
+
+Parameters follow scikit-learn's names: ``gamma``, ``degree``, ``coef0``, plus
+``nu`` for Matérn. Distance-based kernels compute squared distances as
+``|a|^2 + |b|^2 - 2 a.b`` (one GEMM) after moving the origin to the mean of
+``B``, and clip them at zero because cancellation can make them slightly
+negative.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+from scipy import special
+from scipy.spatial.distance import cdist
+
+from ..errors import InvalidParameterError
+
+__all__ = [
+    "KERNEL_NAMES",
+    "pairwise_kernel",
+    "kernel_diagonal",
+    "resolve_kernel_params",
+    "squared_distances",
+    "is_translation_invariant",
+]
+
+KernelCallable = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ``|a - b|^2`` between the rows of A and B.
+
+    Computed as ``|a|^2 + |b|^2 - 2 a.b`` in the dtype of ``A`` and clipped at
+    zero, after subtracting the mean of ``B`` from both: the rounding error of
+    the expansion is ~eps |a|^2, so data far from the origin (1e6 + N(0, 1))
+    would lose every digit of their distances; distances do not change.
+
+    Examples
+    --------
+    >>> squared_distances(np.array([[0.0, 0.0]]), np.array([[3.0, 4.0]]))
+    array([[25.]])
+    >>> squared_distances(np.array([[1e8 + 1.0]]), np.array([[1e8], [1e8 + 3.0]]))
+    array([[1., 4.]])
+    """
+    if B.shape[0]:
+        centre = B.mean(axis=0, dtype=np.float64).astype(A.dtype)
+        A = A - centre
+        B = B - centre
+    d2 = A @ B.T
+    d2 *= -2.0
+    d2 += np.einsum("ij,ij->i", A, A)[:, None]
+    d2 += np.einsum("ij,ij->i", B, B)[None, :]
+    np.maximum(d2, 0.0, out=d2)
+    return d2
+
+
+def _rbf(A, B, *, gamma):
+    d2 = squared_distances(A, B)
+    d2 *= -gamma
+    return np.exp(d2, out=d2)
+
+
+def _laplacian(A, B, *, gamma):
+    d1 = cdist(A, B, metric="cityblock").astype(A.dtype, copy=False)
+    d1 *= -gamma
+    return np.exp(d1, out=d1)
+
+
+def _polynomial(A, B, *, gamma, degree, coef0):
+    K = A @ B.T
+    K *= gamma
+    K += coef0
+    return K**degree
+
+
+def _linear(A, B):
+    return A @ B.T
+
+
+def _sigmoid(A, B, *, gamma, coef0):
+    K = A @ B.T
+    K *= gamma
+    K += coef0
+    return np.tanh(K, out=K)
+
+
+def _unit_rows(A):
+    # Zero rows stay zero, as in sklearn.preprocessing.normalize.
+    norms = np.sqrt(np.einsum("ij,ij->i", A, A))
+    norms[norms == 0.0] = 1.0
+    return A / norms[:, None]
+
+
+def _cosine(A, B):
+    return _unit_rows(A) @ _unit_rows(B).T
+
+
+def _matern_from_scaled_distance(d, nu):
+    # d = sqrt(2 * gamma) * |a - b|; the closed forms are the usual ones in
+    # terms of sqrt(2 nu) * d, e.g. nu = 3/2: (1 + sqrt(3) d) exp(-sqrt(3) d).
+    if nu == 0.5:
+        return np.exp(-d)
+    if nu == 1.5:
+        t = math.sqrt(3.0) * d
+        return (1.0 + t) * np.exp(-t)
+    if nu == 2.5:
+        t = math.sqrt(5.0) * d
+        return (1.0 + t + t * t / 3.0) * np.exp(-t)
+    if math.isinf(nu):
+        return np.exp(-0.5 * d * d)
+    t = math.sqrt(2.0 * nu) * d
+    return _matern_general(t, nu)
+
+
+#: Above this nu, t^nu K_nu(t) can overflow at t > 0 where the kernel is not
+#: yet 1 to float64 precision; below it, overflow means k = 1 exactly.
+_MATERN_DEBYE_NU = 20.0
+
+
+def _matern_general(t, nu):
+    # Maintenance note: k = 2^(1-nu) / Gamma(nu) * t^nu K_nu(t) overflows in
+    # every factor for nu above ~170 (Gamma(171) > 1e308), so it is evaluated
+    # as the exponential of its logarithm, with K_nu(t) = kve(nu, t) e^(-t).
+    # kve itself overflows where t << nu (there K_nu(t) ~ Gamma(nu)/2 (2/t)^nu);
+    # those entries use the uniform (Debye) expansion of K_nu, DLMF 10.41.4.
+    log_scale = (1.0 - nu) * math.log(2.0) - special.gammaln(nu)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_k = log_scale + nu * np.log(t) + np.log(special.kve(nu, t)) - t
+    overflowed = ~np.isfinite(log_k)
+    if overflowed.any():
+        if nu > _MATERN_DEBYE_NU:
+            log_k[overflowed] = log_scale + _log_t_nu_kv_debye(t[overflowed], nu)
+        else:
+            log_k[overflowed] = 0.0
+    K = np.exp(log_k)
+    K[t == 0.0] = 1.0  # the limit of t^nu K_nu(t) 2^(1-nu) / Gamma(nu) as t -> 0
+    return K
+
+
+def _log_t_nu_kv_debye(t, nu):
+    """log(t^nu K_nu(t)) by the uniform expansion in 1/nu (DLMF 10.41.4, 10.41.10).
+
+    With z = t / nu, s = sqrt(1 + z^2), p = 1 / s, eta = s + log(z / (1 + s)):
+    K_nu(nu z) ~ sqrt(pi / (2 nu)) e^(-nu eta) / s^(1/2) * sum_k (-1)^k u_k(p) / nu^k.
+    The nu log z of t^nu cancels the one in -nu eta analytically, so nothing
+    huge is subtracted. Three terms leave a relative error below 1e-8 for nu > 20.
+    """
+    z = t / nu
+    s = np.sqrt(1.0 + z * z)
+    p = 1.0 / s
+    p2 = p * p
+    u1 = p * (3.0 - 5.0 * p2) / 24.0
+    u2 = p2 * (81.0 - 462.0 * p2 + 385.0 * p2 * p2) / 1152.0
+    u3 = p * p2 * (30375.0 - 369603.0 * p2 + 765765.0 * p2 * p2
+                   - 425425.0 * p2 * p2 * p2) / 414720.0
+    series = 1.0 - u1 / nu + u2 / nu**2 - u3 / nu**3
+    return (nu * math.log(nu) - nu * s + nu * np.log1p(s) + 0.5 * math.log(math.pi / (2.0 * nu))
+            - 0.5 * np.log(s) + np.log(series))
+
+
+def _matern(A, B, *, gamma, nu):
+    # Maintenance note: the length scale is l = 1 / sqrt(2 gamma), so that
+    # nu -> infinity gives exactly the rbf kernel exp(-gamma |a - b|^2) with the
+    # same gamma. sklearn's Matern(length_scale=l, nu=nu) is the same function.
+    d = np.sqrt(squared_distances(A, B))
+    d *= math.sqrt(2.0 * gamma)
+    return _matern_from_scaled_distance(d, nu).astype(A.dtype, copy=False)
+
+
+def _row_norms_squared(A):
+    return np.einsum("ij,ij->i", A, A)
+
+
+def _ones(A, **_):
+    return np.ones(A.shape[0], dtype=A.dtype)
+
+
+def _diag_polynomial(A, *, gamma, degree, coef0):
+    return (gamma * _row_norms_squared(A) + coef0) ** degree
+
+
+def _diag_linear(A):
+    return _row_norms_squared(A)
+
+
+def _diag_sigmoid(A, *, gamma, coef0):
+    return np.tanh(gamma * _row_norms_squared(A) + coef0)
+
+
+def _diag_cosine(A):
+    return (_row_norms_squared(A) > 0).astype(A.dtype)
+
+
+@dataclass(frozen=True)
+class _KernelSpec:
+    function: Callable[..., np.ndarray]
+    diagonal: Callable[..., np.ndarray]
+    parameters: tuple[str, ...]
+
+
+_KERNELS: Mapping[str, _KernelSpec] = {
+    "rbf": _KernelSpec(_rbf, _ones, ("gamma",)),
+    "laplacian": _KernelSpec(_laplacian, _ones, ("gamma",)),
+    "polynomial": _KernelSpec(_polynomial, _diag_polynomial, ("gamma", "degree", "coef0")),
+    "linear": _KernelSpec(_linear, _diag_linear, ()),
+    "sigmoid": _KernelSpec(_sigmoid, _diag_sigmoid, ("gamma", "coef0")),
+    "cosine": _KernelSpec(_cosine, _diag_cosine, ()),
+    "matern": _KernelSpec(_matern, _ones, ("gamma", "nu")),
+}
+_ALIASES = {"gaussian": "rbf", "poly": "polynomial"}
+
+#: Kernels of x - y alone, unchanged when data and landmarks move together.
+_TRANSLATION_INVARIANT = frozenset({"rbf", "laplacian", "matern"})
+
+#: Names accepted for ``kernel`` (besides a callable).
+KERNEL_NAMES: tuple[str, ...] = tuple(sorted([*_KERNELS, *_ALIASES]))
+
+
+def _spec(kernel: str) -> _KernelSpec:
+    name = _ALIASES.get(kernel, kernel)
+    try:
+        return _KERNELS[name]
+    except (KeyError, TypeError):
+        raise InvalidParameterError(
+            f"Unknown kernel {kernel!r}. Use one of {', '.join(KERNEL_NAMES)}, "
+            "or a callable k(A, B) -> ndarray of shape (len(A), len(B))."
+        ) from None
+
+
+def is_translation_invariant(kernel: str | KernelCallable) -> bool:
+    """Whether ``k(a + c, b + c) == k(a, b)`` for every shift c (False for callables).
+
+    Examples
+    --------
+    >>> is_translation_invariant("gaussian"), is_translation_invariant("linear")
+    (True, False)
+    """
+    return not callable(kernel) and _ALIASES.get(kernel, kernel) in _TRANSLATION_INVARIANT
+
+
+def canonical_kernel_name(kernel: str | KernelCallable) -> str | KernelCallable:
+    """Return the registry name for ``kernel`` (aliases resolved), or the callable."""
+    if callable(kernel):
+        return kernel
+    _spec(kernel)
+    return _ALIASES.get(kernel, kernel)
+
+
+def resolve_kernel_params(
+    kernel: str | KernelCallable,
+    n_features: int,
+    *,
+    gamma: float | None = None,
+    degree: int = 3,
+    coef0: float = 1.0,
+    kernel_params: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """Validate and complete the parameters one kernel uses.
+
+    ``gamma=None`` resolves to ``1 / n_features`` (scikit-learn's default).
+    For a callable kernel, ``kernel_params`` are passed to it as keyword
+    arguments and the other parameters are ignored.
+
+    Returns
+    -------
+    dict
+        Exactly the keyword arguments the kernel takes.
+
+    Examples
+    --------
+    >>> resolve_kernel_params("rbf", n_features=4)
+    {'gamma': 0.25}
+    >>> resolve_kernel_params("matern", 2, gamma=1.0, kernel_params={"nu": 2.5})
+    {'gamma': 1.0, 'nu': 2.5}
+    """
+    if kernel_params is not None and not isinstance(kernel_params, Mapping):
+        raise InvalidParameterError(
+            f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
+            f"{type(kernel_params).__name__} {kernel_params!r}.")
+    extra = dict(kernel_params or {})  # never write into the caller's dict
+    if callable(kernel):
+        return extra
+    spec = _spec(kernel)
+    values = {"gamma": gamma, "degree": degree, "coef0": coef0, "nu": 1.5}
+    for key, value in extra.items():
+        if key not in spec.parameters:
+            raise InvalidParameterError(
+                f"kernel_params has {key!r}, which the {kernel!r} kernel does not take; "
+                f"it takes {list(spec.parameters) or 'no parameters'}."
+            )
+        values[key] = value
+    params = {name: values[name] for name in spec.parameters}
+    if "gamma" in params:
+        if params["gamma"] is None:
+            params["gamma"] = 1.0 / n_features
+        params["gamma"] = _positive_number("gamma", params["gamma"])
+    if "degree" in params:
+        degree = params["degree"]
+        # A whole degree, as in scikit-learn: (gamma a.b + coef0) is negative for
+        # some pairs, and a negative number to a fractional power is NaN.
+        if not _is_real(degree) or not float(degree).is_integer() or degree < 1:
+            raise InvalidParameterError(
+                f"degree must be a whole number >= 1, got {degree!r}. The polynomial kernel "
+                "(gamma <a, b> + coef0)^degree is undefined for a fractional degree when "
+                "gamma <a, b> + coef0 < 0.")
+        params["degree"] = int(degree)
+    if "coef0" in params:
+        if not _is_real(params["coef0"]) or not math.isfinite(params["coef0"]):
+            raise InvalidParameterError(f"coef0 must be a finite number, got {params['coef0']!r}.")
+        params["coef0"] = float(params["coef0"])
+    if "nu" in params:
+        params["nu"] = _positive_number("nu", params["nu"], allow_inf=True)
+    return params
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _positive_number(name, value, allow_inf=False) -> float:
+    if not _is_real(value) or not value > 0 or (math.isinf(value) and not allow_inf):
+        raise InvalidParameterError(
+            f"{name} must be a positive finite number, got {value!r}."
+            + (" Use gamma='median' or a value such as 1 / n_features." if name == "gamma" else "")
+        )
+    return float(value)
+
+
+def pairwise_kernel(
+    A: np.ndarray, B: np.ndarray, kernel: str | KernelCallable = "rbf", **params
+) -> np.ndarray:
+    """Kernel block ``k(A, B)`` of shape (len(A), len(B)).
+
+    Computed in the dtype of ``A`` (``B`` is cast to it), so float32 blocks
+    stay float32. ``params`` are those returned by :func:`resolve_kernel_params`.
+
+    Examples
+    --------
+    >>> A = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> pairwise_kernel(A, A, "rbf", gamma=1.0).round(4)
+    array([[1.    , 0.3679],
+           [0.3679, 1.    ]])
+    """
+    B = np.asarray(B, dtype=A.dtype)
+    if callable(kernel):
+        K = np.asarray(kernel(A, B, **params))
+        if K.shape != (A.shape[0], B.shape[0]):
+            raise InvalidParameterError(
+                f"The kernel callable returned shape {K.shape}; it must return "
+                f"(len(A), len(B)) = {(A.shape[0], B.shape[0])}."
+            )
+        return K
+    return _spec(kernel).function(A, B, **params)
+
+
+def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **params) -> np.ndarray:
+    """The values ``k(a, a)`` for each row ``a`` of A, without the full block.
+
+    Examples
+    --------
+    >>> kernel_diagonal(np.array([[1.0, 2.0]]), "linear")
+    array([5.])
+    """
+    if callable(kernel):
+        # A callable has no known diagonal: evaluate small square blocks.
+        step = 256
+        return np.concatenate(
+            [np.diagonal(pairwise_kernel(A[i : i + step], A[i : i + step], kernel, **params))
+             for i in range(0, A.shape[0], step)]
+            or [np.empty(0, A.dtype)]
+        )
+    return _spec(kernel).diagonal(A, **params)

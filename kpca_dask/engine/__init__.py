@@ -1,0 +1,1 @@
+"""The computation: seeded row sampling, bandwidth rules, the Nyström pass and solve."""

@@ -1,0 +1,146 @@
+"""Data-driven kernel bandwidths: ``gamma="median"`` and ``gamma="scale"``.
+
+Both are estimated on a seeded sample of rows drawn by global row index
+(:func:`kpca_dask.landmarks.sample_rows`), so the value depends on the seed
+only, never on the chunking, and nothing n-sized is computed.
+
+Median heuristic (DESIGN §3). With h the median squared distance between
+pairs of points, the bandwidth c is set by c^2 = h / 2 and the kernel is
+
+    k(x, x') = exp(-|x - x'|^2 / c^2) = exp(-gamma |x - x'|^2),  gamma = 2 / h,
+
+so a pair at the median distance has k = e^{-2}. Beware that conventions
+differ: some texts (and scikit-learn examples) use the median *distance* as
+the length scale sigma in exp(-|x - x'|^2 / (2 sigma^2)), which is
+gamma = 1 / (2 h), four times smaller than here. The pairs are all distinct
+pairs within a sample of ``MEDIAN_SAMPLE_ROWS`` rows.
+
+``"scale"`` is scikit-learn's SVC rule, gamma = 1 / (p Var X) with Var X the
+variance of all entries of X; scikit-learn takes it over the whole of X, here
+it is estimated on ``SCALE_SAMPLE_ROWS`` sampled rows.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import dask.array as da
+import numpy as np
+from scipy.spatial.distance import pdist
+
+from ..blocks.kernels import squared_distances
+from ..errors import InvalidParameterError
+from .sampling import sample_rows
+
+__all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma"]
+
+#: Rows whose pairwise distances give the median: ~500 000 distinct pairs.
+MEDIAN_SAMPLE_ROWS = 1000
+#: Rows whose entries give the variance for ``gamma="scale"``.
+SCALE_SAMPLE_ROWS = 10_000
+
+#: Names accepted for ``gamma`` besides a number or None.
+BANDWIDTH_RULES = ("median", "scale")
+
+#: Kernels whose exponent is gamma times a distance, and which distance.
+_MEDIAN_DISTANCE = {"rbf": "sqeuclidean", "matern": "sqeuclidean", "laplacian": "cityblock"}
+_GAMMA_KERNELS = ("rbf", "matern", "laplacian", "polynomial", "sigmoid")
+
+
+def pair_distances(sample: np.ndarray, metric: str = "sqeuclidean") -> np.ndarray:
+    """Distances of all distinct pairs (i < j) of rows of ``sample``.
+
+    Examples
+    --------
+    >>> pair_distances(np.array([[0.0], [1.0], [3.0]]))
+    array([1., 9., 4.])
+    """
+    if metric == "sqeuclidean":  # one GEMM, faster than pdist for wide rows
+        upper = np.triu_indices(sample.shape[0], k=1)
+        return squared_distances(sample, sample)[upper]
+    return pdist(sample, metric)
+
+
+def median_heuristic_gamma(sample: np.ndarray, metric: str = "sqeuclidean") -> float:
+    """gamma = 2 / h with h the median distance of the distinct pairs in ``sample``.
+
+    ``metric="sqeuclidean"`` is the rbf (and Matérn) rule; ``"cityblock"`` the
+    laplacian one, whose exponent is gamma times the L1 distance. Either way a
+    pair at the median distance has kernel value e^{-2}.
+
+    Examples
+    --------
+    >>> median_heuristic_gamma(np.array([[0.0], [1.0], [3.0]]))  # h = median(1, 4, 9)
+    0.5
+    """
+    if sample.shape[0] < 2:
+        raise InvalidParameterError(
+            "gamma='median' needs at least 2 rows of X to measure a distance; pass a number.")
+    h = float(np.median(pair_distances(sample, metric)))
+    if not h > 0:
+        raise InvalidParameterError(
+            "gamma='median' found a median pairwise distance of 0: more than half of the "
+            "sampled pairs of rows are identical. Remove duplicate rows or pass a number "
+            "(or gamma='scale').")
+    return 2.0 / h
+
+
+def scale_gamma(sample: np.ndarray) -> float:
+    """gamma = 1 / (p Var X) on ``sample``; 1.0 for constant data, as in scikit-learn.
+
+    Examples
+    --------
+    >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))  # Var = 1, p = 2
+    0.5
+    """
+    variance = float(sample.var(dtype=np.float64))
+    return 1.0 / (sample.shape[1] * variance) if variance > 0 else 1.0
+
+
+def resolve_gamma(
+    gamma, X: da.Array, kernel: str | Callable, *, rng: np.random.Generator
+) -> float | None:
+    """Turn ``gamma="median"`` or ``"scale"`` into a number; pass anything else through.
+
+    Only a sample of rows is read. Kernels without gamma (linear, cosine, a
+    callable) resolve to None without reading anything.
+
+    Parameters
+    ----------
+    gamma : float, {"median", "scale"} or None
+    X : dask array of shape (n_samples, n_features)
+    kernel : str or callable
+        The canonical kernel name (aliases resolved) or a callable.
+    rng : numpy Generator
+        Draws the sampled rows.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.arange(8.0).reshape(4, 2), chunks=2)
+    >>> resolve_gamma("median", X, "rbf", rng=np.random.default_rng(0))  # h = 20
+    0.1
+    >>> resolve_gamma(0.3, X, "rbf", rng=np.random.default_rng(0))
+    0.3
+    """
+    if not isinstance(gamma, str):
+        return gamma
+    if gamma not in BANDWIDTH_RULES:
+        raise InvalidParameterError(
+            f"gamma={gamma!r} is not a rule; use a positive number, None (1 / n_features), "
+            "'median' (median heuristic) or 'scale' (1 / (n_features * X.var())).")
+    if callable(kernel) or kernel not in _GAMMA_KERNELS:
+        return None
+    if gamma == "median":
+        if kernel not in _MEDIAN_DISTANCE:
+            raise InvalidParameterError(
+                f"gamma='median' sets the scale of a distance, which the {kernel!r} kernel "
+                f"does not use; it applies to {', '.join(sorted(_MEDIAN_DISTANCE))}. Pass a "
+                "number or gamma='scale' instead.")
+        sample = _finite_sample(X, MEDIAN_SAMPLE_ROWS, rng)
+        return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
+    return scale_gamma(_finite_sample(X, SCALE_SAMPLE_ROWS, rng))
+
+
+def _finite_sample(X: da.Array, size: int, rng: np.random.Generator) -> np.ndarray:
+    rows, _ = sample_rows(X, size, rng, purpose="estimating gamma")
+    return rows.astype(np.float64, copy=False)

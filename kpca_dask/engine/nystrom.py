@@ -1,0 +1,456 @@
+"""The Nyström pass over the data and the small m x m problem (DESIGN §2).
+
+``pass_statistics`` builds a lazy graph that maps each row block X_b to
+
+    n_b,  s_b = D_b^T 1,  G_b = D_b^T D_b,  t_b = sum_i k(x_i, x_i)
+
+with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, and tree-reduces them: only
+m-sized and m x m arrays leave the workers. ``solve`` turns the reduced
+statistics into the model on the client, in O(m^3):
+
+    K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})
+    mu = W^T (s / n + r),  C = W^T (G - s s^T / n) W = V diag(lambda) V^T
+    y(x) = P^T k_m(x) - c,  P = W V_q,  c = V_q^T mu
+
+Maintenance note on the reference row r: the centred covariance C does not
+depend on r (G - s s^T / n is the scatter matrix of the rows of B, which a
+common shift leaves unchanged), but its rounding error does. Kernel values
+are dominated by a common part (an rbf value is 1 - gamma d^2 + ... for
+small gamma d^2), so the uncentred G = sum B^T B is ~n and C, its small
+difference, loses every digit that W = U s^{-1/2} amplifies: with r = 0 the
+eigenvalues of an rbf fit with gamma = 1e-9 came out 85 % wrong (1e-7: 6e-5;
+1e-5: 2e-9). Shifting by r = the mean landmark kernel row K_mm 1 / m, a cheap
+estimate of the mean of k_m(x), brought the same three cases to 2e-9,
+3e-11 and 1e-13 of the exact eigenvalues. It is the textbook shifted-data
+trick for variances, applied to kernel features.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.delayed import Delayed
+from scipy import linalg
+
+from .._parallel import distributed_client
+from ..blocks.kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
+from ..blocks.signs import fix_signs
+from ..errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+
+__all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
+           "reduce_statistics", "combine_statistics", "reference_row", "landmark_basis", "solve"]
+
+#: Eigenvalues of C below this fraction of the largest count as zero; the same
+#: ratio scikit-learn uses to decide that an eigenvalue is numerically zero.
+ZERO_EIGENVALUE_RTOL = 1e-12
+
+#: How many partial results one node of the tree reduction adds up.
+SPLIT_EVERY = 8
+
+
+@dataclass(frozen=True)
+class PassStatistics:
+    """What one pass over the data returns: sizes m and m x m only."""
+
+    n_samples: int
+    column_sums: np.ndarray  # s = sum_b D_b^T 1, shape (m,)
+    gram: np.ndarray  # G = sum_b D_b^T D_b, shape (m, m)
+    diagonal_sum: float  # t = sum_i k(x_i, x_i)
+    n_nonfinite: int  # NaN/inf entries found in the data
+    first_nonfinite_row: int  # global row of the first one, -1 if none
+    reference: np.ndarray  # r: D_b = B_b - 1 r^T (module docstring), shape (m,)
+
+
+def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, reference,
+                      origin=None):
+    """Statistics of one row block; module level so the dashboard names it."""
+    x = np.asarray(block)
+    m = landmarks.shape[0]
+    finite = np.isfinite(x)
+    if not finite.all():
+        bad_rows = np.flatnonzero(~finite.all(axis=1))
+        return PassStatistics(
+            x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
+            int((~finite).sum()), int(row_offset + bad_rows[0]), reference,
+        )
+    x = _shifted(x, origin).astype(dtype, copy=False)
+    column_sums, gram = np.zeros(m), np.zeros((m, m))
+    # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
+    # keep a task's memory O(rows x m) whatever the chunking, and keep float32
+    # SYRK sums short before they are added up in float64.
+    for start in range(0, x.shape[0], kernel_block_rows(m)):
+        D = pairwise_kernel(x[start : start + kernel_block_rows(m)], landmarks, kernel, **params)
+        D -= reference.astype(D.dtype, copy=False)
+        # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
+        # the flops of a general product.
+        gram += D.T @ D
+        column_sums += D.sum(axis=0, dtype=np.float64)
+    return PassStatistics(
+        n_samples=x.shape[0],
+        column_sums=column_sums,
+        gram=gram,
+        diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
+        n_nonfinite=0,
+        first_nonfinite_row=-1,
+        reference=reference,
+    )
+
+
+#: Bytes of one kernel block inside a task (rows x m, float64): 128 MiB.
+KERNEL_BLOCK_BYTES = 2**27
+
+
+def kernel_block_rows(n_landmarks: int) -> int:
+    """Rows of data per kernel block: ~128 MiB, but 1024 to 65 536 rows.
+
+    Examples
+    --------
+    >>> kernel_block_rows(1000), kernel_block_rows(4096), kernel_block_rows(10)
+    (16777, 4096, 65536)
+    """
+    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (8 * max(n_landmarks, 1)))))
+
+
+def _shifted(x, origin):
+    # Translation-invariant kernels see x - origin, computed in float64 before
+    # any cast to float32: data such as 1e6 + N(0, 1) keep their digits.
+    return x if origin is None else x - origin
+
+
+def kernel_origin(landmarks: np.ndarray, kernel) -> np.ndarray | None:
+    """The point both data and landmarks are shifted by (None: no shift).
+
+    A kernel of x - y alone (rbf, laplacian, matern) is unchanged by a common
+    shift; shifting to the landmark mean keeps its distances accurate for
+    data far from the origin, in float32 too.
+    """
+    if not is_translation_invariant(kernel):
+        return None
+    return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
+
+
+def combine_statistics(*parts):
+    """Add partial statistics: one node of the tree reduction, or a running total."""
+    bad_rows = [p.first_nonfinite_row for p in parts if p.first_nonfinite_row >= 0]
+    gram = parts[0].gram.copy()
+    column_sums = parts[0].column_sums.copy()
+    for p in parts[1:]:
+        gram += p.gram
+        column_sums += p.column_sums
+    return PassStatistics(
+        n_samples=sum(p.n_samples for p in parts),
+        column_sums=column_sums,
+        gram=gram,
+        diagonal_sum=float(sum(p.diagonal_sum for p in parts)),
+        n_nonfinite=sum(p.n_nonfinite for p in parts),
+        first_nonfinite_row=min(bad_rows) if bad_rows else -1,
+        reference=parts[0].reference,
+    )
+
+
+def row_offsets(X: da.Array) -> np.ndarray:
+    """Global index of the first row of each row block (from metadata only)."""
+    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+
+
+def reference_row(landmarks: np.ndarray, kernel, params: dict,
+                  kmm: np.ndarray | None = None) -> np.ndarray:
+    """The shift r = K_mm 1 / m of the accumulated kernel rows (module docstring)."""
+    if kmm is None:
+        Z = np.asarray(landmarks, dtype=np.float64)
+        kmm = pairwise_kernel(Z, Z, kernel, **params)
+    return np.asarray(kmm, dtype=np.float64).mean(axis=0)
+
+
+def block_statistics(
+    X: da.Array,
+    landmarks: np.ndarray,
+    kernel,
+    params: dict,
+    dtype=np.float64,
+    reference: np.ndarray | None = None,
+) -> list[Delayed]:
+    """One lazy :class:`PassStatistics` per row block of ``X``, in block order.
+
+    ``X`` must have a single chunk along the feature axis.
+    """
+    if X.numblocks[1] != 1:
+        raise ValueError("pass_statistics needs one chunk along the feature axis")
+    if reference is None:
+        reference = reference_row(landmarks, kernel, params)
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    shared = _shared(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
+    statistics_of = dask.delayed(_block_statistics, pure=True)
+    return [
+        statistics_of(block, int(offset), shared[0], kernel, params, dtype, shared[1],
+                      shared[2])
+        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
+    ]
+
+
+def _shared(X: da.Array, *values):
+    """One copy of each small array for all the tasks over ``X``, not one per task.
+
+    On a distributed client the arrays are scattered to every worker, so the
+    graph stays small (m landmarks of p features are 12 MB at m = 2000,
+    p = 784, which distributed would otherwise warn about); the result is then
+    tied to that client, as ``persist`` results are. On a local scheduler they
+    are one key of the graph. Returns something indexable like ``values``.
+    """
+    client = distributed_client(X)
+    if client is None:
+        return dask.delayed(values, pure=True)
+    # hash=False: a key of its own per call, so that futures released by an
+    # earlier fit can never free the data of this one (same content, same hash).
+    return [client.scatter(v, broadcast=True, hash=False) if isinstance(v, np.ndarray) else v
+            for v in values]
+
+
+def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
+    """Tree-reduce lazy partial statistics to one (``split_every`` per node)."""
+    combine = dask.delayed(combine_statistics, pure=True)
+    while len(partials) > 1:
+        partials = [combine(*partials[i : i + split_every])
+                    for i in range(0, len(partials), split_every)]
+    return partials[0]
+
+
+def pass_statistics(
+    X: da.Array,
+    landmarks: np.ndarray,
+    kernel,
+    params: dict,
+    dtype=np.float64,
+    split_every: int = SPLIT_EVERY,
+    reference: np.ndarray | None = None,
+) -> Delayed:
+    """Lazy one-pass statistics of ``X`` against the landmarks.
+
+    ``X`` must have a single chunk along the feature axis. The result is a
+    ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
+    every chunk of ``X`` exactly once. ``reference`` is the row r subtracted
+    from every kernel row (default: :func:`reference_row`).
+
+    Examples
+    --------
+    >>> X = da.ones((10, 2), chunks=(4, 2))
+    >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
+    >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
+    (10, 2.0, 0.0)
+    """
+    return reduce_statistics(
+        block_statistics(X, landmarks, kernel, params, dtype, reference), split_every)
+
+
+def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
+    """Turn the pass's NaN/inf count, or kernel values that overflowed, into a clear error."""
+    if stats.n_nonfinite:
+        raise NonFiniteInputError(
+            f"{what} contains {stats.n_nonfinite} NaN or infinite value(s), the first in "
+            f"row {stats.first_nonfinite_row}. Remove or impute them first, e.g. "
+            f"X[~da.isfinite(X).all(axis=1)] to find the rows."
+        )
+    if not (np.isfinite(stats.gram).all() and np.isfinite(stats.column_sums).all()
+            and np.isfinite(stats.diagonal_sum)):
+        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where=f"{what} and the landmarks"))
+
+
+_OVERFLOW_MESSAGE = (
+    "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
+    "returned NaN/inf). Scale the data down (e.g. standardize the features) or use a "
+    "smaller gamma, degree or coef0; with dtype='float32', values above 3e38 overflow, "
+    "so use dtype='float64'."
+)
+
+
+@dataclass(frozen=True)
+class LandmarkBasis:
+    """W = U_r diag(s_r^{-1/2}) from the landmark kernel matrix K_mm."""
+
+    W: np.ndarray  # (m, r)
+    eigenvalues: np.ndarray  # s, all m of them, descending
+
+
+def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
+    """Whitening basis W of the landmark kernel matrix, dropping its noise.
+
+    Eigenvalues at or below ``rcond * max(s)`` are dropped rather than
+    inverted; significantly negative ones (a kernel that is not positive
+    semi-definite, such as sigmoid) trigger a warning.
+
+    Examples
+    --------
+    >>> landmark_basis(np.diag([4.0, 1.0, 0.0]), rcond=1e-10).W
+    array([[0.5, 0. ],
+           [0. , 1. ],
+           [0. , 0. ]])
+    """
+    if not np.isfinite(kmm).all():
+        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where="the landmarks"))
+    kmm = 0.5 * (kmm + kmm.T)
+    s, U = linalg.eigh(kmm)
+    s, U = s[::-1], U[:, ::-1]
+    if not s[0] > 0:
+        raise InvalidParameterError(
+            "The kernel matrix of the landmarks has no positive eigenvalue, so the kernel "
+            "gives no features here. Check the kernel and its parameters (e.g. a gamma "
+            "that is not so large that every kernel value underflows)."
+        )
+    keep = s > rcond * s[0]
+    n_negative = int(np.sum(s < -rcond * s[0]))
+    if n_negative:
+        warnings.warn(
+            f"The kernel is not positive semi-definite on the landmarks: {n_negative} of "
+            f"{s.size} eigenvalues of K_mm are negative (smallest {s[-1]:.3g}). They are "
+            "excluded; the model uses the kernel's positive semi-definite part.",
+            UserWarning,
+            stacklevel=3,
+        )
+    W = U[:, keep] / np.sqrt(s[keep])
+    return LandmarkBasis(W=W, eigenvalues=s)
+
+
+@dataclass(frozen=True)
+class NystromSolution:
+    """The fitted model: a projection y(x) = P^T k_m(x) - c plus diagnostics."""
+
+    projection: np.ndarray  # P = W V_q, (m, q)
+    offset: np.ndarray  # c = V_q^T mu, (q,)
+    eigenvalues: np.ndarray  # lambda_1..q of J K_nys J
+    explained_variance_ratio: np.ndarray  # lambda_j / trace(C), (q,)
+    trace_error: float  # (t - trace(W^T G W)) / t
+
+
+def n_components_for(
+    n_components, eigenvalues: np.ndarray, n_positive: int, total: float
+) -> int:
+    """Number of components q for an int, a ratio eta in (0, 1), or None."""
+    if n_positive == 0:
+        raise TooFewComponentsError(
+            "The centred kernel matrix has no positive eigenvalue: in the kernel's feature "
+            "space the data have no variance. Either every row of X is the same (constant "
+            "data), or the kernel is constant on them, e.g. an rbf gamma so small that every "
+            "kernel value rounds to 1. Check the data, or increase gamma."
+        )
+    if n_components is None:
+        return n_positive
+    if isinstance(n_components, float) and 0 < n_components < 1:
+        ratios = np.cumsum(eigenvalues[:n_positive]) / total
+        # Smallest q with cumulative ratio >= eta (a hair of slack for rounding).
+        return int(min(np.searchsorted(ratios, n_components - 1e-12) + 1, n_positive))
+    if n_components > n_positive:
+        raise TooFewComponentsError(
+            f"n_components={n_components}, but the fitted kernel has only {n_positive} "
+            "positive eigenvalue(s). Ask for fewer components, use n_components=None "
+            "for all of them, or add landmarks (n_landmarks)."
+        )
+    return int(n_components)
+
+
+def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromSolution:
+    """The small problem on the client: from the pass statistics to the model.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
+    >>> Z = X.compute()
+    >>> basis = landmark_basis(Z @ Z.T + 1.0, rcond=1e-10)  # polynomial, degree 1
+    >>> stats = pass_statistics(X, Z, "polynomial", {"gamma": 1.0, "degree": 1, "coef0": 1.0})
+    >>> solve(stats.compute(), basis, None).eigenvalues.round(6)  # sum of squares about the mean
+    array([5.])
+    """
+    n = stats.n_samples
+    s, r = stats.column_sums, stats.reference
+    W = basis.W
+    # The scatter matrix of the kernel rows, from the shifted sums (module docstring).
+    scatter = stats.gram - np.outer(s / n, s)
+    C = W.T @ (0.5 * (scatter + scatter.T)) @ W
+    C = 0.5 * (C + C.T)
+    mean_feature = W.T @ (s / n + r)  # mu
+    # trace(W^T G_unshifted W) = trace(C) + n |mu|^2, for the trace certificate.
+    feature_gram_trace = float(np.trace(C)) + n * float(mean_feature @ mean_feature)
+    lam, V = linalg.eigh(C)
+    lam, V = lam[::-1], V[:, ::-1]
+    total = float(np.trace(C))
+    # C is a difference of terms of size trace(W^T G W) = trace(C) + n |mu|^2, so
+    # that, not lambda_1, sets the rounding floor: a kernel constant to within
+    # rounding (tiny gamma) must give no component, not one made of noise.
+    zero_floor = ZERO_EIGENVALUE_RTOL * max(lam[0], feature_gram_trace)
+    n_positive = int(np.sum(lam > zero_floor)) if lam[0] > 0 else 0
+    q = n_components_for(n_components, lam, n_positive, total)
+    P = W @ V[:, :q]
+    signs = fix_signs(P)  # deterministic: each column's largest entry positive
+    P = P * signs
+    offset = (V[:, :q] * signs).T @ mean_feature
+    t = stats.diagonal_sum
+    trace_error = (t - feature_gram_trace) / t if t > 0 else 0.0
+    return NystromSolution(
+        projection=P,
+        offset=offset,
+        eigenvalues=lam[:q].copy(),
+        explained_variance_ratio=lam[:q] / total if total > 0 else np.zeros(q),
+        trace_error=trace_error,
+    )
+
+
+def _project_block(
+    block, *, landmarks, projection, offset, kernel, params, dtype_kernel, origin=None,
+    block_info=None
+):
+    """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
+    x = np.asarray(block)
+    if not np.isfinite(x).all():
+        start = block_info[0]["array-location"][0][0] if block_info else 0
+        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values (first in row {row}); "
+            "remove or impute them before transform."
+        )
+    x = _shifted(x, origin).astype(dtype_kernel, copy=False)
+    projection = projection.astype(x.dtype, copy=False)
+    y = np.empty((x.shape[0], projection.shape[1]))
+    step = kernel_block_rows(landmarks.shape[0])
+    for start in range(0, x.shape[0], step):
+        B = pairwise_kernel(x[start : start + step], landmarks, kernel, **params)
+        y[start : start + step] = B @ projection
+    return y - offset
+
+
+def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
+            kernel, params: dict, dtype) -> da.Array:
+    """Lazy projection of every row of ``X``: one kernel block per row block.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.eye(3), chunks=(2, 3))
+    >>> project(X, np.eye(3), np.ones((3, 1)), np.zeros(1), "linear", {}, np.float64).compute()
+    array([[1.],
+           [1.],
+           [1.]])
+    """
+    q = projection.shape[1]
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    shared = _shared(X, Z.astype(dtype), projection, offset, origin)
+    return X.map_blocks(
+        _project_block,
+        landmarks=shared[0],
+        projection=shared[1],
+        offset=shared[2],
+        kernel=kernel,
+        params=params,
+        dtype_kernel=dtype,
+        origin=shared[3],
+        chunks=(X.chunks[0], (q,)),
+        dtype=np.float64,
+        meta=np.empty((0, 0), np.float64),
+    )

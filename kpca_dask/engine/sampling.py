@@ -1,0 +1,110 @@
+"""Seeded sampling of rows by global index: the same rows for any chunking.
+
+Used by the landmark strategies, the bandwidth rules and the automatic choice
+of m. Indices are drawn from global row numbers with a ``numpy.random.Generator``,
+never per chunk, so a seed gives the same rows whatever the chunking or the cluster.
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+from ..errors import NonFiniteInputError
+
+__all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
+           "sample_rows"]
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """A numpy Generator from None, an int, a Generator or a legacy RandomState.
+
+    Examples
+    --------
+    >>> bool(as_generator(0).integers(10) == as_generator(0).integers(10))
+    True
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+    return np.random.default_rng(random_state)
+
+
+def independent_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` child generators whose streams are independent of ``rng``'s own draws.
+
+    Spawning does not advance ``rng``, so the landmarks drawn from ``rng``
+    afterwards are the same whether or not the children are used.
+
+    Examples
+    --------
+    >>> rng = as_generator(0)
+    >>> child, = independent_generators(rng, 1)
+    >>> bool(rng.integers(10**6) == as_generator(0).integers(10**6))
+    True
+    """
+    return list(rng.spawn(n))
+
+
+def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"
+              ) -> np.ndarray:
+    """Rows ``X[indices]`` as numpy; reads only the chunks that hold them.
+
+    Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the first
+    global row index that holds NaN or inf; ``purpose`` says in the message
+    what the rows were read for.
+    """
+    order = np.argsort(indices)
+    rows = np.asarray(X[indices[order]].compute())
+    raise_if_rows_nonfinite(rows, indices[order], purpose)
+    out = np.empty_like(rows)
+    out[order] = rows
+    return out
+
+
+def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str) -> None:
+    """Refuse NaN or inf in rows read from X, naming the first bad global row.
+
+    Rows of dask or Zarr input are only checked by the fitting pass; rows
+    read before it (for landmarks or a bandwidth) must be checked here, or
+    NaN would surface as a misleading error in k-means or the Cholesky.
+
+    Examples
+    --------
+    >>> rows = np.array([[1.0], [np.nan]])
+    >>> raise_if_rows_nonfinite(rows, np.array([4, 9]), "testing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.NonFiniteInputError: X contains NaN or infinite values in row 9, ...
+    """
+    bad = ~np.isfinite(rows).all(axis=1)
+    if bad.any():
+        first = int(np.min(indices[bad]))
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values in row {first}, found while {purpose}. "
+            "Remove or impute them first, e.g. X[~da.isfinite(X).all(axis=1)] to find the rows.")
+
+
+def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
+                purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
+    """``size`` rows drawn uniformly without replacement (all rows when size >= n).
+
+    Returns the rows as numpy and their global indices, ascending. Rows with
+    NaN or inf raise :class:`~kpca_dask.errors.NonFiniteInputError` (see
+    :func:`take_rows`).
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
+    >>> rows, indices = sample_rows(X, 3, as_generator(0))
+    >>> bool((rows[:, 0] == 2 * indices).all())
+    True
+    """
+    n = X.shape[0]
+    if size >= n:
+        indices = np.arange(n)
+    else:
+        # Generator.choice draws m of n in O(m) memory, never an n-sized permutation.
+        indices = np.sort(rng.choice(n, size=size, replace=False))
+    return take_rows(X, indices, purpose=purpose), indices

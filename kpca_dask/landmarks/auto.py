@@ -1,0 +1,151 @@
+"""``n_landmarks="auto"``: grow the landmark set until the trace error is small.
+
+The relative trace error of the Nyström approximation (DESIGN §2),
+
+    e(Z) = (sum_i k(x_i, x_i) - sum_i |f(x_i)|^2) / sum_i k(x_i, x_i),
+    f(x) = W^T k_m(x),
+
+is an average over the rows of the residual k(x, x) - |f(x)|^2. Measuring it
+exactly costs a pass over the data, so while m grows it is *estimated* on a
+held-out sample of rows: ``VALIDATION_ROWS`` rows drawn uniformly from all of
+X with a generator independent of the one that picks the landmarks. Because
+the sample does not depend on the landmarks, the estimate is unbiased for
+the full-data trace error of each landmark set; its relative standard error
+is roughly (spread of the residuals) / sqrt(VALIDATION_ROWS), a few percent.
+
+The growth: m = START_LANDMARKS, 2 m, 4 m, ... up to the cap; at each m the
+strategy chooses m landmarks afresh from the same generator state (so the
+model at the final m is the one ``n_landmarks=m`` gives with the same seed)
+and the estimate is taken on the sample, held in memory; no step reads the
+data set again beyond what the strategy itself reads (its own sample). The
+growth stops at the first m whose estimate is below ``tol``. The fit then
+makes its single full pass with the final landmarks, which gives the exact
+``trace_error_``; it can differ from the last estimate by the sampling error.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import dask.array as da
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..engine.nystrom import landmark_basis
+from ..engine.sampling import sample_rows
+from ..errors import InvalidParameterError
+from .strategies import Landmarks, select_landmarks
+
+__all__ = ["grow_landmarks", "estimated_trace_error"]
+
+#: First m tried.
+START_LANDMARKS = 128
+#: Held-out rows on which the trace error is estimated.
+VALIDATION_ROWS = 2000
+
+
+def estimated_trace_error(sample: np.ndarray, points: np.ndarray, kernel, params: dict,
+                          rcond: float) -> float:
+    """Relative trace error of the Nyström approximation with landmarks ``points`` on ``sample``.
+
+    The same quantity as the fitted ``trace_error_``, with the sum over the
+    rows of X replaced by the sum over the rows of ``sample``.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> estimated_trace_error(X, X, "rbf", {"gamma": 0.5}, 1e-10) < 1e-8  # every row a landmark
+    True
+    """
+    sample = np.asarray(sample, dtype=np.float64)
+    points = np.asarray(points, dtype=np.float64)
+    basis = landmark_basis(pairwise_kernel(points, points, kernel, **params), rcond)
+    features = pairwise_kernel(sample, points, kernel, **params) @ basis.W
+    total = float(kernel_diagonal(sample, kernel, **params).sum(dtype=np.float64))
+    if not total > 0:
+        return 0.0
+    return (total - float(np.einsum("ij,ij->", features, features))) / total
+
+
+def grow_landmarks(
+    X: da.Array,
+    strategy,
+    *,
+    rng: np.random.Generator,
+    validation_rng: np.random.Generator,
+    kernel,
+    params: dict,
+    tol: float,
+    max_landmarks: int,
+    rcond: float,
+    start: int = START_LANDMARKS,
+    validation_rows: int = VALIDATION_ROWS,
+) -> tuple[Landmarks, list[tuple[int, float]]]:
+    """Double m from ``start`` until the estimated trace error is below ``tol``.
+
+    Parameters
+    ----------
+    X : dask array of shape (n_samples, n_features)
+    strategy : str or callable
+        A landmark strategy (see :func:`kpca_dask.landmarks.select_landmarks`);
+        explicit landmark points are not allowed here.
+    rng : numpy Generator
+        Seeds the strategy; each m starts from a copy of its current state.
+    validation_rng : numpy Generator
+        Draws the held-out rows; must be independent of ``rng``.
+    kernel, params
+        The kernel and its resolved parameters.
+    tol : float
+        Stop at the first m whose estimated trace error is below ``tol``.
+    max_landmarks : int
+        The cap on m (and n, whichever is smaller). Reaching it with the
+        estimate still above ``tol`` warns with a ``ConvergenceWarning``.
+    rcond : float
+        Cut-off for the eigenvalues of K_mm, as in the fit.
+
+    Returns
+    -------
+    landmarks : Landmarks
+        The landmarks at the final m.
+    path : list of (int, float)
+        Every (number of landmarks, estimated trace error) tried, in order.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(2000, 2)), chunks=500)
+    >>> rng, validation = np.random.default_rng([0, 1]), np.random.default_rng([0, 2])
+    >>> landmarks, path = grow_landmarks(X, "rpcholesky", rng=rng, validation_rng=validation,
+    ...     kernel="rbf", params={"gamma": 0.5}, tol=1e-3, max_landmarks=1024, rcond=1e-10,
+    ...     start=16)
+    >>> [m for m, _ in path], bool(path[-1][1] < 1e-3)
+    ([16, 32, 64], True)
+    """
+    if not (isinstance(strategy, str) or callable(strategy)):
+        raise InvalidParameterError(
+            "n_landmarks='auto' needs a landmark strategy (a name such as 'rpcholesky'), "
+            "not explicit landmark points; pass n_landmarks=len(points) with the points.")
+    cap = min(max_landmarks, X.shape[0])
+    sample, _ = sample_rows(X, validation_rows, validation_rng,
+                            purpose="drawing rows to estimate the trace error")
+    path: list[tuple[int, float]] = []
+    m = min(start, cap)
+    while True:
+        chosen = select_landmarks(X, m, strategy, rng=copy.deepcopy(rng), kernel=kernel,
+                                  params=params)
+        error = estimated_trace_error(sample, chosen.points, kernel, params, rcond)
+        path.append((int(chosen.points.shape[0]), error))
+        # A strategy returning fewer than m has exhausted the kernel's rank.
+        if error < tol or m >= cap or chosen.points.shape[0] < m:
+            break
+        m = min(2 * m, cap)
+    if path[-1][1] >= tol:
+        warnings.warn(
+            f"n_landmarks='auto' stopped at the cap of {cap} landmarks with an estimated "
+            f"trace error of {path[-1][1]:.3g}, above tol={tol:g}. Raise max_landmarks, "
+            "raise tol, or choose a smoother kernel (smaller gamma).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return chosen, path

@@ -1,0 +1,200 @@
+"""Landmark selection strategies: a registry of functions ``X -> Landmarks``.
+
+A strategy takes the (lazy) data, the number of landmarks wanted and a seeded
+``numpy.random.Generator`` and returns the landmark points, their global row
+indices when they are rows of the data, and how many passes over the data it
+made. Indices are drawn from global row numbers, never per chunk, so a seed
+gives the same landmarks whatever the chunking or the cluster.
+
+Registered strategies:
+
+- ``"uniform"``: m rows drawn uniformly without replacement;
+- ``"kmeans"``: k-means++ seeds refined by a few Lloyd iterations on a
+  uniform sample of rows held in memory; the landmarks are the centroids
+  (Zhang, Tsang & Kwok 2008);
+- ``"rpcholesky"``: randomly pivoted Cholesky with block pivoting on a
+  uniform candidate pool held in memory; the landmarks are the pivot rows
+  (Chen, Epperly, Tropp & Webber 2023; Epperly, Tropp & Webber 2024).
+
+Tuned variants are plain partial functions, e.g.
+``landmarks=functools.partial(kpca_dask.landmarks.rpcholesky, pool_factor=40)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import dask.array as da
+import numpy as np
+
+from ..engine.sampling import sample_rows
+from ..errors import InvalidParameterError
+from .kmeans_clustering import kmeans_centroids
+from .pivoted_cholesky import PIVOT_BLOCK
+from .pivoted_cholesky import rpcholesky as rpcholesky_factor
+
+__all__ = [
+    "Landmarks",
+    "select_landmarks",
+    "register_landmark_strategy",
+    "landmark_strategy_names",
+    "uniform",
+    "kmeans",
+    "rpcholesky",
+]
+
+#: Rows sampled per landmark by the in-memory strategies (kmeans, rpcholesky).
+SAMPLE_FACTOR = 20
+
+
+@dataclass(frozen=True)
+class Landmarks:
+    """Chosen landmark points Z (m x p) and where they came from."""
+
+    points: np.ndarray
+    indices: np.ndarray | None  # global rows of X, or None for synthetic points
+    n_passes: int  # full passes over the data the strategy made
+
+
+class LandmarkStrategy(Protocol):
+    def __call__(
+        self, X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel, params: dict
+    ) -> Landmarks: ...
+
+
+def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
+            params=None) -> Landmarks:
+    """Rows drawn uniformly without replacement (all rows when m >= n).
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
+    >>> uniform(X, 4, rng=np.random.default_rng(0)).indices.size
+    4
+    """
+    points, indices = sample_rows(X, n_landmarks, rng)
+    return Landmarks(points=points, indices=indices, n_passes=0)
+
+
+def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
+           params=None, sample_factor: int = SAMPLE_FACTOR, n_iter: int = 5) -> Landmarks:
+    """k-means centroids of a uniform sample of ``sample_factor * m`` rows.
+
+    k-means++ seeding (exact, drawn in blocks) and up to ``n_iter`` Lloyd
+    iterations in the input space, on min(n, sample_factor * m) rows held in
+    memory. The landmarks are centroids, not data rows (``indices`` is None),
+    except when m >= the sample size, where the sampled rows themselves are
+    returned. The kernel is not used: Zhang, Tsang & Kwok (2008) bound the
+    Nyström error of a stationary kernel by the k-means quantisation error.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(500, 2)), chunks=100)
+    >>> landmarks = kmeans(X, 10, rng=np.random.default_rng(0))
+    >>> landmarks.points.shape, landmarks.indices is None
+    ((10, 2), True)
+    """
+    sample, indices = sample_rows(X, sample_factor * n_landmarks, rng)
+    if n_landmarks >= sample.shape[0]:
+        return Landmarks(points=sample, indices=indices, n_passes=0)
+    centroids = kmeans_centroids(sample, n_landmarks, rng=rng, n_iter=n_iter)
+    return Landmarks(points=centroids, indices=None, n_passes=0)
+
+
+def rpcholesky(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel="rbf",
+               params=None, pool_factor: int = SAMPLE_FACTOR,
+               block_size: int = PIVOT_BLOCK) -> Landmarks:
+    """Pivot rows of randomly pivoted Cholesky on a pool of ``pool_factor * m`` rows.
+
+    The pool, min(n, pool_factor * m) rows drawn uniformly, is held in memory
+    with the Cholesky factor (pool x m floats: 20 m^2 x 8 bytes by default,
+    160 MB at m = 1000). Fewer than m landmarks come back when the kernel
+    matrix of the pool is exhausted first (its numerical rank is below m).
+
+    Examples
+    --------
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(500, 2)), chunks=100)
+    >>> rng = np.random.default_rng(0)
+    >>> landmarks = rpcholesky(X, 10, rng=rng, kernel="rbf", params={"gamma": 1.0})
+    >>> landmarks.points.shape, bool(np.all(np.diff(landmarks.indices) > 0))
+    ((10, 2), True)
+    """
+    pool, pool_indices = sample_rows(X, pool_factor * n_landmarks, rng)
+    factorisation = rpcholesky_factor(pool, n_landmarks, rng=rng, kernel=kernel,
+                                      params=params or {}, block_size=block_size)
+    chosen = np.sort(factorisation.pivots)
+    return Landmarks(points=pool[chosen], indices=pool_indices[chosen], n_passes=0)
+
+
+_STRATEGIES: dict[str, LandmarkStrategy] = {
+    "uniform": uniform,
+    "kmeans": kmeans,
+    "rpcholesky": rpcholesky,
+}
+
+
+def register_landmark_strategy(name: str, strategy: LandmarkStrategy) -> None:
+    """Make ``landmarks=name`` select landmarks with ``strategy``."""
+    _STRATEGIES[name] = strategy
+
+
+def landmark_strategy_names() -> tuple[str, ...]:
+    return tuple(sorted(_STRATEGIES))
+
+
+def select_landmarks(
+    X: da.Array,
+    n_landmarks: int,
+    strategy,
+    *,
+    rng: np.random.Generator,
+    kernel,
+    params: dict,
+) -> Landmarks:
+    """Choose landmarks with a registered strategy, a strategy function, or an explicit array.
+
+    A string names a registered strategy; a callable is called as a strategy;
+    anything else is taken as the landmark points themselves (``n_landmarks``
+    is then ignored).
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=5).reshape(10, 2)
+    >>> rng = np.random.default_rng(0)
+    >>> lm = select_landmarks(X, 3, "uniform", rng=rng, kernel="rbf", params={})
+    >>> lm.points.shape, lm.indices.tolist() == sorted(lm.indices.tolist())
+    ((3, 2), True)
+    """
+    if isinstance(strategy, str):
+        try:
+            chosen: Callable = _STRATEGIES[strategy]
+        except KeyError:
+            raise InvalidParameterError(
+                f"Unknown landmarks strategy {strategy!r}. Use one of "
+                f"{', '.join(landmark_strategy_names())}, or pass an array of landmark points "
+                "of shape (n_landmarks, n_features)."
+            ) from None
+        return chosen(X, n_landmarks, rng=rng, kernel=kernel, params=params)
+    if callable(strategy):
+        chosen_landmarks = strategy(X, n_landmarks, rng=rng, kernel=kernel, params=params)
+        if not isinstance(chosen_landmarks, Landmarks):
+            name = getattr(strategy, "__name__", repr(strategy))
+            raise InvalidParameterError(
+                f"The landmark strategy {name} returned {type(chosen_landmarks).__name__}; a "
+                "strategy must return a kpca_dask.landmarks.Landmarks(points, indices, "
+                "n_passes). To pass the points themselves, use landmarks=<array>.")
+        return chosen_landmarks
+    try:
+        points = np.asarray(strategy, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            "landmarks must be a strategy name, a strategy function, or numeric landmark "
+            f"points of shape (n_landmarks, {X.shape[1]}); got {type(strategy).__name__} that "
+            f"is not an array of numbers ({exc}).") from None
+    if points.ndim != 2 or points.shape[1] != X.shape[1] or points.shape[0] == 0:
+        raise InvalidParameterError(
+            f"Explicit landmarks must have shape (n_landmarks, {X.shape[1]}) to match X; "
+            f"got shape {points.shape}."
+        )
+    return Landmarks(points=points, indices=None, n_passes=0)

@@ -1,0 +1,1 @@
+"""The estimators and what they keep on disk: model files and checkpoints."""

@@ -1,0 +1,436 @@
+"""The scikit-learn compatible estimator: Nyström kernel PCA over dask arrays."""
+
+from __future__ import annotations
+
+import numbers
+import os
+import time
+from typing import Callable, Literal
+
+import dask
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._parallel import capped_blas
+from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
+from ..engine.bandwidth import resolve_gamma
+from ..engine.nystrom import (
+    NystromSolution,
+    landmark_basis,
+    pass_statistics,
+    project,
+    raise_if_nonfinite,
+    reference_row,
+    solve,
+)
+from ..engine.sampling import as_generator, independent_generators
+from ..errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+from ..landmarks.auto import grow_landmarks
+from ..landmarks.strategies import select_landmarks
+from ..validation import as_dask_array, check_n_components, check_n_features
+from .checkpoints import FitCheckpoint, fit_identity
+from .model_files import save_model
+
+__all__ = ["KernelPCA"]
+
+#: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
+#: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
+DEFAULT_RCOND = {"float64": 1e-10, "float32": 1e-5}
+
+
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel PCA by Nyström landmarks, in one pass over data of any size.
+
+    The data are read once, block by block: each block's kernel values against
+    m landmarks are reduced to m x m statistics, and the eigenproblem is solved
+    on the client in O(m^3). Memory is O(block x m + m^2) whatever the number
+    of rows n. With ``n_landmarks >= n`` every row is a landmark and the result
+    is exact kernel PCA (that of ``sklearn.decomposition.KernelPCA``).
+
+    Parameters
+    ----------
+    n_components : int, float in (0, 1) or None, default=None
+        Number of components q. A float eta keeps the smallest q whose
+        cumulative explained-variance ratio reaches eta. None keeps every
+        component with a positive eigenvalue.
+    kernel : {"rbf", "gaussian", "laplacian", "polynomial", "poly", "linear", \
+"sigmoid", "cosine", "matern"} or callable, default="rbf"
+        A callable ``k(A, B, **kernel_params)`` must return the
+        ``(len(A), len(B))`` kernel block and be picklable for distributed runs.
+    gamma : float, {"median", "scale"} or None, default=None
+        Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
+        None means ``1 / n_features``. ``"median"`` is the median heuristic
+        on a seeded sample of 1000 rows: gamma = 2 / h with h the median
+        squared pairwise distance, i.e. k(x, x') = exp(-|x - x'|^2 / c^2) with
+        c^2 = h / 2 (for laplacian h is the median L1 distance); rbf, matern
+        and laplacian only. ``"scale"`` is ``1 / (n_features * X.var())``
+        estimated on 10 000 sampled rows (scikit-learn's SVC uses all of X).
+        See :mod:`kpca_dask.engine.bandwidth`. The value used is ``gamma_``.
+        For matern the length scale is ``1 / sqrt(2 * gamma)``.
+    degree : int, default=3
+        Degree of the polynomial kernel.
+    coef0 : float, default=1.0
+        Independent term of the polynomial and sigmoid kernels.
+    kernel_params : dict, default=None
+        Further kernel parameters (``nu`` for matern, default 1.5), or the
+        keyword arguments of a callable kernel. Never modified.
+    n_landmarks : int or "auto", default=1000
+        Number of landmarks m. Cost is O(n m^2); accuracy grows with m, and
+        ``trace_error_`` says whether m is large enough. ``"auto"`` doubles m
+        from 128 until the trace error, estimated on 2000 held-out sampled
+        rows, is below ``tol``, or m reaches ``max_landmarks``; the path is
+        ``landmark_path_`` (see :mod:`kpca_dask.landmarks.auto`).
+    landmarks : {"uniform", "kmeans", "rpcholesky"}, callable or array-like of shape \
+(n_landmarks, n_features), default="kmeans"
+        How landmarks are chosen: a registered strategy name (see
+        :mod:`kpca_dask.landmarks`), a strategy function, or the points.
+        ``"kmeans"`` (centroids of a sample of 20 m rows) gave the smallest
+        top-eigenvalue errors per landmark on MNIST, about those of uniform
+        rows with 3 m landmarks (README, "Landmarks and accuracy");
+        ``"uniform"`` is the cheapest; ``"rpcholesky"`` minimises the trace
+        error where the kernel matrix is close to low rank.
+    tol : float, default=1e-2
+        Target relative trace error for ``n_landmarks="auto"``.
+    max_landmarks : int, default=4096
+        The largest m ``n_landmarks="auto"`` tries.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the kernel blocks; statistics are always summed in float64.
+    rcond : float, default=None
+        Eigenvalues of K_mm at or below ``rcond`` times the largest are dropped,
+        not inverted. None: 1e-10 for float64 blocks, 1e-5 for float32.
+    random_state : int, numpy Generator or None, default=None
+        Seeds landmark selection. The same seed gives the same model for any
+        chunking, scheduler and number of workers.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (n_components,)
+        Eigenvalues of the centred (Nyström) Gram matrix, descending; the same
+        scale as ``sklearn.decomposition.KernelPCA.eigenvalues_``.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        ``eigenvalues_`` divided by the total variance of the features.
+    n_components_ : int
+        The number of components q kept.
+    landmarks_ : ndarray of shape (n_landmarks_, n_features_in_)
+    landmark_indices_ : ndarray of shape (n_landmarks_,) or None
+        Global row indices of the landmarks, None when they are not data rows
+        (k-means centroids, explicit points).
+    n_landmarks_ : int
+        Landmarks used: ``min(n_landmarks, n_samples)`` for the row strategies,
+        fewer for ``"rpcholesky"`` when the kernel matrix's rank runs out.
+    landmark_path_ : list of (int, float) or None
+        For ``n_landmarks="auto"``: each number of landmarks tried and its
+        estimated trace error, in order. None for an int ``n_landmarks``.
+    landmark_rank_ : int
+        Eigenvalues of K_mm kept (the dimension of the Nyström features).
+    gamma_ : float or None
+        The resolved gamma (None for kernels without one).
+    kernel_params_ : dict
+        Every resolved kernel parameter.
+    trace_error_ : float
+        Relative trace error of the Nyström approximation,
+        ``(trace K - trace K_nys) / trace K``, from the same pass.
+    projection_ : ndarray of shape (n_landmarks_, n_components_)
+        P = W V_q: y(x) = P^T k_m(x) - offset_.
+    offset_ : ndarray of shape (n_components_,)
+    n_features_in_ : int
+    n_samples_fit_ : int
+    fit_seconds_ : float
+        Wall time of the last fit.
+
+    See Also
+    --------
+    ExactKernelPCA : the exact method on the full Gram matrix, for small n.
+    sklearn.decomposition.KernelPCA : exact kernel PCA in scikit-learn.
+
+    References
+    ----------
+    .. [1] Schölkopf, Smola and Müller, "Nonlinear component analysis as a kernel
+       eigenvalue problem", Neural Computation 10 (1998).
+    .. [2] Williams and Seeger, "Using the Nyström method to speed up kernel
+       machines", NIPS 13 (2001).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(500, 3))
+    >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=100, random_state=0)
+    >>> kpca.fit_transform(X).shape
+    (500, 2)
+    >>> bool(kpca.trace_error_ < 0.05)
+    True
+    """
+
+    def __init__(
+        self,
+        n_components: int | float | None = None,
+        *,
+        kernel: str | Callable = "rbf",
+        gamma: float | Literal["median", "scale"] | None = None,
+        degree: float = 3,
+        coef0: float = 1.0,
+        kernel_params: dict | None = None,
+        n_landmarks: int | Literal["auto"] = 1000,
+        landmarks: str | Callable | np.ndarray = "kmeans",
+        tol: float = 1e-2,
+        max_landmarks: int = 4096,
+        dtype: Literal["float64", "float32"] = "float64",
+        rcond: float | None = None,
+        random_state: int | np.random.Generator | None = None,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.tol = tol
+        self.max_landmarks = max_landmarks
+        self.dtype = dtype
+        self.rcond = rcond
+        self.random_state = random_state
+
+    # -- fit ---------------------------------------------------------------
+
+    def fit(self, X, y=None, *, checkpoint: str | os.PathLike | None = None) -> "KernelPCA":
+        """Fit the model with one pass over ``X``.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features); see :func:`kpca_dask.io.open_array`
+            for labelled and stored input.
+        y : ignored
+        checkpoint : str or path-like, default=None
+            A Zarr group where the pass saves its finished part as it goes.
+            If the fit is interrupted (client or scheduler killed), the same
+            call resumes from it and recomputes no finished segment. A
+            checkpoint of other data or parameters is refused with
+            :class:`~kpca_dask.errors.CheckpointMismatchError`. See
+            :mod:`kpca_dask.model.checkpoints`.
+
+        Returns
+        -------
+        self : KernelPCA
+        """
+        started = time.perf_counter()
+        self._check_hyperparameters()
+        _check_random_state(self.random_state)
+        X = _as_fit_input(X)
+        kernel = canonical_kernel_name(self.kernel)
+        rng = as_generator(self.random_state)
+        # Child streams, so the landmarks drawn from rng do not depend on whether
+        # gamma or m are estimated from the data.
+        bandwidth_rng, validation_rng = independent_generators(rng, 2)
+        given = {"degree": self.degree, "coef0": self.coef0, "kernel_params": self.kernel_params}
+        rule = self.gamma if isinstance(self.gamma, str) else None
+        saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
+            X, kernel, resolve_kernel_params(kernel, X.shape[1], gamma=None if rule else
+                                             self.gamma, **given),
+            gamma=rule, dtype=self.dtype, landmarks=self.landmarks,
+            n_landmarks=self.n_landmarks, random_state=self.random_state, tol=self.tol,
+            max_landmarks=self.max_landmarks))
+        # Resuming: the gamma, landmarks and growth path of the first try, which
+        # an unseeded sample could not reproduce.
+        resuming = saved is not None and saved.landmarks is not None
+        gamma = (saved.gamma if resuming
+                 else resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng))
+        params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        if resuming:
+            chosen, path = saved.landmarks, saved.landmark_path
+        else:
+            chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng, rcond)
+            if saved is not None:
+                saved.landmark_path = path  # stored with the landmarks
+        _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
+        kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
+        basis = landmark_basis(kmm, rcond)
+        _raise_if_more_components_than(basis.W.shape[1], self.n_components)
+        reference = reference_row(chosen.points, kernel, params, kmm)
+        stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
+        raise_if_nonfinite(stats)
+        solution = solve(stats, basis, self.n_components)
+
+        # Only now, with every step done, does the estimator change state.
+        self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
+        self.landmark_path_ = path
+        self.fit_seconds_ = time.perf_counter() - started
+        return self
+
+    def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond):
+        """The landmarks, and the growth path when m is chosen automatically."""
+        if self.n_landmarks == "auto":
+            return grow_landmarks(
+                X, self.landmarks, rng=rng, validation_rng=validation_rng, kernel=kernel,
+                params=params, tol=self.tol, max_landmarks=self.max_landmarks, rcond=rcond)
+        chosen = select_landmarks(X, self.n_landmarks, self.landmarks, rng=rng, kernel=kernel,
+                                  params=params)
+        return chosen, None
+
+    def _pass_statistics(self, X, chosen, kernel, params, reference, saved):
+        """The one pass over X: checkpointed when asked, else a single compute."""
+        dtype = np.dtype(self.dtype)
+        if saved is not None:
+            return saved.run_pass(X, chosen, kernel, params, dtype, reference)
+        stats = pass_statistics(X, chosen.points, kernel, params, dtype, reference=reference)
+        with capped_blas(X):
+            (stats,) = dask.compute(stats)
+        return stats
+
+    def _set_fitted(self, kernel, params, chosen, rank, solution: NystromSolution, X):
+        self.kernel_ = kernel
+        self.kernel_params_ = params
+        self.gamma_ = params.get("gamma")
+        self.landmarks_ = chosen.points
+        self.landmark_indices_ = chosen.indices
+        self.n_landmarks_ = chosen.points.shape[0]
+        self.landmark_rank_ = rank
+        self.projection_ = solution.projection
+        self.offset_ = solution.offset
+        self.eigenvalues_ = solution.eigenvalues
+        self.explained_variance_ratio_ = solution.explained_variance_ratio
+        self.n_components_ = solution.projection.shape[1]
+        self.trace_error_ = solution.trace_error
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_fit_ = X.shape[0]
+
+    def _check_hyperparameters(self):
+        check_n_components(self.n_components)
+        m = self.n_landmarks
+        if m != "auto" and not _is_positive_int(m):
+            raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
+        if not (isinstance(self.tol, numbers.Real) and 0 < self.tol < 1):
+            raise InvalidParameterError(f"tol must be a number in (0, 1); got {self.tol!r}.")
+        if not _is_positive_int(self.max_landmarks):
+            raise InvalidParameterError(
+                f"max_landmarks must be an int >= 1; got {self.max_landmarks!r}.")
+        if self.dtype not in DEFAULT_RCOND:
+            raise InvalidParameterError(
+                f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
+        if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
+                                           and 0 <= self.rcond < 1):
+            raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
+
+    # -- transform ---------------------------------------------------------
+
+    def transform(self, X):
+        """Project rows onto the principal components: y(x) = P^T k_m(x) - c.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features).
+
+        Returns
+        -------
+        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, n_components_)
+            A lazy dask array (same row chunks) for dask or Zarr input, numpy
+            for in-memory input; for a DataArray, a DataArray with dims
+            (sample dim, "component"), the sample coordinates and the kernel
+            parameters in ``attrs``.
+        """
+        check_is_fitted(self)
+        X = _open_input(X)
+        if _is_xarray(X):
+            from ..io import label_embedding
+
+            attrs = {"kernel": self.kernel_, **self.kernel_params_,
+                     "n_landmarks": self.n_landmarks_}
+            return label_embedding(self.transform(X.data), X, attrs)
+        X, is_lazy = as_dask_array(X, min_samples=1)
+        check_n_features(X, self.n_features_in_, type(self).__name__)
+        Y = project(X, self.landmarks_, self.projection_, self.offset_, self.kernel_,
+                    self.kernel_params_, np.dtype(self.dtype))
+        if is_lazy:
+            return Y
+        with capped_blas(Y):
+            return Y.compute()
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
+
+        See :func:`kpca_dask.model.model_files.save_model`; read it back with
+        :func:`kpca_dask.load`.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
+        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
+        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
+        True
+        """
+        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit, then project the training rows (a second, lazy pass for dask input)."""
+        return self.fit(X, **fit_params).transform(X)
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+
+def _is_xarray(X) -> bool:
+    return type(X).__module__.split(".")[0] == "xarray"
+
+
+def _open_input(X):
+    """Zarr paths and xarray objects go through kpca_dask.io; anything else is unchanged."""
+    if isinstance(X, (str, os.PathLike)) or _is_xarray(X):
+        from ..io import open_array
+
+        return open_array(X)
+    return X
+
+
+def _as_fit_input(X):
+    """The training data as a validated dask array with one chunk of features."""
+    X = _open_input(X)
+    X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
+    return X
+
+
+def _raise_if_more_components_than(rank: int, n_components) -> None:
+    """Refuse, before the pass, more components than the r x r covariance C can have."""
+    if isinstance(n_components, numbers.Integral) and n_components > rank:
+        raise TooFewComponentsError(
+            f"n_components={n_components}, but the landmarks span only {rank} feature "
+            "direction(s) (the rank of K_mm), so at most that many components exist; "
+            "duplicate rows, constant data or a kernel that is constant on the data lower "
+            "the rank. Ask for fewer components or add landmarks (n_landmarks).")
+
+
+def _is_positive_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        where = (f"row {int(indices[np.flatnonzero(bad)[0]])} of X" if indices is not None
+                 else f"landmark {int(np.flatnonzero(bad)[0])}")
+        raise NonFiniteInputError(
+            f"A landmark contains NaN or infinite values ({where}). Remove or impute "
+            "non-finite values in X (or in the landmarks you passed) first.")
+
+
+def _check_random_state(random_state) -> None:
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.RandomState)):
+        return
+    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        raise InvalidParameterError(
+            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")

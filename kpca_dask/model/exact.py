@@ -1,0 +1,180 @@
+"""Exact kernel PCA on the full n x n Gram matrix (DESIGN §1), for small n.
+
+O(n^2) memory and O(n^3) time: this is the reference the Nyström estimator is
+tested against, not a tool for large data.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import linalg
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
+from ..blocks.signs import fix_signs
+from ..engine.nystrom import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..validation import as_numpy_array, check_n_components, check_n_features
+
+__all__ = ["ExactKernelPCA"]
+
+
+class ExactKernelPCA(TransformerMixin, BaseEstimator):
+    """Exact kernel PCA through the centred Gram matrix (small n only).
+
+    Builds the full n x n kernel matrix K in float64, centres it as
+    K~ = J K J with J = I - 11^T / n, and keeps the leading eigenpairs
+    (DESIGN §1). Memory is O(n^2) and time O(n^3): use
+    :class:`~kpca_dask.KernelPCA` for more than a few thousand rows.
+
+    Parameters
+    ----------
+    n_components : int, float in (0, 1) or None, default=None
+        Number of components. A float eta keeps the smallest q whose
+        cumulative explained-variance ratio reaches eta; None keeps every
+        eigenvalue above the numerical zero.
+    kernel : str or callable, default="rbf"
+        A kernel name of :mod:`kpca_dask.blocks.kernels` (``"rbf"``, ``"laplacian"``,
+        ``"polynomial"``, ``"linear"``, ``"sigmoid"``, ``"cosine"``,
+        ``"matern"`` or an alias), or a callable ``k(A, B, **kernel_params)``
+        returning the ``len(A) x len(B)`` block.
+    gamma : float or None, default=None
+        Kernel coefficient of rbf, laplacian, matern, polynomial and sigmoid;
+        None means ``1 / n_features``.
+    degree : int, default=3
+        Degree of the polynomial kernel, a whole number >= 1.
+    coef0 : float, default=1.0
+        Constant term of the polynomial and sigmoid kernels.
+    kernel_params : dict or None, default=None
+        Further kernel parameters (``{"nu": 2.5}`` for Matérn), or the keyword
+        arguments of a callable kernel. Never modified.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (n_components_,)
+        Eigenvalues of the centred Gram matrix J K J, descending.
+    eigenvectors_ : ndarray of shape (n_samples, n_components_)
+        The matching unit eigenvectors A_q, each with its largest-magnitude
+        entry positive.
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        Each eigenvalue over the sum of the positive ones.
+    n_components_ : int
+        Number of components kept.
+    kernel_ : str or callable
+        The kernel used, aliases resolved.
+    kernel_params_ : dict
+        The kernel parameters used, defaults resolved.
+    X_fit_ : ndarray of shape (n_samples, n_features_in_)
+        The training data (float64), needed by :meth:`transform`.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+
+    See Also
+    --------
+    kpca_dask.KernelPCA : Nyström kernel PCA for data of any size.
+    sklearn.decomposition.KernelPCA : The same exact method in scikit-learn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> kpca = ExactKernelPCA(n_components=2, kernel="rbf", gamma=0.5)
+    >>> kpca.fit_transform(X).shape
+    (50, 2)
+    >>> kpca.transform(X[:5]).shape
+    (5, 2)
+    """
+
+    def __init__(
+        self,
+        n_components: int | float | None = None,
+        *,
+        kernel: str | Callable = "rbf",
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        kernel_params: dict | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+
+    def fit(self, X: ArrayLike, y: None = None) -> ExactKernelPCA:
+        """Eigendecompose the centred Gram matrix of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : ExactKernelPCA
+        """
+        check_n_components(self.n_components)
+        # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
+        X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
+        kernel = canonical_kernel_name(self.kernel)
+        params = resolve_kernel_params(
+            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+            kernel_params=self.kernel_params)
+        K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
+        K = 0.5 * (K + K.T)
+        column_means = K.mean(axis=0)
+        grand_mean = column_means.mean()
+        # K~ = J K J: subtract row and column means, add back the grand mean.
+        Kc = K - column_means[None, :] - column_means[:, None] + grand_mean
+        lam, A = linalg.eigh(Kc)
+        lam, A = lam[::-1], A[:, ::-1]
+        n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
+        total = float(np.sum(lam[lam > 0]))
+        q = n_components_for(self.n_components, lam, n_positive, total)
+        A = A[:, :q]
+
+        # Only now, with every step done, does the estimator change state.
+        self.kernel_ = kernel
+        self.kernel_params_ = params
+        self._column_means = column_means
+        self._grand_mean = grand_mean
+        self.eigenvalues_ = lam[:q].copy()
+        self.eigenvectors_ = A * fix_signs(A)
+        self.explained_variance_ratio_ = self.eigenvalues_ / total
+        self.n_components_ = q
+        self.X_fit_ = X
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
+        """Components of the training points: Y = A_q Lambda_q^{1/2}.
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, n_components_)
+        """
+        self.fit(X)
+        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Project new points: y(x) = Lambda_q^{-1/2} A_q^T k~_n(x), k~ the centred kernel vector.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        Y : ndarray of shape (n_samples, n_components_)
+        """
+        check_is_fitted(self)
+        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        check_n_features(X, self.n_features_in_, type(self).__name__)
+        Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
+                        dtype=np.float64)
+        Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._column_means[None, :] + self._grand_mean
+        return Kx @ self.eigenvectors_ / np.sqrt(self.eigenvalues_)

@@ -1,0 +1,197 @@
+"""Saving and loading fitted models as Zarr groups: arrays plus JSON, never pickle.
+
+Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
+
+    model.zarr/
+      landmarks                 (m, p)  float64   the landmark points Z
+      projection                (m, q)  float64   P = W V_q
+      offset                    (q,)    float64   c = V_q^T mu
+      eigenvalues               (q,)    float64
+      explained_variance_ratio  (q,)    float64
+      landmark_indices          (m,)    int64     only when the landmarks are rows of X
+      attributes (JSON):
+        format = "kpca-dask-model", format_version = 1, kpca_dask_version
+        estimator = "KernelPCA"
+        params          every constructor parameter that JSON can hold
+        unsaved_params  the names of those it cannot (e.g. a numpy Generator seed)
+        fitted          the scalar fitted attributes, by their names:
+                        kernel_, kernel_params_, gamma_, n_samples_fit_,
+                        n_features_in_, trace_error_, landmark_rank_, fit_seconds_, ...
+
+Loading reads numbers and strings only, so it never executes code. Arrays are
+stored losslessly, so a loaded model transforms bitwise identically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._json import jsonable
+from .._version import __version__
+from ..errors import InvalidParameterError, ModelFormatError
+from ..io import PathOrURL, open_group, write_group
+
+__all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
+
+FORMAT_NAME = "kpca-dask-model"
+FORMAT_VERSION = 1
+REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
+                   "explained_variance_ratio")
+_REQUIRED_FITTED = ("kernel_", "kernel_params_", "n_features_in_", "n_components_")
+#: Fitted attribute names a model file may set: lower-case words ending in "_".
+_FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
+
+
+def _model_arrays_and_attributes(model: BaseEstimator) -> tuple[dict, dict]:
+    arrays, fitted = {}, {}
+    for name, value in vars(model).items():
+        if not _FITTED_NAME.match(name):
+            continue
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            arrays[name[:-1]] = value
+        else:
+            try:
+                fitted[name] = jsonable(value)
+            except TypeError:
+                raise InvalidParameterError(
+                    f"The fitted attribute {name} of type {type(value).__name__} cannot be "
+                    "stored in a model file.") from None
+    return arrays, fitted
+
+
+def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False,
+               storage_options: dict | None = None) -> str:
+    """Write a fitted model to a Zarr group at ``path``, atomically.
+
+    Parameters
+    ----------
+    model : KernelPCA
+        A fitted estimator with a named (not callable) kernel.
+    path : str or path-like
+        Local path or fsspec URL of the group to create.
+    overwrite : bool, default=False
+        Replace an existing ``path``; otherwise raise
+        :class:`~kpca_dask.errors.OutputExistsError`.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> model = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
+    >>> path = save_model(model, tempfile.mkdtemp() + "/model.zarr")
+    >>> load_model(path, KernelPCA).n_components_
+    2
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(model)
+    if callable(model.kernel_):
+        raise InvalidParameterError(
+            f"A model with a callable kernel ({getattr(model.kernel_, '__name__', model.kernel_)})"
+            " cannot be saved: a model file holds data only, never code. Use a named kernel "
+            "(e.g. kernel='rbf') to save the model.")
+    params, unsaved = {}, []
+    for name, value in model.get_params(deep=False).items():
+        try:
+            params[name] = jsonable(value)
+        except TypeError:
+            unsaved.append(name)
+    arrays, fitted = _model_arrays_and_attributes(model)
+    attrs = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "kpca_dask_version": __version__,
+        "estimator": type(model).__name__,
+        "params": params,
+        "unsaved_params": unsaved,
+        "fitted": fitted,
+    }
+    json.dumps(attrs)  # fail here, before anything is written, if something slipped through
+    return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
+                       storage_options=storage_options)
+
+
+def load_model(path: PathOrURL, estimator_class: type, *,
+               storage_options: dict | None = None) -> BaseEstimator:
+    """Read a model written by :func:`save_model` (or ``KernelPCA.save``).
+
+    Only arrays and JSON are read; nothing is executed. ``estimator_class``
+    is the class to rebuild (:class:`~kpca_dask.KernelPCA`); it is passed in
+    rather than imported so that the estimator can import this module.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    ModelFormatError
+        Not a kpca-dask model, an unknown format version, or a missing part.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> path = KernelPCA(n_components=2, n_landmarks=20).fit(X).save(tempfile.mkdtemp() + "/m")
+    >>> load_model(path, KernelPCA).kernel_
+    'rbf'
+    """
+    shown = os.fspath(path)
+    try:
+        group = open_group(path, storage_options=storage_options)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"No model at {shown}: check the path.") from None
+    except ValueError as exc:  # an array, not a group; or an unfinished write
+        raise ModelFormatError(f"{shown} is not a kpca-dask model: {exc}") from None
+    attrs = group.attrs.asdict()
+    if attrs.get("format") != FORMAT_NAME:
+        raise ModelFormatError(
+            f"{shown} is a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
+            "attribute). Save models with KernelPCA.save or `kpca-dask fit`.")
+    version = attrs.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelFormatError(
+            f"{shown} was written in model format version {version!r} (by kpca-dask "
+            f"{attrs.get('kpca_dask_version', '?')}); this kpca-dask {__version__} reads format "
+            f"version {FORMAT_VERSION}. Install a matching kpca-dask version.")
+    if attrs.get("estimator") != estimator_class.__name__:
+        raise ModelFormatError(f"{shown} holds a {attrs.get('estimator')!r} model; only "
+                               f"{estimator_class.__name__} models can be loaded.")
+    stored = set(group.array_keys())
+    missing = [name for name in REQUIRED_ARRAYS if name not in stored]
+    fitted = attrs.get("fitted", {})
+    missing += [f"attribute {name}" for name in _REQUIRED_FITTED if name not in fitted]
+    if missing:
+        raise ModelFormatError(f"The model at {shown} is damaged: {', '.join(missing)} "
+                               "missing. Fit and save it again.")
+    return _rebuild(estimator_class, attrs, {name: group[name][...] for name in stored}, shown)
+
+
+def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> BaseEstimator:
+    known = estimator_class().get_params(deep=False)
+    params = {k: v for k, v in attrs.get("params", {}).items() if k in known}
+    model = estimator_class(**params)
+    for name, value in attrs["fitted"].items():
+        if not _FITTED_NAME.match(name):
+            raise ModelFormatError(f"The model at {shown} has an invalid attribute name {name!r}.")
+        setattr(model, name, value)
+    for name, value in arrays.items():
+        setattr(model, f"{name}_", value)
+    if not hasattr(model, "landmark_indices_"):
+        model.landmark_indices_ = None
+    if "landmarks" in attrs.get("unsaved_params", []) and model.landmark_indices_ is None:
+        # Explicit landmark points were passed to the constructor: they are landmarks_.
+        model.set_params(landmarks=model.landmarks_)
+    return model

@@ -1,0 +1,172 @@
+"""Checking user input: arrays (a float dask array with one chunk of features),
+n_components and the number of features."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import dask.array as da
+import numpy as np
+from dask.array.core import PerformanceWarning
+from scipy import sparse
+
+from .errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    NonNumericInputError,
+)
+
+#: Rows per block when numpy input is wrapped in a dask array. Blocks of
+#: 10-50 k rows keep BLAS efficient at O(block x m) memory (DESIGN §2).
+DEFAULT_BLOCK_ROWS = 20_000
+
+
+def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
+    """Validate in-memory ``X`` and return it as a 2-D float numpy array."""
+    X = _checked(_as_numpy(X, what), what, min_samples)
+    _raise_if_nonfinite(X, what)
+    return X
+
+
+def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
+                  block_rows: int = DEFAULT_BLOCK_ROWS) -> tuple[da.Array, bool]:
+    """Validate ``X`` and return it as a lazy 2-D float array, plus ``is_lazy``.
+
+    numpy input is checked eagerly (it is in memory anyway); dask input is
+    checked from metadata only, and its values by the fitting pass itself.
+    """
+    if not isinstance(X, da.Array):
+        X = as_numpy_array(X, what=what, min_samples=min_samples)
+        return da.from_array(X, chunks=(min(block_rows, X.shape[0]), X.shape[1])), False
+    X = _checked(X, what, min_samples)
+    return one_feature_chunk(X, what, stacklevel=4), True
+
+
+def one_feature_chunk(X: da.Array, what: str = "X", stacklevel: int = 3) -> da.Array:
+    """``X`` with a single chunk along the feature axis, warning when it rechunks.
+
+    Each row block must hold whole rows for the kernel blocks; a store chunked
+    along the features is read whole-row, and the warning says how to store it.
+    """
+    if X.ndim == 2 and X.numblocks[1] != 1:
+        warnings.warn(
+            f"{what} has {X.numblocks[1]} chunks along the feature axis; rechunking it to one "
+            f"(each row block must hold whole rows). Store it with one chunk of features "
+            "(e.g. X.rechunk({1: -1})) to avoid this.",
+            PerformanceWarning,
+            stacklevel=stacklevel,
+        )
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _checked(X, what, min_samples):
+    if X.ndim != 2:
+        raise InvalidInputError(
+            f"{what} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
+            f"with shape {X.shape}. Reshape your data, e.g. x.reshape(-1, 1) for a single feature "
+            "or x.reshape(1, -1) for a single sample."
+        )
+    X = _as_float(X, what)
+    n, p = X.shape
+    if isinstance(X, da.Array) and any(np.isnan(c) for c in X.chunks[0]):
+        raise InvalidInputError(
+            f"{what} has unknown chunk sizes; call {what}.compute_chunk_sizes() first."
+        )
+    if n < min_samples:
+        raise InvalidInputError(
+            f"Found array with {n} sample(s) (shape={X.shape}) while a minimum of "
+            f"{min_samples} is required: kernel PCA needs at least {min_samples} rows."
+        )
+    if p == 0:
+        raise InvalidInputError(
+            f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+    return X
+
+
+def _as_numpy(X, what):
+    if sparse.issparse(X):
+        raise InvalidInputError(
+            f"Sparse input is not supported: {what} is a scipy.sparse {type(X).__name__}. "
+            "Kernel PCA densifies every row block anyway; pass X.toarray() or a dask array."
+        )
+    try:
+        return np.asarray(X)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} could not be read as a numeric array: {exc}") from exc
+
+
+def _as_float(X, what):
+    kind = X.dtype.kind
+    if kind == "c":
+        raise InvalidInputError(
+            f"Complex data not supported: {what} has dtype {X.dtype}. Use real features, "
+            "e.g. stack the real and imaginary parts as separate columns."
+        )
+    if kind in "fiub":
+        if X.dtype in (np.float32, np.float64):
+            return X
+        return X.astype(np.float64)
+    if kind == "O" and not isinstance(X, da.Array):
+        try:
+            return X.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise NonNumericInputError(
+                f"{what} has dtype object with non-numeric entries ({exc}); "
+                "convert it to a numeric array first."
+            ) from exc
+    raise NonNumericInputError(
+        f"{what} has dtype {X.dtype}, which is not numeric; convert it to float64 "
+        "(or float32) first."
+    )
+
+
+def _raise_if_nonfinite(X: np.ndarray, what: str) -> None:
+    finite = np.isfinite(X)
+    if not finite.all():
+        bad = ~finite
+        raise NonFiniteInputError(
+            f"{what} contains {int(bad.sum())} NaN or infinite value(s), the first in row "
+            f"{int(np.flatnonzero(bad.any(axis=1))[0])}. Remove or impute them first."
+        )
+
+def check_n_components(n_components) -> None:
+    """Refuse anything but None, an int >= 1 or a float in (0, 1).
+
+    Examples
+    --------
+    >>> check_n_components(0.9)
+    >>> check_n_components(2.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: n_components must be None, ...; got 2.5.
+    """
+    nc = n_components
+    if nc is not None and not (
+        (isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc >= 1)
+        or (isinstance(nc, float) and 0 < nc < 1)
+    ):
+        raise InvalidParameterError(
+            f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
+
+
+def check_n_features(X, expected: int, estimator_name: str) -> None:
+    """Refuse data whose number of columns differs from the training data's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_n_features(np.ones((2, 3)), 3, "KernelPCA")
+    >>> check_n_features(np.ones((2, 4)), 3, "KernelPCA")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidInputError: X has 4 features, but KernelPCA is expecting 3 ...
+    """
+    if X.shape[1] != expected:
+        raise InvalidInputError(
+            f"X has {X.shape[1]} features, but {estimator_name} is expecting "
+            f"{expected} features as input. Pass data with the columns the model was "
+            "fitted on.")

@@ -1,0 +1,175 @@
+"""Kernel blocks against scikit-learn and scipy on small arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import Matern
+from sklearn.metrics import pairwise
+
+from kpca_dask.blocks.kernels import (
+    KERNEL_NAMES,
+    kernel_diagonal,
+    pairwise_kernel,
+    resolve_kernel_params,
+    squared_distances,
+)
+from kpca_dask.errors import InvalidParameterError
+
+SKLEARN_EQUIVALENTS = {
+    "rbf": (pairwise.rbf_kernel, {"gamma": 0.3}),
+    "laplacian": (pairwise.laplacian_kernel, {"gamma": 0.3}),
+    "polynomial": (pairwise.polynomial_kernel, {"gamma": 0.2, "degree": 3, "coef0": 1.5}),
+    "linear": (pairwise.linear_kernel, {}),
+    "sigmoid": (pairwise.sigmoid_kernel, {"gamma": 0.1, "coef0": 0.5}),
+    "cosine": (pairwise.cosine_similarity, {}),
+}
+TOLERANCE = {np.float64: 1e-12, np.float32: 2e-5}
+
+
+@pytest.fixture
+def blocks(rng):
+    return rng.normal(size=(17, 4)), rng.normal(size=(9, 4))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", sorted(SKLEARN_EQUIVALENTS))
+def test_kernel_matches_sklearn(blocks, kernel, dtype):
+    """Each named kernel equals sklearn.metrics.pairwise in float64 and float32."""
+    A, B = (b.astype(dtype) for b in blocks)
+    reference, params = SKLEARN_EQUIVALENTS[kernel]
+    expected = reference(blocks[0], blocks[1], **params)
+    got = pairwise_kernel(A, B, kernel, **params)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5, 0.8, 4.0])
+def test_matern_matches_sklearn(blocks, nu):
+    """Matérn with gamma equals sklearn's Matern(length_scale=1/sqrt(2 gamma), nu)."""
+    A, B = blocks
+    gamma = 0.4
+    expected = Matern(length_scale=1.0 / np.sqrt(2.0 * gamma), nu=nu)(A, B)
+    np.testing.assert_allclose(pairwise_kernel(A, B, "matern", gamma=gamma, nu=nu), expected,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_matern_infinite_nu_is_rbf(blocks):
+    """nu = inf gives exactly the rbf kernel with the same gamma."""
+    A, B = blocks
+    np.testing.assert_allclose(pairwise_kernel(A, B, "matern", gamma=0.7, nu=np.inf),
+                               pairwise_kernel(A, B, "rbf", gamma=0.7), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", [k for k in KERNEL_NAMES])
+def test_diagonal_matches_full_block(blocks, kernel):
+    """kernel_diagonal equals the diagonal of k(A, A) for every kernel."""
+    A = blocks[0]
+    params = resolve_kernel_params(kernel, A.shape[1], gamma=0.3)
+    np.testing.assert_allclose(kernel_diagonal(A, kernel, **params),
+                               np.diag(pairwise_kernel(A, A, kernel, **params)), rtol=1e-12)
+
+
+def test_callable_kernel_and_its_diagonal(blocks):
+    """A callable kernel is used as given, with kernel_params as keyword arguments."""
+    A, B = blocks
+
+    def scaled_linear(a, b, scale=1.0):
+        return scale * a @ b.T
+
+    np.testing.assert_allclose(pairwise_kernel(A, B, scaled_linear, scale=2.0), 2.0 * A @ B.T)
+    np.testing.assert_allclose(kernel_diagonal(A, scaled_linear, scale=2.0),
+                               2.0 * np.sum(A * A, axis=1))
+
+
+def test_squared_distances_clipped_at_zero():
+    """Cancellation in |a|^2 + |b|^2 - 2ab never yields a negative distance."""
+    A = np.full((5, 3), 1e4) + np.arange(5)[:, None] * 1e-9
+    assert (squared_distances(A, A) >= 0).all()
+
+
+def test_cosine_zero_row_is_zero(blocks):
+    """A zero row has zero cosine similarity with everything, as in sklearn."""
+    A = np.vstack([np.zeros((1, 4)), blocks[0]])
+    K = pairwise_kernel(A, blocks[1], "cosine")
+    np.testing.assert_array_equal(K[0], 0.0)
+
+
+def test_gamma_defaults_to_one_over_n_features():
+    """gamma=None resolves to 1 / n_features, as in scikit-learn."""
+    assert resolve_kernel_params("rbf", 8) == {"gamma": 0.125}
+
+
+def test_kernel_params_are_not_modified():
+    """The caller's kernel_params dict is copied, never written into."""
+    params = {"nu": 2.5}
+    resolve_kernel_params("matern", 3, kernel_params=params)
+    assert params == {"nu": 2.5}
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kernel": "rbff"}, "Unknown kernel 'rbff'.*rbf"),
+        ({"kernel": "rbf", "gamma": -1.0}, "gamma must be a positive"),
+        ({"kernel": "rbf", "gamma": float("nan")}, "gamma must be a positive"),
+        ({"kernel": "polynomial", "degree": 0}, "degree must be a whole number >= 1"),
+        ({"kernel": "polynomial", "degree": 2.5}, "degree must be a whole number >= 1"),
+        ({"kernel": "polynomial", "degree": float("inf")}, "degree must be a whole number"),
+        ({"kernel": "sigmoid", "coef0": float("inf")}, "coef0 must be a finite"),
+        ({"kernel": "matern", "kernel_params": {"nu": 0}}, "nu must be a positive"),
+        ({"kernel": "rbf", "kernel_params": {"degree": 2}}, "does not take"),
+    ],
+)
+def test_invalid_kernel_parameters(kwargs, match):
+    """Bad kernel names and parameter values raise InvalidParameterError naming the fix."""
+    kernel = kwargs.pop("kernel")
+    with pytest.raises(InvalidParameterError, match=match):
+        resolve_kernel_params(kernel, 3, **kwargs)
+
+
+def test_whole_float_degree_becomes_an_int():
+    """degree=2.0 is accepted as the integer 2 (scikit-learn's integer degree)."""
+    params = resolve_kernel_params("polynomial", 3, degree=2.0)
+    assert params["degree"] == 2 and isinstance(params["degree"], int)
+
+
+def test_polynomial_kernel_is_finite_for_negative_bases(blocks):
+    """Negative gamma a.b + coef0 to a whole degree stays finite (no NaN from a fraction)."""
+    A, B = blocks
+    params = resolve_kernel_params("polynomial", 4, gamma=1.0, degree=3, coef0=-5.0)
+    K = pairwise_kernel(A, B, "polynomial", **params)
+    assert np.isfinite(K).all() and (K < 0).any()
+
+
+def _matern_reference(d, nu):
+    """Matérn at scaled distances d by mpmath at 30 digits."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    out = []
+    for value in d:
+        t = mpmath.sqrt(2 * mpmath.mpf(nu)) * mpmath.mpf(float(value))
+        k = 2 ** (1 - mpmath.mpf(nu)) / mpmath.gamma(nu) * t**nu * mpmath.besselk(nu, t)
+        out.append(float(k))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("nu", [3.7, 25.0, 200.0, 1000.0])
+def test_matern_large_nu_matches_high_precision(nu):
+    """General-nu Matérn is finite and accurate at large nu, near and far from 0."""
+    from kpca_dask.blocks.kernels import _matern_from_scaled_distance
+
+    d = np.array([0.0, 1e-8, 1e-4, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0])
+    got = _matern_from_scaled_distance(d, nu)
+    expected = np.ones_like(d)
+    expected[1:] = _matern_reference(d[1:], nu)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-300)
+
+
+def test_matern_large_nu_is_close_to_rbf(blocks):
+    """nu = 200 is within O(1/nu) of nu = inf (the rbf kernel) and has no NaN."""
+    A, B = blocks
+    large = pairwise_kernel(A, B, "matern", gamma=0.7, nu=200.0)
+    rbf = pairwise_kernel(A, B, "matern", gamma=0.7, nu=np.inf)
+    assert np.isfinite(large).all()
+    np.testing.assert_allclose(large, rbf, atol=5e-3)

@@ -1,0 +1,92 @@
+"""Fit reads each chunk of the data once, and stays lazy where it should."""
+
+from __future__ import annotations
+
+import collections
+
+import dask
+import dask.array as da
+import numpy as np
+
+from kpca_dask import KernelPCA
+
+
+class RecordingArray:
+    """An in-memory array source that records every row range read from it.
+
+    A real data source for ``da.from_array``, like a Zarr or HDF5 array.
+    """
+
+    def __init__(self, data: np.ndarray):
+        self.data = data
+        self.shape, self.dtype, self.ndim = data.shape, data.dtype, data.ndim
+        self.reads: collections.Counter = collections.Counter()
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        if rows.stop > rows.start:  # dask probes zero-row slices for metadata
+            self.reads[(rows.start, rows.stop)] += 1
+        return self.data[key]
+
+
+def _source(n=2000, rows=100, seed=0):
+    data = np.random.default_rng(seed).normal(size=(n, 4))
+    source = RecordingArray(data)
+    X = da.from_array(source, chunks=(rows, -1), asarray=True, fancy=False)
+    chunk_starts = [(start, start + rows) for start in range(0, n, rows)]
+    return source, X, chunk_starts
+
+
+def test_fit_reads_every_chunk_exactly_once():
+    """With given landmarks, fitting reads each of the 20 chunks once and nothing else."""
+    source, X, chunks = _source()
+    landmarks = source.data[::40]
+    KernelPCA(3, landmarks=landmarks, n_landmarks=len(landmarks)).fit(X)
+    assert source.reads == collections.Counter({chunk: 1 for chunk in chunks})
+
+
+def test_uniform_landmarks_add_only_reads_of_their_own_rows():
+    """Drawing landmarks reads only the chunks holding them; the pass reads each chunk once."""
+    source, X, chunks = _source()
+    kpca = KernelPCA(3, n_landmarks=5, landmarks="uniform", random_state=0).fit(X)
+    holding = {start // 100 for start in kpca.landmark_indices_}
+    per_chunk = collections.Counter()
+    for (start, _stop), count in source.reads.items():
+        per_chunk[start // 100] += count
+    for index in range(len(chunks)):
+        assert per_chunk[index] == 1 + (index in holding), (index, per_chunk[index])
+
+
+def test_fit_computes_once():
+    """Fit hands the scheduler one graph for the pass (plus one for the landmark rows)."""
+    _, X, _ = _source()
+    computes = []
+
+    class CountComputes(dask.callbacks.Callback):
+        def _start(self, dsk):
+            computes.append(len(dsk))
+
+    with CountComputes():
+        KernelPCA(3, n_landmarks=50, random_state=0).fit(X)
+    assert len(computes) == 2
+
+
+def test_transform_of_dask_input_is_lazy():
+    """transform of a dask array computes nothing and keeps the row chunks."""
+    source, X, _ = _source()
+    kpca = KernelPCA(3, n_landmarks=50, random_state=0).fit(X)
+    source.reads.clear()
+    Y = kpca.transform(X)
+    assert isinstance(Y, da.Array) and not source.reads
+    assert Y.chunks == (X.chunks[0], (3,))
+    np.testing.assert_allclose(Y.compute(), kpca.transform(source.data), rtol=1e-12)
+
+
+def test_pass_output_is_m_sized():
+    """Nothing n-sized comes back from the pass: its result is m and m x m arrays."""
+    from kpca_dask.engine.nystrom import pass_statistics
+
+    _, X, _ = _source(n=5000)
+    stats = pass_statistics(X, np.zeros((7, 4)), "rbf", {"gamma": 1.0}).compute()
+    assert stats.n_samples == 5000
+    assert stats.column_sums.shape == (7,) and stats.gram.shape == (7, 7)

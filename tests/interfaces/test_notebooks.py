@@ -1,0 +1,95 @@
+"""The example notebooks run top to bottom, at a small size, without a cell error.
+
+Each notebook is copied to a temporary folder and executed there by a fresh
+kernel of this very interpreter (so of the environment the tests run in),
+with ``KPCA_NOTEBOOK_SMALL=1``. The committed notebooks are never modified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
+from jupyter_client.manager import KernelManager  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+NOTEBOOK_FOLDER = REPOSITORY / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_FOLDER.glob("*.ipynb"))
+DATA = Path(os.environ.get("KPCA_DASK_DATA", REPOSITORY.parent / "shared" / "data"))
+MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+               "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+CELL_TIMEOUT_S = 600
+
+
+def _kernel_manager(folder: Path) -> KernelManager:
+    # A kernel spec named "python3" that launches this interpreter: the notebooks then
+    # run in the test environment whatever kernels are installed for the user.
+    spec = folder / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (kpca-dask tests)",
+        "language": "python",
+    }))
+    specs = KernelSpecManager(kernel_dirs=[str(folder / "kernels")])
+    return KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+
+
+def _needs_mnist(path: Path) -> bool:
+    return "mnist" in path.name
+
+
+def test_every_notebook_is_found():
+    """The three example notebooks are where the tests look for them."""
+    names = [path.name for path in NOTEBOOKS]
+    assert len(names) == 3, names
+    assert any("two_shells" in n for n in names) and any("circles" in n for n in names)
+    assert any("mnist" in n for n in names)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_notebook_runs_without_error(path, tmp_path, monkeypatch):
+    """A notebook executes every cell at the small size; any cell error fails the test."""
+    if _needs_mnist(path) and not all((DATA / "mnist" / f).is_file() for f in MNIST_FILES):
+        pytest.skip(f"MNIST files not found in {DATA / 'mnist'}; set KPCA_DASK_DATA.")
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    notebook = nbformat.read(copy, as_version=4)
+    monkeypatch.setenv("KPCA_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("KPCA_DASK_DATA", str(DATA))
+    client = nbclient.NotebookClient(
+        notebook, km=_kernel_manager(tmp_path / "jupyter"), timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError, naming the cell, on any error
+
+    errors = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if output.output_type == "error"]
+    assert not errors
+    images = [output for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+    assert images, "the notebook drew no figure"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_committed_notebook_holds_executed_outputs(path):
+    """The committed copy was executed top to bottom: every code cell ran, in order,
+    without error."""
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    counts = [cell.execution_count for cell in code]
+    assert counts == list(range(1, len(code) + 1)), counts
+    outputs = [output for cell in code for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.output_type == "error"]
+    assert any("image/png" in output.get("data", {}) for output in outputs)
+    assert path.stat().st_size < 2_000_000

@@ -1,0 +1,107 @@
+"""The package's import graph: no circle, and imports only point down the layers.
+
+The layers are those of DESIGN §4 (face > model > engine > blocks, io), read
+from the source with ``ast`` so that imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kpca_dask"
+
+#: Rank of each layer: a module may import only modules of the same or a lower rank.
+LAYERS = {
+    "errors": 0, "_json": 0, "_parallel": 0, "_version": 0, "validation": 0,
+    "blocks": 1, "io": 1,
+    "engine": 2,
+    "landmarks": 3,
+    "model": 4,
+    "": 5,  # the package itself: its public names
+    "cli": 6, "demo": 6, "dask_client": 6, "datasets": 6, "__main__": 6,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Modules of the package that ``path`` imports, as names relative to the package."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if name == "":
+        package = []
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            found.add(target)
+            # ``from . import x`` may name a submodule
+            for alias in node.names:
+                candidate = ".".join(filter(None, [target, alias.name]))
+                if _exists(candidate):
+                    found.add(candidate)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""])
+            for module in modules:
+                if module == "kpca_dask" or module.startswith("kpca_dask."):
+                    found.add(module[len("kpca_dask."):] if "." in module else "")
+    found.discard(name)
+    return {f for f in found if _exists(f)}
+
+
+def _exists(name: str) -> bool:
+    base = PACKAGE.joinpath(*name.split(".")) if name else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _rank(name: str) -> int:
+    top = name.split(".")[0]
+    return LAYERS[top]
+
+
+GRAPH = {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_every_module_has_a_layer():
+    """A new top-level module or subpackage must be placed in a layer here."""
+    assert {name.split(".")[0] for name in GRAPH} <= set(LAYERS)
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_point_down(module):
+    """No module imports one of a higher layer (the CLI and demo sit on top)."""
+    upward = sorted(t for t in GRAPH[module] if _rank(t) > _rank(module))
+    assert not upward, f"{module or 'kpca_dask'} imports the higher layer(s) {upward}"
+
+
+def test_no_import_circle():
+    """The module import graph is acyclic (lazy imports inside functions included)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for target in GRAPH.get(node, ()):
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target):] + [target]
+                raise AssertionError("import circle: " + " -> ".join(c or "kpca_dask"
+                                                                       for c in cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(GRAPH):
+        if node not in state:
+            visit(node)
