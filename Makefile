@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# The documentation site (docs/), warnings as errors; open docs/_build/html/index.html.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 # Benchmarks (minutes to an hour; see README.md "Benchmarks" for each table).
 bench: $(STAMP)
 	$(PY) bench/bench_vs_sklearn.py --repeats 2
@@ -29,4 +33,4 @@ bench: $(STAMP)
 	$(PY) bench/bench_accuracy.py --n 20000 --m 100 300 1000 3000 --seeds 0 1 2
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) demo-output .pytest_cache docs/_build docs/generated

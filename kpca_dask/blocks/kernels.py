@@ -42,7 +42,7 @@ def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     Computed as ``|a|^2 + |b|^2 - 2 a.b`` in the dtype of ``A`` and clipped at
     zero, after subtracting the mean of ``B`` from both: the rounding error of
-    the expansion is ~eps |a|^2, so data far from the origin (1e6 + N(0, 1))
+    the expansion is ``~eps |a|^2``, so data far from the origin (1e6 + N(0, 1))
     would lose every digit of their distances; distances do not change.
 
     Examples

@@ -5,13 +5,13 @@ Both are estimated on a seeded sample of rows drawn by global row index
 only, never on the chunking, and nothing n-sized is computed.
 
 Median heuristic (DESIGN §3). With h the median squared distance between
-pairs of points, the bandwidth c is set by c^2 = h / 2 and the kernel is
+pairs of points, the bandwidth c is set by c^2 = h / 2 and the kernel is::
 
     k(x, x') = exp(-|x - x'|^2 / c^2) = exp(-gamma |x - x'|^2),  gamma = 2 / h,
 
 so a pair at the median distance has k = e^{-2}. Beware that conventions
 differ: some texts (and scikit-learn examples) use the median *distance* as
-the length scale sigma in exp(-|x - x'|^2 / (2 sigma^2)), which is
+the length scale sigma in ``exp(-|x - x'|^2 / (2 sigma^2))``, which is
 gamma = 1 / (2 h), four times smaller than here. The pairs are all distinct
 pairs within a sample of ``MEDIAN_SAMPLE_ROWS`` rows.
 

@@ -1,11 +1,11 @@
 """``n_landmarks="auto"``: grow the landmark set until the trace error is small.
 
-The relative trace error of the Nyström approximation (DESIGN §2),
+The relative trace error of the Nyström approximation (DESIGN §2)::
 
     e(Z) = (sum_i k(x_i, x_i) - sum_i |f(x_i)|^2) / sum_i k(x_i, x_i),
     f(x) = W^T k_m(x),
 
-is an average over the rows of the residual k(x, x) - |f(x)|^2. Measuring it
+is an average over the rows of the residual ``k(x, x) - |f(x)|^2``. Measuring it
 exactly costs a pass over the data, so while m grows it is *estimated* on a
 held-out sample of rows: ``VALIDATION_ROWS`` rows drawn uniformly from all of
 X with a generator independent of the one that picks the landmarks. Because

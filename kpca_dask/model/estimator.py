@@ -62,8 +62,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
         None means ``1 / n_features``. ``"median"`` is the median heuristic
         on a seeded sample of 1000 rows: gamma = 2 / h with h the median
-        squared pairwise distance, i.e. k(x, x') = exp(-|x - x'|^2 / c^2) with
-        c^2 = h / 2 (for laplacian h is the median L1 distance); rbf, matern
+        squared pairwise distance, i.e. ``k(x, x') = exp(-|x - x'|^2 / c^2)`` with
+        ``c^2 = h / 2`` (for laplacian h is the median L1 distance); rbf, matern
         and laplacian only. ``"scale"`` is ``1 / (n_features * X.var())``
         estimated on 10 000 sampled rows (scikit-learn's SVC uses all of X).
         See :mod:`kpca_dask.engine.bandwidth`. The value used is ``gamma_``.
@@ -112,8 +112,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``eigenvalues_`` divided by the total variance of the features.
     n_components_ : int
         The number of components q kept.
-    landmarks_ : ndarray of shape (n_landmarks_, n_features_in_)
-    landmark_indices_ : ndarray of shape (n_landmarks_,) or None
+    landmarks_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
+    landmark_indices_ : ndarray of shape (``n_landmarks_``,) or None
         Global row indices of the landmarks, None when they are not data rows
         (k-means centroids, explicit points).
     n_landmarks_ : int
@@ -131,9 +131,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     trace_error_ : float
         Relative trace error of the Nyström approximation,
         ``(trace K - trace K_nys) / trace K``, from the same pass.
-    projection_ : ndarray of shape (n_landmarks_, n_components_)
-        P = W V_q: y(x) = P^T k_m(x) - offset_.
-    offset_ : ndarray of shape (n_components_,)
+    projection_ : ndarray of shape (``n_landmarks_``, ``n_components_``)
+        P = W V_q: y(x) = P^T k_m(x) - ``offset_``.
+    offset_ : ndarray of shape (``n_components_``,)
     n_features_in_ : int
     n_samples_fit_ : int
     fit_seconds_ : float
@@ -328,7 +328,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Returns
         -------
-        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, n_components_)
+        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
             A lazy dask array (same row chunks) for dask or Zarr input, numpy
             for in-memory input; for a DataArray, a DataArray with dims
             (sample dim, "component"), the sample coordinates and the kernel

@@ -54,12 +54,12 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    eigenvalues_ : ndarray of shape (n_components_,)
+    eigenvalues_ : ndarray of shape (``n_components_``,)
         Eigenvalues of the centred Gram matrix J K J, descending.
-    eigenvectors_ : ndarray of shape (n_samples, n_components_)
+    eigenvectors_ : ndarray of shape (n_samples, ``n_components_``)
         The matching unit eigenvectors A_q, each with its largest-magnitude
         entry positive.
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (``n_components_``,)
         Each eigenvalue over the sum of the positive ones.
     n_components_ : int
         Number of components kept.
@@ -67,7 +67,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         The kernel used, aliases resolved.
     kernel_params_ : dict
         The kernel parameters used, defaults resolved.
-    X_fit_ : ndarray of shape (n_samples, n_features_in_)
+    X_fit_ : ndarray of shape (n_samples, ``n_features_in_``)
         The training data (float64), needed by :meth:`transform`.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
@@ -155,7 +155,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        Y : ndarray of shape (n_samples, n_components_)
+        Y : ndarray of shape (n_samples, ``n_components_``)
         """
         self.fit(X)
         return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
@@ -165,11 +165,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
 
         Returns
         -------
-        Y : ndarray of shape (n_samples, n_components_)
+        Y : ndarray of shape (n_samples, ``n_components_``)
         """
         check_is_fitted(self)
         X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)

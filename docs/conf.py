@@ -1,0 +1,96 @@
+"""Sphinx configuration of the kpca-dask documentation.
+
+Pages are MyST Markdown; the API reference is generated recursively from the
+docstrings (autosummary + numpydoc), the command-line reference from
+``kpca_dask.cli.build_parser()`` (``_ext/cli_reference.py``), and the notebooks
+in ``../notebooks`` are rendered with their stored outputs, never executed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_ext"))
+
+import kpca_dask  # noqa: E402
+
+project = "kpca-dask"
+author = "kpca-dask developers"
+copyright = "kpca-dask developers"
+release = kpca_dask.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "numpydoc",
+    "myst_nb",
+    "sphinx_copybutton",
+    "cli_reference",
+]
+
+# Pages are MyST (.md), notebooks .ipynb (both through MyST-NB), and the generated API
+# pages reStructuredText (autosummary writes them with the first suffix). Notebooks show the
+# outputs stored in them: executing them needs MNIST, a cluster and minutes.
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+nb_execution_mode = "off"
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+# Notebooks use heading levels for emphasis (an H3 right under the title); that
+# renders fine and is no reason to fail the build.
+suppress_warnings = ["myst.header"]
+
+exclude_patterns = [
+    "_build",
+    "**.ipynb_checkpoints",
+    "**/*.zarr",
+    "notebooks/*.md",  # the notebooks folder is linked in; only notebooks are pages
+]
+templates_path = ["_templates"]
+
+# API reference: one page per module, class and function, found recursively.
+autosummary_generate = True
+autosummary_ignore_module_all = False  # kpca_dask's page lists its __all__
+autodoc_default_options = {"member-order": "bysource"}
+autodoc_typehints = "none"  # the numpydoc Parameters sections give the types
+numpydoc_show_class_members = False  # the class template lists the methods
+numpydoc_class_members_toctree = False
+
+# Formulas are written as Unicode text (as in the docstrings), so pages need
+# no MathJax, which would come from a CDN and fail offline.
+
+# Links into the libraries kpca-dask builds on resolve only when their
+# inventories can be fetched; offline builds simply leave them as text.
+intersphinx_mapping = {}
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"kpca-dask {release}"
+html_static_path = ["_static"]
+html_css_files = ["kpca-dask.css"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+    "secondary_sidebar_items": ["page-toc"],
+    "navbar_end": ["theme-switcher"],
+}
+html_sidebars = {"index": [], "getting-started": []}
+html_show_sourcelink = False
+
+
+def _skip_foreign_members(app, what, name, obj, skip, options):
+    """Leave out methods scikit-learn attaches to estimators (``set_fit_request``, ...).
+
+    They are documented by scikit-learn, and their docstrings refer to its glossary.
+    """
+    if getattr(obj, "__module__", "") and obj.__module__.startswith("sklearn."):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign_members)
