@@ -37,7 +37,8 @@ extensions = [
 # outputs stored in them: executing them needs MNIST, a cluster and minutes.
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 nb_execution_mode = "off"
-myst_enable_extensions = ["colon_fence", "deflist"]
+# dollarmath/amsmath: the notebooks write their formulas in LaTeX ($...$).
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "amsmath"]
 myst_heading_anchors = 3
 # Notebooks use heading levels for emphasis (an H3 right under the title); that
 # renders fine and is no reason to fail the build.
@@ -59,8 +60,11 @@ autodoc_typehints = "none"  # the numpydoc Parameters sections give the types
 numpydoc_show_class_members = False  # the class template lists the methods
 numpydoc_class_members_toctree = False
 
-# Formulas are written as Unicode text (as in the docstrings), so pages need
-# no MathJax, which would come from a CDN and fail offline.
+# Math: the pages of this site and the docstrings write their formulas in Unicode
+# text, so they read the same offline. Only the notebooks' LaTeX goes to MathJax,
+# which Sphinx loads from its CDN: typeset on a published site, shown as TeX
+# source where the CDN cannot be reached. (imgmath would typeset offline but
+# needs a LaTeX installation for every build.)
 
 # Links into the libraries kpca-dask builds on resolve only when their
 # inventories can be fetched; offline builds simply leave them as text.
@@ -76,7 +80,9 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
-    "navbar_end": ["theme-switcher"],
+    "navbar_persistent": [],
+    "navbar_end": ["search-button", "theme-switcher"],
+    "header_links_before_dropdown": 7,
 }
 html_sidebars = {"index": [], "getting-started": []}
 html_show_sourcelink = False
