@@ -84,7 +84,9 @@ html_theme_options = {
     "navbar_end": ["search-button", "theme-switcher"],
     "header_links_before_dropdown": 7,
 }
-html_sidebars = {"index": [], "getting-started": []}
+# Pages without sub-pages get the full width instead of an empty section menu.
+html_sidebars = {page: [] for page in
+                 ("index", "getting-started", "cli", "benchmarks", "architecture")}
 html_show_sourcelink = False
 
 
