@@ -25,7 +25,6 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.intersphinx",
     "numpydoc",
     "myst_nb",
     "sphinx_copybutton",
@@ -66,9 +65,8 @@ numpydoc_class_members_toctree = False
 # source where the CDN cannot be reached. (imgmath would typeset offline but
 # needs a LaTeX installation for every build.)
 
-# Links into the libraries kpca-dask builds on resolve only when their
-# inventories can be fetched; offline builds simply leave them as text.
-intersphinx_mapping = {}
+# No intersphinx: fetching the inventories of numpy, dask, ... needs the network,
+# and the build must pass offline with warnings as errors.
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"kpca-dask {release}"
@@ -100,5 +98,21 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
+def _module_sections_as_rubrics(app, what, name, obj, options, lines):
+    """Render the numpydoc sections of a module docstring (``Examples``) as rubrics.
+
+    numpydoc formats the docstrings of classes and functions but not of modules, where
+    a heading underlined with dashes would open a section that swallows the tables of
+    functions and classes that follow it on the page.
+    """
+    if what != "module":
+        return
+    for i in range(len(lines) - 1):
+        title, underline = lines[i].strip(), lines[i + 1].strip()
+        if title and len(underline) >= len(title) and set(underline) == {"-"}:
+            lines[i], lines[i + 1] = f".. rubric:: {title}", ""
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
+    app.connect("autodoc-process-docstring", _module_sections_as_rubrics)
