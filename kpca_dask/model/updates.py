@@ -27,7 +27,7 @@ from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsErro
 __all__ = ["merge", "require_statistics", "model_differences"]
 
 
-def require_statistics(model, action: str) -> PassStatistics:
+def require_statistics(model, action: str, name: str = "this model") -> PassStatistics:
     """The statistics of a fitted ``model``, or a clear error saying why ``action`` cannot run.
 
     Examples
@@ -41,7 +41,7 @@ def require_statistics(model, action: str) -> PassStatistics:
     stats = getattr(model, "statistics_", None)
     if stats is None:
         raise NoStatisticsError(
-            f"Cannot {action} this model: it keeps no pass statistics (it was saved in "
+            f"Cannot {action} {name}: it keeps no pass statistics (it was saved in "
             "model format version 1, before models kept them). Fit it again with this "
             "kpca-dask (e.g. with landmarks=model.landmarks_ and gamma=model.gamma_ to keep "
             "its landmarks) and save it; the new file can then be updated, merged and "
@@ -99,7 +99,7 @@ def model_differences(first, other) -> list[str]:
     return found
 
 
-def merge(models: Sequence) -> object:
+def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
     """The model of the union of disjoint data sets, from models fitted on each.
 
     Adds the pass statistics of the models and solves the small problem
@@ -113,6 +113,9 @@ def merge(models: Sequence) -> object:
         landmarks, kernel, kernel parameters, features, ``dtype`` and
         ``rcond``; fit each shard with ``landmarks=first.landmarks_`` and
         ``gamma=first.gamma_`` to get them.
+    names : sequence of str, optional
+        What to call the models in error messages (e.g. their paths);
+        default "model 0", "model 1", ...
 
     Returns
     -------
@@ -146,13 +149,14 @@ def merge(models: Sequence) -> object:
     models = list(models)
     if not models:
         raise InvalidParameterError("merge needs at least one fitted model; got none.")
-    totals = [require_statistics(model, "merge") for model in models]
+    names = list(names) if names is not None else [f"model {i}" for i in range(len(models))]
+    totals = [require_statistics(model, "merge", name) for model, name in zip(models, names)]
     first = models[0]
-    for i, other in enumerate(models[1:], start=1):
+    for name, other in zip(names[1:], models[1:]):
         differences = model_differences(first, other)
         if differences:
             raise ModelMismatchError(
-                f"Model {i} cannot be merged with model 0: " + "; ".join(differences)
+                f"{name} cannot be merged with {names[0]}: " + "; ".join(differences)
                 + ". Only models with the same landmarks, kernel and parameters merge: fit "
                 "every shard with landmarks=first.landmarks_ and gamma=first.gamma_ (and the "
                 "same kernel, dtype and rcond).")

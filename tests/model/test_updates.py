@@ -201,7 +201,7 @@ def test_merge_equals_fit_on_the_union(fitted):
 def test_merge_refuses_other_parameters(fitted, change, named):
     """Models with another kernel, kernel parameter, dtype or rcond are refused, named."""
     other = _refit(fitted, _data(100, seed=7), **change)
-    with pytest.raises(ModelMismatchError, match=f"Model 1 cannot be merged.*{named}"):
+    with pytest.raises(ModelMismatchError, match=f"model 1 cannot be merged with model 0: {named}"):
         kpca_dask.merge([_refit(fitted, _data()), other])
 
 
