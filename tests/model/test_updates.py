@@ -232,3 +232,18 @@ def test_version_one_file_cannot_grow(tmp_path, fitted, action):
     loaded = kpca_dask.load(_version_one_file(fitted, tmp_path / "v1.zarr"))
     with pytest.raises(NoStatisticsError, match="keeps no pass statistics .* version 1"):
         action(loaded)
+
+
+def test_partial_fit_on_a_process_cluster_matches_threads(fitted, process_cluster):
+    """Batches computed on a LocalCluster with 2 worker processes give the threads' model."""
+    from distributed import Client
+
+    batches = [da.from_array(_data(300, seed=20 + i), chunks=(100, P)) for i in range(2)]
+    threaded = _refit(fitted, _data(200))
+    for batch in batches:
+        threaded.partial_fit(batch)
+    distributed = _refit(fitted, _data(200))
+    with Client(process_cluster):
+        for batch in batches:
+            distributed.partial_fit(batch)
+    _assert_same_model(distributed, threaded, rtol=1e-10)
