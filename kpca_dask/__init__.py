@@ -18,14 +18,17 @@ from .errors import (
     InvalidParameterError,
     KPCAError,
     ModelFormatError,
+    ModelMismatchError,
     NonFiniteInputError,
     NonNumericInputError,
+    NoStatisticsError,
     OutputExistsError,
     TooFewComponentsError,
 )
 from .model.estimator import KernelPCA
 from .model.exact import ExactKernelPCA
 from .model.model_files import load_model
+from .model.updates import merge
 
 
 def load(path, *, storage_options: dict | None = None) -> KernelPCA:
@@ -40,6 +43,7 @@ __all__ = [
     "KernelPCA",
     "ExactKernelPCA",
     "load",
+    "merge",
     "KPCAError",
     "InvalidInputError",
     "InvalidParameterError",
@@ -49,5 +53,7 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "NoStatisticsError",
+    "ModelMismatchError",
     "__version__",
 ]

@@ -14,6 +14,10 @@ Examples
     kpca-dask fit data.zarr --model model.zarr --n-components 10 --gamma 0.5
     kpca-dask transform model.zarr data.zarr --out embedding.zarr
     kpca-dask info model.zarr
+    kpca-dask info model.zarr --n-components 0.95
+    kpca-dask resolve model.zarr --n-components 0.95 --out model-95.zarr
+    kpca-dask update model.zarr data.zarr --rows 1000000:1100000
+    kpca-dask merge shard-1.zarr shard-2.zarr --out model.zarr
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ _LIBRARY_DEFAULTS = KernelPCA().get_params()
 __all__ = ["main", "build_parser"]
 
 PROG = "kpca-dask"
+#: An option not given (None means "all components" for --n-components).
+_UNSET = object()
 #: Scheduler names that run in this process instead of on a distributed client.
 LOCAL_SCHEDULERS = ("threads", "synchronous")
 
@@ -74,6 +80,18 @@ def _number_or_name(text: str) -> float | str:
 
 def _landmark_count(text: str) -> int | str:
     return "auto" if text == "auto" else _positive_int(text)
+
+
+def _row_range(text: str) -> tuple[int | None, int | None]:
+    start, colon, stop = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        return (int(start) if start.strip() else None, int(stop) if stop.strip() else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a row range START:STOP (e.g. 1000000:1100000, or 1000000: for "
+            "every row from there on)") from None
 
 
 def _positive_int(text: str) -> int:
@@ -205,11 +223,73 @@ def _transform(args) -> None:
 def _info(args) -> None:
     from . import load
 
-    summary = _summary(load(args.model), args.model)
+    model = load(args.model)
+    if args.n_components is not _UNSET:
+        # Re-solved in memory from the stored statistics; the file is not touched.
+        model.set_n_components(args.n_components)
+    summary = _summary(model, args.model)
+    if args.n_components is not _UNSET:
+        summary["re_solved_for"] = args.n_components
+        if not args.json:
+            print(f"re-solved for n_components={_shown_components(args.n_components)} from the "
+                  "stored statistics; the model file is unchanged")
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         _print_summary(summary)
+
+
+def _shown_components(n_components) -> str:
+    return "all" if n_components is None else str(n_components)
+
+
+def _resolve(args) -> None:
+    from . import load
+    from .io import check_can_write
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model).set_n_components(args.n_components)
+    model.save(args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: re-solved for n_components="
+          f"{_shown_components(args.n_components)}, without reading the data")
+    _print_summary(_summary(model, args.out))
+
+
+def _update(args) -> None:
+    from . import load
+    from .io import check_can_write, open_array
+
+    out = args.out or args.model
+    in_place = os.path.abspath(out) == os.path.abspath(args.model)
+    if not in_place:
+        check_can_write(out, overwrite=args.overwrite)
+    model = load(args.model)
+    X = open_array(args.data, array=args.array)
+    start, stop, _ = slice(*args.rows).indices(X.shape[0])
+    if start >= stop:
+        raise _CommandError(f"--rows {args.rows[0]}:{args.rows[1]} selects no rows of "
+                            f"{args.data}, which has {X.shape[0]}")
+    with _compute_context(args):
+        started = time.perf_counter()
+        model.partial_fit(X[start:stop])
+        seconds = time.perf_counter() - started
+    # The model file is replaced by a staged rename: a kill before this line leaves it as it was.
+    model.save(out, overwrite=in_place or args.overwrite)
+    print(f"wrote {out}: added rows {start}:{stop} of {args.data} in {seconds:.2f} s; "
+          f"{model.n_samples_fit_} rows seen in all")
+    _print_summary(_summary(model, out))
+
+
+def _merge(args) -> None:
+    from . import load, merge
+    from .io import check_can_write
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    merged = merge([load(path) for path in args.models], names=args.models)
+    merged.save(args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {len(args.models)} models merged, "
+          f"{merged.n_samples_fit_} rows seen in all")
+    _print_summary(_summary(merged, args.out))
 
 
 def _summary(model, path) -> dict:
@@ -233,6 +313,7 @@ def _summary(model, path) -> dict:
         "n_features_in": int(model.n_features_in_),
         "fit_seconds": float(model.fit_seconds_),
         "dtype": model.dtype,
+        "statistics_kept": getattr(model, "statistics_", None) is not None,
     }
 
 
@@ -250,6 +331,8 @@ def _print_summary(s: dict) -> None:
                        f"{100 * s['explained_variance_total']:.2f} % of the variance"),
         ("eigenvalues", _short_list(s["eigenvalues"])),
         ("explained", _short_list(s["explained_variance_ratio"])),
+        ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
+                    else "none: no statistics kept (model format version 1)"),
     ]
     for label, text in rows:
         print(f"{label:<12} {text}")
@@ -326,7 +409,38 @@ def build_parser() -> argparse.ArgumentParser:
     info = commands.add_parser("info", help="describe a saved model")
     info.add_argument("model", metavar="MODEL.zarr")
     info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument("--n-components", type=_n_components, default=_UNSET, metavar="Q",
+                      help="show what Q (int, fraction of variance, or 'all') would keep, "
+                           "re-solved from the stored statistics; the model is not changed")
     info.set_defaults(run=_info)
+
+    res = commands.add_parser(
+        "resolve", help="re-solve a model for another --n-components, without reading the data")
+    res.add_argument("model", metavar="MODEL.zarr")
+    res.add_argument("--n-components", type=_n_components, required=True, metavar="Q",
+                     help="int, a fraction of variance in (0, 1), or 'all'")
+    res.add_argument("--out", required=True, metavar="NEW.zarr")
+    res.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    res.set_defaults(run=_resolve)
+
+    up = commands.add_parser("update", help="add rows of a Zarr array to a saved model")
+    up.add_argument("model", metavar="MODEL.zarr")
+    up.add_argument("data", metavar="DATA.zarr", help="Zarr array, group or URL")
+    up.add_argument("--rows", type=_row_range, default=(None, None), metavar="START:STOP",
+                    help="rows to add (default: all), e.g. the region just appended")
+    up.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    up.add_argument("--out", metavar="NEW.zarr",
+                    help="write the updated model here (default: replace MODEL.zarr)")
+    up.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    _add_compute_options(up)
+    up.set_defaults(run=_update)
+
+    mer = commands.add_parser(
+        "merge", help="merge models fitted on disjoint data with the same landmarks")
+    mer.add_argument("models", nargs="+", metavar="MODEL.zarr")
+    mer.add_argument("--out", required=True, metavar="MERGED.zarr")
+    mer.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    mer.set_defaults(run=_merge)
     return parser
 
 

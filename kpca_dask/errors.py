@@ -18,6 +18,8 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "NoStatisticsError",
+    "ModelMismatchError",
 ]
 
 
@@ -55,3 +57,11 @@ class OutputExistsError(KPCAError, FileExistsError):
 
 class CheckpointMismatchError(KPCAError, ValueError):
     """A fit checkpoint belongs to other data or parameters, so it cannot be resumed."""
+
+
+class NoStatisticsError(ModelFormatError):
+    """A model keeps no pass statistics, so it cannot take rows, be merged or be re-solved."""
+
+
+class ModelMismatchError(KPCAError, ValueError):
+    """Models to be merged differ in their landmarks, kernel or parameters."""

@@ -17,10 +17,9 @@ Layout of the Zarr v3 group (no pickle; JSON attributes and plain arrays)::
     landmark_indices     (m,) int64, their rows in X (absent for explicit points)
     reference            (m,) float64, the shift r of the accumulated kernel rows
     state-NNNNNN/        the running total after some segments:
-        gram             (m, m) float64, G of the finished segments
-        column_sums      (m,) float64
+        statistics_*     n, s, G, t and r of the finished segments, stored as a
+                         model file stores them (kpca_dask.model.statistics_files)
         finished         (n_segments,) bool
-        zarr.json        n_samples, diagonal_sum, non-finite count
 
 Storage is O(m^2) whatever the number of blocks: one running total, not one
 m x m matrix per block (2 500 blocks of m = 1000 would be 20 GB). A new state
@@ -67,11 +66,12 @@ from ..engine.nystrom import (
 from ..errors import CheckpointMismatchError, InvalidParameterError, ModelFormatError
 from ..io import PathOrURL, store_location
 from ..landmarks.strategies import Landmarks
+from .statistics_files import read_statistics, write_statistics
 
 __all__ = ["FitCheckpoint", "fit_identity"]
 
 FORMAT = "kpca-dask-checkpoint"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _ATTRIBUTE = "kpca_dask_checkpoint"
 
 #: At most this many segments: the total is rewritten once per segment, so
@@ -297,16 +297,7 @@ class FitCheckpoint:
         if current is None:
             return None, np.zeros(n_segments, dtype=bool)
         state = self._group[current]
-        attrs = state.attrs
-        total = PassStatistics(
-            n_samples=int(attrs["n_samples"]),
-            column_sums=state["column_sums"][:],
-            gram=state["gram"][:],
-            diagonal_sum=float(attrs["diagonal_sum"]),
-            n_nonfinite=int(attrs["n_nonfinite"]),
-            first_nonfinite_row=int(attrs["first_nonfinite_row"]),
-            reference=self.reference,
-        )
+        total = read_statistics(state, state.attrs.asdict(), repr(self.path))
         return total, state["finished"][:].astype(bool)
 
     def _save_state(self, total: PassStatistics, finished: np.ndarray) -> None:
@@ -314,15 +305,8 @@ class FitCheckpoint:
         previous = group.attrs[_ATTRIBUTE]["state"]
         self._generation += 1
         name = f"state-{self._generation:06d}"
-        state = group.create_group(name, overwrite=True, attributes={
-            "n_samples": int(total.n_samples),
-            "diagonal_sum": float(total.diagonal_sum),
-            "n_nonfinite": int(total.n_nonfinite),
-            "first_nonfinite_row": int(total.first_nonfinite_row),
-        })
-        # Uncompressed: m x m floats of rounding noise do not compress.
-        state.create_array("gram", data=total.gram, compressors=None)
-        state.create_array("column_sums", data=total.column_sums, compressors=None)
+        state = group.create_group(name, overwrite=True)
+        write_statistics(state, total)
         state.create_array("finished", data=finished.copy())
         group.attrs[_ATTRIBUTE] = {**group.attrs[_ATTRIBUTE], "state": name}  # the commit
         if previous is not None:

@@ -17,6 +17,8 @@ from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_ker
 from ..engine.bandwidth import resolve_gamma
 from ..engine.nystrom import (
     NystromSolution,
+    PassStatistics,
+    combine_statistics,
     landmark_basis,
     pass_statistics,
     project,
@@ -31,6 +33,7 @@ from ..landmarks.strategies import select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
 from .checkpoints import FitCheckpoint, fit_identity
 from .model_files import save_model
+from .updates import require_statistics
 
 __all__ = ["KernelPCA"]
 
@@ -136,8 +139,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     offset_ : ndarray of shape (``n_components_``,)
     n_features_in_ : int
     n_samples_fit_ : int
+    statistics_ : PassStatistics
+        The pass statistics n, s, G, t and the reference row r (float64,
+        DESIGN §7): everything :meth:`partial_fit`, :meth:`set_n_components`
+        and :func:`kpca_dask.merge` need. None for a model loaded from a
+        format-version-1 file.
     fit_seconds_ : float
-        Wall time of the last fit.
+        Wall time of the last fit, plus that of every later
+        :meth:`partial_fit`.
 
     See Also
     --------
@@ -258,6 +267,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
+        self.statistics_ = stats
         self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
         return self
@@ -290,14 +300,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.landmark_indices_ = chosen.indices
         self.n_landmarks_ = chosen.points.shape[0]
         self.landmark_rank_ = rank
+        self._set_solution(solution)
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_fit_ = X.shape[0]
+
+    def _set_solution(self, solution: NystromSolution):
         self.projection_ = solution.projection
         self.offset_ = solution.offset
         self.eigenvalues_ = solution.eigenvalues
         self.explained_variance_ratio_ = solution.explained_variance_ratio
         self.n_components_ = solution.projection.shape[1]
         self.trace_error_ = solution.trace_error
-        self.n_features_in_ = X.shape[1]
-        self.n_samples_fit_ = X.shape[0]
 
     def _check_hyperparameters(self):
         check_n_components(self.n_components)
@@ -315,6 +328,126 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
                                            and 0 <= self.rcond < 1):
             raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
+
+    # -- growing fits (DESIGN §7) -----------------------------------------
+
+    def partial_fit(self, X, y=None) -> "KernelPCA":
+        """Add a batch of rows to the model: for data that grow or arrive in batches.
+
+        The first call on an unfitted model is :meth:`fit` on the batch: it
+        chooses the landmarks from it (with the configured strategy, or takes
+        the explicit points) and resolves ``gamma`` from it. Every later call
+        keeps landmarks and kernel parameters, adds the batch's pass
+        statistics to the model's (one pass over the batch) and solves the
+        small m x m problem again. After any sequence of batches the model
+        equals a :meth:`fit` on their concatenation with
+        ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
+        it can transform and be saved after every call. A fitted or loaded
+        model (format version 2) takes more rows the same way.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_batch, n_features_in_); any input :meth:`fit` takes.
+        y : ignored
+
+        Returns
+        -------
+        self : KernelPCA
+
+        Raises
+        ------
+        InvalidInputError
+            The batch has another number of features than the model.
+        NoStatisticsError
+            The model keeps no statistics (loaded from a version-1 file).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(600, 3))
+        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
+        >>> for batch in np.array_split(X, 3):
+        ...     kpca = kpca.partial_fit(batch)
+        >>> kpca.n_samples_fit_
+        600
+        >>> refit = KernelPCA(n_components=2, gamma=kpca.gamma_, landmarks=kpca.landmarks_).fit(X)
+        >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
+        True
+        """
+        if not hasattr(self, "statistics_"):
+            return self.fit(X)
+        started = time.perf_counter()
+        total = require_statistics(self, "add rows to")
+        X = _as_fit_input(X, min_samples=1)
+        check_n_features(X, self.n_features_in_, type(self).__name__)
+        batch = pass_statistics(X, self.landmarks_, self.kernel_, self.kernel_params_,
+                                np.dtype(self.dtype), reference=total.reference)
+        with capped_blas(X):
+            (batch,) = dask.compute(batch)
+        raise_if_nonfinite(batch)
+        self._take_statistics(combine_statistics(total, batch), self.n_components)
+        self.fit_seconds_ += time.perf_counter() - started
+        return self
+
+    def set_n_components(self, n_components: int | float | None) -> "KernelPCA":
+        """Re-solve the fitted model for another ``n_components``, without reading the data.
+
+        The stored pass statistics (:attr:`statistics_`) hold everything the
+        small problem needs, so another number of components costs O(m^3),
+        not a pass: the result equals a fresh fit with the same landmarks and
+        ``n_components`` (to 1e-12). ``n_components`` is set as well, so the
+        parameters and the fitted state agree, as after a fit. The name
+        follows scikit-learn's ``set_params``/``set_output``: a setter that
+        returns ``self``; unlike ``set_params(n_components=...)``, which by
+        scikit-learn's contract only takes effect at the next fit, it changes
+        the fitted model now.
+
+        Parameters
+        ----------
+        n_components : int, float in (0, 1) or None
+            As in the constructor: a number of components, a fraction of the
+            variance to explain, or None for every positive eigenvalue.
+
+        Returns
+        -------
+        self : KernelPCA
+
+        Raises
+        ------
+        NoStatisticsError
+            The model keeps no statistics (loaded from a version-1 file).
+        TooFewComponentsError
+            More components than the model has positive eigenvalues.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0).fit(X)
+        >>> kpca.set_n_components(0.9).n_components_
+        22
+        >>> kpca.transform(X).shape
+        (300, 22)
+        """
+        check_n_components(n_components)
+        self._take_statistics(require_statistics(self, "re-solve"), n_components)
+        self.n_components = n_components
+        return self
+
+    def _take_statistics(self, stats: PassStatistics, n_components) -> None:
+        """Solve the small problem for ``stats`` and take on the result (landmarks kept)."""
+        Z = np.asarray(self.landmarks_)
+        # The same K_mm and basis as the fit computed, so a re-solve repeats it exactly.
+        kmm = pairwise_kernel(Z.astype(np.float64), Z, self.kernel_, **self.kernel_params_)
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        basis = landmark_basis(kmm, rcond)
+        _raise_if_more_components_than(basis.W.shape[1], n_components)
+        solution = solve(stats, basis, n_components)
+        self._set_solution(solution)
+        self.landmark_rank_ = basis.W.shape[1]
+        self.statistics_ = stats
+        self.n_samples_fit_ = int(stats.n_samples)
 
     # -- transform ---------------------------------------------------------
 
@@ -395,10 +528,10 @@ def _open_input(X):
     return X
 
 
-def _as_fit_input(X):
+def _as_fit_input(X, min_samples: int = 2):
     """The training data as a validated dask array with one chunk of features."""
     X = _open_input(X)
-    X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=2)
+    X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
     return X
 
 

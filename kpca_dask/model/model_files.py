@@ -1,6 +1,6 @@
 """Saving and loading fitted models as Zarr groups: arrays plus JSON, never pickle.
 
-Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
+Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
 
     model.zarr/
       landmarks                 (m, p)  float64   the landmark points Z
@@ -9,8 +9,11 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
       eigenvalues               (q,)    float64
       explained_variance_ratio  (q,)    float64
       landmark_indices          (m,)    int64     only when the landmarks are rows of X
+      statistics_gram, statistics_column_sums, statistics_reference
+                                          float64   the pass statistics G, s, r (DESIGN §7)
       attributes (JSON):
-        format = "kpca-dask-model", format_version = 1, kpca_dask_version
+        format = "kpca-dask-model", format_version = 2, kpca_dask_version
+        statistics      n and t of the pass statistics (kpca_dask.model.statistics_files)
         estimator = "KernelPCA"
         params          every constructor parameter that JSON can hold
         unsaved_params  the names of those it cannot (e.g. a numpy Generator seed)
@@ -20,6 +23,10 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
 
 Loading reads numbers and strings only, so it never executes code. Arrays are
 stored losslessly, so a loaded model transforms bitwise identically.
+
+Version 1 files (before the statistics were kept) still load: they transform
+as before, but cannot take more rows, be merged or be re-solved
+(``statistics_`` is None).
 """
 
 from __future__ import annotations
@@ -35,11 +42,20 @@ from .._json import jsonable
 from .._version import __version__
 from ..errors import InvalidParameterError, ModelFormatError
 from ..io import PathOrURL, open_group, write_group
+from .statistics_files import (
+    STATISTICS_ATTRIBUTE,
+    STATISTICS_PREFIX,
+    read_statistics,
+    statistics_arrays,
+    statistics_attributes,
+)
 
 __all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
 FORMAT_NAME = "kpca-dask-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this module reads; version 1 has no statistics.
+READABLE_VERSIONS = (1, 2)
 REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
                    "explained_variance_ratio")
 _REQUIRED_FITTED = ("kernel_", "kernel_params_", "n_features_in_", "n_components_")
@@ -50,7 +66,7 @@ _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 def _model_arrays_and_attributes(model: BaseEstimator) -> tuple[dict, dict]:
     arrays, fitted = {}, {}
     for name, value in vars(model).items():
-        if not _FITTED_NAME.match(name):
+        if not _FITTED_NAME.match(name) or name == "statistics_":
             continue
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
             arrays[name[:-1]] = value
@@ -110,6 +126,9 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
         except TypeError:
             unsaved.append(name)
     arrays, fitted = _model_arrays_and_attributes(model)
+    stats = getattr(model, "statistics_", None)
+    if stats is not None:
+        arrays.update(statistics_arrays(stats))
     attrs = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -119,6 +138,8 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
         "unsaved_params": unsaved,
         "fitted": fitted,
     }
+    if stats is not None:
+        attrs[STATISTICS_ATTRIBUTE] = statistics_attributes(stats)
     json.dumps(attrs)  # fail here, before anything is written, if something slipped through
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
@@ -161,11 +182,12 @@ def load_model(path: PathOrURL, estimator_class: type, *,
             f"{shown} is a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
             "attribute). Save models with KernelPCA.save or `kpca-dask fit`.")
     version = attrs.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ModelFormatError(
             f"{shown} was written in model format version {version!r} (by kpca-dask "
             f"{attrs.get('kpca_dask_version', '?')}); this kpca-dask {__version__} reads format "
-            f"version {FORMAT_VERSION}. Install a matching kpca-dask version.")
+            f"versions {', '.join(map(str, READABLE_VERSIONS))}. Install a matching kpca-dask "
+            "version.")
     if attrs.get("estimator") != estimator_class.__name__:
         raise ModelFormatError(f"{shown} holds a {attrs.get('estimator')!r} model; only "
                                f"{estimator_class.__name__} models can be loaded.")
@@ -176,7 +198,10 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     if missing:
         raise ModelFormatError(f"The model at {shown} is damaged: {', '.join(missing)} "
                                "missing. Fit and save it again.")
-    return _rebuild(estimator_class, attrs, {name: group[name][...] for name in stored}, shown)
+    model = _rebuild(estimator_class, attrs, {name: group[name][...] for name in stored
+                                              if not name.startswith(STATISTICS_PREFIX)}, shown)
+    model.statistics_ = read_statistics(group, attrs, shown)
+    return model
 
 
 def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> BaseEstimator:

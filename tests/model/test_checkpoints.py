@@ -204,7 +204,7 @@ def test_checkpoint_storage_does_not_grow_with_blocks(tmp_path):
     group = zarr.open_group(str(checkpoint), mode="r")
     states = [name for name in group.group_keys() if name.startswith("state-")]
     assert len(states) == 1
-    assert group[states[0]]["gram"].shape == (40, 40)
+    assert group[states[0]]["statistics_gram"].shape == (40, 40)
     assert group.attrs["kpca_dask_checkpoint"]["n_segments"] <= MAX_SEGMENTS
 
 

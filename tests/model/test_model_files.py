@@ -53,7 +53,11 @@ def test_loaded_attributes_equal(tmp_path, fitted):
     """Every fitted attribute comes back with the same value."""
     loaded = kpca_dask.load(fitted.save(tmp_path / "model.zarr"))
     for name, value in vars(fitted).items():
-        if name.endswith("_"):
+        if name == "statistics_":
+            for field, part in vars(value).items():
+                np.testing.assert_array_equal(getattr(loaded.statistics_, field), part,
+                                              err_msg=field)
+        elif name.endswith("_"):
             np.testing.assert_array_equal(getattr(loaded, name), value, err_msg=name)
 
 
@@ -62,7 +66,8 @@ def test_store_layout_is_arrays_and_json(tmp_path, fitted):
     fitted.save(tmp_path / "model.zarr")
     group = zarr.open_group(str(tmp_path / "model.zarr"), mode="r")
     row_landmarks = {"landmark_indices"} if fitted.landmark_indices_ is not None else set()
-    assert set(REQUIRED_ARRAYS) | row_landmarks == set(group.array_keys())
+    statistics = {"statistics_gram", "statistics_column_sums", "statistics_reference"}
+    assert set(REQUIRED_ARRAYS) | row_landmarks | statistics == set(group.array_keys())
     attrs = group.attrs.asdict()
     json.dumps(attrs)
     assert attrs["format_version"] == FORMAT_VERSION
@@ -134,7 +139,7 @@ def test_unknown_format_version(tmp_path, fitted):
     """A model from an unknown format version gives a clear ModelFormatError."""
     path = fitted.save(tmp_path / "model.zarr")
     _tamper(path, format_version=99)
-    with pytest.raises(ModelFormatError, match="format version 99 .* reads format version 1"):
+    with pytest.raises(ModelFormatError, match="format version 99 .* reads format versions 1, 2"):
         kpca_dask.load(path)
 
 

@@ -1,0 +1,112 @@
+"""The pass statistics in a Zarr group: one layout for model files and checkpoints.
+
+For fixed landmarks, kernel and parameters the fit is a sum over rows
+(DESIGN §7): n, s, G, t and the reference row r are the model's whole state.
+A saved model keeps them so that it can take more rows, be merged with other
+shards or be re-solved for another ``n_components``; a checkpoint keeps the
+running total of an unfinished pass. Both store them the same way, through
+:func:`statistics_arrays`, :func:`statistics_attributes` and
+:func:`read_statistics`::
+
+    statistics_gram           (m, m)  float64   G = sum_b D_b^T D_b
+    statistics_column_sums    (m,)    float64   s = sum_b D_b^T 1
+    statistics_reference      (m,)    float64   r, with D_b = B_b - 1 r^T
+    attributes["statistics"]  {"n_samples": n, "diagonal_sum": t,
+                               "n_nonfinite": ..., "first_nonfinite_row": ...}
+
+The arrays are float64 and uncompressed: m x m sums of rounding-level
+differences do not compress, and a lossless round trip keeps re-solves equal
+to the fit bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..engine.nystrom import PassStatistics
+from ..errors import ModelFormatError
+
+__all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
+           "statistics_attributes", "read_statistics", "write_statistics"]
+
+#: Prefix of the array names; the key of the scalar part in the attributes.
+STATISTICS_PREFIX = "statistics_"
+STATISTICS_ATTRIBUTE = "statistics"
+_ARRAYS = ("gram", "column_sums", "reference")
+
+
+def statistics_arrays(stats: PassStatistics) -> dict[str, np.ndarray]:
+    """The array part of ``stats``, by the names it is stored under.
+
+    Examples
+    --------
+    >>> stats = PassStatistics(3, np.zeros(2), np.eye(2), 6.0, 0, -1, np.ones(2))
+    >>> sorted(statistics_arrays(stats))
+    ['statistics_column_sums', 'statistics_gram', 'statistics_reference']
+    """
+    return {STATISTICS_PREFIX + name: np.asarray(getattr(stats, name), dtype=np.float64)
+            for name in _ARRAYS}
+
+
+def statistics_attributes(stats: PassStatistics) -> dict:
+    """The scalar part of ``stats`` as JSON, stored under ``attributes["statistics"]``.
+
+    Examples
+    --------
+    >>> statistics_attributes(PassStatistics(3, np.zeros(2), np.eye(2), 6.0, 0, -1, np.ones(2)))
+    {'n_samples': 3, 'diagonal_sum': 6.0, 'n_nonfinite': 0, 'first_nonfinite_row': -1}
+    """
+    return {"n_samples": int(stats.n_samples), "diagonal_sum": float(stats.diagonal_sum),
+            "n_nonfinite": int(stats.n_nonfinite),
+            "first_nonfinite_row": int(stats.first_nonfinite_row)}
+
+
+def write_statistics(group, stats: PassStatistics) -> None:
+    """Add ``stats`` to an open, writable Zarr group (arrays and the attribute)."""
+    for name, value in statistics_arrays(stats).items():
+        group.create_array(name, data=value, compressors=None, overwrite=True)
+    group.attrs[STATISTICS_ATTRIBUTE] = statistics_attributes(stats)
+
+
+def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group"
+                    ) -> PassStatistics | None:
+    """The statistics stored in ``arrays`` (a Zarr group, or a dict of arrays), or None.
+
+    ``attributes`` are the group's attributes. None when the group holds no
+    statistics at all (a model saved before they were kept); a group that
+    holds only part of them is damaged.
+
+    Examples
+    --------
+    >>> stats = PassStatistics(3, np.zeros(2), np.eye(2), 6.0, 0, -1, np.ones(2))
+    >>> back = read_statistics(statistics_arrays(stats),
+    ...                        {"statistics": statistics_attributes(stats)})
+    >>> back.n_samples, back.gram.tolist()
+    (3, [[1.0, 0.0], [0.0, 1.0]])
+    >>> read_statistics({}, {}) is None
+    True
+    """
+    names = [STATISTICS_PREFIX + name for name in _ARRAYS]
+    present = [name for name in names if name in arrays]
+    scalars = attributes.get(STATISTICS_ATTRIBUTE)
+    if not present and scalars is None:
+        return None
+    missing = [name for name in names if name not in present]
+    if scalars is None:
+        missing.append(f'attribute "{STATISTICS_ATTRIBUTE}"')
+    if missing:
+        raise ModelFormatError(f"The statistics in {shown} are incomplete: "
+                               f"{', '.join(missing)} missing.")
+    values = {name: np.asarray(arrays[STATISTICS_PREFIX + name][...], dtype=np.float64)
+              for name in _ARRAYS}
+    return PassStatistics(
+        n_samples=int(scalars["n_samples"]),
+        column_sums=values["column_sums"],
+        gram=values["gram"],
+        diagonal_sum=float(scalars["diagonal_sum"]),
+        n_nonfinite=int(scalars["n_nonfinite"]),
+        first_nonfinite_row=int(scalars["first_nonfinite_row"]),
+        reference=values["reference"],
+    )
