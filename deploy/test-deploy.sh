@@ -24,7 +24,12 @@ VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' pyproject.toml | head -n 1)
 IMAGE=${KPCA_DASK_IMAGE:-kpca-dask:$VERSION}
 mkdir -p "$CACHE"
 
-step() { printf '\n== %s\n' "$*"; }
+step_start=$SECONDS
+step() {
+    [ "$step_start" = "$SECONDS" ] || printf '   (%d s)\n' $((SECONDS - step_start))
+    step_start=$SECONDS
+    printf '\n== %s\n' "$*"
+}
 
 # -- 1. packages ------------------------------------------------------------------------
 missing=()
@@ -112,8 +117,11 @@ step "wheelhouse $WHEELHOUSE"
 stamp=$WHEELHOUSE/.complete
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     find "$WHEELHOUSE" -name '*.whl' -delete
-    "$PYTHON" -m pip wheel --quiet --disable-pip-version-check --wheel-dir "$WHEELHOUSE" \
-        '.[cloud]' setuptools wheel
+    "$PYTHON" -m pip wheel --disable-pip-version-check --wheel-dir "$WHEELHOUSE" \
+        '.[cloud]' setuptools wheel >"$CACHE/wheelhouse.log" 2>&1 || {
+        tail -n 40 "$CACHE/wheelhouse.log" >&2
+        exit 1
+    }
     rm -f "$WHEELHOUSE"/kpca_dask-*.whl  # the image builds the package from the source
     touch "$stamp"
 fi
@@ -135,3 +143,4 @@ step "tests/test_deploy_containers.py"
 KPCA_DASK_REQUIRE_DOCKER=1 KPCA_DASK_IMAGE="$IMAGE" \
     "$PYTHON" -m pytest -p no:cacheprovider -v \
     tests/test_deploy_containers.py tests/test_deploy_manifests.py::test_dockerfile_passes_hadolint
+echo "total $SECONDS s"
