@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint docs bench clean
+.PHONY: demo test test-deploy lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The image built from Debian's packages and a wheelhouse (no registry), and a TLS cluster
+# run in containers as the pods are. Needs root (apt, dockerd, debootstrap); see
+# deploy/README.md, "Try the cluster on one machine with Docker".
+test-deploy: $(STAMP)
+	PYTHON=$(PY) deploy/test-deploy.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

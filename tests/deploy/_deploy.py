@@ -101,3 +101,44 @@ def kubernetes_bytes(quantity: str) -> int:
     match = re.fullmatch(r"(\d+)(Ki|Mi|Gi|Ti|k|M|G|T|)", str(quantity))
     assert match, f"unsupported memory quantity {quantity!r}"
     return int(match[1]) * _K8S_SUFFIXES[match[2]]
+
+
+def image_reference() -> str:
+    """The image the plain manifests run (kustomization.yaml ``images:``), as name:tag."""
+    images = load_one(KUSTOMIZE / "kustomization.yaml")["images"]
+    (entry,) = [image for image in images if image["name"] == "kpca-dask"]
+    return f"{entry.get('newName', entry['name'])}:{entry['newTag']}"
+
+
+def pod_environment(pod_spec: dict, pod_name: str,
+                    config_maps: dict[str, dict[str, str]],
+                    secrets: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The environment Kubernetes gives the pod's container: envFrom, then env.
+
+    ``config_maps`` and ``secrets`` hold the data of the objects by name; an optional
+    secretRef that is not given is left out, as Kubernetes does. Of ``valueFrom`` only
+    ``fieldRef: metadata.name`` (the pod's name) is supported.
+    """
+    container = only_container(pod_spec)
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        if "configMapRef" in source:
+            env.update(config_maps[source["configMapRef"]["name"]])
+        else:
+            ref = source["secretRef"]
+            if ref["name"] in secrets:
+                env.update(secrets[ref["name"]])
+            else:
+                assert ref.get("optional"), f"secret {ref['name']} is not optional"
+    for entry in container.get("env", []):
+        if "value" in entry:
+            env[entry["name"]] = expand_variables(entry["value"], env)
+        else:
+            assert entry["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}, entry
+            env[entry["name"]] = pod_name
+    return env
+
+
+def expand_variables(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(NAME)`` references in args and env values; unknown ones stay."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), text)
