@@ -39,7 +39,13 @@ from scipy import linalg
 from .._parallel import distributed_client
 from ..blocks.kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+from ..blocks.sparse_rows import as_block, first_nonfinite, is_sparse
+from ..errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    TooFewComponentsError,
+)
 
 __all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
            "reduce_statistics", "combine_statistics", "reference_row", "landmark_basis", "solve"]
@@ -68,14 +74,13 @@ class PassStatistics:
 def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, reference,
                       origin=None):
     """Statistics of one row block; module level so the dashboard names it."""
-    x = np.asarray(block)
+    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
     m = landmarks.shape[0]
-    finite = np.isfinite(x)
-    if not finite.all():
-        bad_rows = np.flatnonzero(~finite.all(axis=1))
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
         return PassStatistics(
             x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
-            int((~finite).sum()), int(row_offset + bad_rows[0]), reference,
+            n_bad, int(row_offset + first_bad), reference,
         )
     x = _shifted(x, origin).astype(dtype, copy=False)
     column_sums, gram = np.zeros(m), np.zeros((m, m))
@@ -118,17 +123,24 @@ def kernel_block_rows(n_landmarks: int) -> int:
 def _shifted(x, origin):
     # Translation-invariant kernels see x - origin, computed in float64 before
     # any cast to float32: data such as 1e6 + N(0, 1) keep their digits.
+    if origin is not None and is_sparse(x):
+        raise InvalidInputError(
+            "A block of X is a scipy.sparse matrix but the dask array's meta is dense, so "
+            "it was prepared for dense blocks. Give the array a sparse meta, e.g. "
+            "da.from_array(X_csr, chunks=(rows, -1), asarray=False) or "
+            "map_blocks(..., meta=scipy.sparse.csr_matrix((0, 0))).")
     return x if origin is None else x - origin
 
 
-def kernel_origin(landmarks: np.ndarray, kernel) -> np.ndarray | None:
+def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
     """The point both data and landmarks are shifted by (None: no shift).
 
     A kernel of x - y alone (rbf, laplacian, matern) is unchanged by a common
     shift; shifting to the landmark mean keeps its distances accurate for
-    data far from the origin, in float32 too.
+    data far from the origin, in float32 too. Sparse data (``X`` with a
+    scipy.sparse meta) are never shifted: x - origin would be dense.
     """
-    if not is_translation_invariant(kernel):
+    if not is_translation_invariant(kernel) or (X is not None and is_sparse(X._meta)):
         return None
     return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
 
@@ -182,7 +194,7 @@ def block_statistics(
         raise ValueError("pass_statistics needs one chunk along the feature axis")
     if reference is None:
         reference = reference_row(landmarks, kernel, params)
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
@@ -405,10 +417,11 @@ def _project_block(
     block_info=None
 ):
     """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
-    x = np.asarray(block)
-    if not np.isfinite(x).all():
+    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
         start = block_info[0]["array-location"][0][0] if block_info else 0
-        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        row = start + first_bad
         raise NonFiniteInputError(
             f"X contains NaN or infinite values (first in row {row}); "
             "remove or impute them before transform."
@@ -436,7 +449,7 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
            [1.]])
     """
     q = projection.shape[1]
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
