@@ -22,6 +22,7 @@ from .errors import (
     NonNumericInputError,
     OutputExistsError,
     TooFewComponentsError,
+    ZeroEigenvalueWarning,
 )
 from .model.estimator import KernelPCA
 from .model.exact import ExactKernelPCA
@@ -49,5 +50,6 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "ZeroEigenvalueWarning",
     "__version__",
 ]

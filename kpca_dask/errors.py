@@ -18,6 +18,7 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "ZeroEigenvalueWarning",
 ]
 
 
@@ -55,3 +56,7 @@ class OutputExistsError(KPCAError, FileExistsError):
 
 class CheckpointMismatchError(KPCAError, ValueError):
     """A fit checkpoint belongs to other data or parameters, so it cannot be resumed."""
+
+
+class ZeroEigenvalueWarning(UserWarning):
+    """An int n_components kept components with eigenvalue 0 (zero embedding columns)."""

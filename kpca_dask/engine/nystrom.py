@@ -45,6 +45,7 @@ from ..errors import (
     InvalidParameterError,
     NonFiniteInputError,
     TooFewComponentsError,
+    ZeroEigenvalueWarning,
 )
 
 __all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
@@ -341,10 +342,26 @@ class NystromSolution:
 
 
 def n_components_for(
-    n_components, eigenvalues: np.ndarray, n_positive: int, total: float
+    n_components, eigenvalues: np.ndarray, n_positive: int, total: float,
+    remove_zero_eig: bool = False, n_samples: int | None = None,
 ) -> int:
-    """Number of components q for an int, a ratio eta in (0, 1), or None."""
-    if n_positive == 0:
+    """Number of components q for an int, a ratio eta in (0, 1), or None.
+
+    As in scikit-learn's KernelPCA: None keeps the positive eigenvalues; an
+    int above their number keeps that many components (at most ``n_samples``),
+    the extra ones with eigenvalue 0 and zero embedding columns, with a
+    warning, unless ``remove_zero_eig`` drops them. Components q past
+    ``n_positive`` are those zero ones.
+
+    Examples
+    --------
+    >>> lam = np.array([2.0, 1.0, 0.0])
+    >>> n_components_for(2, lam, 2, 3.0), n_components_for(None, lam, 2, 3.0)
+    (2, 2)
+    >>> n_components_for(3, lam, 2, 3.0, remove_zero_eig=True)
+    2
+    """
+    if n_positive == 0 and not (_is_int(n_components) and not remove_zero_eig):
         raise TooFewComponentsError(
             "The centred kernel matrix has no positive eigenvalue: in the kernel's feature "
             "space the data have no variance. Either every row of X is the same (constant "
@@ -357,17 +374,33 @@ def n_components_for(
         ratios = np.cumsum(eigenvalues[:n_positive]) / total
         # Smallest q with cumulative ratio >= eta (a hair of slack for rounding).
         return int(min(np.searchsorted(ratios, n_components - 1e-12) + 1, n_positive))
-    if n_components > n_positive:
-        raise TooFewComponentsError(
-            f"n_components={n_components}, but the fitted kernel has only {n_positive} "
-            "positive eigenvalue(s). Ask for fewer components, use n_components=None "
-            "for all of them, or add landmarks (n_landmarks)."
+    q = int(n_components) if n_samples is None else min(int(n_components), n_samples)
+    if q > n_positive:
+        if remove_zero_eig:
+            return n_positive
+        warnings.warn(
+            f"n_components={n_components}, but only {n_positive} eigenvalue(s) of the "
+            f"centred kernel matrix are positive: the last {q - n_positive} component(s) "
+            "have eigenvalue 0 and are zero columns of the embedding, as in scikit-learn. "
+            "The data span fewer directions in the kernel's feature space (e.g. a linear "
+            "kernel on low-dimensional data, duplicated rows, or too few landmarks). Pass "
+            "remove_zero_eig=True to drop them, or ask for fewer components.",
+            ZeroEigenvalueWarning,
+            stacklevel=4,
         )
-    return int(n_components)
+    return q
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromSolution:
+def solve(stats: PassStatistics, basis: LandmarkBasis, n_components,
+          remove_zero_eig: bool = False) -> NystromSolution:
     """The small problem on the client: from the pass statistics to the model.
+
+    Components past the positive eigenvalues (an int ``n_components`` above
+    their number, see :func:`n_components_for`) get eigenvalue 0 and a zero
+    column of P and c, so their embedding column is 0, as in scikit-learn.
 
     Examples
     --------
@@ -396,18 +429,21 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
     # rounding (tiny gamma) must give no component, not one made of noise.
     zero_floor = ZERO_EIGENVALUE_RTOL * max(lam[0], feature_gram_trace)
     n_positive = int(np.sum(lam > zero_floor)) if lam[0] > 0 else 0
-    q = n_components_for(n_components, lam, n_positive, total)
-    P = W @ V[:, :q]
+    q = n_components_for(n_components, lam, n_positive, total, remove_zero_eig, n)
+    kept = min(q, n_positive)
+    P = W @ V[:, :kept]
     signs = fix_signs(P)  # deterministic: each column's largest entry positive
     P = P * signs
-    offset = (V[:, :q] * signs).T @ mean_feature
+    offset = (V[:, :kept] * signs).T @ mean_feature
+    eigenvalues = np.zeros(q)
+    eigenvalues[:kept] = lam[:kept]
     t = stats.diagonal_sum
     trace_error = (t - feature_gram_trace) / t if t > 0 else 0.0
     return NystromSolution(
-        projection=P,
-        offset=offset,
-        eigenvalues=lam[:q].copy(),
-        explained_variance_ratio=lam[:q] / total if total > 0 else np.zeros(q),
+        projection=np.pad(P, ((0, 0), (0, q - kept))),
+        offset=np.pad(offset, (0, q - kept)),
+        eigenvalues=eigenvalues,
+        explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
         trace_error=trace_error,
     )
 
