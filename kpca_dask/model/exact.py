@@ -166,7 +166,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self._grand_mean = grand_mean
         self.eigenvalues_ = lam[:q].copy()
         self.eigenvectors_ = A * fix_signs(A)
-        self.explained_variance_ratio_ = self.eigenvalues_ / total
+        self.explained_variance_ratio_ = (self.eigenvalues_ / total if total > 0
+                                          else np.zeros(q))
         self.n_components_ = q
         self.X_fit_ = X
         self.n_features_in_ = X.shape[1]
