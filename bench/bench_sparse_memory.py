@@ -14,6 +14,10 @@ line with
   never densifies a block);
 - fit_seconds.
 
+Without ``--method`` it runs both kpca-dask and scikit-learn's
+``make_pipeline(Nystroem(m), PCA(10))`` (uniform landmarks, which also takes
+sparse input), each in a fresh process, and prints their ratios.
+
 Run:
 
     nice .venv/bin/python bench/bench_sparse_memory.py --n 40000 --p 50000 --density 0.001 --m 200
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -54,7 +60,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--kernel", default="rbf")
     parser.add_argument("--landmarks", default="kmeans")
     parser.add_argument("--block-rows", type=int, default=20_000)
+    parser.add_argument("--method", choices=("kpca", "sklearn"),
+                        help="run one method in this process (default: both, in subprocesses)")
     args = parser.parse_args(argv)
+    if args.method is None:
+        return _compare(argv or [])
 
     import numpy as np
 
@@ -65,13 +75,23 @@ def main(argv=None) -> dict:
     X_blocks, _ = as_dask_array(X, block_rows=args.block_rows)
     before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
-    model = KernelPCA(10, kernel=args.kernel, n_landmarks=args.m, landmarks=args.landmarks,
-                      random_state=0).fit(X_blocks)
-    Y = model.transform(X_blocks[:1000]).compute()
+    if args.method == "kpca":
+        model = KernelPCA(10, kernel=args.kernel, n_landmarks=args.m, landmarks=args.landmarks,
+                          random_state=0).fit(X_blocks)
+        Y = model.transform(X_blocks[:1000]).compute()
+    else:
+        from sklearn.decomposition import PCA
+        from sklearn.kernel_approximation import Nystroem
+        from sklearn.pipeline import make_pipeline
+
+        pipeline = make_pipeline(Nystroem(kernel=args.kernel, gamma=1.0 / args.p,
+                                          n_components=args.m, random_state=0), PCA(10))
+        Y = pipeline.fit(X).transform(X[:1000])
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     block_rows = max(X_blocks.chunks[0])
     result = {
+        "method": args.method,
         "n": args.n, "p": args.p, "density": args.density, "m": args.m,
         "kernel": args.kernel, "landmarks": args.landmarks,
         "peak_rss_mb": round(peak_mb, 1),
@@ -86,6 +106,25 @@ def main(argv=None) -> dict:
     result["peak_over_block"] = round(result["peak_rss_mb"] / result["densified_block_mb"], 4)
     print(json.dumps(result))
     return result
+
+
+def _compare(argv: list[str]) -> dict:
+    """Both methods, each in a fresh process (a clean ru_maxrss), and their ratios."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.environ.get("PYTHONPATH", "")])}
+    runs = {}
+    for method in ("kpca", "sklearn"):
+        out = subprocess.run([sys.executable, __file__, *argv, "--method", method], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        runs[method] = json.loads(out.strip().splitlines()[-1])
+        print(out.strip().splitlines()[-1])
+    ratios = {"peak_rss_kpca_over_sklearn": round(
+                  runs["kpca"]["peak_rss_mb"] / runs["sklearn"]["peak_rss_mb"], 3),
+              "fit_seconds_kpca_over_sklearn": round(
+                  runs["kpca"]["fit_seconds"] / runs["sklearn"]["fit_seconds"], 3)}
+    print(json.dumps(ratios))
+    return {**runs, **ratios}
 
 
 if __name__ == "__main__":
