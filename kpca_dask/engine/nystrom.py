@@ -390,6 +390,7 @@ def n_components_for(
         )
     return q
 
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 

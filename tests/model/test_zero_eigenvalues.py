@@ -147,3 +147,13 @@ def test_the_rule_lives_in_n_components_for():
         assert n_components_for(4, lam, 2, 4.0) == 4
     assert n_components_for(4, lam, 2, 4.0, remove_zero_eig=True) == 2
     assert n_components_for(None, lam, 2, 4.0) == 2
+
+
+@pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
+def test_constant_data_with_an_int_gives_zero_columns(make):
+    """Constant data and an int n_components: all components are zero ones, as in
+    scikit-learn (None or remove_zero_eig=True raise instead, see test_edge_cases)."""
+    X = np.full((20, 3), 2.5)
+    with pytest.warns(ZeroEigenvalueWarning, match="only 0 eigenvalue"):
+        Y = make(2, 20, kernel="rbf", gamma=0.5).fit_transform(X)
+    np.testing.assert_array_equal(Y, np.zeros((20, 2)))
