@@ -24,6 +24,7 @@ from .errors import (
     NoStatisticsError,
     OutputExistsError,
     TooFewComponentsError,
+    ZeroEigenvalueWarning,
 )
 from .model.estimator import KernelPCA
 from .model.exact import ExactKernelPCA
@@ -55,5 +56,6 @@ __all__ = [
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "ZeroEigenvalueWarning",
     "__version__",
 ]

@@ -197,6 +197,7 @@ def _fit(args) -> None:
         n_components=args.n_components, kernel=args.kernel, gamma=args.gamma,
         degree=args.degree, coef0=args.coef0,
         kernel_params={"nu": args.nu} if args.nu is not None else None,
+        remove_zero_eig=args.remove_zero_eig,
         n_landmarks=args.n_landmarks, tol=args.tol, landmarks=landmarks, dtype=args.dtype,
         random_state=args.seed)
     with _compute_context(args):
@@ -380,6 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--degree", type=int, default=3, help="polynomial degree")
     fit.add_argument("--coef0", type=float, default=1.0)
     fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
+    fit.add_argument("--remove-zero-eig", action="store_true",
+                     help="drop components with eigenvalue 0 instead of keeping zero columns")
     fit.add_argument("--n-landmarks", type=_landmark_count,
                      default=_LIBRARY_DEFAULTS["n_landmarks"],
                      metavar="M", help="number of landmarks, or 'auto' (grow until --tol)")

@@ -20,6 +20,7 @@ __all__ = [
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "ZeroEigenvalueWarning",
 ]
 
 
@@ -65,3 +66,7 @@ class NoStatisticsError(ModelFormatError):
 
 class ModelMismatchError(KPCAError, ValueError):
     """Models to be merged differ in their landmarks, kernel or parameters."""
+
+
+class ZeroEigenvalueWarning(UserWarning):
+    """An int n_components kept components with eigenvalue 0 (zero embedding columns)."""

@@ -24,7 +24,11 @@ DEFAULT_BLOCK_ROWS = 20_000
 
 
 def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
-    """Validate in-memory ``X`` and return it as a 2-D float numpy array."""
+    """Validate in-memory ``X`` and return it as a 2-D float numpy array.
+
+    scipy.sparse input (any format) comes back as a float CSR matrix of the
+    same class, not densified.
+    """
     X = _checked(_as_numpy(X, what), what, min_samples)
     _raise_if_nonfinite(X, what)
     return X
@@ -36,10 +40,12 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
 
     numpy input is checked eagerly (it is in memory anyway); dask input is
     checked from metadata only, and its values by the fitting pass itself.
+    scipy.sparse input becomes a dask array of CSR blocks (with a sparse meta).
     """
     if not isinstance(X, da.Array):
         X = as_numpy_array(X, what=what, min_samples=min_samples)
-        return da.from_array(X, chunks=(min(block_rows, X.shape[0]), X.shape[1])), False
+        return da.from_array(X, chunks=(min(block_rows, X.shape[0]), X.shape[1]),
+                             asarray=not sparse.issparse(X)), False
     X = _checked(X, what, min_samples)
     return one_feature_chunk(X, what, stacklevel=4), True
 
@@ -89,10 +95,9 @@ def _checked(X, what, min_samples):
 
 def _as_numpy(X, what):
     if sparse.issparse(X):
-        raise InvalidInputError(
-            f"Sparse input is not supported: {what} is a scipy.sparse {type(X).__name__}. "
-            "Kernel PCA densifies every row block anyway; pass X.toarray() or a dask array."
-        )
+        if X.ndim != 2:
+            raise InvalidInputError(f"{what} must be a 2-D sparse matrix; got shape {X.shape}.")
+        return X.tocsr()  # COO, CSC, ... : rows are what the blocks slice
     try:
         return np.asarray(X)
     except (TypeError, ValueError) as exc:
@@ -125,6 +130,15 @@ def _as_float(X, what):
 
 
 def _raise_if_nonfinite(X: np.ndarray, what: str) -> None:
+    if sparse.issparse(X):  # only the stored values can be NaN or inf
+        X = X.tocsr()
+        bad = ~np.isfinite(X.data)
+        if bad.any():
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            raise NonFiniteInputError(
+                f"{what} contains {int(bad.sum())} NaN or infinite value(s), the first in row "
+                f"{int(rows[bad].min())}. Remove or impute them first.")
+        return
     finite = np.isfinite(X)
     if not finite.all():
         bad = ~finite

@@ -21,9 +21,11 @@ from typing import Callable, Mapping
 
 import numpy as np
 from scipy import special
+from scipy.sparse import diags as sparse_diags
 from scipy.spatial.distance import cdist
 
 from ..errors import InvalidParameterError
+from .sparse_rows import cityblock_distances, dense, is_sparse, row_norms_squared
 
 __all__ = [
     "KERNEL_NAMES",
@@ -51,7 +53,13 @@ def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     array([[25.]])
     >>> squared_distances(np.array([[1e8 + 1.0]]), np.array([[1e8], [1e8 + 3.0]]))
     array([[1., 4.]])
+
+    Sparse ``A`` (and ``B``) are not shifted, which would densify them: their
+    distances come from the norms and products as they are, accurate to
+    ~eps (|a|^2 + |b|^2) rather than ~eps |a - b|^2.
     """
+    if is_sparse(A) or is_sparse(B):
+        return _sparse_squared_distances(A, B)
     if B.shape[0]:
         centre = B.mean(axis=0, dtype=np.float64).astype(A.dtype)
         A = A - centre
@@ -64,6 +72,17 @@ def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return d2
 
 
+def _sparse_squared_distances(A, B):
+    products = A @ B.T
+    d2 = products.toarray() if is_sparse(products) else np.asarray(products)
+    d2 = d2.astype(A.dtype, copy=False)
+    d2 *= -2.0
+    d2 += row_norms_squared(A)[:, None]
+    d2 += row_norms_squared(B)[None, :]
+    np.maximum(d2, 0.0, out=d2)
+    return d2
+
+
 def _rbf(A, B, *, gamma):
     d2 = squared_distances(A, B)
     d2 *= -gamma
@@ -71,7 +90,10 @@ def _rbf(A, B, *, gamma):
 
 
 def _laplacian(A, B, *, gamma):
-    d1 = cdist(A, B, metric="cityblock").astype(A.dtype, copy=False)
+    if is_sparse(A):
+        d1 = cityblock_distances(A, B)
+    else:
+        d1 = cdist(A, B, metric="cityblock").astype(A.dtype, copy=False)
     d1 *= -gamma
     return np.exp(d1, out=d1)
 
@@ -96,8 +118,10 @@ def _sigmoid(A, B, *, gamma, coef0):
 
 def _unit_rows(A):
     # Zero rows stay zero, as in sklearn.preprocessing.normalize.
-    norms = np.sqrt(np.einsum("ij,ij->i", A, A))
+    norms = np.sqrt(row_norms_squared(A))
     norms[norms == 0.0] = 1.0
+    if is_sparse(A):
+        return (sparse_diags(1.0 / norms) @ A).astype(A.dtype, copy=False)
     return A / norms[:, None]
 
 
@@ -178,7 +202,7 @@ def _matern(A, B, *, gamma, nu):
 
 
 def _row_norms_squared(A):
-    return np.einsum("ij,ij->i", A, A)
+    return row_norms_squared(A)
 
 
 def _ones(A, **_):
@@ -343,6 +367,10 @@ def pairwise_kernel(
 
     Computed in the dtype of ``A`` (``B`` is cast to it), so float32 blocks
     stay float32. ``params`` are those returned by :func:`resolve_kernel_params`.
+    ``A`` may be a scipy.sparse matrix: every named kernel is then computed
+    from sparse . dense products and sparse row norms, never densifying A;
+    ``B``, the landmark side, is made dense. A callable kernel receives the
+    sparse ``A`` as it is.
 
     Examples
     --------
@@ -351,7 +379,7 @@ def pairwise_kernel(
     array([[1.    , 0.3679],
            [0.3679, 1.    ]])
     """
-    B = np.asarray(B, dtype=A.dtype)
+    B = np.asarray(dense(B), dtype=A.dtype)
     if callable(kernel):
         K = np.asarray(kernel(A, B, **params))
         if K.shape != (A.shape[0], B.shape[0]):
@@ -375,7 +403,8 @@ def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **param
         # A callable has no known diagonal: evaluate small square blocks.
         step = 256
         return np.concatenate(
-            [np.diagonal(pairwise_kernel(A[i : i + step], A[i : i + step], kernel, **params))
+            [np.diagonal(pairwise_kernel(A[i : i + step], dense(A[i : i + step]), kernel,
+                                         **params))
              for i in range(0, A.shape[0], step)]
             or [np.empty(0, A.dtype)]
         )

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from ..blocks.kernels import squared_distances
+from ..blocks.sparse_rows import is_sparse
 from ..errors import InvalidParameterError
 from .sampling import sample_rows
 
@@ -58,6 +59,10 @@ def pair_distances(sample: np.ndarray, metric: str = "sqeuclidean") -> np.ndarra
     if metric == "sqeuclidean":  # one GEMM, faster than pdist for wide rows
         upper = np.triu_indices(sample.shape[0], k=1)
         return squared_distances(sample, sample)[upper]
+    if is_sparse(sample):
+        from sklearn.metrics.pairwise import manhattan_distances  # sparse x sparse L1
+
+        return manhattan_distances(sample, sample)[np.triu_indices(sample.shape[0], k=1)]
     return pdist(sample, metric)
 
 
@@ -93,7 +98,12 @@ def scale_gamma(sample: np.ndarray) -> float:
     >>> scale_gamma(np.array([[0.0, 2.0], [2.0, 0.0]]))  # Var = 1, p = 2
     0.5
     """
-    variance = float(sample.var(dtype=np.float64))
+    if is_sparse(sample):  # E[x^2] - E[x]^2 over every entry, zeros included
+        size = sample.shape[0] * sample.shape[1]
+        mean = float(sample.sum(dtype=np.float64)) / size
+        variance = max(float(sample.multiply(sample).sum(dtype=np.float64)) / size - mean**2, 0.0)
+    else:
+        variance = float(sample.var(dtype=np.float64))
     return 1.0 / (sample.shape[1] * variance) if variance > 0 else 1.0
 
 

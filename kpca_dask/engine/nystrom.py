@@ -39,7 +39,14 @@ from scipy import linalg
 from .._parallel import distributed_client
 from ..blocks.kernels import is_translation_invariant, kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+from ..blocks.sparse_rows import as_block, first_nonfinite, is_sparse
+from ..errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    TooFewComponentsError,
+    ZeroEigenvalueWarning,
+)
 
 __all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
            "reduce_statistics", "combine_statistics", "reference_row", "landmark_basis", "solve"]
@@ -68,14 +75,13 @@ class PassStatistics:
 def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, reference,
                       origin=None):
     """Statistics of one row block; module level so the dashboard names it."""
-    x = np.asarray(block)
+    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
     m = landmarks.shape[0]
-    finite = np.isfinite(x)
-    if not finite.all():
-        bad_rows = np.flatnonzero(~finite.all(axis=1))
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
         return PassStatistics(
             x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
-            int((~finite).sum()), int(row_offset + bad_rows[0]), reference,
+            n_bad, int(row_offset + first_bad), reference,
         )
     x = _shifted(x, origin).astype(dtype, copy=False)
     column_sums, gram = np.zeros(m), np.zeros((m, m))
@@ -118,17 +124,24 @@ def kernel_block_rows(n_landmarks: int) -> int:
 def _shifted(x, origin):
     # Translation-invariant kernels see x - origin, computed in float64 before
     # any cast to float32: data such as 1e6 + N(0, 1) keep their digits.
+    if origin is not None and is_sparse(x):
+        raise InvalidInputError(
+            "A block of X is a scipy.sparse matrix but the dask array's meta is dense, so "
+            "it was prepared for dense blocks. Give the array a sparse meta, e.g. "
+            "da.from_array(X_csr, chunks=(rows, -1), asarray=False) or "
+            "map_blocks(..., meta=scipy.sparse.csr_matrix((0, 0))).")
     return x if origin is None else x - origin
 
 
-def kernel_origin(landmarks: np.ndarray, kernel) -> np.ndarray | None:
+def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
     """The point both data and landmarks are shifted by (None: no shift).
 
     A kernel of x - y alone (rbf, laplacian, matern) is unchanged by a common
     shift; shifting to the landmark mean keeps its distances accurate for
-    data far from the origin, in float32 too.
+    data far from the origin, in float32 too. Sparse data (``X`` with a
+    scipy.sparse meta) are never shifted: x - origin would be dense.
     """
-    if not is_translation_invariant(kernel):
+    if not is_translation_invariant(kernel) or (X is not None and is_sparse(X._meta)):
         return None
     return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
 
@@ -182,7 +195,7 @@ def block_statistics(
         raise ValueError("pass_statistics needs one chunk along the feature axis")
     if reference is None:
         reference = reference_row(landmarks, kernel, params)
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
@@ -329,10 +342,26 @@ class NystromSolution:
 
 
 def n_components_for(
-    n_components, eigenvalues: np.ndarray, n_positive: int, total: float
+    n_components, eigenvalues: np.ndarray, n_positive: int, total: float,
+    remove_zero_eig: bool = False, n_samples: int | None = None,
 ) -> int:
-    """Number of components q for an int, a ratio eta in (0, 1), or None."""
-    if n_positive == 0:
+    """Number of components q for an int, a ratio eta in (0, 1), or None.
+
+    As in scikit-learn's KernelPCA: None keeps the positive eigenvalues; an
+    int above their number keeps that many components (at most ``n_samples``),
+    the extra ones with eigenvalue 0 and zero embedding columns, with a
+    warning, unless ``remove_zero_eig`` drops them. Components q past
+    ``n_positive`` are those zero ones.
+
+    Examples
+    --------
+    >>> lam = np.array([2.0, 1.0, 0.0])
+    >>> n_components_for(2, lam, 2, 3.0), n_components_for(None, lam, 2, 3.0)
+    (2, 2)
+    >>> n_components_for(3, lam, 2, 3.0, remove_zero_eig=True)
+    2
+    """
+    if n_positive == 0 and not (_is_int(n_components) and not remove_zero_eig):
         raise TooFewComponentsError(
             "The centred kernel matrix has no positive eigenvalue: in the kernel's feature "
             "space the data have no variance. Either every row of X is the same (constant "
@@ -345,17 +374,34 @@ def n_components_for(
         ratios = np.cumsum(eigenvalues[:n_positive]) / total
         # Smallest q with cumulative ratio >= eta (a hair of slack for rounding).
         return int(min(np.searchsorted(ratios, n_components - 1e-12) + 1, n_positive))
-    if n_components > n_positive:
-        raise TooFewComponentsError(
-            f"n_components={n_components}, but the fitted kernel has only {n_positive} "
-            "positive eigenvalue(s). Ask for fewer components, use n_components=None "
-            "for all of them, or add landmarks (n_landmarks)."
+    q = int(n_components) if n_samples is None else min(int(n_components), n_samples)
+    if q > n_positive:
+        if remove_zero_eig:
+            return n_positive
+        warnings.warn(
+            f"n_components={n_components}, but only {n_positive} eigenvalue(s) of the "
+            f"centred kernel matrix are positive: the last {q - n_positive} component(s) "
+            "have eigenvalue 0 and are zero columns of the embedding, as in scikit-learn. "
+            "The data span fewer directions in the kernel's feature space (e.g. a linear "
+            "kernel on low-dimensional data, duplicated rows, or too few landmarks). Pass "
+            "remove_zero_eig=True to drop them, or ask for fewer components.",
+            ZeroEigenvalueWarning,
+            stacklevel=4,
         )
-    return int(n_components)
+    return q
 
 
-def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromSolution:
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def solve(stats: PassStatistics, basis: LandmarkBasis, n_components,
+          remove_zero_eig: bool = False) -> NystromSolution:
     """The small problem on the client: from the pass statistics to the model.
+
+    Components past the positive eigenvalues (an int ``n_components`` above
+    their number, see :func:`n_components_for`) get eigenvalue 0 and a zero
+    column of P and c, so their embedding column is 0, as in scikit-learn.
 
     Examples
     --------
@@ -384,18 +430,21 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components) -> NystromS
     # rounding (tiny gamma) must give no component, not one made of noise.
     zero_floor = ZERO_EIGENVALUE_RTOL * max(lam[0], feature_gram_trace)
     n_positive = int(np.sum(lam > zero_floor)) if lam[0] > 0 else 0
-    q = n_components_for(n_components, lam, n_positive, total)
-    P = W @ V[:, :q]
+    q = n_components_for(n_components, lam, n_positive, total, remove_zero_eig, n)
+    kept = min(q, n_positive)
+    P = W @ V[:, :kept]
     signs = fix_signs(P)  # deterministic: each column's largest entry positive
     P = P * signs
-    offset = (V[:, :q] * signs).T @ mean_feature
+    offset = (V[:, :kept] * signs).T @ mean_feature
+    eigenvalues = np.zeros(q)
+    eigenvalues[:kept] = lam[:kept]
     t = stats.diagonal_sum
     trace_error = (t - feature_gram_trace) / t if t > 0 else 0.0
     return NystromSolution(
-        projection=P,
-        offset=offset,
-        eigenvalues=lam[:q].copy(),
-        explained_variance_ratio=lam[:q] / total if total > 0 else np.zeros(q),
+        projection=np.pad(P, ((0, 0), (0, q - kept))),
+        offset=np.pad(offset, (0, q - kept)),
+        eigenvalues=eigenvalues,
+        explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
         trace_error=trace_error,
     )
 
@@ -405,10 +454,11 @@ def _project_block(
     block_info=None
 ):
     """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
-    x = np.asarray(block)
-    if not np.isfinite(x).all():
+    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
         start = block_info[0]["array-location"][0][0] if block_info else 0
-        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        row = start + first_bad
         raise NonFiniteInputError(
             f"X contains NaN or infinite values (first in row {row}); "
             "remove or impute them before transform."
@@ -436,7 +486,7 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
            [1.]])
     """
     q = projection.shape[1]
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
+from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
@@ -51,16 +52,16 @@ def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing land
               ) -> np.ndarray:
     """Rows ``X[indices]`` as numpy; reads only the chunks that hold them.
 
+    Rows of an X with scipy.sparse blocks come back as a CSR matrix.
+
     Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the first
     global row index that holds NaN or inf; ``purpose`` says in the message
     what the rows were read for.
     """
     order = np.argsort(indices)
-    rows = np.asarray(X[indices[order]].compute())
+    rows = as_block(X[indices[order]].compute())
     raise_if_rows_nonfinite(rows, indices[order], purpose)
-    out = np.empty_like(rows)
-    out[order] = rows
-    return out
+    return rows[np.argsort(order)]
 
 
 def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str) -> None:
@@ -78,12 +79,19 @@ def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str)
     ...
     kpca_dask.errors.NonFiniteInputError: X contains NaN or infinite values in row 9, ...
     """
-    bad = ~np.isfinite(rows).all(axis=1)
-    if bad.any():
-        first = int(np.min(indices[bad]))
+    n_bad, _ = first_nonfinite(rows)
+    if n_bad:
+        first = int(np.min(indices[_nonfinite_rows(rows)]))
         raise NonFiniteInputError(
             f"X contains NaN or infinite values in row {first}, found while {purpose}. "
             "Remove or impute them first, e.g. X[~da.isfinite(X).all(axis=1)] to find the rows.")
+
+
+def _nonfinite_rows(rows) -> np.ndarray:
+    if hasattr(rows, "indptr"):  # CSR: rows holding a NaN/inf stored value
+        owner = np.repeat(np.arange(rows.shape[0]), np.diff(rows.indptr))
+        return np.unique(owner[~np.isfinite(rows.data)])
+    return np.flatnonzero(~np.isfinite(rows).all(axis=1))
 
 
 def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,

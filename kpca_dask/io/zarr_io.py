@@ -45,6 +45,7 @@ from dask.array.core import PerformanceWarning
 from .._parallel import capped_blas
 from ..errors import InvalidInputError, OutputExistsError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from .sparse_files import is_sparse_source, open_sparse
 
 __all__ = [
     "open_array",
@@ -180,7 +181,9 @@ def open_array(
     source : path, URL, zarr.Array, zarr.Group, xarray.DataArray, xarray.Dataset, \
 dask array or numpy array
         A Zarr array, or a Zarr group holding the array, by local path or fsspec
-        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``).
+        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``). A scipy.sparse
+        matrix, or a local ``.npz`` file written by ``scipy.sparse.save_npz``,
+        becomes a dask array of CSR blocks (:mod:`kpca_dask.io.sparse_files`).
     array : str, optional
         Name of the array in a Zarr group or of the variable in a Dataset;
         may be omitted when there is exactly one 2-D one.
@@ -215,6 +218,8 @@ dask array or numpy array
         return _oriented(source, sample_dim, feature_dim)
     if isinstance(source, da.Array):
         return one_feature_chunk(source, "The dask array", stacklevel=4)
+    if is_sparse_source(source):  # a scipy.sparse matrix or a save_npz file
+        return open_sparse(source, block_rows=block_rows)
     if isinstance(source, (str, os.PathLike)):
         shown = os.fspath(source)
         where = store_location(source, storage_options)

@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..blocks.sparse_rows import is_sparse
 from ..engine.nystrom import landmark_basis
 from ..engine.sampling import sample_rows
 from ..errors import InvalidParameterError
@@ -59,7 +60,8 @@ def estimated_trace_error(sample: np.ndarray, points: np.ndarray, kernel, params
     >>> estimated_trace_error(X, X, "rbf", {"gamma": 0.5}, 1e-10) < 1e-8  # every row a landmark
     True
     """
-    sample = np.asarray(sample, dtype=np.float64)
+    sample = (sample.astype(np.float64) if is_sparse(sample)
+              else np.asarray(sample, dtype=np.float64))
     points = np.asarray(points, dtype=np.float64)
     basis = landmark_basis(pairwise_kernel(points, points, kernel, **params), rcond)
     features = pairwise_kernel(sample, points, kernel, **params) @ basis.W

@@ -19,8 +19,10 @@ Webber 2024), of which k-means++ is the squared-distance analogue.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from ..blocks.kernels import squared_distances
+from ..blocks.sparse_rows import dense
 from ..errors import InvalidParameterError
 
 __all__ = ["kmeans_plusplus", "lloyd", "kmeans_centroids"]
@@ -106,7 +108,13 @@ def _cluster_means(sample, labels, n_clusters):
     starts = np.searchsorted(sorted_labels, np.arange(n_clusters))
     means = np.full((n_clusters, sample.shape[1]), np.nan)
     occupied = counts > 0
-    sums = np.add.reduceat(sample[order], starts[occupied], axis=0)
+    if sparse.issparse(sample):
+        # Sums of sparse rows by cluster: one (clusters x rows) indicator product.
+        members = sparse.csr_matrix((np.ones(labels.size), (labels, np.arange(labels.size))),
+                                    shape=(n_clusters, labels.size))
+        sums = dense(members @ sample)[occupied]
+    else:
+        sums = np.add.reduceat(sample[order], starts[occupied], axis=0)
     means[occupied] = sums / counts[occupied, None]
     return means, counts
 
@@ -135,7 +143,7 @@ def lloyd(sample: np.ndarray, centroids: np.ndarray, n_iter: int) -> np.ndarray:
         empty = np.flatnonzero(counts == 0)
         if empty.size:
             farthest = np.argsort(-distances, kind="stable")[: empty.size]
-            means[empty] = sample[farthest]
+            means[empty] = dense(sample[farthest])
             labels[farthest] = empty
         centroids = means
         previous = labels
@@ -153,6 +161,9 @@ def kmeans_centroids(sample: np.ndarray, n_clusters: int, *, rng: np.random.Gene
     array([[ 0.5],
            [11. ]])
     """
-    sample = np.asarray(sample, dtype=np.float64)
+    # A sparse sample stays sparse (distances from products and norms); the
+    # centroids are dense, n_clusters x p.
+    sample = (sample.tocsr().astype(np.float64) if sparse.issparse(sample)
+              else np.asarray(sample, dtype=np.float64))
     seeds = kmeans_plusplus(sample, n_clusters, rng=rng)
-    return lloyd(sample, sample[seeds], n_iter)
+    return lloyd(sample, dense(sample[seeds]), n_iter)

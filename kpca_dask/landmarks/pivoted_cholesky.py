@@ -31,6 +31,7 @@ import numpy as np
 from scipy import linalg
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..blocks.sparse_rows import is_sparse
 
 __all__ = ["PivotedCholesky", "rpcholesky"]
 
@@ -82,7 +83,7 @@ def rpcholesky(
     ((20,), True)
     """
     params = params or {}
-    pool = np.asarray(pool, dtype=np.float64)
+    pool = pool.tocsr().astype(np.float64) if is_sparse(pool) else np.asarray(pool, np.float64)
     N = pool.shape[0]
     n_pivots = min(n_pivots, N)
     residual = np.maximum(kernel_diagonal(pool, kernel, **params).astype(np.float64), 0.0)

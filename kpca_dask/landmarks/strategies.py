@@ -28,6 +28,7 @@ from typing import Callable, Protocol
 import dask.array as da
 import numpy as np
 
+from ..blocks.sparse_rows import dense
 from ..engine.sampling import sample_rows
 from ..errors import InvalidParameterError
 from .kmeans_clustering import kmeans_centroids
@@ -74,7 +75,7 @@ def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=N
     4
     """
     points, indices = sample_rows(X, n_landmarks, rng)
-    return Landmarks(points=points, indices=indices, n_passes=0)
+    return Landmarks(points=dense(points), indices=indices, n_passes=0)
 
 
 def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
@@ -97,7 +98,7 @@ def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=No
     """
     sample, indices = sample_rows(X, sample_factor * n_landmarks, rng)
     if n_landmarks >= sample.shape[0]:
-        return Landmarks(points=sample, indices=indices, n_passes=0)
+        return Landmarks(points=dense(sample), indices=indices, n_passes=0)
     centroids = kmeans_centroids(sample, n_landmarks, rng=rng, n_iter=n_iter)
     return Landmarks(points=centroids, indices=None, n_passes=0)
 
@@ -124,7 +125,7 @@ def rpcholesky(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kerne
     factorisation = rpcholesky_factor(pool, n_landmarks, rng=rng, kernel=kernel,
                                       params=params or {}, block_size=block_size)
     chosen = np.sort(factorisation.pivots)
-    return Landmarks(points=pool[chosen], indices=pool_indices[chosen], n_passes=0)
+    return Landmarks(points=dense(pool[chosen]), indices=pool_indices[chosen], n_passes=0)
 
 
 _STRATEGIES: dict[str, LandmarkStrategy] = {
@@ -186,7 +187,7 @@ def select_landmarks(
                 "n_passes). To pass the points themselves, use landmarks=<array>.")
         return chosen_landmarks
     try:
-        points = np.asarray(strategy, dtype=np.float64)
+        points = np.asarray(dense(strategy), dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(
             "landmarks must be a strategy name, a strategy function, or numeric landmark "

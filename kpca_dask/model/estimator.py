@@ -27,7 +27,7 @@ from ..engine.nystrom import (
     solve,
 )
 from ..engine.sampling import as_generator, independent_generators
-from ..errors import InvalidParameterError, NonFiniteInputError, TooFewComponentsError
+from ..errors import InvalidParameterError, NonFiniteInputError
 from ..landmarks.auto import grow_landmarks
 from ..landmarks.strategies import select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
@@ -56,7 +56,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     n_components : int, float in (0, 1) or None, default=None
         Number of components q. A float eta keeps the smallest q whose
         cumulative explained-variance ratio reaches eta. None keeps every
-        component with a positive eigenvalue.
+        component with a positive eigenvalue. An int above the number of
+        positive eigenvalues keeps that many components (at most n_samples),
+        the extra ones with eigenvalue 0 and zero columns in the embedding,
+        and warns with :class:`~kpca_dask.errors.ZeroEigenvalueWarning`; as
+        in scikit-learn.
     kernel : {"rbf", "gaussian", "laplacian", "polynomial", "poly", "linear", \
 "sigmoid", "cosine", "matern"} or callable, default="rbf"
         A callable ``k(A, B, **kernel_params)`` must return the
@@ -78,6 +82,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     kernel_params : dict, default=None
         Further kernel parameters (``nu`` for matern, default 1.5), or the
         keyword arguments of a callable kernel. Never modified.
+    remove_zero_eig : bool, default=False
+        Drop the components with eigenvalue 0 that an int ``n_components``
+        would keep, so ``n_components_`` may be smaller than asked (as
+        scikit-learn's parameter of the same name).
     n_landmarks : int or "auto", default=1000
         Number of landmarks m. Cost is O(n m^2); accuracy grows with m, and
         ``trace_error_`` says whether m is large enough. ``"auto"`` doubles m
@@ -181,6 +189,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         degree: float = 3,
         coef0: float = 1.0,
         kernel_params: dict | None = None,
+        remove_zero_eig: bool = False,
         n_landmarks: int | Literal["auto"] = 1000,
         landmarks: str | Callable | np.ndarray = "kmeans",
         tol: float = 1e-2,
@@ -195,6 +204,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.degree = degree
         self.coef0 = coef0
         self.kernel_params = kernel_params
+        self.remove_zero_eig = remove_zero_eig
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.tol = tol
@@ -259,11 +269,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
         kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
         basis = landmark_basis(kmm, rcond)
-        _raise_if_more_components_than(basis.W.shape[1], self.n_components)
         reference = reference_row(chosen.points, kernel, params, kmm)
         stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
         raise_if_nonfinite(stats)
-        solution = solve(stats, basis, self.n_components)
+        solution = solve(stats, basis, self.n_components, bool(self.remove_zero_eig))
 
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
@@ -314,6 +323,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     def _check_hyperparameters(self):
         check_n_components(self.n_components)
+        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+            raise InvalidParameterError(
+                'kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
+                "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
+                "for data small enough for it, or pass the kernel as a callable "
+                "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
         m = self.n_landmarks
         if m != "auto" and not _is_positive_int(m):
             raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
@@ -442,8 +457,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         kmm = pairwise_kernel(Z.astype(np.float64), Z, self.kernel_, **self.kernel_params_)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         basis = landmark_basis(kmm, rcond)
-        _raise_if_more_components_than(basis.W.shape[1], n_components)
-        solution = solve(stats, basis, n_components)
+        solution = solve(stats, basis, n_components, bool(self.remove_zero_eig))
         self._set_solution(solution)
         self.landmark_rank_ = basis.W.shape[1]
         self.statistics_ = stats
@@ -512,6 +526,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.input_tags.sparse = True
         return tags
 
 
@@ -533,16 +548,6 @@ def _as_fit_input(X, min_samples: int = 2):
     X = _open_input(X)
     X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
     return X
-
-
-def _raise_if_more_components_than(rank: int, n_components) -> None:
-    """Refuse, before the pass, more components than the r x r covariance C can have."""
-    if isinstance(n_components, numbers.Integral) and n_components > rank:
-        raise TooFewComponentsError(
-            f"n_components={n_components}, but the landmarks span only {rank} feature "
-            "direction(s) (the rank of K_mm), so at most that many components exist; "
-            "duplicate rows, constant data or a kernel that is constant on the data lower "
-            "the rank. Ask for fewer components or add landmarks (n_landmarks).")
 
 
 def _is_positive_int(value) -> bool:

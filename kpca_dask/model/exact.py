@@ -10,13 +10,14 @@ from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import linalg
+from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
 from ..blocks.signs import fix_signs
 from ..engine.nystrom import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..errors import InvalidInputError
 from ..validation import as_numpy_array, check_n_components, check_n_features
 
 __all__ = ["ExactKernelPCA"]
@@ -35,12 +36,17 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     n_components : int, float in (0, 1) or None, default=None
         Number of components. A float eta keeps the smallest q whose
         cumulative explained-variance ratio reaches eta; None keeps every
-        eigenvalue above the numerical zero.
+        eigenvalue above the numerical zero. An int above that number keeps
+        the extra components with eigenvalue 0 (zero embedding columns) and
+        warns, as scikit-learn does.
     kernel : str or callable, default="rbf"
         A kernel name of :mod:`kpca_dask.blocks.kernels` (``"rbf"``, ``"laplacian"``,
         ``"polynomial"``, ``"linear"``, ``"sigmoid"``, ``"cosine"``,
-        ``"matern"`` or an alias), or a callable ``k(A, B, **kernel_params)``
-        returning the ``len(A) x len(B)`` block.
+        ``"matern"`` or an alias), a callable ``k(A, B, **kernel_params)``
+        returning the ``len(A) x len(B)`` block, or ``"precomputed"``: then
+        :meth:`fit` takes the n x n kernel matrix of the training points and
+        :meth:`transform` the (n_new, n) kernel matrix of new points against
+        them, as in scikit-learn.
     gamma : float or None, default=None
         Kernel coefficient of rbf, laplacian, matern, polynomial and sigmoid;
         None means ``1 / n_features``.
@@ -51,6 +57,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     kernel_params : dict or None, default=None
         Further kernel parameters (``{"nu": 2.5}`` for Matérn), or the keyword
         arguments of a callable kernel. Never modified.
+    remove_zero_eig : bool, default=False
+        Drop the components with eigenvalue 0 that an int ``n_components``
+        would keep (scikit-learn's parameter of the same name).
 
     Attributes
     ----------
@@ -68,7 +77,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     kernel_params_ : dict
         The kernel parameters used, defaults resolved.
     X_fit_ : ndarray of shape (n_samples, ``n_features_in_``)
-        The training data (float64), needed by :meth:`transform`.
+        The training data (float64; CSR for sparse input, the kernel matrix for
+        ``kernel="precomputed"``), needed by :meth:`transform`.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -97,6 +107,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         degree: int = 3,
         coef0: float = 1.0,
         kernel_params: dict | None = None,
+        remove_zero_eig: bool = False,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -104,13 +115,16 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.kernel_params = kernel_params
+        self.remove_zero_eig = remove_zero_eig
 
     def fit(self, X: ArrayLike, y: None = None) -> ExactKernelPCA:
         """Eigendecompose the centred Gram matrix of ``X``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            With ``kernel="precomputed"``, the kernel matrix of shape
+            (n_samples, n_samples).
         y : ignored
 
         Returns
@@ -120,11 +134,15 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         check_n_components(self.n_components)
         # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
         X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
-        kernel = canonical_kernel_name(self.kernel)
-        params = resolve_kernel_params(
-            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-            kernel_params=self.kernel_params)
-        K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
+        if self.kernel == PRECOMPUTED:
+            X = _square_kernel_matrix(X)
+            kernel, params, K = PRECOMPUTED, {}, X
+        else:
+            kernel = canonical_kernel_name(self.kernel)
+            params = resolve_kernel_params(
+                kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                kernel_params=self.kernel_params)
+            K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
         K = 0.5 * (K + K.T)
         column_means = K.mean(axis=0)
         grand_mean = column_means.mean()
@@ -134,8 +152,12 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         lam, A = lam[::-1], A[:, ::-1]
         n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
         total = float(np.sum(lam[lam > 0]))
-        q = n_components_for(self.n_components, lam, n_positive, total)
+        q = n_components_for(self.n_components, lam, n_positive, total,
+                             bool(self.remove_zero_eig), lam.size)
         A = A[:, :q]
+        # Past n_positive the eigenvalues are 0 (or rounding noise, or negative
+        # for a kernel that is not PSD): 0 exactly, as scikit-learn sets them.
+        lam = np.where(np.arange(lam.size) < n_positive, lam, 0.0)
 
         # Only now, with every step done, does the estimator change state.
         self.kernel_ = kernel
@@ -144,7 +166,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self._grand_mean = grand_mean
         self.eigenvalues_ = lam[:q].copy()
         self.eigenvectors_ = A * fix_signs(A)
-        self.explained_variance_ratio_ = self.eigenvalues_ / total
+        self.explained_variance_ratio_ = (self.eigenvalues_ / total if total > 0
+                                          else np.zeros(q))
         self.n_components_ = q
         self.X_fit_ = X
         self.n_features_in_ = X.shape[1]
@@ -165,16 +188,55 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ``n_features_in_``)
+        X : array-like or scipy.sparse matrix of shape (n_samples, ``n_features_in_``)
+            With ``kernel="precomputed"``, the kernel values of the new points
+            against the training points, shape (n_samples, n_samples_fit).
 
         Returns
         -------
         Y : ndarray of shape (n_samples, ``n_components_``)
+            Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
         X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
-        check_n_features(X, self.n_features_in_, type(self).__name__)
-        Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
-                        dtype=np.float64)
+        if self.kernel_ == PRECOMPUTED:
+            Kx = _kernel_rows(X, self.X_fit_.shape[0])
+        else:
+            check_n_features(X, self.n_features_in_, type(self).__name__)
+            Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
+                            dtype=np.float64)
         Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._column_means[None, :] + self._grand_mean
-        return Kx @ self.eigenvectors_ / np.sqrt(self.eigenvalues_)
+        nonzero = self.eigenvalues_ > 0
+        scaled = np.zeros_like(self.eigenvectors_)
+        scaled[:, nonzero] = self.eigenvectors_[:, nonzero] / np.sqrt(self.eigenvalues_[nonzero])
+        return Kx @ scaled
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self.kernel == PRECOMPUTED
+        return tags
+
+
+#: The ``kernel`` value that makes X the kernel matrix itself.
+PRECOMPUTED = "precomputed"
+
+
+def _square_kernel_matrix(K) -> np.ndarray:
+    K = K.toarray() if sparse.issparse(K) else K
+    if K.shape[0] != K.shape[1]:
+        raise InvalidInputError(
+            f'With kernel="precomputed", fit takes the square kernel matrix of the training '
+            f"points, shape (n_samples, n_samples); got shape {K.shape}. Pass "
+            "k(X_train, X_train), not the data.")
+    return K
+
+
+def _kernel_rows(K, n_fit: int) -> np.ndarray:
+    K = K.toarray() if sparse.issparse(K) else K
+    if K.shape[1] != n_fit:
+        raise InvalidInputError(
+            f'With kernel="precomputed", transform takes the kernel values of the new points '
+            f"against the {n_fit} training points, shape (n_samples, {n_fit}); got shape "
+            f"{K.shape}. Pass k(X_new, X_train).")
+    return K

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.errors import InvalidParameterError, TooFewComponentsError
+from kpca_dask.errors import InvalidParameterError, TooFewComponentsError, ZeroEigenvalueWarning
 
 
 @pytest.fixture
@@ -50,13 +50,15 @@ def test_duplicate_rows_with_every_row_a_landmark_match_exact(X):
     np.testing.assert_allclose(fitted.eigenvalues_, exact.eigenvalues_, rtol=1e-8)
 
 
-@pytest.mark.parametrize("n_components", [None, 2, 0.9])
-def test_constant_data_raise_too_few_components(n_components):
-    """Constant data have no variance in any feature space: whatever n_components,
-    the fit raises TooFewComponentsError naming the cause (no NaN, no empty model)."""
+@pytest.mark.parametrize("n_components, remove_zero_eig", [(None, False), (0.9, False),
+                                                            (2, True)])
+def test_constant_data_raise_too_few_components(n_components, remove_zero_eig):
+    """Constant data have no variance in any feature space: unless an int n_components
+    asks for zero components, the fit raises TooFewComponentsError naming the cause
+    (no NaN, no empty model)."""
     X = np.full((100, 3), 2.5)
     with pytest.raises(TooFewComponentsError, match="constant data"):
-        _fit(X, n_components=n_components, n_landmarks=30)
+        _fit(X, n_components=n_components, n_landmarks=30, remove_zero_eig=remove_zero_eig)
 
 
 @pytest.mark.parametrize("gamma", [1e-300, 1e-12])
@@ -144,13 +146,14 @@ def test_huge_offset_in_float32_keeps_float32_accuracy(X):
 
 def test_n_components_equal_to_the_rank(X):
     """The linear kernel on 3 features has rank 3 after centring: n_components=3 gives
-    ordinary PCA's eigenvalues, n_components=4 raises TooFewComponentsError."""
+    ordinary PCA's eigenvalues, n_components=4 adds a zero one with a warning."""
     fitted = _fit(X, n_components=3, n_landmarks=50, kernel="linear")
     Xc = X - X.mean(axis=0)
     np.testing.assert_allclose(fitted.eigenvalues_, np.linalg.svd(Xc, compute_uv=False) ** 2,
                                rtol=1e-10)
-    with pytest.raises(TooFewComponentsError, match="n_components=4.*only 3"):
-        _fit(X, n_components=4, n_landmarks=50, kernel="linear")
+    with pytest.warns(ZeroEigenvalueWarning, match="n_components=4, but only 3"):
+        four = _fit(X, n_components=4, n_landmarks=50, kernel="linear")
+    assert four.eigenvalues_[3] == 0.0
 
 
 @pytest.mark.parametrize("chunks", [

@@ -12,7 +12,6 @@ from kpca_dask import (
     InvalidParameterError,
     KernelPCA,
     NonFiniteInputError,
-    TooFewComponentsError,
 )
 
 
@@ -85,18 +84,28 @@ def test_complex_dtype(X):
         KernelPCA(2).fit(X + 1j)
 
 
-def test_sparse_input(X):
-    """Sparse matrices are refused, with the densifying call to make."""
+def test_sparse_input_with_nonfinite_values(X):
+    """A NaN stored in a sparse matrix is found and its row named."""
     from scipy import sparse
 
-    with pytest.raises(InvalidInputError, match="Sparse input is not supported.*toarray"):
+    X = X.copy()
+    X[7, 1] = np.nan
+    with pytest.raises(NonFiniteInputError, match="first in row 7"):
         KernelPCA(2).fit(sparse.csr_matrix(X))
 
 
 def test_too_many_components(X):
-    """More components than positive eigenvalues: say how many there are."""
-    with pytest.raises(TooFewComponentsError, match="n_components=5.*only 3"):
+    """More components than positive eigenvalues: a warning says how many are zero."""
+    from kpca_dask.errors import ZeroEigenvalueWarning
+
+    with pytest.warns(ZeroEigenvalueWarning, match="n_components=5, but only 3.*last 2"):
         KernelPCA(5, kernel="linear").fit(X)
+
+
+def test_precomputed_kernel_points_to_exact(X):
+    """kernel="precomputed" is refused by the Nyström estimator, pointing to the alternatives."""
+    with pytest.raises(InvalidParameterError, match="ExactKernelPCA.*callable"):
+        KernelPCA(2, kernel="precomputed").fit(X)
 
 
 def test_unknown_kernel_lists_valid_names(X):
