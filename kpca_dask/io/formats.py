@@ -320,11 +320,11 @@ def _read_csv(path: Path, shown: str, columns, header: bool | None,
         raise InvalidInputError(f"{shown} is empty or starts with a blank line.")
     fields = _csv_fields(first, shown)
     if header is None:
-        header = not all(_is_number(field) for field in fields)
+        header = _looks_like_header(fields)
     names = fields if header else list(range(len(fields)))
-    if not header and columns is not None:
-        # Without a header the columns are numbered, also when named on the command line.
-        columns = [int(c) if isinstance(c, str) and c.isdigit() else c for c in
+    if columns is not None:
+        # Numbered columns match as numbers or as text (as named on the command line).
+        columns = [_column_key(c, names) for c in
                    ([columns] if isinstance(columns, (str, int)) else columns)]
     chosen = _chosen_columns(names, columns, shown)
     ranges = _csv_ranges(path, len(first) if header else 0, block_rows)
@@ -349,6 +349,24 @@ def _csv_fields(line: bytes, shown: str) -> list[str]:
 
     row = pd.read_csv(io.BytesIO(line), header=None, dtype=str, keep_default_na=False)
     return [str(value).strip() for value in row.iloc[0]]
+
+
+def _looks_like_header(fields: list[str]) -> bool:
+    """A header unless every field is a number; ``0,1,2,...`` or ``1,2,3,...`` (what pandas
+    writes for unnamed columns) is a header too."""
+    if not all(_is_number(field) for field in fields):
+        return True
+    return fields in ([str(i) for i in range(len(fields))],
+                      [str(i) for i in range(1, len(fields) + 1)])
+
+
+def _column_key(column, names: list):
+    if column in names:
+        return column
+    for other in (str(column), int(column) if str(column).isdigit() else None):
+        if other is not None and other in names:
+            return other
+    return column
 
 
 def _is_number(text: str) -> bool:

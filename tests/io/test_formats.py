@@ -239,3 +239,14 @@ def test_format_from_extension_and_directory(tmp_path):
     assert file_format(tmp_path / "data.zarr") == "zarr"
     assert file_format("memory://data") == "zarr"
     assert file_format("x.NC") == "netcdf"
+
+
+def test_csv_numbered_header_is_a_header(tmp_path):
+    """A first line 0,1,2 (pandas' names for unnamed columns) is taken for a header."""
+    X = _data()
+    pd.DataFrame(X).to_csv(tmp_path / "x.csv", index=False, float_format="%.17g")
+    np.testing.assert_array_equal(open_array(tmp_path / "x.csv").compute(), X)
+    np.testing.assert_array_equal(open_array(tmp_path / "x.csv", columns=[2]).compute(),
+                                  X[:, [2]])
+    opened = open_array(tmp_path / "x.csv", header=False)
+    assert opened.shape == (N + 1, P)
