@@ -352,12 +352,11 @@ def _csv_fields(line: bytes, shown: str) -> list[str]:
 
 
 def _looks_like_header(fields: list[str]) -> bool:
-    """A header unless every field is a number; ``0,1,2,...`` or ``1,2,3,...`` (what pandas
-    writes for unnamed columns) is a header too."""
+    """A header unless every field is a number; ``0,1,2,...`` (what pandas writes for
+    unnamed columns) is a header too."""
     if not all(_is_number(field) for field in fields):
         return True
-    return fields in ([str(i) for i in range(len(fields))],
-                      [str(i) for i in range(1, len(fields) + 1)])
+    return fields == [str(i) for i in range(len(fields))]
 
 
 def _column_key(column, names: list):
