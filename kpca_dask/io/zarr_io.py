@@ -209,7 +209,8 @@ dask array or numpy array
         from 0.
     header : bool, optional
         CSV: whether the first line names the columns. Default: it does
-        unless every field of it is a number.
+        unless every field of it is a number (``0,1,2,...``, pandas' names
+        for unnamed columns, is a header).
 
     Returns
     -------
