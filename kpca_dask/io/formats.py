@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import dask
 import dask.array as da
 import numpy as np
 
@@ -165,16 +166,18 @@ def _name(path: Path) -> str:
 
 def _from_blocks(read_block, pieces: list, rows: list[int], n_features: int, dtype,
                  name: str) -> da.Array:
-    """A dask array whose block i is ``read_block(pieces[i])`` with ``rows[i]`` rows."""
-    import dask
+    """A dask array whose block i is ``read_block(pieces[i])`` with ``rows[i]`` rows.
 
+    The key names the reader (``npy_block-<token>``...), so the dashboard says
+    what runs; the token covers the file's name, size and modification time,
+    so a changed file is never taken for the one a checkpoint read.
+    """
+    if not pieces:
+        return da.zeros((0, n_features), dtype=dtype)
     token = dask.base.tokenize(name, pieces, rows, n_features, str(dtype))
     key = f"{read_block.__name__.lstrip('_')}-{token}"
     graph = {(key, i, 0): (read_block, piece) for i, piece in enumerate(pieces)}
-    chunks = (tuple(rows) or (0,), (n_features,))
-    if not pieces:
-        return da.zeros((0, n_features), dtype=dtype)
-    return da.Array(graph, key, chunks, dtype=dtype)
+    return da.Array(graph, key, (tuple(rows), (n_features,)), dtype=dtype)
 
 
 def _row_ranges(n: int, step: int) -> list[tuple[int, int]]:
