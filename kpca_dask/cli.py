@@ -342,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kpca-dask`` (exposed for documentation and tests)."""
     from . import __version__
 
-    parser = _Parser(prog=PROG, description="Out-of-core Nystrom kernel PCA, Zarr to Zarr.")
+    parser = _Parser(prog=PROG,
+                     description="Out-of-core Nystrom kernel PCA: Zarr and files in, Zarr out.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
