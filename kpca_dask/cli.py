@@ -1,10 +1,12 @@
-"""The ``kpca-dask`` command: generate, fit, transform and info, from Zarr to Zarr.
+"""The ``kpca-dask`` command: generate, fit, transform and info, writing Zarr.
 
 A thin layer over the library: each subcommand opens its inputs with
-:mod:`kpca_dask.io`, runs the estimator on a Dask client from
-:mod:`kpca_dask.dask_client` and writes its output atomically. Mistakes a user can
-make (bad parameters, missing input, an output that exists) print one line,
-``kpca-dask: error: ...``, and exit with status 2.
+:mod:`kpca_dask.io` (Zarr, or a ``.npy``, Parquet, CSV, HDF5 or netCDF file),
+runs the estimator on a Dask client from :mod:`kpca_dask.dask_client` and
+writes its output atomically. Mistakes a user can make (bad parameters,
+missing or unreadable input, an output that exists) print one line,
+``kpca-dask: error: ...``, and exit with status 2; they are found before any
+Dask worker starts.
 
 Examples
 --------
@@ -35,7 +37,8 @@ import numpy as np
 
 from .blocks.kernels import KERNEL_NAMES
 from .datasets import DATASETS, make_dataset
-from .errors import KPCAError
+from .errors import InvalidParameterError, KPCAError
+from .io.formats import FORMATS
 from .model.estimator import KernelPCA
 
 #: The estimator's own defaults, so the command line never disagrees with it.
@@ -76,6 +79,13 @@ def _number_or_name(text: str) -> float | str:
     with contextlib.suppress(ValueError):
         return float(text)
     return text
+
+
+def _column_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of columns")
+    return names
 
 
 def _landmark_count(text: str) -> int | str:
@@ -167,6 +177,63 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                        help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("reading the data")
+    group.add_argument("--array", metavar="NAME",
+                       help="array in a Zarr group or an HDF5 file, or variable in a netCDF file "
+                            "(needed when there are several 2-D ones)")
+    group.add_argument("--format", choices=FORMATS,
+                       help="format of the data when its extension does not say it (.zarr, "
+                            ".npy, .parquet, .csv, .h5/.hdf5, .nc)")
+    group.add_argument("--columns", type=_column_list, metavar="A,B,...",
+                       help="Parquet or CSV: the columns to use (default: all); CSV columns "
+                            "without a header are numbered from 0")
+    group.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                       help="CSV: the first line names the columns (default: unless every "
+                            "field of it is a number)")
+
+
+def _open_data(args):
+    """The data, opened lazily before any worker starts: a bad path fails here, at once."""
+    from .io import open_array
+
+    return open_array(args.data, array=args.array, format=args.format, columns=args.columns,
+                      header=args.header)
+
+
+def _check_parameters(kpca: KernelPCA, X) -> None:
+    """Refuse bad estimator parameters now rather than after the cluster has started.
+
+    The same checks ``fit`` makes before it reads any data, plus one that
+    needs only the shape: at most min(m, n) components exist.
+    """
+    from .blocks.kernels import canonical_kernel_name, resolve_kernel_params
+    from .engine.bandwidth import BANDWIDTH_RULES
+    from .landmarks.strategies import landmark_strategy_names
+
+    kpca._check_hyperparameters()
+    kernel = canonical_kernel_name(kpca.kernel)
+    rule = kpca.gamma if isinstance(kpca.gamma, str) else None
+    if rule is not None and rule not in BANDWIDTH_RULES:
+        raise InvalidParameterError(
+            f"--gamma {rule} is neither a number nor a rule; use a positive number, "
+            f"{' or '.join(BANDWIDTH_RULES)}.")
+    resolve_kernel_params(kernel, X.shape[1], gamma=None if rule else kpca.gamma,
+                          degree=kpca.degree, coef0=kpca.coef0, kernel_params=kpca.kernel_params)
+    if isinstance(kpca.landmarks, str) and kpca.landmarks not in landmark_strategy_names():
+        raise InvalidParameterError(
+            f"Unknown landmarks strategy {kpca.landmarks!r}. Use one of "
+            f"{', '.join(landmark_strategy_names())}, or a Zarr/.npy file of landmark points.")
+    most = X.shape[0] if kpca.n_landmarks == "auto" else min(kpca.n_landmarks, X.shape[0])
+    if isinstance(kpca.landmarks, np.ndarray):
+        most = min(most, len(kpca.landmarks))
+    q = kpca.n_components
+    if isinstance(q, int) and q > most:
+        raise InvalidParameterError(
+            f"n_components={q}, but at most {most} components exist with these landmarks and "
+            f"{X.shape[0]} rows; ask for fewer components or more landmarks (--n-landmarks).")
+
+
 # -- subcommands ---------------------------------------------------------------
 
 
@@ -190,6 +257,7 @@ def _fit(args) -> None:
     from .model.estimator import KernelPCA
 
     check_can_write(args.model, overwrite=args.overwrite)
+    X = _open_data(args)
     landmarks = args.landmarks
     if os.path.exists(landmarks) or "://" in landmarks:
         landmarks = np.asarray(open_array(landmarks).compute(scheduler="threads"))
@@ -200,8 +268,9 @@ def _fit(args) -> None:
         remove_zero_eig=args.remove_zero_eig,
         n_landmarks=args.n_landmarks, tol=args.tol, landmarks=landmarks, dtype=args.dtype,
         random_state=args.seed)
+    _check_parameters(kpca, X)
     with _compute_context(args):
-        kpca.fit(open_array(args.data, array=args.array), checkpoint=args.checkpoint)
+        kpca.fit(X, checkpoint=args.checkpoint)
     kpca.save(args.model, overwrite=args.overwrite)
     print(f"wrote {args.model}")
     _print_summary(_summary(kpca, args.model))
@@ -209,13 +278,16 @@ def _fit(args) -> None:
 
 def _transform(args) -> None:
     from . import load
-    from .io import check_can_write, open_array, write_embedding
+    from .io import check_can_write, write_embedding
+    from .validation import check_n_features
 
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    X = _open_data(args)
+    check_n_features(X, model.n_features_in_, type(model).__name__)
     with _compute_context(args):
         started = time.perf_counter()
-        Y = model.transform(open_array(args.data, array=args.array))
+        Y = model.transform(X)
         write_embedding(Y, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
     print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64, in {seconds:.2f} s")
@@ -346,12 +418,16 @@ def _short_list(values, shown=10) -> str:
 
 # -- the parser ----------------------------------------------------------------
 
+_DATA_HELP = ("Zarr array, group or URL, or a .npy, Parquet (file or directory), CSV, HDF5 or "
+              "netCDF file")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kpca-dask`` (exposed for documentation and tests)."""
     from . import __version__
 
-    parser = _Parser(prog=PROG, description="Out-of-core Nystrom kernel PCA, Zarr to Zarr.")
+    parser = _Parser(prog=PROG,
+                     description="Out-of-core Nystrom kernel PCA: Zarr and files in, Zarr out.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                      parser_class=_Parser)
@@ -369,15 +445,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compute_options(gen)
     gen.set_defaults(run=_generate)
 
-    fit = commands.add_parser("fit", help="fit kernel PCA on a Zarr array and save the model")
-    fit.add_argument("data", metavar="DATA.zarr", help="Zarr array, group or URL")
+    fit = commands.add_parser("fit", help="fit kernel PCA on a data set and save the model")
+    fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
     fit.add_argument("--model", required=True, metavar="MODEL.zarr")
-    fit.add_argument("--array", metavar="NAME", help="array in a Zarr group")
     fit.add_argument("--n-components", type=_n_components, default=10, metavar="Q",
                      help="int, a fraction of variance in (0, 1), or 'all' (default 10)")
     fit.add_argument("--kernel", choices=KERNEL_NAMES, default="rbf")
     fit.add_argument("--gamma", type=_number_or_name, metavar="G",
-                     help="kernel coefficient (default 1 / n_features)")
+                     help="kernel coefficient: a number, 'median' (median heuristic on a "
+                          "sample: 2 / median squared distance) or 'scale' (1 / (n_features * "
+                          "variance)); default 1 / n_features")
     fit.add_argument("--degree", type=int, default=3, help="polynomial degree")
     fit.add_argument("--coef0", type=float, default=1.0)
     fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
@@ -389,23 +466,25 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--tol", type=float, default=_LIBRARY_DEFAULTS["tol"],
                      help="target trace error for --n-landmarks auto")
     fit.add_argument("--landmarks", default=_LIBRARY_DEFAULTS["landmarks"],
-                     metavar="STRATEGY_OR_ZARR",
-                     help="landmark strategy name, or a Zarr array of landmark points")
+                     metavar="STRATEGY_OR_FILE",
+                     help="landmark strategy name, or a file of landmark points (Zarr, "
+                          ".npy, ...)")
     fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                      help="precision of the kernel blocks")
     fit.add_argument("--seed", type=int, default=0, help="seed of the landmark choice")
     fit.add_argument("--checkpoint", metavar="PATH",
                      help="Zarr group where the pass saves progress; rerun to resume")
     fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
+    _add_input_options(fit)
     _add_compute_options(fit)
     fit.set_defaults(run=_fit)
 
-    tr = commands.add_parser("transform", help="project a Zarr array and write the embedding")
+    tr = commands.add_parser("transform", help="project a data set and write the embedding")
     tr.add_argument("model", metavar="MODEL.zarr")
-    tr.add_argument("data", metavar="DATA.zarr")
+    tr.add_argument("data", metavar="DATA", help=_DATA_HELP)
     tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr")
-    tr.add_argument("--array", metavar="NAME", help="array in a Zarr group")
     tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(tr)
     _add_compute_options(tr)
     tr.set_defaults(run=_transform)
 

@@ -2,7 +2,8 @@
 
 Inputs (:func:`open_array`) are Zarr arrays by path or fsspec URL, a Zarr
 group plus an array name, xarray DataArrays and Dataset variables, dask
-arrays and numpy arrays. Row chunks are kept as stored; the feature axis is
+arrays and numpy arrays, and the files of :mod:`kpca_dask.io.formats`
+(``.npy``, Parquet, CSV, HDF5, netCDF). Row chunks are kept as stored; the feature axis is
 made one chunk (each task must see whole rows), with a warning when the store
 splits it.
 
@@ -30,7 +31,7 @@ import shutil
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -45,6 +46,7 @@ from dask.array.core import PerformanceWarning
 from .._parallel import capped_blas
 from ..errors import InvalidInputError, OutputExistsError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from .formats import open_file
 from .sparse_files import is_sparse_source, open_sparse
 
 __all__ = [
@@ -173,6 +175,9 @@ def open_array(
     feature_dim: str | None = None,
     storage_options: dict | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
+    format: str | None = None,
+    columns: Sequence[str | int] | None = None,
+    header: bool | None = None,
 ) -> da.Array | xr.DataArray:
     """Open data for fitting or transforming as a lazy (n_samples, n_features) array.
 
@@ -181,19 +186,34 @@ def open_array(
     source : path, URL, zarr.Array, zarr.Group, xarray.DataArray, xarray.Dataset, \
 dask array or numpy array
         A Zarr array, or a Zarr group holding the array, by local path or fsspec
-        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``). A scipy.sparse
-        matrix, or a local ``.npz`` file written by ``scipy.sparse.save_npz``,
-        becomes a dask array of CSR blocks (:mod:`kpca_dask.io.sparse_files`).
+        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``); or a local
+        ``.npy``, Parquet (file or directory), CSV, HDF5 or netCDF file,
+        chosen by its extension or by ``format``. A scipy.sparse matrix, or a
+        local ``.npz`` file written by ``scipy.sparse.save_npz``, becomes a dask
+        array of CSR blocks (:mod:`kpca_dask.io.sparse_files`).
     array : str, optional
-        Name of the array in a Zarr group or of the variable in a Dataset;
-        may be omitted when there is exactly one 2-D one.
+        Name of the array in a Zarr group or an HDF5 file, or of the variable
+        in a Dataset or a netCDF file; may be omitted when there is exactly
+        one 2-D one.
     sample_dim, feature_dim : str, optional
         Dimension names of xarray input. Default: the first dimension holds
         the samples and the other one the features.
     storage_options : dict, optional
         Passed to fsspec for URLs (credentials, endpoint...).
     block_rows : int, default=20000
-        Rows per block when numpy input is wrapped.
+        Rows per block when numpy input is wrapped or a ``.npy``, CSV, HDF5 or
+        netCDF file is read (rounded to whole stored chunks); Parquet blocks
+        are whole row groups, merged up to about this many rows.
+    format : {"zarr", "npy", "parquet", "csv", "hdf5", "netcdf"}, optional
+        The format of a path, when its extension does not say it.
+    columns : list of str or int, optional
+        Parquet and CSV: the columns to use, in this order (default: all,
+        which must then be numeric). CSV columns without a header are numbered
+        from 0.
+    header : bool, optional
+        CSV: whether the first line names the columns. Default: it does
+        unless every field of it is a number (``0,1,2,...``, pandas' names
+        for unnamed columns, is a header).
 
     Returns
     -------
@@ -221,6 +241,13 @@ dask array or numpy array
     if is_sparse_source(source):  # a scipy.sparse matrix or a save_npz file
         return open_sparse(source, block_rows=block_rows)
     if isinstance(source, (str, os.PathLike)):
+        opened = open_file(source, format=format, array=array, columns=columns, header=header,
+                           sample_dim=sample_dim, block_rows=block_rows)
+        if isinstance(opened, xr.Dataset):  # netCDF: labelled like a Dataset
+            return open_array(opened, array=array, sample_dim=sample_dim,
+                              feature_dim=feature_dim)
+        if opened is not None:
+            return one_feature_chunk(opened, os.fspath(source), stacklevel=3)
         shown = os.fspath(source)
         where = store_location(source, storage_options)
         return _from_zarr_node(_open_node(where, shown), shown, array, where,
