@@ -204,8 +204,7 @@ def _open_data(args):
 def _check_parameters(kpca: KernelPCA, X) -> None:
     """Refuse bad estimator parameters now rather than after the cluster has started.
 
-    The same checks ``fit`` makes before it reads any data, plus one that
-    needs only the shape: at most min(m, n) components exist.
+    The same checks ``fit`` makes before it reads any data.
     """
     from .blocks.kernels import canonical_kernel_name, resolve_kernel_params
     from .engine.bandwidth import BANDWIDTH_RULES
@@ -224,14 +223,6 @@ def _check_parameters(kpca: KernelPCA, X) -> None:
         raise InvalidParameterError(
             f"Unknown landmarks strategy {kpca.landmarks!r}. Use one of "
             f"{', '.join(landmark_strategy_names())}, or a Zarr/.npy file of landmark points.")
-    most = X.shape[0] if kpca.n_landmarks == "auto" else min(kpca.n_landmarks, X.shape[0])
-    if isinstance(kpca.landmarks, np.ndarray):
-        most = min(most, len(kpca.landmarks))
-    q = kpca.n_components
-    if isinstance(q, int) and q > most:
-        raise InvalidParameterError(
-            f"n_components={q}, but at most {most} components exist with these landmarks and "
-            f"{X.shape[0]} rows; ask for fewer components or more landmarks (--n-landmarks).")
 
 
 # -- subcommands ---------------------------------------------------------------

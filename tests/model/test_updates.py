@@ -3,6 +3,8 @@ merging shards, statistics in model files and checkpoints, version-1 files."""
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -13,9 +15,10 @@ import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.errors import (
     InvalidInputError,
+    InvalidParameterError,
     ModelMismatchError,
     NoStatisticsError,
-    TooFewComponentsError,
+    ZeroEigenvalueWarning,
 )
 from kpca_dask.model.statistics_files import read_statistics
 
@@ -110,13 +113,32 @@ def test_set_n_components_on_a_loaded_model(tmp_path, fitted):
 
 
 def test_set_n_components_refused_leaves_the_model(fitted):
-    """Too many components: TooFewComponentsError, and the model is unchanged."""
+    """An invalid n_components is refused, and the model is unchanged."""
     model = _refit(fitted, _data())
     before = model.projection_.copy()
-    with pytest.raises(TooFewComponentsError, match="n_components=500"):
-        model.set_n_components(500)
+    with pytest.raises(InvalidParameterError, match="n_components"):
+        model.set_n_components(2.5)
     np.testing.assert_array_equal(model.projection_, before)
     assert model.n_components == 3
+
+
+@pytest.mark.parametrize("remove_zero_eig", [False, True])
+def test_set_n_components_past_the_rank_follows_remove_zero_eig(remove_zero_eig):
+    """More components than positive eigenvalues: the re-solve keeps zero components (with
+    a warning) or drops them, exactly as a fit asking for as many does."""
+    X = np.repeat(_data(n=20), 3, axis=0)  # 20 distinct rows: at most 19 positive eigenvalues
+    model = KernelPCA(n_components=3, gamma=0.5, n_landmarks=M, landmarks="uniform",
+                      remove_zero_eig=remove_zero_eig, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ZeroEigenvalueWarning)
+        fresh = _refit(model, X, n_components=30, remove_zero_eig=remove_zero_eig)
+    if remove_zero_eig:
+        model.set_n_components(30)
+    else:
+        with pytest.warns(ZeroEigenvalueWarning):
+            model.set_n_components(30)
+    _assert_same_model(model, fresh, rtol=1e-12)
+    assert model.n_components_ == (fresh.n_components_ if remove_zero_eig else 30)
 
 
 # -- partial_fit -----------------------------------------------------------------
