@@ -18,6 +18,7 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "NotInvertibleError",
 ]
 
 
@@ -55,3 +56,7 @@ class OutputExistsError(KPCAError, FileExistsError):
 
 class CheckpointMismatchError(KPCAError, ValueError):
     """A fit checkpoint belongs to other data or parameters, so it cannot be resumed."""
+
+
+class NotInvertibleError(KPCAError, ValueError):
+    """The model lacks what going back needs (fitted without fit_inverse_transform=True)."""

@@ -1,6 +1,6 @@
 """Saving and loading fitted models as Zarr groups: arrays plus JSON, never pickle.
 
-Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
+Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
 
     model.zarr/
       landmarks                 (m, p)  float64   the landmark points Z
@@ -9,8 +9,11 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
       eigenvalues               (q,)    float64
       explained_variance_ratio  (q,)    float64
       landmark_indices          (m,)    int64     only when the landmarks are rows of X
+      novelty_weights           (m,)    float64   v = W mu, for reconstruction_error
+      preimage_centres          (m, q)  float64   } the pre-image map, only when fitted
+      preimage_coefficients     (m, p)  float64   } with fit_inverse_transform=True
       attributes (JSON):
-        format = "kpca-dask-model", format_version = 1, kpca_dask_version
+        format = "kpca-dask-model", format_version = 2, kpca_dask_version
         estimator = "KernelPCA"
         params          every constructor parameter that JSON can hold
         unsaved_params  the names of those it cannot (e.g. a numpy Generator seed)
@@ -18,8 +21,10 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 1)::
                         kernel_, kernel_params_, gamma_, n_samples_fit_,
                         n_features_in_, trace_error_, landmark_rank_, fit_seconds_, ...
 
-Loading reads numbers and strings only, so it never executes code. Arrays are
-stored losslessly, so a loaded model transforms bitwise identically.
+Version 2 added the optional arrays above; version-1 files still load (they
+cannot inverse_transform or score). Loading reads numbers and strings only, so
+it never executes code. Arrays are stored losslessly, so a loaded model
+transforms bitwise identically.
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ from ..io import PathOrURL, open_group, write_group
 __all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
 FORMAT_NAME = "kpca-dask-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Every version this kpca-dask reads; the arrays added since version 1 are optional.
+READABLE_VERSIONS = (1, 2)
 REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
                    "explained_variance_ratio")
 _REQUIRED_FITTED = ("kernel_", "kernel_params_", "n_features_in_", "n_components_")
@@ -161,11 +168,12 @@ def load_model(path: PathOrURL, estimator_class: type, *,
             f"{shown} is a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
             "attribute). Save models with KernelPCA.save or `kpca-dask fit`.")
     version = attrs.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ModelFormatError(
             f"{shown} was written in model format version {version!r} (by kpca-dask "
             f"{attrs.get('kpca_dask_version', '?')}); this kpca-dask {__version__} reads format "
-            f"version {FORMAT_VERSION}. Install a matching kpca-dask version.")
+            f"version {' or '.join(map(str, READABLE_VERSIONS))}. Install a matching kpca-dask "
+            "version.")
     if attrs.get("estimator") != estimator_class.__name__:
         raise ModelFormatError(f"{shown} holds a {attrs.get('estimator')!r} model; only "
                                f"{estimator_class.__name__} models can be loaded.")
