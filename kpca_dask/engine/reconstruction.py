@@ -54,7 +54,8 @@ from .nystrom import (
     row_offsets,
 )
 
-__all__ = ["PreimageStatistics", "NoveltyTerms", "novelty_terms", "preimage_basis",
+__all__ = ["PreimageStatistics", "NoveltyTerms", "novelty_terms", "embed_landmarks",
+           "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
 
 
@@ -99,6 +100,24 @@ def preimage_basis(centres: np.ndarray, kernel, params: dict, rcond: float) -> n
     """W_Y of the centres' kernel matrix K_ZZ = k(Y_Z, Y_Z), dropping its noise."""
     centres = np.asarray(centres, dtype=np.float64)
     return landmark_basis(pairwise_kernel(centres, centres, kernel, **params), rcond).W
+
+
+def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
+                    kernel, params: dict, dtype) -> np.ndarray:
+    """Y_Z = y(Z), the centres of the pre-image map, in memory (m rows, no dask).
+
+    Examples
+    --------
+    >>> embed_landmarks(np.eye(2), np.eye(2), np.ones(2), "linear", {}, np.float64)
+    array([[ 0., -1.],
+           [-1.,  0.]])
+    """
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    shifted = Z if origin is None else Z - origin
+    return _project_block(Z, landmarks=shifted.astype(dtype), projection=projection,
+                          offset=offset, kernel=kernel, params=params, dtype_kernel=dtype,
+                          origin=origin)
 
 
 def _preimage_block_statistics(block, landmarks, projection, offset, kernel, params, dtype,

@@ -8,7 +8,6 @@ import time
 from typing import Callable, Literal
 
 import dask
-import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
@@ -27,6 +26,7 @@ from ..engine.nystrom import (
 )
 from ..engine.reconstruction import (
     NoveltyTerms,
+    embed_landmarks,
     novelty_terms,
     preimage_basis,
     preimage_statistics,
@@ -326,9 +326,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _fit_preimage(self, X, landmarks, kernel, params, solution, rcond):
         """The pre-image map (DESIGN §6): one more pass, over the training rows."""
         dtype = np.dtype(self.dtype)
-        centres = np.asarray(project(
-            da.from_array(np.asarray(landmarks, np.float64)), landmarks, solution.projection,
-            solution.offset, kernel, params, dtype).compute(scheduler="synchronous"))
+        centres = embed_landmarks(landmarks, solution.projection, solution.offset, kernel,
+                                  params, dtype)
         centre_basis = preimage_basis(centres, kernel, params, rcond)
         stats = preimage_statistics(X, landmarks, solution.projection, solution.offset,
                                     kernel, params, dtype, centres, centre_basis)
