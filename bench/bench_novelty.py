@@ -23,7 +23,6 @@ above what it held before (sampled every 50 ms).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
