@@ -62,7 +62,7 @@ def test_store_layout_is_arrays_and_json(tmp_path, fitted):
     fitted.save(tmp_path / "model.zarr")
     group = zarr.open_group(str(tmp_path / "model.zarr"), mode="r")
     row_landmarks = {"landmark_indices"} if fitted.landmark_indices_ is not None else set()
-    assert set(REQUIRED_ARRAYS) | row_landmarks == set(group.array_keys())
+    assert set(REQUIRED_ARRAYS) | row_landmarks | {"novelty_weights"} == set(group.array_keys())
     attrs = group.attrs.asdict()
     json.dumps(attrs)
     assert attrs["format_version"] == FORMAT_VERSION
