@@ -1,4 +1,4 @@
-"""The ``kpca-dask`` command: generate, fit, transform, score and info, from Zarr to Zarr.
+"""The ``kpca-dask`` command: generate, fit, transform, invert, score and info, Zarr to Zarr.
 
 A thin layer over the library: each subcommand opens its inputs with
 :mod:`kpca_dask.io`, runs the estimator on a Dask client from

@@ -122,7 +122,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Also learn the pre-image map used by :meth:`inverse_transform`: kernel
         ridge regression from embeddings back to input space, with the
         landmarks' embeddings as centres (DESIGN §6). Costs one more pass over
-        the training data after the fit.
+        the training data after the fit (not saved in a ``checkpoint``: an
+        interrupted fit redoes it).
     alpha : float, default=1.0
         Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
 
