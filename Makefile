@@ -38,6 +38,8 @@ bench: $(STAMP)
 	$(PY) bench/bench_scale.py --sizes 1e6,1e7,5e7
 	$(PY) bench/bench_accuracy.py --n 20000 --m 100 300 1000 3000 --seeds 0 1 2
 	$(PY) bench/bench_update.py
+	$(PY) bench/bench_denoising.py --n-landmarks 3000 --gamma-factors 2 --components 32 64 --alphas 0.003
+	$(PY) bench/bench_novelty.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache docs/_build docs/generated

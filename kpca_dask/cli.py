@@ -1,4 +1,4 @@
-"""The ``kpca-dask`` command: generate, fit, transform and info, writing Zarr.
+"""The ``kpca-dask`` command: generate, fit, transform, invert, score, inspect and grow models.
 
 A thin layer over the library: each subcommand opens its inputs with
 :mod:`kpca_dask.io` (Zarr, or a ``.npy``, Parquet, CSV, HDF5 or netCDF file),
@@ -15,6 +15,8 @@ Examples
     kpca-dask generate two-shells --n-samples 1000000 --out data.zarr
     kpca-dask fit data.zarr --model model.zarr --n-components 10 --gamma 0.5
     kpca-dask transform model.zarr data.zarr --out embedding.zarr
+    kpca-dask inverse-transform model.zarr embedding.zarr --out reconstruction.zarr
+    kpca-dask score model.zarr data.zarr --out errors.zarr
     kpca-dask info model.zarr
     kpca-dask info model.zarr --n-components 0.95
     kpca-dask resolve model.zarr --n-components 0.95 --out model-95.zarr
@@ -258,7 +260,8 @@ def _fit(args) -> None:
         kernel_params={"nu": args.nu} if args.nu is not None else None,
         remove_zero_eig=args.remove_zero_eig,
         n_landmarks=args.n_landmarks, tol=args.tol, landmarks=landmarks, dtype=args.dtype,
-        random_state=args.seed)
+        random_state=args.seed, fit_inverse_transform=args.fit_inverse_transform,
+        alpha=args.alpha)
     _check_parameters(kpca, X)
     with _compute_context(args):
         kpca.fit(X, checkpoint=args.checkpoint)
@@ -282,6 +285,30 @@ def _transform(args) -> None:
         write_embedding(Y, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
     print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64, in {seconds:.2f} s")
+
+
+def _inverse_transform(args) -> None:
+    _write_model_output(args, "inverse_transform")
+
+
+def _score(args) -> None:
+    _write_model_output(args, "reconstruction_error")
+
+
+def _write_model_output(args, method: str) -> None:
+    """Apply a fitted model's ``method`` to a Zarr array and write the result, as transform does."""
+    from . import load
+    from .io import check_can_write, open_array, write_array
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model)
+    with _compute_context(args):
+        started = time.perf_counter()
+        result = getattr(model, method)(open_array(args.data, array=args.array))
+        write_array(result, args.out, overwrite=args.overwrite)
+        seconds = time.perf_counter() - started
+    shape = " x ".join(str(n) for n in result.shape)
+    print(f"wrote {args.out}: {shape} float64, in {seconds:.2f} s")
 
 
 def _info(args) -> None:
@@ -378,6 +405,7 @@ def _summary(model, path) -> dict:
         "fit_seconds": float(model.fit_seconds_),
         "dtype": model.dtype,
         "statistics_kept": getattr(model, "statistics_", None) is not None,
+        "can_invert": hasattr(model, "preimage_coefficients_"),
     }
 
 
@@ -398,6 +426,9 @@ def _print_summary(s: dict) -> None:
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
     ]
+    if "can_invert" in s:
+        rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
+                     "no: fit with fit_inverse_transform=True to invert"))
     for label, text in rows:
         print(f"{label:<12} {text}")
 
@@ -463,6 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                      help="precision of the kernel blocks")
     fit.add_argument("--seed", type=int, default=0, help="seed of the landmark choice")
+    fit.add_argument("--fit-inverse-transform", action="store_true",
+                     help="also learn the pre-image map (one more pass), for inverse-transform")
+    fit.add_argument("--alpha", type=float, default=_LIBRARY_DEFAULTS["alpha"],
+                     help="ridge penalty of the pre-image map")
     fit.add_argument("--checkpoint", metavar="PATH",
                      help="Zarr group where the pass saves progress; rerun to resume")
     fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
@@ -478,6 +513,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(tr)
     _add_compute_options(tr)
     tr.set_defaults(run=_transform)
+
+    inv = commands.add_parser(
+        "inverse-transform", help="map a Zarr embedding back to input space (pre-images)")
+    inv.add_argument("model", metavar="MODEL.zarr",
+                     help="a model fitted with fit_inverse_transform=True")
+    inv.add_argument("data", metavar="EMBEDDING.zarr")
+    inv.add_argument("--out", required=True, metavar="X.zarr")
+    inv.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    inv.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_compute_options(inv)
+    inv.set_defaults(run=_inverse_transform)
+
+    score = commands.add_parser(
+        "score", help="write each row's reconstruction error (a novelty score) to Zarr")
+    score.add_argument("model", metavar="MODEL.zarr")
+    score.add_argument("data", metavar="DATA.zarr")
+    score.add_argument("--out", required=True, metavar="ERRORS.zarr")
+    score.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    score.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_compute_options(score)
+    score.set_defaults(run=_score)
 
     info = commands.add_parser("info", help="describe a saved model")
     info.add_argument("model", metavar="MODEL.zarr")

@@ -21,6 +21,7 @@ __all__ = [
     "NoStatisticsError",
     "ModelMismatchError",
     "ZeroEigenvalueWarning",
+    "NotInvertibleError",
 ]
 
 
@@ -70,3 +71,7 @@ class ModelMismatchError(KPCAError, ValueError):
 
 class ZeroEigenvalueWarning(UserWarning):
     """An int n_components kept components with eigenvalue 0 (zero embedding columns)."""
+
+
+class NotInvertibleError(KPCAError, ValueError):
+    """The model lacks what going back needs (fitted without fit_inverse_transform=True)."""

@@ -26,8 +26,23 @@ from ..engine.nystrom import (
     reference_row,
     solve,
 )
+from ..engine.reconstruction import (
+    NoveltyTerms,
+    embed_landmarks,
+    novelty_terms,
+    preimage_basis,
+    preimage_statistics,
+    reconstruct,
+    reconstruction_error,
+    solve_preimage,
+)
 from ..engine.sampling import as_generator, independent_generators
-from ..errors import InvalidParameterError, NonFiniteInputError
+from ..errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteInputError,
+    NotInvertibleError,
+)
 from ..landmarks.auto import grow_landmarks
 from ..landmarks.strategies import select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
@@ -113,6 +128,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     random_state : int, numpy Generator or None, default=None
         Seeds landmark selection. The same seed gives the same model for any
         chunking, scheduler and number of workers.
+    fit_inverse_transform : bool, default=False
+        Also learn the pre-image map used by :meth:`inverse_transform`: kernel
+        ridge regression from embeddings back to input space, with the
+        landmarks' embeddings as centres (DESIGN §6). Costs one more pass over
+        the training data after the fit (not saved in a ``checkpoint``: an
+        interrupted fit redoes it).
+    alpha : float, default=1.0
+        Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
 
     Attributes
     ----------
@@ -155,6 +178,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     fit_seconds_ : float
         Wall time of the last fit, plus that of every later
         :meth:`partial_fit`.
+    novelty_weights_ : ndarray of shape (``n_landmarks_``,)
+        v = W mu, the mean feature's weights on the landmarks, used by
+        :meth:`reconstruction_error`.
+    novelty_mean_norm2_ : float
+        |mu|^2, the squared norm of the mean feature.
+    preimage_centres_ : ndarray of shape (``n_landmarks_``, ``n_components_``)
+        The landmarks' embeddings, centres of the pre-image map
+        (``fit_inverse_transform=True`` only).
+    preimage_coefficients_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
+        Dual coefficients W_Y B of the pre-image map:
+        ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_``.
 
     See Also
     --------
@@ -197,6 +231,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         dtype: Literal["float64", "float32"] = "float64",
         rcond: float | None = None,
         random_state: int | np.random.Generator | None = None,
+        fit_inverse_transform: bool = False,
+        alpha: float = 1.0,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -212,6 +248,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.dtype = dtype
         self.rcond = rcond
         self.random_state = random_state
+        self.fit_inverse_transform = fit_inverse_transform
+        self.alpha = alpha
 
     # -- fit ---------------------------------------------------------------
 
@@ -273,10 +311,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
         raise_if_nonfinite(stats)
         solution = solve(stats, basis, self.n_components, bool(self.remove_zero_eig))
+        preimage = (self._fit_preimage(X, chosen.points, kernel, params, solution, rcond)
+                    if self.fit_inverse_transform else None)
 
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
         self.statistics_ = stats
+        self._set_reconstruction(novelty_terms(stats, basis), preimage)
         self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
         return self
@@ -300,6 +341,27 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         with capped_blas(X):
             (stats,) = dask.compute(stats)
         return stats
+
+    def _fit_preimage(self, X, landmarks, kernel, params, solution, rcond):
+        """The pre-image map (DESIGN §6): one more pass, over the training rows."""
+        dtype = np.dtype(self.dtype)
+        centres = embed_landmarks(landmarks, solution.projection, solution.offset, kernel,
+                                  params, dtype)
+        centre_basis = preimage_basis(centres, kernel, params, rcond)
+        stats = preimage_statistics(X, landmarks, solution.projection, solution.offset,
+                                    kernel, params, dtype, centres, centre_basis)
+        with capped_blas(X):
+            (stats,) = dask.compute(stats)
+        return centres, solve_preimage(stats, centre_basis, self.alpha)
+
+    def _set_reconstruction(self, terms, preimage) -> None:
+        self.novelty_weights_ = terms.mean_weights
+        self.novelty_mean_norm2_ = terms.mean_norm2
+        if preimage is None:
+            for name in ("preimage_centres_", "preimage_coefficients_"):
+                self.__dict__.pop(name, None)  # a refit without the map drops the old one
+        else:
+            self.preimage_centres_, self.preimage_coefficients_ = preimage
 
     def _set_fitted(self, kernel, params, chosen, rank, solution: NystromSolution, X):
         self.kernel_ = kernel
@@ -343,6 +405,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
                                            and 0 <= self.rcond < 1):
             raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
+        if not isinstance(self.fit_inverse_transform, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"fit_inverse_transform must be True or False; got {self.fit_inverse_transform!r}.")
+        if not (isinstance(self.alpha, numbers.Real) and np.isfinite(self.alpha)
+                and self.alpha > 0):
+            raise InvalidParameterError(
+                f"alpha must be a finite number > 0 (the pre-image map's ridge penalty); "
+                f"got {self.alpha!r}.")
 
     # -- growing fits (DESIGN §7) -----------------------------------------
 
@@ -462,6 +532,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.landmark_rank_ = basis.W.shape[1]
         self.statistics_ = stats
         self.n_samples_fit_ = int(stats.n_samples)
+        # The novelty terms follow the statistics; a pre-image map was learnt by a
+        # pass over the rows of the old solution and cannot follow without another.
+        self._set_reconstruction(novelty_terms(stats, basis), None)
 
     # -- transform ---------------------------------------------------------
 
@@ -498,6 +571,135 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         with capped_blas(Y):
             return Y.compute()
 
+    def inverse_transform(self, Y):
+        """Map embeddings back to input space: the pre-images x_hat(y) (DESIGN §6).
+
+        Needs a model fitted with ``fit_inverse_transform=True``. As in
+        scikit-learn, x_hat is a kernel ridge regression from embeddings to
+        rows, so it is an approximate pre-image, smoothed by ``alpha``.
+
+        Parameters
+        ----------
+        Y : array-like, dask array or xarray.DataArray of shape (n_samples, n_components_)
+            Embeddings, e.g. from :meth:`transform`. A DataArray needs a
+            ``component`` dimension.
+
+        Returns
+        -------
+        X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, n_features_in_)
+            A lazy dask array for dask input, numpy for in-memory input; for a
+            DataArray, a DataArray with its sample coordinates and a
+            ``feature`` dimension.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> kpca = KernelPCA(n_components=3, gamma=0.1, n_landmarks=100, random_state=0,
+        ...                  fit_inverse_transform=True, alpha=1e-2).fit(X)
+        >>> X_hat = kpca.inverse_transform(kpca.transform(X))
+        >>> X_hat.shape, bool(np.mean((X_hat - X) ** 2) < 0.1 * np.mean(X ** 2))
+        ((300, 3), True)
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "preimage_coefficients_"):
+            raise NotInvertibleError(
+                "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
+                "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
+                "map is learnt by a pass over the training rows). Fit it with "
+                "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
+        if _is_xarray(Y):
+            return self._inverse_data_array(Y)
+        Y, is_lazy = as_dask_array(Y, what="The embedding", min_samples=1)
+        if Y.shape[1] != self.n_components_:
+            raise InvalidInputError(
+                f"The embedding has {Y.shape[1]} column(s), but this model has "
+                f"{self.n_components_} components; pass the output of transform (shape "
+                f"(n_samples, {self.n_components_})).")
+        X_hat = reconstruct(Y, self.preimage_centres_, self.preimage_coefficients_,
+                            self.kernel_, self.kernel_params_)
+        if is_lazy:
+            return X_hat
+        with capped_blas(X_hat):
+            return X_hat.compute()
+
+    def _inverse_data_array(self, Y):
+        import xarray as xr
+
+        if "component" not in Y.dims or Y.ndim != 2:
+            raise InvalidInputError(
+                f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
+                "Pass the output of transform, or rename its component dimension.")
+        Y = Y.transpose(..., "component")
+        sample_dim = Y.dims[0]
+        coords = {name: coord for name, coord in Y.coords.items()
+                  if set(coord.dims) <= {sample_dim}}
+        return xr.DataArray(self.inverse_transform(Y.data), dims=(sample_dim, "feature"),
+                            coords=coords, name="reconstruction")
+
+    def reconstruction_error(self, X):
+        """Squared distance in feature space from each row to the principal subspace.
+
+        e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2 in the Nyström
+        feature space (DESIGN §6; Hoffmann 2007): large for rows unlike the
+        training data, a novelty score. Every model can compute it; no pass
+        beyond the fit's is needed.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features).
+
+        Returns
+        -------
+        errors : ndarray, dask array or xarray.DataArray of shape (n_samples,)
+            Lazy for dask or Zarr input, numpy for in-memory input, a
+            DataArray with the sample coordinates for a DataArray.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(300, 2))
+        >>> kpca = KernelPCA(n_components=5, gamma=0.5, n_landmarks=100, random_state=0).fit(X)
+        >>> errors = kpca.reconstruction_error(np.array([[0.0, 0.0], [6.0, 6.0]]))
+        >>> bool(errors[0] < errors[1])
+        True
+        """
+        check_is_fitted(self)
+        if not hasattr(self, "novelty_weights_"):
+            raise NotInvertibleError(
+                "This model was saved by an older kpca-dask without the mean feature that "
+                "reconstruction_error needs; fit it again.")
+        X = _open_input(X)
+        if _is_xarray(X):
+            errors = self.reconstruction_error(X.data)
+            sample_dim = X.dims[0]
+            coords = {name: coord for name, coord in X.coords.items()
+                      if set(coord.dims) <= {sample_dim}}
+            import xarray as xr
+
+            return xr.DataArray(errors, dims=(sample_dim,), coords=coords,
+                                name="reconstruction_error")
+        X, is_lazy = as_dask_array(X, min_samples=1)
+        check_n_features(X, self.n_features_in_, type(self).__name__)
+        errors = reconstruction_error(
+            X, self.landmarks_, self.projection_, self.offset_,
+            NoveltyTerms(np.asarray(self.novelty_weights_), float(self.novelty_mean_norm2_)),
+            self.kernel_, self.kernel_params_, np.dtype(self.dtype))
+        if is_lazy:
+            return errors
+        with capped_blas(errors):
+            return errors.compute()
+
+    def score_samples(self, X):
+        """Minus :meth:`reconstruction_error`: higher means more like the training data.
+
+        scikit-learn's outlier-detection convention (as in
+        ``IsolationForest.score_samples``); same input and output types as
+        :meth:`reconstruction_error`.
+        """
+        return -self.reconstruction_error(X)
+
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
 
@@ -516,7 +718,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
 
     def fit_transform(self, X, y=None, **fit_params):
-        """Fit, then project the training rows (a second, lazy pass for dask input)."""
+        """Fit, then project the training rows (a second, lazy pass for dask input).
+
+        With ``fit_inverse_transform=True`` the fit makes one more pass for the
+        pre-image map.
+        """
         return self.fit(X, **fit_params).transform(X)
 
     @property

@@ -14,10 +14,15 @@ from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
+from ..blocks.kernels import (
+    canonical_kernel_name,
+    kernel_diagonal,
+    pairwise_kernel,
+    resolve_kernel_params,
+)
 from ..blocks.signs import fix_signs
 from ..engine.nystrom import ZERO_EIGENVALUE_RTOL, n_components_for
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import as_numpy_array, check_n_components, check_n_features
 
 __all__ = ["ExactKernelPCA"]
@@ -210,6 +215,46 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, nonzero] = self.eigenvectors_[:, nonzero] / np.sqrt(self.eigenvalues_[nonzero])
         return Kx @ scaled
+
+    def reconstruction_error(self, X: ArrayLike) -> np.ndarray:
+        """Squared feature-space distance to the principal subspace (DESIGN §6).
+
+        e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2, with
+        |phi(x) - phi_bar|^2 = k(x, x) - (2/n) sum_i k(x, x_i) + mean(K).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ``n_features_in_``)
+
+        Returns
+        -------
+        errors : ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> X = np.random.default_rng(0).normal(size=(50, 2))
+        >>> kpca = ExactKernelPCA(n_components=None, kernel="linear").fit(X)
+        >>> bool(np.allclose(kpca.reconstruction_error(X[:3]), 0.0))
+        True
+        """
+        check_is_fitted(self)
+        if self.kernel_ == PRECOMPUTED:
+            raise InvalidParameterError(
+                'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
+                "does not give; fit with the kernel itself (a name or a callable) instead.")
+        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        check_n_features(X, self.n_features_in_, type(self).__name__)
+        Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
+                        dtype=np.float64)
+        diagonal = np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
+                              dtype=np.float64)
+        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
+        Y = self.transform(X)
+        return distance - np.sum(Y * Y, axis=1)
+
+    def score_samples(self, X: ArrayLike) -> np.ndarray:
+        """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
+        return -self.reconstruction_error(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

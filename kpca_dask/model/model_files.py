@@ -11,6 +11,9 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
       landmark_indices          (m,)    int64     only when the landmarks are rows of X
       statistics_gram, statistics_column_sums, statistics_reference
                                           float64   the pass statistics G, s, r (DESIGN §7)
+      novelty_weights           (m,)    float64   v = W mu, for reconstruction_error
+      preimage_centres          (m, q)  float64   } the pre-image map, only when fitted
+      preimage_coefficients     (m, p)  float64   } with fit_inverse_transform=True
       attributes (JSON):
         format = "kpca-dask-model", format_version = 2, kpca_dask_version
         statistics      n and t of the pass statistics (kpca_dask.model.statistics_files)
@@ -24,9 +27,10 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
 Loading reads numbers and strings only, so it never executes code. Arrays are
 stored losslessly, so a loaded model transforms bitwise identically.
 
-Version 1 files (before the statistics were kept) still load: they transform
-as before, but cannot take more rows, be merged or be re-solved
-(``statistics_`` is None).
+Version 1 files (before the statistics, novelty weights and pre-image map
+were kept) still load: they transform as before, but cannot take more rows,
+be merged or be re-solved (``statistics_`` is None), and cannot
+inverse_transform or score.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ __all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 2
-#: Versions this module reads; version 1 has no statistics.
+#: Versions this module reads: version 1 has no statistics, novelty weights or pre-image map.
 READABLE_VERSIONS = (1, 2)
 REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
                    "explained_variance_ratio")

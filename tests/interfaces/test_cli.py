@@ -150,6 +150,44 @@ def test_user_errors_are_one_line(workdir, capsys, monkeypatch, args, message):
     assert sorted(p.name for p in workdir.iterdir()) == before
 
 
+def test_inverse_transform_and_score_round_trip(workdir, tmp_path, capsys):
+    """fit --fit-inverse-transform, transform, inverse-transform and score write what the
+    library computes; info says whether a model can invert."""
+    data, model = workdir / "data.zarr", tmp_path / "model.zarr"
+    local = ["--scheduler", "threads"]
+    done = main("fit", data, "--model", model, "--n-components", 2, "--n-landmarks", 50,
+                "--fit-inverse-transform", "--alpha", 0.1, *local, capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    assert "inverse      yes" in main("info", model, capsys=capsys).stdout
+    assert "inverse      no" in main("info", workdir / "model.zarr", capsys=capsys).stdout
+    embedding, back, errors = (tmp_path / name for name in ("y.zarr", "x.zarr", "e.zarr"))
+    assert main("transform", model, data, "--out", embedding, *local,
+                capsys=capsys).returncode == 0
+    done = main("inverse-transform", model, embedding, "--out", back, *local, capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout and "400 x 3" in done.stdout
+    done = main("score", model, data, "--out", errors, *local, capsys=capsys)
+    assert done.returncode == 0, done.stderr
+
+    fitted = kpca_dask.load(model)
+    X = open_array(data).compute()
+    np.testing.assert_allclose(zarr.open_array(str(back), mode="r")[:],
+                               fitted.inverse_transform(fitted.transform(X)), rtol=1e-12)
+    np.testing.assert_allclose(zarr.open_array(str(errors), mode="r")[:],
+                               fitted.reconstruction_error(X), rtol=1e-12)
+
+
+def test_inverse_transform_without_the_map_writes_nothing(workdir, tmp_path, capsys):
+    """A model fitted without the pre-image map: one error line naming the option, no output."""
+    done = main("transform", workdir / "model.zarr", workdir / "data.zarr", "--out",
+                tmp_path / "y.zarr", "--scheduler", "threads", capsys=capsys)
+    assert done.returncode == 0
+    done = main("inverse-transform", workdir / "model.zarr", tmp_path / "y.zarr", "--out",
+                tmp_path / "x.zarr", "--scheduler", "threads", capsys=capsys)
+    assert_user_error(done, "fit_inverse_transform=True")
+    assert not (tmp_path / "x.zarr").exists()
+
+
 def test_damaged_model(workdir, tmp_path, capsys):
     """A model with a missing array is reported as damaged, in one line."""
     shutil.copytree(workdir / "model.zarr", tmp_path / "model.zarr")
@@ -172,7 +210,7 @@ def test_errors_in_a_subprocess_have_no_traceback(workdir):
 def test_version_and_help(capsys):
     """--version names the package version; every subcommand has --help."""
     assert main("--version", capsys=capsys).stdout.strip() == f"kpca-dask {kpca_dask.__version__}"
-    for command in ("generate", "fit", "transform", "info"):
+    for command in ("generate", "fit", "transform", "inverse-transform", "score", "info"):
         done = main(command, "--help", capsys=capsys)
         assert done.returncode == 0 and "usage: kpca-dask " + command in done.stdout
 

@@ -45,15 +45,15 @@ def _kernel_manager(folder: Path) -> KernelManager:
 
 
 def _needs_mnist(path: Path) -> bool:
-    return "mnist" in path.name
+    return "mnist" in path.name or "denoising" in path.name
 
 
 def test_every_notebook_is_found():
-    """The three example notebooks are where the tests look for them."""
+    """The four example notebooks are where the tests look for them."""
     names = [path.name for path in NOTEBOOKS]
-    assert len(names) == 3, names
+    assert len(names) == 4, names
     assert any("two_shells" in n for n in names) and any("circles" in n for n in names)
-    assert any("mnist" in n for n in names)
+    assert any("mnist" in n for n in names) and any("denoising" in n for n in names)
 
 
 @pytest.mark.slow

@@ -1,0 +1,315 @@
+"""Going back: pre-images and the feature-space reconstruction error (DESIGN §6).
+
+**Pre-image map.** Kernel ridge regression from embeddings back to input
+space, with the forward kernel and its parameters applied to embeddings. The
+centres are the landmarks' embeddings Y_Z = y(Z), so nothing depends on n:
+
+    K_ZZ = k(Y_Z, Y_Z) = U_Y diag(s_Y) U_Y^T,   W_Y = U_Y,r diag(s_Y,r^{-1/2})
+    g(y) = W_Y^T k(y, Y_Z)                                         (r)
+    H = sum_i g(y_i) g(y_i)^T  (r x r),   R = sum_i g(y_i) x_i^T  (r x p)
+    B = (H + alpha I)^{-1} R,   x_hat(y) = B^T g(y) = k(y, Y_Z) (W_Y B)
+
+``preimage_statistics`` builds the lazy pass that maps each training row
+block to (n_b, H_b, R_b) and tree-reduces them, like the fit's pass;
+``solve_preimage`` turns them into the m x p dual coefficients W_Y B.
+With m = n landmarks this is scikit-learn's ``inverse_transform``:
+G = K W_Y = U s^{1/2}, so x_hat(y) = X^T U (s + alpha)^{-1} U^T k(y, Y) =
+X^T (K + alpha I)^{-1} k(y, Y).
+
+**Reconstruction error** (Hoffmann 2007): the squared distance from phi(x)
+to the principal subspace,
+
+    e(x) = [k(x, x) - |f(x)|^2] + |f(x) - mu|^2 - |y(x)|^2
+         = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2,   v = W mu.
+
+Maintenance note: the second line is the first with |f|^2 cancelled; it
+needs the m-vector v instead of the m x r matrix W, so a row costs the
+transform's kernel block plus one more column in its product, not an m x r
+product (which would triple the flops). With m = n, k_m(x)^T v is the mean
+kernel value (1/n) sum_i k(x, x_i) and |mu|^2 the grand mean of K, so e(x)
+is the exact |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.delayed import Delayed
+from scipy import linalg
+
+from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..errors import InvalidParameterError, NonFiniteInputError
+from .nystrom import (
+    SPLIT_EVERY,
+    LandmarkBasis,
+    PassStatistics,
+    _project_block,
+    _shared,
+    kernel_block_rows,
+    kernel_origin,
+    landmark_basis,
+    row_offsets,
+)
+
+__all__ = ["PreimageStatistics", "NoveltyTerms", "novelty_terms", "embed_landmarks",
+           "preimage_basis",
+           "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
+
+
+@dataclass(frozen=True)
+class PreimageStatistics:
+    """What the pre-image pass returns: sizes r x r and r x p only."""
+
+    n_samples: int
+    gram: np.ndarray  # H = sum_i g(y_i) g(y_i)^T, (r, r)
+    cross: np.ndarray  # R = sum_i g(y_i) x_i^T, (r, p)
+
+
+@dataclass(frozen=True)
+class NoveltyTerms:
+    """v = W mu and |mu|^2: with the projection, all that e(x) needs (module docstring)."""
+
+    mean_weights: np.ndarray  # v = W mu, (m,)
+    mean_norm2: float  # |mu|^2
+
+
+def novelty_terms(stats: PassStatistics, basis: LandmarkBasis) -> NoveltyTerms:
+    """The mean feature's weights on the landmarks, from the fit's pass statistics.
+
+    mu = W^T (s / n + r) as in :func:`kpca_dask.engine.nystrom.solve`.
+
+    Examples
+    --------
+    >>> from kpca_dask.engine.nystrom import pass_statistics
+    >>> X = da.from_array(np.array([[0.0], [2.0]]), chunks=1)
+    >>> Z = np.array([[1.0]])
+    >>> terms = novelty_terms(pass_statistics(X, Z, "linear", {}).compute(),
+    ...                       landmark_basis(Z @ Z.T, 1e-10))
+    >>> terms.mean_weights, terms.mean_norm2
+    (array([1.]), 1.0)
+    """
+    mean_feature = basis.W.T @ (stats.column_sums / stats.n_samples + stats.reference)
+    return NoveltyTerms(mean_weights=basis.W @ mean_feature,
+                        mean_norm2=float(mean_feature @ mean_feature))
+
+
+def preimage_basis(centres: np.ndarray, kernel, params: dict, rcond: float) -> np.ndarray:
+    """W_Y of the centres' kernel matrix K_ZZ = k(Y_Z, Y_Z), dropping its noise."""
+    centres = np.asarray(centres, dtype=np.float64)
+    return landmark_basis(pairwise_kernel(centres, centres, kernel, **params), rcond).W
+
+
+def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
+                    kernel, params: dict, dtype) -> np.ndarray:
+    """Y_Z = y(Z), the centres of the pre-image map, in memory (m rows, no dask).
+
+    Examples
+    --------
+    >>> embed_landmarks(np.eye(2), np.eye(2), np.ones(2), "linear", {}, np.float64)
+    array([[ 0., -1.],
+           [-1.,  0.]])
+    """
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    shifted = Z if origin is None else Z - origin
+    return _project_block(Z, landmarks=shifted.astype(dtype), projection=projection,
+                          offset=offset, kernel=kernel, params=params, dtype_kernel=dtype,
+                          origin=origin)
+
+
+def _preimage_block_statistics(block, landmarks, projection, offset, kernel, params, dtype,
+                               origin, centres, centre_basis):
+    """H_b and R_b of one training row block; module level so the dashboard names it."""
+    x = np.asarray(block, dtype=np.float64)
+    r, p = centre_basis.shape[1], x.shape[1]
+    gram, cross = np.zeros((r, r)), np.zeros((r, p))
+    step = kernel_block_rows(landmarks.shape[0])
+    for start in range(0, x.shape[0], step):
+        rows = x[start : start + step]
+        y = _project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
+                           kernel=kernel, params=params, dtype_kernel=dtype, origin=origin)
+        g = pairwise_kernel(y, centres, kernel, **params) @ centre_basis
+        gram += g.T @ g
+        cross += g.T @ rows
+    return PreimageStatistics(n_samples=x.shape[0], gram=gram, cross=cross)
+
+
+def combine_preimage_statistics(*parts: PreimageStatistics) -> PreimageStatistics:
+    """Add partial pre-image statistics: one node of the tree reduction."""
+    gram, cross = parts[0].gram.copy(), parts[0].cross.copy()
+    for part in parts[1:]:
+        gram += part.gram
+        cross += part.cross
+    return PreimageStatistics(sum(p.n_samples for p in parts), gram, cross)
+
+
+def preimage_statistics(
+    X: da.Array,
+    landmarks: np.ndarray,
+    projection: np.ndarray,
+    offset: np.ndarray,
+    kernel,
+    params: dict,
+    dtype,
+    centres: np.ndarray,
+    centre_basis: np.ndarray,
+    split_every: int = SPLIT_EVERY,
+) -> Delayed:
+    """Lazy pre-image statistics (H, R) of the training rows ``X``: one more pass.
+
+    Each row block is projected (y = P^T k_m(x) - c, as in transform), mapped
+    to g(y) and summed in float64; only r x r and r x p arrays leave the
+    workers. ``X`` must have one chunk along the feature axis.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.eye(3), chunks=(2, 3))
+    >>> stats = preimage_statistics(X, np.eye(3), np.eye(3), np.zeros(3), "linear", {},
+    ...                             np.float64, np.eye(3), np.eye(3)).compute()
+    >>> stats.n_samples, stats.gram.shape, stats.cross.shape
+    (3, (3, 3), (3, 3))
+    """
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    shared = _shared(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
+    statistics_of = dask.delayed(_preimage_block_statistics, pure=True)
+    partials = [statistics_of(block, shared[0], shared[1], shared[2], kernel, params, dtype,
+                              shared[3], shared[4], shared[5])
+                for block, _ in zip(X.to_delayed().ravel(), row_offsets(X))]
+    combine = dask.delayed(combine_preimage_statistics, pure=True)
+    while len(partials) > 1:
+        partials = [combine(*partials[i : i + split_every])
+                    for i in range(0, len(partials), split_every)]
+    return partials[0]
+
+
+def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
+                   alpha: float) -> np.ndarray:
+    """Dual coefficients W_Y B, B = (H + alpha I)^{-1} R: x_hat(y) = k(y, Y_Z) W_Y B.
+
+    Examples
+    --------
+    >>> stats = PreimageStatistics(2, np.diag([3.0, 1.0]), np.array([[4.0], [2.0]]))
+    >>> solve_preimage(stats, np.eye(2), alpha=1.0)
+    array([[1.],
+           [1.]])
+    """
+    H = 0.5 * (stats.gram + stats.gram.T)
+    H = H + alpha * np.eye(H.shape[0])
+    if not (np.isfinite(H).all() and np.isfinite(stats.cross).all()):
+        raise InvalidParameterError(
+            "The pre-image statistics are not finite: the kernel overflowed on the "
+            "embeddings. Use a smaller gamma, degree or coef0.")
+    B = linalg.solve(H, stats.cross, assume_a="pos")
+    return centre_basis @ B
+
+
+def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_info=None):
+    """x_hat = k(y, Y_Z) (W_Y B) for one row block of embeddings."""
+    y = np.asarray(block, dtype=np.float64)
+    if not np.isfinite(y).all():
+        start = block_info[0]["array-location"][0][0] if block_info else 0
+        row = start + int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
+        raise NonFiniteInputError(
+            f"The embedding contains NaN or infinite values (first in row {row}); "
+            "inverse_transform needs finite embeddings.")
+    out = np.empty((y.shape[0], coefficients.shape[1]))
+    step = kernel_block_rows(centres.shape[0])
+    for start in range(0, y.shape[0], step):
+        K = pairwise_kernel(y[start : start + step], centres, kernel, **params)
+        out[start : start + step] = K @ coefficients
+    return out
+
+
+def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kernel,
+                params: dict) -> da.Array:
+    """Lazy pre-images x_hat(y) of every row of the embedding ``Y``.
+
+    Examples
+    --------
+    >>> Y = da.from_array(np.eye(2), chunks=(1, 2))
+    >>> reconstruct(Y, np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]), "linear", {}).compute()
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    if Y.numblocks[1] != 1:
+        Y = Y.rechunk({1: -1})  # each block must hold whole embeddings
+    shared = _shared(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
+    return Y.map_blocks(
+        _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
+        params=params, chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
+        meta=np.empty((0, 0), np.float64))
+
+
+def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
+                 dtype_kernel, origin=None, block_info=None):
+    """e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2 for one row block."""
+    x = np.asarray(block)
+    if not np.isfinite(x).all():
+        start = block_info[0]["array-location"][0][0] if block_info else 0
+        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values (first in row {row}); "
+            "remove or impute them before scoring.")
+    x = (x if origin is None else x - origin).astype(dtype_kernel, copy=False)
+    q = offset.shape[0]
+    # [P, v]: the projection and the mean's weights in one product per kernel block.
+    weights = weights.astype(x.dtype, copy=False)
+    e = np.empty(x.shape[0])
+    step = kernel_block_rows(landmarks.shape[0])
+    for start in range(0, x.shape[0], step):
+        rows = x[start : start + step]
+        Bw = (pairwise_kernel(rows, landmarks, kernel, **params) @ weights).astype(np.float64)
+        y = Bw[:, :q] - offset
+        diagonal = np.asarray(_diagonal(rows, kernel, params), dtype=np.float64)
+        e[start : start + step] = (diagonal - 2.0 * Bw[:, q] + mean_norm2
+                                   - np.einsum("ij,ij->i", y, y))
+    # A squared distance: rounding must not make it negative.
+    return np.maximum(e, 0.0)
+
+
+def _diagonal(rows, kernel, params):
+    try:
+        diagonal = kernel_diagonal(rows, kernel, **params)
+    except (ValueError, IndexError) as exc:
+        raise InvalidParameterError(
+            f"The kernel's diagonal k(x, x) could not be evaluated ({exc}); the "
+            "reconstruction error needs it. A callable kernel must return the "
+            "(len(A), len(B)) block for any A and B, including square ones.") from None
+    if np.shape(diagonal) != (rows.shape[0],):
+        raise InvalidParameterError(
+            "The kernel's diagonal k(x, x) has the wrong shape; a callable kernel must "
+            "return the (len(A), len(B)) block.")
+    return diagonal
+
+
+def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndarray,
+                         offset: np.ndarray, terms: NoveltyTerms, kernel, params: dict,
+                         dtype) -> da.Array:
+    """Lazy squared feature-space distance from each row of ``X`` to the principal subspace.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), chunks=2)
+    >>> terms = NoveltyTerms(mean_weights=np.zeros(2), mean_norm2=0.0)
+    >>> # linear kernel, landmarks e1, e2, one component along e1: e = x_2^2
+    >>> reconstruction_error(X, np.eye(2), np.array([[1.0], [0.0]]), np.zeros(1), terms,
+    ...                      "linear", {}, np.float64).compute()
+    array([0., 0., 1.])
+    """
+    origin = kernel_origin(landmarks, kernel)
+    Z = np.asarray(landmarks, dtype=np.float64)
+    if origin is not None:
+        Z = Z - origin
+    weights = np.column_stack([projection, terms.mean_weights])
+    shared = _shared(X, Z.astype(dtype), weights, np.asarray(offset, np.float64), origin)
+    return X.map_blocks(
+        _error_block, landmarks=shared[0], weights=shared[1], offset=shared[2],
+        mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,
+        origin=shared[3], chunks=(X.chunks[0],), drop_axis=1, dtype=np.float64,
+        meta=np.empty((0,), np.float64))
