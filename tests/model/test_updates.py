@@ -269,3 +269,19 @@ def test_partial_fit_on_a_process_cluster_matches_threads(fitted, process_cluste
         for batch in batches:
             distributed.partial_fit(batch)
     _assert_same_model(distributed, threaded, rtol=1e-10)
+
+
+def test_growing_keeps_the_novelty_score_and_drops_the_preimage_map():
+    """After partial_fit the novelty score follows the new statistics (equal to a refit's),
+    and a pre-image map, learnt from the old solution's pass, is dropped, not left stale."""
+    from kpca_dask.errors import NotInvertibleError
+
+    X = _data()
+    model = KernelPCA(n_components=3, gamma=0.5, n_landmarks=M, random_state=0,
+                      fit_inverse_transform=True).fit(X[:400])
+    model.partial_fit(X[400:])
+    fresh = _refit(model, X)
+    np.testing.assert_allclose(model.reconstruction_error(X[:50]),
+                               fresh.reconstruction_error(X[:50]), rtol=1e-8, atol=1e-12)
+    with pytest.raises(NotInvertibleError, match="re-solved, updated or merged"):
+        model.inverse_transform(model.transform(X[:5]))
