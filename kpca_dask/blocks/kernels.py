@@ -56,7 +56,7 @@ def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
     Sparse ``A`` (and ``B``) are not shifted, which would densify them: their
     distances come from the norms and products as they are, accurate to
-    ~eps (|a|^2 + |b|^2) rather than ~eps |a - b|^2.
+    ``~eps (|a|^2 + |b|^2)`` rather than ``~eps |a - b|^2``.
     """
     if is_sparse(A) or is_sparse(B):
         return _sparse_squared_distances(A, B)

@@ -98,8 +98,8 @@ def cityblock_distances(A, B: np.ndarray) -> np.ndarray:
 
     Uses ``|a - b|_1 = |b|_1 + sum_{j : a_j != 0} (|a_j - b_j| - |b_j|)``: work
     proportional to the stored values of A times len(B), done in pieces of at
-    most 2^22 entries. The subtraction loses about eps |b|_1 in absolute terms,
-    as the dense sum would lose eps |a - b|_1; distances far below |b|_1 are
+    most 2^22 entries. The subtraction loses about ``eps |b|_1`` in absolute terms,
+    as the dense sum would lose ``eps |a - b|_1``; distances far below ``|b|_1`` are
     less accurate than with dense input.
 
     Examples

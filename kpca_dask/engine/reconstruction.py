@@ -17,17 +17,17 @@ G = K W_Y = U s^{1/2}, so x_hat(y) = X^T U (s + alpha)^{-1} U^T k(y, Y) =
 X^T (K + alpha I)^{-1} k(y, Y).
 
 **Reconstruction error** (Hoffmann 2007): the squared distance from phi(x)
-to the principal subspace,
+to the principal subspace::
 
     e(x) = [k(x, x) - |f(x)|^2] + |f(x) - mu|^2 - |y(x)|^2
          = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2,   v = W mu.
 
-Maintenance note: the second line is the first with |f|^2 cancelled; it
+Maintenance note: the second line is the first with ``|f|^2`` cancelled; it
 needs the m-vector v instead of the m x r matrix W, so a row costs the
 transform's kernel block plus one more column in its product, not an m x r
 product (which would triple the flops). With m = n, k_m(x)^T v is the mean
-kernel value (1/n) sum_i k(x, x_i) and |mu|^2 the grand mean of K, so e(x)
-is the exact |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2.
+kernel value (1/n) sum_i k(x, x_i) and ``|mu|^2`` the grand mean of K, so e(x)
+is the exact ``|phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class PreimageStatistics:
 
 @dataclass(frozen=True)
 class NoveltyTerms:
-    """v = W mu and |mu|^2: with the projection, all that e(x) needs (module docstring)."""
+    """v = W mu and ``|mu|^2``: with the projection, all that e(x) needs (module docstring)."""
 
     mean_weights: np.ndarray  # v = W mu, (m,)
     mean_norm2: float  # |mu|^2
@@ -248,7 +248,7 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
 
 def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
                  dtype_kernel, origin=None, block_info=None):
-    """e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2 for one row block."""
+    """``e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2`` for one row block."""
     x = np.asarray(block)
     if not np.isfinite(x).all():
         start = block_info[0]["array-location"][0][0] if block_info else 0

@@ -182,7 +182,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         v = W mu, the mean feature's weights on the landmarks, used by
         :meth:`reconstruction_error`.
     novelty_mean_norm2_ : float
-        |mu|^2, the squared norm of the mean feature.
+        ``|mu|^2``, the squared norm of the mean feature.
     preimage_centres_ : ndarray of shape (``n_landmarks_``, ``n_components_``)
         The landmarks' embeddings, centres of the pre-image map
         (``fit_inverse_transform=True`` only).
@@ -433,7 +433,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Parameters
         ----------
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_batch, n_features_in_); any input :meth:`fit` takes.
+            Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
         y : ignored
 
         Returns
@@ -580,13 +580,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Parameters
         ----------
-        Y : array-like, dask array or xarray.DataArray of shape (n_samples, n_components_)
+        Y : array-like, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
             Embeddings, e.g. from :meth:`transform`. A DataArray needs a
             ``component`` dimension.
 
         Returns
         -------
-        X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, n_features_in_)
+        X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_features_in_``)
             A lazy dask array for dask input, numpy for in-memory input; for a
             DataArray, a DataArray with its sample coordinates and a
             ``feature`` dimension.
@@ -640,7 +640,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def reconstruction_error(self, X):
         """Squared distance in feature space from each row to the principal subspace.
 
-        e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2 in the Nyström
+        ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2`` in the Nyström
         feature space (DESIGN §6; Hoffmann 2007): large for rows unlike the
         training data, a novelty score. Every model can compute it; no pass
         beyond the fit's is needed.

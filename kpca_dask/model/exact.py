@@ -219,8 +219,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     def reconstruction_error(self, X: ArrayLike) -> np.ndarray:
         """Squared feature-space distance to the principal subspace (DESIGN §6).
 
-        e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2, with
-        |phi(x) - phi_bar|^2 = k(x, x) - (2/n) sum_i k(x, x_i) + mean(K).
+        ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2``, with
+        ``|phi(x) - phi_bar|^2 = k(x, x) - (2/n) sum_i k(x, x_i) + mean(K)``.
 
         Parameters
         ----------
