@@ -155,6 +155,15 @@ def task_blas_threads() -> int | None:
     return max(1, (os.cpu_count() or 1) // local_threads())
 
 
+def single_blas_thread():
+    """Context for many small products run by a pool of threads: one BLAS thread each.
+
+    Small GEMMs (a few hundred rows) lose more to BLAS threads waking up than
+    they gain, most of all on a loaded machine; threads over row blocks do better.
+    """
+    return _BLAS_LIMIT(1)
+
+
 def task_blas_limit():
     """Context for the body of a block function: Dask threads x BLAS threads <= cores.
 
