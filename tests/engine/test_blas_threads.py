@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController
 
-from kpca_dask import KernelPCA
+from kpca_dask import KernelPCA, _parallel
 from kpca_dask._parallel import SharedBlasLimit
 
 
@@ -38,14 +38,14 @@ def _eventually(condition, seconds=5.0) -> bool:
 
 def _recording_kernel(seen: list):
     def linear(A, B):
-        seen.append(_blas_threads())
+        seen.append((_parallel._BLAS_LIMIT.active, _parallel.task_blas_threads()))
         return A @ B.T
     return linear
 
 
 def test_lazy_transform_on_threads_caps_blas_inside_each_block():
     """A lazy transform computed by the user on the threaded scheduler runs every block
-    with at most cores // Dask threads BLAS threads, and the limit is lifted afterwards."""
+    inside the shared limit of cores // Dask threads BLAS threads, lifted afterwards."""
     X = np.random.default_rng(0).normal(size=(400, 3))
     seen: list = []
     model = KernelPCA(2, kernel=_recording_kernel(seen), n_landmarks=20, landmarks="uniform",
@@ -56,7 +56,9 @@ def test_lazy_transform_on_threads_caps_blas_inside_each_block():
     with dask.config.set(scheduler="threads", num_workers=2):
         Y.compute()
     assert len(seen) == 8
-    assert max(seen) <= max(1, (os.cpu_count() or 1) // 2)
+    assert all(active >= 1 for active, _ in seen)
+    assert {threads for _, threads in seen} == {max(1, (os.cpu_count() or 1) // 2)}
+    assert _parallel._BLAS_LIMIT.active == 0
     assert _eventually(lambda: _blas_threads() == before)
 
 
@@ -78,7 +80,7 @@ def test_shared_limit_holds_until_the_last_block_leaves():
         with limit(1):
             b_in.set()
             a_out.wait(10)
-            seen["after the first left"] = _blas_threads()
+            seen["after the first left"] = limit.active
 
     before = _blas_threads()
     workers = [threading.Thread(target=first), threading.Thread(target=second)]
@@ -88,6 +90,9 @@ def test_shared_limit_holds_until_the_last_block_leaves():
         worker.join()
     assert seen["after the first left"] == 1
     assert limit.active == 0
-    import kpca_dask._parallel as P; import time; time.sleep(0.5)
-    print("DBG", before, _blas_threads(), seen, P._BLAS_LIMIT.active, [c.num_threads for c in P._controller().lib_controllers])
     assert _eventually(lambda: _blas_threads() == before)
+
+
+def test_main_thread_blocks_keep_every_core():
+    """A block function called in the main thread (synchronous scheduler) sets no limit."""
+    assert _parallel.task_blas_threads() is None
