@@ -33,6 +33,7 @@ docs: $(STAMP)
 
 # Benchmarks (minutes to an hour; see README.md "Benchmarks" for each table).
 bench: $(STAMP)
+	$(PY) bench/bench_floor.py
 	$(PY) bench/bench_vs_sklearn.py --repeats 2
 	$(PY) bench/bench_mnist.py
 	$(PY) bench/bench_scale.py --sizes 1e6,1e7,5e7

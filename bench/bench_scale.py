@@ -10,15 +10,20 @@ For each n, through the command line on a local Dask cluster:
 It records the wall time of each command, the peak resident memory of the
 whole process tree (the command, the nannies and the worker processes, sampled
 every 0.1 s with psutil), and rows per second. In the same run it measures the
-machine's bound: one in-memory block through the same kernel code, single
-threaded -- the kernel block (distance GEMM + exp) plus the SYRK B^T B for the
-fit, the kernel block plus B P for the transform -- times the number of cores,
-scaled to n. Fit and transform throughput are the model's own fit time and the
-command's compute time (cluster start-up excluded), against that bound.
+floor (DESIGN §8): one in-memory block, single-threaded BLAS, times the number
+of cores, scaled to n -- the distance GEMM X_b Z^T plus the SYRK D^T D for the
+fit, the distance GEMM plus B P for the transform. Fit and transform
+throughput are the model's own fit time and the command's compute time
+(cluster start-up excluded), against that floor.
 
 Usage::
 
     python bench/bench_scale.py --sizes 1e6,1e7,5e7
+    python bench/bench_scale.py --sizes 1e8 --workdir /big/disk   # 12.8 GB of data
+
+Each size's Zarr stores are removed as soon as it is measured (unless
+``--keep``), also when a command fails; a size whose data would not fit in the
+free space of ``--workdir`` is refused before anything is written.
 
 The markdown table goes to stdout and to bench/results/bench_scale.md.
 """
@@ -95,7 +100,7 @@ def run_command(args: list[str], cwd: Path) -> tuple[str, float, int]:
 
 def machine_bound(block_rows: int, n_features: int, n_landmarks: int, n_components: int,
                   repeats: int = 3) -> tuple[float, float]:
-    """Seconds per row (fit, transform) of the block kernels at full use of every core."""
+    """Seconds per row (fit, transform) of the floor's BLAS work at full use of every core."""
     rng = np.random.default_rng(0)
     block = rng.normal(size=(block_rows, n_features)).astype(np.float32)
     landmarks = rng.normal(size=(n_landmarks, n_features)).astype(np.float32)
@@ -111,12 +116,12 @@ def machine_bound(block_rows: int, n_features: int, n_landmarks: int, n_componen
         return min(times)
 
     with threadpool_limits(1, user_api="blas"):
-        kernel = best(lambda: pairwise_kernel(block, landmarks, "rbf", gamma=gamma))
+        gemm = best(lambda: block @ landmarks.T)
         B = pairwise_kernel(block, landmarks, "rbf", gamma=gamma)
         syrk = best(lambda: B.T @ B)
         product = best(lambda: B @ projection)
     cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
-    return (kernel + syrk) / block_rows / cores, (kernel + product) / block_rows / cores
+    return (gemm + syrk) / block_rows / cores, (gemm + product) / block_rows / cores
 
 
 def bench_one(n: int, args, workdir: Path) -> dict:
@@ -128,6 +133,15 @@ def bench_one(n: int, args, workdir: Path) -> dict:
     data, model, embedding = (workdir / f"{name}-{n}.zarr" for name in ("data", "model", "emb"))
     for path in (data, model, embedding):
         shutil.rmtree(path, ignore_errors=True)
+    try:
+        return _bench_one(n, args, workdir, cluster, data, model, embedding)
+    finally:
+        if not args.keep:
+            for path in (data, model, embedding):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _bench_one(n, args, workdir, cluster, data, model, embedding) -> dict:
     _, generate_wall, generate_peak = run_command(
         ["generate", "blobs", "--n-samples", str(n), "--n-features", str(args.n_features),
          "--dtype", "float32", "--chunk-rows", str(args.chunk_rows), "--out", str(data),
@@ -140,9 +154,6 @@ def bench_one(n: int, args, workdir: Path) -> dict:
     out, transform_wall, transform_peak = run_command(
         ["transform", str(model), str(data), "--out", str(embedding), *cluster], workdir)
     transform_seconds = float(re.search(r"in ([0-9.]+) s", out).group(1))
-    if not args.keep:
-        for path in (data, model, embedding):
-            shutil.rmtree(path, ignore_errors=True)
     return {"n": n, "generate_wall": generate_wall, "generate_peak": generate_peak,
             "fit_wall": fit_wall, "fit_seconds": fit_seconds, "fit_peak": fit_peak,
             "transform_wall": transform_wall, "transform_seconds": transform_seconds,
@@ -156,8 +167,8 @@ def table(rows: list[dict], bound: tuple[float, float], args) -> str:
         f"{args.chunk_rows} rows per chunk; {psutil.cpu_count(logical=False)} cores, "
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB.",
         "",
-        "| n | fit s (wall) | fit rows/s | fit % of bound | transform s (wall) "
-        "| transform rows/s | transform % of bound | peak RSS fit / transform |",
+        "| n | fit s (wall) | fit rows/s | fit % of floor | transform s (wall) "
+        "| transform rows/s | transform % of floor | peak RSS fit / transform |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -170,10 +181,23 @@ def table(rows: list[dict], bound: tuple[float, float], args) -> str:
             f"| {r['transform_seconds']:.1f} ({r['transform_wall']:.1f}) | {tr_rate:,.0f} "
             f"| {100 * transform_bound * tr_rate:.0f} "
             f"| {r['fit_peak'] / 2**30:.2f} / {r['transform_peak'] / 2**30:.2f} GiB |")
-    lines += ["", f"Machine bound (one {args.chunk_rows}-row block, single-threaded BLAS, "
-                  f"x cores): fit {1 / fit_bound:,.0f} rows/s, transform "
-                  f"{1 / transform_bound:,.0f} rows/s."]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ()
+    lines += ["", f"Floor (one {args.chunk_rows}-row block, single-threaded BLAS, x cores; "
+                  f"GEMM + SYRK, GEMM + B P): fit {1 / fit_bound:,.0f} rows/s, transform "
+                  f"{1 / transform_bound:,.0f} rows/s. Load average at the end: "
+                  + " ".join(f"{x:.2f}" for x in load) + "."]
     return "\n".join(lines)
+
+
+def check_free_space(sizes: list[int], args, workdir: Path) -> None:
+    """Refuse, before writing anything, a size whose stores would not fit on the disk."""
+    free = shutil.disk_usage(workdir).free
+    for n in sizes:
+        # float32 data plus a float64 embedding, and 10 % for metadata and slack.
+        needed = 1.1 * n * (4 * args.n_features + 8 * args.n_components)
+        if needed > free:
+            sys.exit(f"n = {n:.0e} needs about {needed / 1e9:.1f} GB in {workdir}, which has "
+                     f"{free / 1e9:.1f} GB free; pass --workdir on a larger disk.")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -197,6 +221,7 @@ def main(argv=None) -> None:
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kpca-dask-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    check_free_space(args.sizes, args, workdir)
     bound = machine_bound(args.chunk_rows, args.n_features, args.n_landmarks, args.n_components)
     rows = []
     for n in args.sizes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -81,8 +82,10 @@ def main(argv=None) -> int:
             results[method] = min(runs, key=lambda r: r["seconds"])
 
     sk, ours = results["sklearn"], results["kpca_dask"]
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print(f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
-          f"q = {args.n_components}, rbf, float64, best of {args.repeats}\n")
+          f"q = {args.n_components}, rbf, float64, best of {args.repeats}; load average at "
+          f"the end {load}\n")
     print("| method | fit_transform (s) | peak RSS (MiB) |")
     print("|---|---|---|")
     print(f"| scikit-learn Nystroem + PCA | {sk['seconds']:.2f} | {sk['peak_rss_mib']:.0f} |")

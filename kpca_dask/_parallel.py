@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import threading
 
 import dask
 import dask.local
 import dask.multiprocessing
 import dask.threaded
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 #: dask's schedulers that run in this process or its own pool, never on a client.
 _LOCAL_SCHEDULERS = (dask.threaded.get, dask.local.get_sync, dask.multiprocessing.get)
@@ -84,3 +86,88 @@ def capped_blas(collection):
         return
     with threadpool_limits(limits=limit, user_api="blas"):
         yield
+
+
+@functools.lru_cache(maxsize=1)
+def _controller() -> ThreadpoolController:
+    # Finding the loaded BLAS libraries takes milliseconds; setting a limit on
+    # libraries already found takes microseconds.
+    return ThreadpoolController()
+
+
+class SharedBlasLimit:
+    """A BLAS thread limit shared by the block functions running in this process.
+
+    BLAS thread counts are process-wide, so two threads that each set a limit
+    and restore the previous one on leaving race: the first to leave restores
+    all threads while the other still runs. Here the limit is set when the
+    first block function enters and restored when the last one leaves.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._limiter = None
+
+    @contextlib.contextmanager
+    def __call__(self, limit: int | None):
+        if limit is None:
+            yield
+            return
+        with self._lock:
+            if self._inside == 0:
+                self._limiter = _controller().limit(limits=limit, user_api="blas")
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._inside -= 1
+                if self._inside == 0:
+                    self._limiter.restore_original_limits()
+                    self._limiter = None
+
+    @property
+    def active(self) -> int:
+        """Block functions inside the limit now."""
+        return self._inside
+
+
+#: The one limit of this process (BLAS threads are per process, so is this).
+_BLAS_LIMIT = SharedBlasLimit()
+
+
+def task_blas_threads() -> int | None:
+    """BLAS threads for a block function running in the current thread (None: no limit).
+
+    In a pool thread (dask's threaded scheduler, or a distributed worker's
+    threads) the pool runs one block per thread at once, so each gets
+    cores // pool threads BLAS threads; the main thread (the synchronous
+    scheduler, or a direct call) keeps every core.
+
+    Examples
+    --------
+    >>> task_blas_threads() is None  # called directly, in the main thread
+    True
+    """
+    if threading.current_thread() is threading.main_thread():
+        return None
+    return max(1, (os.cpu_count() or 1) // local_threads())
+
+
+def single_blas_thread():
+    """Context for many small products run by a pool of threads: one BLAS thread each.
+
+    Small GEMMs (a few hundred rows) lose more to BLAS threads waking up than
+    they gain, most of all on a loaded machine; threads over row blocks do better.
+    """
+    return _BLAS_LIMIT(1)
+
+
+def task_blas_limit():
+    """Context for the body of a block function: Dask threads x BLAS threads <= cores.
+
+    A lazy ``transform`` computed by the user on the threaded scheduler is
+    then capped as well as the library's own computes are (DESIGN §2).
+    """
+    return _BLAS_LIMIT(task_blas_threads())

@@ -3,7 +3,7 @@
 Used by the ``"kmeans"`` landmark strategy (Zhang, Tsang & Kwok 2008: the
 Nyström error is bounded by the k-means quantisation error of the
 landmarks). Plain numpy, vectorised: every distance computation is one GEMM
-through :func:`kpca_dask.kernels.squared_distances`.
+(the nearest-centre search below); a sparse sample stays sparse.
 
 Seeding is exact k-means++ (Arthur & Vassilvitskii 2007) drawn in blocks: a
 block of candidates is drawn i.i.d. in proportion to the squared distance
@@ -14,23 +14,103 @@ the k-means++ distribution, while the O(n k p) distance updates run as one
 GEMM per block instead of one matrix-vector product per centre. It is the
 same device as accelerated randomly pivoted Cholesky (Epperly, Tropp &
 Webber 2024), of which k-means++ is the squared-distance analogue.
+
+Cost: the nearest centre of x is argmax_j (x.c_j - |c_j|^2 / 2), one GEMM
+and one elementwise pass over a block that stays in cache, in float32 after
+moving the origin to the sample mean (distances, hence the clustering, do not
+change; their rounding is ~1e-7 of the spread of the sample, not of its
+distance to the origin). Centroids are means taken in float64.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy import sparse
 
-from ..blocks.kernels import squared_distances
-from ..blocks.sparse_rows import dense
+from .._parallel import single_blas_thread
+from ..blocks.sparse_rows import dense, row_norms_squared
 from ..errors import InvalidParameterError
 
 __all__ = ["kmeans_plusplus", "lloyd", "kmeans_centroids"]
 
 #: Candidates drawn per seeding block.
 SEED_BLOCK = 64
-#: Rows per distance block in the Lloyd assignment (bounds memory at block x k).
-ASSIGN_BLOCK = 4096
+#: Bytes of one block of scores in the nearest-centre search: it stays in cache.
+ASSIGN_BLOCK_BYTES = 2**20
+
+
+class _Points:
+    """The sample as the distance searches use it: centred, scaled, float32, with row norms.
+
+    The scale is a power of two near the largest centred coordinate, so float32
+    cannot overflow and no digit is lost to it; every distance is in units of
+    it squared, which changes neither a nearest centre nor a k-means++ weight.
+    """
+
+    def __init__(self, sample):
+        if sparse.issparse(sample):
+            # Centring would densify a sparse sample: its distances come from the
+            # products and norms of the rows as they are, in float64.
+            self.values = sample.tocsr().astype(np.float64)
+            self.centre, self.scale = np.zeros(sample.shape[1]), 1.0
+            self.norms = row_norms_squared(self.values)
+            _raise_if_overflowed(self.norms, self.values.data)
+            return
+        sample = np.asarray(sample, dtype=np.float64)
+        self.centre = sample.mean(axis=0) if sample.shape[0] else np.zeros(sample.shape[1])
+        centred = sample - self.centre
+        norms = np.einsum("ij,ij->i", centred, centred)
+        _raise_if_overflowed(norms, sample)
+        largest = float(np.abs(centred).max()) if centred.size else 0.0
+        self.scale = 2.0 ** np.ceil(np.log2(largest)) if largest > 0 else 1.0
+        self.values = (centred / self.scale).astype(np.float32)
+        self.norms = norms / self.scale**2
+
+    def centred(self, points: np.ndarray) -> np.ndarray:
+        """Points of the original space in the coordinates of ``values``."""
+        return (dense(points).astype(np.float64) - self.centre) / self.scale
+
+    def rows(self, indices) -> np.ndarray:
+        """Rows of ``values`` as a dense array (few rows: seeds, candidates)."""
+        return dense(self.values[indices])
+
+
+def _raise_if_overflowed(norms: np.ndarray, values) -> None:
+    if not np.isfinite(norms).all():
+        raise InvalidParameterError(
+            "Squared distances between data rows overflowed float64 (the data reach "
+            f"{np.abs(values).max():.3g}); rescale the data, e.g. standardise each feature.")
+
+
+def _nearest(points: _Points, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of the nearest of ``centres`` (centred coordinates) and the squared distance to it.
+
+    argmin_j |x - c_j|^2 = argmax_j (x.c_j - |c_j|^2 / 2), ties to the lowest j.
+    """
+    centres = np.asarray(centres, dtype=points.values.dtype)
+    half_norms = 0.5 * np.einsum("ij,ij->i", centres, centres)
+    n = points.values.shape[0]
+    labels = np.empty(n, dtype=np.intp)
+    distances = np.empty(n)
+    step = max(16, ASSIGN_BLOCK_BYTES // (4 * max(centres.shape[0], 1)))
+
+    def nearest_in(start):
+        scores = points.values[start : start + step] @ centres.T
+        scores -= half_norms
+        block_labels = np.argmax(scores, axis=1)
+        labels[start : start + step] = block_labels
+        distances[start : start + step] = (
+            points.norms[start : start + step]
+            - 2.0 * scores[np.arange(scores.shape[0]), block_labels])
+
+    # Each row's result is its own, so threads over row blocks change nothing.
+    with single_blas_thread(), ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(nearest_in, range(0, n, step)))
+    np.maximum(distances, 0.0, out=distances)
+    return labels, distances
 
 
 def kmeans_plusplus(sample: np.ndarray, n_clusters: int, *, rng: np.random.Generator,
@@ -47,15 +127,13 @@ def kmeans_plusplus(sample: np.ndarray, n_clusters: int, *, rng: np.random.Gener
     >>> np.sort(sample[seeds, 0].round())  # one seed in each group
     array([ 0., 10.])
     """
+    points = sample if isinstance(sample, _Points) else _Points(sample)
+    sample = points.values
     n = sample.shape[0]
     if n_clusters >= n:
         return np.arange(n)
     chosen = [int(rng.integers(n))]
-    closest = squared_distances(sample, sample[chosen]).ravel()
-    if not np.isfinite(closest).all():
-        raise InvalidParameterError(
-            "Squared distances between data rows overflowed float64 (the data reach "
-            f"{np.abs(sample).max():.3g}); rescale the data, e.g. standardise each feature.")
+    closest = _nearest(points, points.rows(chosen))[1]
     closest[chosen] = 0.0
     while len(chosen) < n_clusters:
         cumulative = np.cumsum(closest)
@@ -67,18 +145,20 @@ def kmeans_plusplus(sample: np.ndarray, n_clusters: int, *, rng: np.random.Gener
         want = min(block_size, n_clusters - len(chosen))
         candidates = np.searchsorted(cumulative, rng.random(want) * total, side="right")
         candidates = np.minimum(candidates, n - 1)
-        accepted = _accept_candidates(sample[candidates], closest[candidates],
+        accepted = _accept_candidates(points.rows(candidates), closest[candidates],
                                       rng.random(want))
         new = candidates[accepted]
         chosen.extend(new.tolist())
-        np.minimum(closest, squared_distances(sample, sample[new]).min(axis=1), out=closest)
+        np.minimum(closest, _nearest(points, points.rows(new))[1], out=closest)
         closest[new] = 0.0
     return np.asarray(chosen[:n_clusters])
 
 
 def _accept_candidates(points, stale, uniforms):
     """Sequential rejection step of blocked k-means++ (see the module docstring)."""
-    within = squared_distances(points, points)
+    points = points.astype(np.float64)
+    norms = np.einsum("ij,ij->i", points, points)
+    within = np.maximum(norms[:, None] + norms[None, :] - 2.0 * (points @ points.T), 0.0)
     current = stale.copy()
     accepted = []
     for j in range(points.shape[0]):
@@ -86,18 +166,6 @@ def _accept_candidates(points, stale, uniforms):
             accepted.append(j)
             np.minimum(current, within[j], out=current)
     return np.asarray(accepted, dtype=np.intp)
-
-
-def _assign(sample, centroids):
-    """Nearest centroid of every row and the squared distance to it."""
-    labels = np.empty(sample.shape[0], dtype=np.intp)
-    distances = np.empty(sample.shape[0])
-    for start in range(0, sample.shape[0], ASSIGN_BLOCK):
-        d2 = squared_distances(sample[start : start + ASSIGN_BLOCK], centroids)
-        block_labels = np.argmin(d2, axis=1)
-        labels[start : start + ASSIGN_BLOCK] = block_labels
-        distances[start : start + ASSIGN_BLOCK] = d2[np.arange(d2.shape[0]), block_labels]
-    return labels, distances
 
 
 def _cluster_means(sample, labels, n_clusters):
@@ -133,10 +201,13 @@ def lloyd(sample: np.ndarray, centroids: np.ndarray, n_iter: int) -> np.ndarray:
     array([[ 0.5],
            [11. ]])
     """
+    sample = (sample.tocsr().astype(np.float64) if sparse.issparse(sample)
+              else np.asarray(sample, dtype=np.float64))
+    points = _Points(sample)
     centroids = np.array(centroids, dtype=np.float64)
     previous = None
     for _ in range(n_iter):
-        labels, distances = _assign(sample, centroids)
+        labels, distances = _nearest(points, points.centred(centroids))
         if previous is not None and np.array_equal(labels, previous):
             break
         means, counts = _cluster_means(sample, labels, centroids.shape[0])
@@ -165,5 +236,5 @@ def kmeans_centroids(sample: np.ndarray, n_clusters: int, *, rng: np.random.Gene
     # centroids are dense, n_clusters x p.
     sample = (sample.tocsr().astype(np.float64) if sparse.issparse(sample)
               else np.asarray(sample, dtype=np.float64))
-    seeds = kmeans_plusplus(sample, n_clusters, rng=rng)
+    seeds = kmeans_plusplus(_Points(sample), n_clusters, rng=rng)
     return lloyd(sample, dense(sample[seeds]), n_iter)

@@ -1,0 +1,208 @@
+"""Where a fit's time goes, against the floor of a dense Nyström fit (DESIGN §8).
+
+In one run and on the same data (``blobs``, n = 200 000, p = 32, m = 1000,
+q = 10, rbf) this times, for each dtype, landmark strategy and scheduler:
+
+- **floor**: the BLAS work a fit cannot avoid, per row block the distance GEMM
+  X_b Z^T and the SYRK D_b^T D_b, over the same row blocks, in the same dtype,
+  on a pool of as many threads as cores with one BLAS thread each;
+- **blocks**: the library's own block function (kernel block, shift, SYRK,
+  column sums) called on the same blocks through the same plain thread pool;
+  **elementwise** = blocks - floor is the kernel's elementwise work and the
+  rest of the block function;
+- **landmarks**: the landmark selection; **pass**: the pass through Dask;
+  **dask** = pass - blocks, the scheduling overhead; **solve**: K_mm, its
+  eigendecomposition and the small problem;
+- **fit**: ``KernelPCA.fit`` end to end, best of ``--repeats`` warm runs;
+- **transform**: ``transform`` of the same rows, against its floor (the
+  distance GEMM plus B P).
+
+Each is printed in seconds and as a share of the fit; "fit at % of floor" is
+floor / fit. The threaded runs fit in-memory numpy data; the cluster runs
+(a 2-worker ``distributed.LocalCluster``, one thread each) fit the same data
+stored in Zarr.
+
+    python bench/bench_floor.py                         # the README table (a few minutes)
+    python bench/bench_floor.py --n-samples 50000 --repeats 1 --schedulers threads   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import dask
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from kpca_dask import KernelPCA
+from kpca_dask._parallel import capped_blas
+from kpca_dask.blocks.kernels import pairwise_kernel, resolve_kernel_params
+from kpca_dask.engine import nystrom
+from kpca_dask.engine.sampling import as_generator
+from kpca_dask.io import open_array, write_array
+from kpca_dask.landmarks.strategies import select_landmarks
+from kpca_dask.validation import as_dask_array
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_of(repeats: int, fn):
+    """(best seconds, last result) of ``repeats`` calls."""
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return min(times), result
+
+
+def in_pool(blocks, fn, threads: int) -> None:
+    """Run ``fn`` on every block through a plain thread pool, one BLAS thread per thread."""
+    with threadpool_limits(limits=max(1, (os.cpu_count() or 1) // threads), user_api="blas"):
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(fn, blocks))
+
+
+def floor_blocks(x, Z, inner_rows):
+    """The floor of one row block: distance GEMMs and SYRKs over its kernel blocks."""
+    for start in range(0, x.shape[0], inner_rows):
+        D = x[start : start + inner_rows] @ Z.T
+        D.T @ D
+
+
+def transform_floor_block(x, Z, P):
+    (x @ Z.T) @ P
+
+
+def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict:
+    """Seconds of each part of one fit configuration."""
+    threads = os.cpu_count() or 1
+    gamma = 1.0 / X.shape[1]
+    params = resolve_kernel_params("rbf", X.shape[1], gamma=gamma)
+    Xd, _ = as_dask_array(X)
+    data = X if client is None else zarr_path
+    model = KernelPCA(args.n_components, gamma=gamma, n_landmarks=args.n_landmarks,
+                      landmarks=strategy, dtype=dtype, random_state=0)
+    fit, model = best_of(args.repeats, lambda: model.fit(data))
+    t_transform, _ = best_of(args.repeats, lambda: dask.compute(model.transform(data)))
+
+    Xl = Xd if client is None else open_array(zarr_path)
+    landmarks, chosen = best_of(args.repeats, lambda: select_landmarks(
+        Xl, args.n_landmarks, strategy, rng=as_generator(0), kernel="rbf", params=params))
+
+    def small_problem():
+        kmm = pairwise_kernel(chosen.points, chosen.points, "rbf", **params)
+        basis = nystrom.landmark_basis(kmm, 1e-10 if dtype == "float64" else 1e-5)
+        return basis, nystrom.reference_row(chosen.points, "rbf", params, kmm)
+
+    solve_kmm, (basis, reference) = best_of(args.repeats, small_problem)
+    stats = nystrom.pass_statistics(Xl, chosen.points, "rbf", params, np.dtype(dtype),
+                                    reference=reference)
+
+    def run_pass():
+        with capped_blas(Xl):
+            return dask.compute(stats)[0]
+
+    t_pass, computed = best_of(args.repeats, run_pass)
+    solve_small, _ = best_of(args.repeats, lambda: nystrom.solve(computed, basis,
+                                                                 args.n_components))
+    # The same blocks the pass sees, with the landmarks shifted as the pass shifts them.
+    origin = nystrom.kernel_origin(chosen.points, "rbf")
+    Z = (chosen.points - origin).astype(dtype)
+    chunks = [X[s : s + c] for s, c in zip(np.cumsum((0,) + Xd.chunks[0][:-1]), Xd.chunks[0])]
+    xs = [(c - origin).astype(dtype) for c in chunks]
+    inner = nystrom.kernel_block_rows(Z.shape[0])
+    t_floor, _ = best_of(args.repeats, lambda: in_pool(
+        xs, lambda x: floor_blocks(x, Z, inner), threads))
+    t_blocks, _ = best_of(args.repeats, lambda: in_pool(
+        list(zip(chunks, np.cumsum((0,) + Xd.chunks[0][:-1]))),
+        lambda item: nystrom._block_statistics(item[0], item[1], Z, "rbf", params,
+                                               np.dtype(dtype), reference, origin), threads))
+    P = model.projection_.astype(dtype)
+    t_transform_floor, _ = best_of(args.repeats, lambda: in_pool(
+        xs, lambda x: transform_floor_block(x, Z, P), threads))
+    return {"dtype": dtype, "landmarks": strategy, "scheduler": scheduler, "fit": fit,
+            "floor": t_floor, "blocks": t_blocks, "landmark_s": landmarks, "pass": t_pass,
+            "solve": solve_kmm + solve_small, "transform": t_transform,
+            "transform_floor": t_transform_floor}
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| dtype | landmarks | scheduler | fit s | floor | elementwise | landmarks "
+            "| dask | solve | **fit at % of floor** | transform s | **transform at % of "
+            "floor** |")
+    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        fit = r["fit"]
+
+        def part(seconds, fit=fit):
+            return f"{seconds:.2f} ({100 * seconds / fit:.0f} %)"
+
+        lines.append(
+            f"| {r['dtype']} | {r['landmarks']} | {r['scheduler']} | {fit:.2f} "
+            f"| {part(r['floor'])} | {part(max(r['blocks'] - r['floor'], 0.0))} "
+            f"| {part(r['landmark_s'])} | {part(max(r['pass'] - r['blocks'], 0.0))} "
+            f"| {part(r['solve'])} | **{100 * r['floor'] / fit:.0f}** "
+            f"| {r['transform']:.2f} | **{100 * r['transform_floor'] / r['transform']:.0f}** |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n-samples", type=int, default=200_000)
+    parser.add_argument("--n-features", type=int, default=32)
+    parser.add_argument("--n-landmarks", type=int, default=1000)
+    parser.add_argument("--n-components", type=int, default=10)
+    parser.add_argument("--dtypes", default="float64,float32")
+    parser.add_argument("--landmarks", default="uniform,kmeans")
+    parser.add_argument("--schedulers", default="threads,cluster")
+    parser.add_argument("--repeats", type=int, default=2, help="best of this many warm runs")
+    args = parser.parse_args(argv)
+
+    from kpca_dask.datasets import make_dataset
+
+    X = make_dataset("blobs", args.n_samples, n_features=args.n_features, seed=0)[0].compute()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        zarr_path = str(Path(tmp) / "X.zarr")
+        for scheduler in args.schedulers.split(","):
+            client = cluster = None
+            if scheduler == "cluster":
+                from distributed import Client, LocalCluster
+
+                write_array(as_dask_array(X)[0], zarr_path)
+                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+                client = Client(cluster)
+            context = (dask.config.set(scheduler="threads") if client is None
+                       else dask.config.set({}))
+            with context:
+                for dtype in args.dtypes.split(","):
+                    for strategy in args.landmarks.split(","):
+                        rows.append(measure(X, zarr_path, dtype, strategy, scheduler, args,
+                                            client))
+                        print(f"{dtype} {strategy} {scheduler}: fit {rows[-1]['fit']:.2f} s",
+                              file=sys.stderr, flush=True)
+            if client is not None:
+                client.close()
+                cluster.close()
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
+    text = (f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
+            f"q = {args.n_components}, rbf; {os.cpu_count()} cores; best of {args.repeats} "
+            f"warm runs; load average after the run {' '.join(load)}\n\n" + table(rows))
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    command = "python bench/bench_floor.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    (RESULTS / "bench_floor.md").write_text(f"`{command}`\n\n{text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
