@@ -7,6 +7,9 @@ line with
 
 - peak_rss_mb: the process's peak resident memory (``ru_maxrss``), data and
   imports included;
+- fit_peak_rss_mb: the largest resident memory sampled (every 5 ms) while the
+  fit and the transform ran, beside rss_at_fit_mb, the resident memory just
+  before: what the fit itself holds, whatever the set-up peaked at;
 - densified_block_mb: what one row block of the pass would take dense
   (block rows x p x 8 bytes), and dense_data_mb: all of X dense;
 - landmarks_mb: the dense m x p landmarks, which the pass does hold;
@@ -51,6 +54,32 @@ def random_csr(n: int, p: int, density: float, rng):
     return X
 
 
+class _RSSSampler:
+    """Samples this process's resident memory on a thread until ``stop``."""
+
+    def __init__(self, every: float = 0.005):
+        import threading
+
+        import psutil
+
+        self._process = psutil.Process()
+        self.start_mb = self._process.memory_info().rss / 2**20
+        self.peak_mb = self.start_mb
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every):
+        while not self._done.wait(every):
+            self.peak_mb = max(self.peak_mb, self._process.memory_info().rss / 2**20)
+
+    def stop(self) -> tuple[float, float]:
+        self._done.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, self._process.memory_info().rss / 2**20)
+        return self.start_mb, self.peak_mb
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40_000)
@@ -74,6 +103,7 @@ def main(argv=None) -> dict:
     X = random_csr(args.n, args.p, args.density, np.random.default_rng(0))
     X_blocks, _ = as_dask_array(X, block_rows=args.block_rows)
     before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sampler = _RSSSampler()
     started = time.perf_counter()
     if args.method == "kpca":
         model = KernelPCA(10, kernel=args.kernel, n_landmarks=args.m, landmarks=args.landmarks,
@@ -88,6 +118,7 @@ def main(argv=None) -> dict:
                                           n_components=args.m, random_state=0), PCA(10))
         Y = pipeline.fit(X).transform(X[:1000])
     seconds = time.perf_counter() - started
+    at_fit_mb, fit_peak_mb = sampler.stop()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     block_rows = max(X_blocks.chunks[0])
     result = {
@@ -96,6 +127,8 @@ def main(argv=None) -> dict:
         "kernel": args.kernel, "landmarks": args.landmarks,
         "peak_rss_mb": round(peak_mb, 1),
         "rss_before_fit_mb": round(before_mb, 1),
+        "rss_at_fit_mb": round(at_fit_mb, 1),
+        "fit_peak_rss_mb": round(fit_peak_mb, 1),
         "densified_block_mb": round(block_rows * args.p * 8 / 2**20, 1),
         "dense_data_mb": round(args.n * args.p * 8 / 2**20, 1),
         "sparse_data_mb": round((X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20, 1),

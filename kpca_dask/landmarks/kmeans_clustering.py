@@ -15,7 +15,7 @@ GEMM per block instead of one matrix-vector product per centre. It is the
 same device as accelerated randomly pivoted Cholesky (Epperly, Tropp &
 Webber 2024), of which k-means++ is the squared-distance analogue.
 
-Cost: the nearest centre of x is argmax_j (x.c_j - |c_j|^2 / 2), one GEMM
+Cost: the nearest centre of x is ``argmax_j (x.c_j - |c_j|^2 / 2)``, one GEMM
 and one elementwise pass over a block that stays in cache, in float32 after
 moving the origin to the sample mean (distances, hence the clustering, do not
 change; their rounding is ~1e-7 of the spread of the sample, not of its
@@ -88,7 +88,7 @@ def _raise_if_overflowed(norms: np.ndarray, values) -> None:
 def _nearest(points: _Points, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index of the nearest of ``centres`` (centred coordinates) and the squared distance to it.
 
-    argmin_j |x - c_j|^2 = argmax_j (x.c_j - |c_j|^2 / 2), ties to the lowest j.
+    ``argmin_j |x - c_j|^2 = argmax_j (x.c_j - |c_j|^2 / 2)``, ties to the lowest j.
     """
     centres = np.asarray(centres, dtype=points.values.dtype)
     half_norms = 0.5 * np.einsum("ij,ij->i", centres, centres)
