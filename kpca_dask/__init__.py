@@ -22,6 +22,7 @@ from .errors import (
     NonFiniteInputError,
     NonNumericInputError,
     NoStatisticsError,
+    NotInvertibleError,
     OutputExistsError,
     TooFewComponentsError,
     ZeroEigenvalueWarning,
@@ -56,6 +57,7 @@ __all__ = [
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "NotInvertibleError",
     "ZeroEigenvalueWarning",
     "__version__",
 ]

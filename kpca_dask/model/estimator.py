@@ -502,8 +502,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ------
         NoStatisticsError
             The model keeps no statistics (loaded from a version-1 file).
-        TooFewComponentsError
-            More components than the model has positive eigenvalues.
+
+        Warns
+        -----
+        ZeroEigenvalueWarning
+            An int ``n_components`` above the number of positive eigenvalues:
+            the extra components have eigenvalue 0 (dropped with
+            ``remove_zero_eig=True``), as in :meth:`fit`.
 
         Examples
         --------
