@@ -34,7 +34,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -50,31 +49,11 @@ from kpca_dask.blocks.kernels import squared_distances
 from kpca_dask.datasets import load_mnist
 from kpca_dask.io import open_array, write_array
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import PeakMemory, write_results  # noqa: E402
+
 DEFAULT_DATA = (Path(os.environ["KPCA_DASK_DATA"]) if "KPCA_DASK_DATA" in os.environ
                 else Path(__file__).resolve().parents[2] / "shared" / "data") / "mnist"
-
-
-class PeakMemory:
-    """Peak RSS of this process above its RSS at start, sampled every 50 ms."""
-
-    def __init__(self):
-        self.process = psutil.Process()
-        self.start = self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.05)
-
-    def stop(self) -> float:
-        """GiB above the RSS at start."""
-        self._stop.set()
-        self._thread.join()
-        return (self.peak - self.start) / 2**30
 
 
 def noisy(images: np.ndarray, sigma: float, seed: int) -> np.ndarray:
@@ -156,7 +135,7 @@ def main(argv=None) -> None:
     fit_s = time.perf_counter() - started
     estimate = pca.inverse_transform(pca.transform(noisy_test))
     rows.append((f"(a) linear PCA (scikit-learn), q = {q_pca}", len(train), fit_s,
-                 memory.stop(), mse(estimate, clean_test)))
+                 memory.stop().above_start_gib, mse(estimate, clean_test)))
 
     # (b) scikit-learn's exact kernel PCA on the subset.
     memory = PeakMemory()
@@ -166,7 +145,7 @@ def main(argv=None) -> None:
                           random_state=0).fit(X_sub)
     fit_s = time.perf_counter() - started
     estimate = sk.inverse_transform(sk.transform(noisy_test))
-    rows.append(("(b) scikit-learn KernelPCA", args.subset, fit_s, memory.stop(),
+    rows.append(("(b) scikit-learn KernelPCA", args.subset, fit_s, memory.stop().above_start_gib,
                  mse(estimate, clean_test)))
     del sk
 
@@ -177,8 +156,8 @@ def main(argv=None) -> None:
         model = kpca_dask(q, gamma, alpha, args.n_landmarks, args.landmarks).fit(X_sub)
         fit_s = time.perf_counter() - started
         estimate = denoise(model, noisy_test)
-        rows.append(("(c) kpca-dask, same subset", args.subset, fit_s, memory.stop(),
-                     mse(estimate, clean_test)))
+        rows.append(("(c) kpca-dask, same subset", args.subset, fit_s,
+                     memory.stop().above_start_gib, mse(estimate, clean_test)))
 
         # (d) kpca-dask on every training image, out of core from Zarr.
         workdir = Path(tempfile.mkdtemp(prefix="kpca-dask-denoising-"))
@@ -191,7 +170,7 @@ def main(argv=None) -> None:
         fit_s = time.perf_counter() - started
         estimate = denoise(model, noisy_test)
         rows.append(("(d) kpca-dask, all training images (from Zarr)", len(train), fit_s,
-                     memory.stop(), mse(estimate, clean_test)))
+                     memory.stop().above_start_gib, mse(estimate, clean_test)))
         shutil.rmtree(workdir, ignore_errors=True)
 
     lines = [
@@ -213,10 +192,7 @@ def main(argv=None) -> None:
         lines.append(f"| {name} | {n} | {fit_s:.1f} | {peak:.2f} GiB | {error:.4f} |")
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    command = "python bench/bench_denoising.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
-    (RESULTS / "bench_denoising.md").write_text(f"`{command.strip()}`\n\n{text}\n")
+    write_results("bench_denoising", text, argv)
 
 
 if __name__ == "__main__":

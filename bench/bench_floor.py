@@ -49,7 +49,8 @@ from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
 from kpca_dask.validation import as_dask_array
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import write_results  # noqa: E402
 
 
 def best_of(repeats: int, fn):
@@ -198,9 +199,7 @@ def main(argv=None) -> int:
             f"q = {args.n_components}, rbf; {os.cpu_count()} cores; best of {args.repeats} "
             f"warm runs; load average after the run {' '.join(load)}\n\n" + table(rows))
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    command = "python bench/bench_floor.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    (RESULTS / "bench_floor.md").write_text(f"`{command}`\n\n{text}\n")
+    write_results("bench_floor", text, argv)
     return 0
 
 

@@ -22,7 +22,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,34 +38,14 @@ from kpca_dask.blocks.kernels import squared_distances
 from kpca_dask.datasets import mnist_to_zarr
 from kpca_dask.io import open_array, open_group
 
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import PeakMemory, write_results  # noqa: E402
 
 
 def mnist_directory() -> Path:
     root = os.environ.get("KPCA_DASK_DATA")
     base = Path(root) if root else Path(__file__).resolve().parents[2] / "shared" / "data"
     return base / "mnist"
-
-
-class PeakMemory:
-    """Peak RSS of this process between start and stop, sampled every 50 ms."""
-
-    def __init__(self):
-        self.process = psutil.Process()
-        self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.05)
-
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
-        return self.peak / 2**30
 
 
 def median_heuristic_gamma(X: np.ndarray, n: int = 1000, seed: int = 0) -> float:
@@ -110,7 +89,7 @@ def main(argv=None) -> None:
         started = time.perf_counter()
         F_train, F_test = dask.compute(kpca.transform(X_train), kpca.transform(X_test))
         transform_seconds = time.perf_counter() - started
-        kpca_peak = memory.stop()
+        kpca_peak = memory.stop().peak_gib
     accuracy, clf_seconds = classifier_accuracy(F_train, y_train, F_test, y_test)
     rows.append(("kernel PCA (rbf, Nyström)", fit_seconds, transform_seconds, accuracy,
                  clf_seconds, kpca_peak))
@@ -123,7 +102,7 @@ def main(argv=None) -> None:
     started = time.perf_counter()
     P_train, P_test = pca.transform(train), pca.transform(test)
     transform_seconds = time.perf_counter() - started
-    pca_peak = memory.stop()
+    pca_peak = memory.stop().peak_gib
     accuracy, clf_seconds = classifier_accuracy(P_train, y_train, P_test, y_test)
     rows.append(("linear PCA (scikit-learn)", fit_seconds, transform_seconds, accuracy,
                  clf_seconds, pca_peak))
@@ -144,9 +123,7 @@ def main(argv=None) -> None:
                      f"| {peak:.2f} GiB |")
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    command = "python bench/bench_mnist.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    (RESULTS / "bench_mnist.md").write_text(f"`{command.strip()}`\n\n{text}\n")
+    write_results("bench_mnist", text, argv)
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -42,7 +42,8 @@ from kpca_dask.datasets import load_mnist
 from kpca_dask.io import open_array, write_array
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_denoising import DEFAULT_DATA, RESULTS, PeakMemory  # noqa: E402
+from _common import PeakMemory, write_results  # noqa: E402
+from bench_denoising import DEFAULT_DATA  # noqa: E402
 
 
 def timed(fit, score):
@@ -53,7 +54,7 @@ def timed(fit, score):
     fit_s = time.perf_counter() - started
     started = time.perf_counter()
     scores = np.asarray(score(model))
-    return fit_s, time.perf_counter() - started, memory.stop(), scores
+    return fit_s, time.perf_counter() - started, memory.stop().above_start_gib, scores
 
 
 def main(argv=None) -> None:
@@ -114,10 +115,7 @@ def main(argv=None) -> None:
                      f"| {score_s:.1f} | {peak:.2f} GiB |")
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    command = "python bench/bench_novelty.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
-    (RESULTS / "bench_novelty.md").write_text(f"`{command.strip()}`\n\n{text}\n")
+    write_results("bench_novelty", text, argv)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import PeakMemory  # noqa: E402
+
 
 def random_csr(n: int, p: int, density: float, rng):
     """n x p CSR with about density * p values per row in random columns, in O(nnz) memory.
@@ -52,32 +55,6 @@ def random_csr(n: int, p: int, density: float, rng):
     X = sparse.csr_matrix((rng.random(n * per_row), columns.ravel(), indptr), shape=(n, p))
     X.sum_duplicates()
     return X
-
-
-class _RSSSampler:
-    """Samples this process's resident memory on a thread until ``stop``."""
-
-    def __init__(self, every: float = 0.005):
-        import threading
-
-        import psutil
-
-        self._process = psutil.Process()
-        self.start_mb = self._process.memory_info().rss / 2**20
-        self.peak_mb = self.start_mb
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
-        self._thread.start()
-
-    def _run(self, every):
-        while not self._done.wait(every):
-            self.peak_mb = max(self.peak_mb, self._process.memory_info().rss / 2**20)
-
-    def stop(self) -> tuple[float, float]:
-        self._done.set()
-        self._thread.join()
-        self.peak_mb = max(self.peak_mb, self._process.memory_info().rss / 2**20)
-        return self.start_mb, self.peak_mb
 
 
 def main(argv=None) -> dict:
@@ -103,7 +80,7 @@ def main(argv=None) -> dict:
     X = random_csr(args.n, args.p, args.density, np.random.default_rng(0))
     X_blocks, _ = as_dask_array(X, block_rows=args.block_rows)
     before_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    sampler = _RSSSampler()
+    sampler = PeakMemory(every=0.005)
     started = time.perf_counter()
     if args.method == "kpca":
         model = KernelPCA(10, kernel=args.kernel, n_landmarks=args.m, landmarks=args.landmarks,
@@ -118,7 +95,8 @@ def main(argv=None) -> dict:
                                           n_components=args.m, random_state=0), PCA(10))
         Y = pipeline.fit(X).transform(X[:1000])
     seconds = time.perf_counter() - started
-    at_fit_mb, fit_peak_mb = sampler.stop()
+    sampled = sampler.stop()
+    at_fit_mb, fit_peak_mb = 1024 * sampled.start_gib, 1024 * sampled.peak_gib
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     block_rows = max(X_blocks.chunks[0])
     result = {
