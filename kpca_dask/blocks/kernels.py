@@ -31,6 +31,7 @@ __all__ = [
     "KERNEL_NAMES",
     "pairwise_kernel",
     "pairwise_kernel_into",
+    "LandmarkKernel",
     "kernel_diagonal",
     "resolve_kernel_params",
     "squared_distances",
@@ -420,6 +421,66 @@ def pairwise_kernel_into(out: np.ndarray, A: np.ndarray, B: np.ndarray,
         return np.exp(out, out=out)
     out[...] = pairwise_kernel(A, B, kernel, **params)
     return out
+
+
+class LandmarkKernel:
+    """``k(A, Z)`` for many dense row blocks ``A`` against fixed landmarks ``Z``.
+
+    Whatever depends on the landmarks alone is computed once, not once per
+    block. For rbf the whole exponent comes out of one GEMM on augmented
+    rows (DESIGN §8, "keep a kernel block in cache")::
+
+        [a - c, -gamma |a - c|^2, 1] . [2 gamma (z - c), 1, -gamma |z - c|^2]
+            = -gamma |a - z|^2,
+
+    with c the landmark mean (as in :func:`squared_distances`), so that only
+    the clip at zero and the exp are left as elementwise passes over the
+    block. Other kernels, and sparse blocks, go through
+    :func:`pairwise_kernel_into`. The values are those of
+    :func:`pairwise_kernel` to rounding.
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> k = LandmarkKernel(Z, "rbf", {"gamma": 1.0}, np.float64)
+    >>> k.into(np.empty((1, 2)), np.array([[0.0, 0.0]])).round(4)
+    array([[1.    , 0.3679]])
+    """
+
+    def __init__(self, landmarks: np.ndarray, kernel: str | KernelCallable, params: Mapping,
+                 dtype) -> None:
+        self.landmarks = landmarks
+        self.kernel = kernel
+        self.params = dict(params)
+        self.dtype = np.dtype(dtype)
+        self._augmented = None
+        if (not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf"
+                and not is_sparse(landmarks) and landmarks.shape[0]):
+            Z = np.asarray(landmarks, dtype=np.float64)
+            gamma = float(self.params["gamma"])
+            self._centre = Z.mean(axis=0)
+            Zc = Z - self._centre
+            augmented = np.empty((Z.shape[0], Z.shape[1] + 2))
+            augmented[:, :-2] = 2.0 * gamma * Zc
+            augmented[:, -2] = 1.0
+            augmented[:, -1] = -gamma * np.einsum("ij,ij->i", Zc, Zc)
+            self._gamma = gamma
+            # Transposed once: the GEMM reads it as (p + 2) x m.
+            self._augmented = np.ascontiguousarray(augmented.astype(self.dtype).T)
+
+    def into(self, out: np.ndarray, A) -> np.ndarray:
+        """Write ``k(A, Z)`` into ``out`` (rows of A x landmarks) and return it."""
+        if self._augmented is None or is_sparse(A):
+            return pairwise_kernel_into(out, A, self.landmarks, self.kernel, **self.params)
+        rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
+        shifted = rows[:, :-2]
+        np.subtract(A, self._centre.astype(self.dtype), out=shifted)
+        rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
+        rows[:, -2] *= -self._gamma
+        rows[:, -1] = 1.0
+        np.matmul(rows, self._augmented, out=out)
+        np.minimum(out, 0.0, out=out)  # -gamma d^2 <= 0: cancellation can flip its sign
+        return np.exp(out, out=out)
 
 
 def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **params) -> np.ndarray:

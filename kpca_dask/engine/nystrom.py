@@ -8,7 +8,7 @@ with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, and tree-reduces them: only
 m-sized and m x m arrays leave the workers. ``solve`` turns the reduced
 statistics into the model on the client, in O(m^3):
 
-    K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})
+    K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})  (W = L^{-T} if nothing is dropped)
     mu = W^T (s / n + r),  C = W^T (G - s s^T / n) W = V diag(lambda) V^T
     y(x) = P^T k_m(x) - c,  P = W V_q,  c = V_q^T mu
 
@@ -35,13 +35,14 @@ import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
 from scipy import linalg
+from scipy.linalg import lapack
 
 from .._parallel import distributed_client, task_blas_limit
 from ..blocks.kernels import (
     is_translation_invariant,
     kernel_diagonal,
     pairwise_kernel,
-    pairwise_kernel_into,
+    LandmarkKernel,
 )
 from ..blocks.signs import fix_signs
 from ..blocks.sparse_rows import as_block, first_nonfinite, is_sparse
@@ -96,11 +97,11 @@ def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, refer
     # SYRK sums short before they are added up in float64.
     rows = even_block_rows(x.shape[0], kernel_block_rows(m))
     buffer = np.empty((min(rows, x.shape[0]), m), dtype)
+    kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
     with task_blas_limit():
         for start in range(0, x.shape[0], rows):
             D = _kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
-                                  x[start : start + rows], landmarks, kernel, params, shift,
-                                  column_sums)
+                                  x[start : start + rows], kernel_rows, shift, column_sums)
             # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
             # the flops of a general product.
             gram += D.T @ D
@@ -162,21 +163,24 @@ def even_block_rows(n_rows: int, most: int) -> int:
     return max(1, -(-n_rows // n_blocks))
 
 
-def _kernel_rows_into(out, x, landmarks, kernel, params, shift=None, column_sums=None):
+def _kernel_rows_into(out, x, kernel_rows: LandmarkKernel, shift=None, column_sums=None):
     """``out = k(x, Z) - 1 shift^T``, one cache-sized sub-block at a time (DESIGN §8).
 
-    The distance GEMM, the exp and the shift of a sub-block, and its column
+    The kernel GEMM, the exp and the shift of a sub-block, and its column
     sums into ``column_sums`` (float64), all run while it is in cache; only
     the caller's SYRK or product then reads the whole block.
     """
-    step = cache_block_rows(landmarks.shape[0], out.dtype.itemsize)
+    step = cache_block_rows(out.shape[1], out.dtype.itemsize)
+    # Column sums as a GEMV with a ones row: sums of at most `step` rows in the
+    # block's dtype, as short as the SYRK's, then added up in float64. 4 % of a
+    # float32 block's time, against sum(axis=0, dtype=float64).
+    ones = np.ones(min(step, x.shape[0]), out.dtype) if column_sums is not None else None
     for start in range(0, x.shape[0], step):
-        D = pairwise_kernel_into(out[start : start + step], x[start : start + step],
-                                 landmarks, kernel, **params)
+        D = kernel_rows.into(out[start : start + step], x[start : start + step])
         if shift is not None:
             D -= shift
         if column_sums is not None:
-            column_sums += D.sum(axis=0, dtype=np.float64)
+            column_sums += ones[: D.shape[0]] @ D
     return out
 
 
@@ -344,10 +348,20 @@ _OVERFLOW_MESSAGE = (
 
 @dataclass(frozen=True)
 class LandmarkBasis:
-    """W = U_r diag(s_r^{-1/2}) from the landmark kernel matrix K_mm."""
+    """A whitening basis W of the landmark kernel matrix: W W^T = K_mm^+ on its kept part.
+
+    Any such W gives the same model: another one is W Q with Q orthogonal,
+    which turns C into Q^T C Q and V into Q^T V, so P = W V, mu^T mu and
+    trace(W^T G W) do not change.
+    """
 
     W: np.ndarray  # (m, r)
-    eigenvalues: np.ndarray  # s, all m of them, descending
+
+
+#: Safety factor on LAPACK's condition estimate before the Cholesky route is
+#: taken: the estimate of ||K^-1||_1 is a lower bound, in practice within a
+#: factor of 3 of the truth.
+CONDITION_MARGIN = 10.0
 
 
 def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
@@ -357,16 +371,29 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
     inverted; significantly negative ones (a kernel that is not positive
     semi-definite, such as sigmoid) trigger a warning.
 
+    When K_mm is clearly above that cut-off (its Cholesky factor exists and
+    LAPACK's condition estimate clears ``rcond`` by :data:`CONDITION_MARGIN`),
+    no eigenvalue would be dropped, and W = L^{-T} from K_mm = L L^T gives
+    the same model as U diag(s^{-1/2}) (see :class:`LandmarkBasis`) in a
+    tenth of the time: 10 ms against 100-150 ms at m = 1000 on two cores.
+
     Examples
     --------
     >>> landmark_basis(np.diag([4.0, 1.0, 0.0]), rcond=1e-10).W
     array([[0.5, 0. ],
            [0. , 1. ],
            [0. , 0. ]])
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])  # well conditioned: the Cholesky route
+    >>> W = landmark_basis(K, rcond=1e-10).W
+    >>> bool(np.allclose(W @ W.T, np.linalg.inv(K)))
+    True
     """
     if not np.isfinite(kmm).all():
         raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where="the landmarks"))
     kmm = 0.5 * (kmm + kmm.T)
+    W = _cholesky_whitening(kmm, rcond)
+    if W is not None:
+        return LandmarkBasis(W=W)
     s, U = linalg.eigh(kmm, driver="evd")  # divide and conquer: the fastest for all pairs
     s, U = s[::-1], U[:, ::-1]
     if not s[0] > 0:
@@ -385,8 +412,28 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
             UserWarning,
             stacklevel=3,
         )
-    W = U[:, keep] / np.sqrt(s[keep])
-    return LandmarkBasis(W=W, eigenvalues=s)
+    return LandmarkBasis(W=U[:, keep] / np.sqrt(s[keep]))
+
+
+def _cholesky_whitening(kmm: np.ndarray, rcond: float) -> np.ndarray | None:
+    """W = L^{-T} when K_mm = L L^T keeps every eigenvalue above ``rcond * max(s)``, else None.
+
+    1 / cond_2(K) >= rcond_1 / f, where rcond_1 is LAPACK's estimate of
+    1 / cond_1(K) and f >= 1 how far its estimate of ||K^-1||_1 falls short;
+    asking rcond_1 > CONDITION_MARGIN * rcond keeps the eigendecomposition's
+    answer unless f > CONDITION_MARGIN. Borderline and rank-deficient cases
+    take the eigendecomposition.
+    """
+    L, info = lapack.dpotrf(kmm, lower=1, clean=1)
+    if info != 0:  # not positive definite to working precision
+        return None
+    estimate, info = lapack.dpocon(L, float(np.abs(kmm).sum(axis=0).max()), uplo="L")
+    if info != 0 or not estimate > CONDITION_MARGIN * rcond:
+        return None
+    L_inverse, info = lapack.dtrtri(L, lower=1)
+    if info != 0:
+        return None
+    return np.ascontiguousarray(L_inverse.T)
 
 
 @dataclass(frozen=True)
@@ -551,10 +598,11 @@ def _project_block(
     # its B P: the n_b x m block never exists (DESIGN §8).
     step = cache_block_rows(landmarks.shape[0], x.dtype.itemsize)
     buffer = np.empty((min(step, x.shape[0]), landmarks.shape[0]), x.dtype)
+    kernel_rows = LandmarkKernel(landmarks, kernel, params, x.dtype)
     with task_blas_limit():
         for start in range(0, x.shape[0], step):
             B = _kernel_rows_into(buffer[: min(step, x.shape[0] - start)],
-                                  x[start : start + step], landmarks, kernel, params)
+                                  x[start : start + step], kernel_rows)
             y[start : start + step] = B @ projection
     return y - offset
 

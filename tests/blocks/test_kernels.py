@@ -173,3 +173,43 @@ def test_matern_large_nu_is_close_to_rbf(blocks):
     rbf = pairwise_kernel(A, B, "matern", gamma=0.7, nu=np.inf)
     assert np.isfinite(large).all()
     np.testing.assert_allclose(large, rbf, atol=5e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "polynomial", "linear"])
+def test_landmark_kernel_matches_pairwise_kernel(rng, kernel, dtype):
+    """The prepared-landmark kernel (one augmented GEMM for rbf) gives pairwise_kernel's
+    values, on data far from the origin too, where |a|^2 + |b|^2 - 2ab cancels."""
+    from kpca_dask.blocks.kernels import LandmarkKernel
+
+    offset = 1e3 if dtype == np.float64 else 10.0
+    A = (offset + rng.normal(size=(300, 6))).astype(dtype)
+    Z = (offset + rng.normal(size=(40, 6))).astype(dtype)
+    params = resolve_kernel_params(kernel, 6, gamma=0.2)
+    expected = pairwise_kernel(A.astype(np.float64), Z.astype(np.float64), kernel, **params)
+    got = LandmarkKernel(Z, kernel, params, dtype).into(np.empty((300, 40), dtype), A)
+    assert got.dtype == dtype
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(got, expected, atol=TOLERANCE[dtype] * 10 * scale, rtol=0)
+    if kernel == "rbf":
+        assert got.max() <= 1.0  # the clip at zero distance: exp(0) at most
+
+
+def test_landmark_kernel_rbf_of_a_landmark_with_itself_is_one(rng):
+    from kpca_dask.blocks.kernels import LandmarkKernel
+
+    Z = rng.normal(size=(30, 5)) + 50.0
+    K = LandmarkKernel(Z, "rbf", {"gamma": 0.5}, np.float64).into(np.empty((30, 30)), Z)
+    np.testing.assert_allclose(np.diagonal(K), 1.0, rtol=0, atol=1e-12)
+
+
+def test_landmark_kernel_sparse_rows_use_the_sparse_path(rng):
+    from scipy import sparse
+
+    from kpca_dask.blocks.kernels import LandmarkKernel
+
+    A = sparse.random(50, 8, density=0.2, format="csr", random_state=0)
+    Z = rng.normal(size=(7, 8))
+    got = LandmarkKernel(Z, "rbf", {"gamma": 0.3}, np.float64).into(np.empty((50, 7)), A)
+    np.testing.assert_allclose(got, pairwise.rbf_kernel(A.toarray(), Z, gamma=0.3),
+                               atol=1e-12)

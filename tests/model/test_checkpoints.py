@@ -192,7 +192,8 @@ def test_finished_checkpoint_refits_without_a_pass(data_path, tmp_path):
     again = KernelPCA(kernel=slow_rbf, **{**PARAMS, "n_components": 3}).fit(
         X, checkpoint=checkpoint)
     assert _calls["blocks"] == 0
-    np.testing.assert_array_equal(again.eigenvalues_, first.eigenvalues_[:3])
+    # Same statistics; q = 3 and q = 5 leading eigenpairs differ only in rounding.
+    np.testing.assert_allclose(again.eigenvalues_, first.eigenvalues_[:3], rtol=1e-13)
 
 
 def test_checkpoint_storage_does_not_grow_with_blocks(tmp_path):
