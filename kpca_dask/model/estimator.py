@@ -13,13 +13,14 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import capped_blas
-from ..blocks.kernels import canonical_kernel_name, pairwise_kernel, resolve_kernel_params
+from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
 from ..engine.bandwidth import resolve_gamma
 from ..engine.nystrom import (
     NystromSolution,
     PassStatistics,
     combine_statistics,
     landmark_basis,
+    landmark_kernel_matrix,
     pass_statistics,
     project,
     raise_if_nonfinite,
@@ -305,7 +306,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             if saved is not None:
                 saved.landmark_path = path  # stored with the landmarks
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
-        kmm = pairwise_kernel(chosen.points.astype(np.float64), chosen.points, kernel, **params)
+        kmm = landmark_kernel_matrix(chosen.points, kernel, params)
         basis = landmark_basis(kmm, rcond)
         reference = reference_row(chosen.points, kernel, params, kmm)
         stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
@@ -529,7 +530,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Solve the small problem for ``stats`` and take on the result (landmarks kept)."""
         Z = np.asarray(self.landmarks_)
         # The same K_mm and basis as the fit computed, so a re-solve repeats it exactly.
-        kmm = pairwise_kernel(Z.astype(np.float64), Z, self.kernel_, **self.kernel_params_)
+        kmm = landmark_kernel_matrix(Z, self.kernel_, self.kernel_params_)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         basis = landmark_basis(kmm, rcond)
         solution = solve(stats, basis, n_components, bool(self.remove_zero_eig))

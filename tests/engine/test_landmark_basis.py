@@ -64,3 +64,15 @@ def test_indefinite_kmm_warns_through_the_eigen_route():
     with pytest.warns(UserWarning, match="not positive semi-definite"):
         basis = nystrom.landmark_basis(kmm, 1e-10)
     assert basis.W.shape == (2, 1)
+
+
+def test_whiten_is_w_transpose_m_w_on_both_routes(rng):
+    """sygst on the Cholesky route, two products otherwise: the same W^T M W, symmetric."""
+    _, kmm = _kmm(rng, gamma=1.0, m=40)
+    S = rng.normal(size=(100, 40))
+    M = S.T @ S
+    for basis in (nystrom.landmark_basis(kmm, 1e-10), _eigen_basis(kmm, 1e-10)):
+        C = basis.whiten(M)
+        np.testing.assert_allclose(C, basis.W.T @ M @ basis.W, rtol=1e-10, atol=1e-8)
+        np.testing.assert_array_equal(C, C.T)
+    assert nystrom.landmark_basis(kmm, 1e-10).cholesky is not None
