@@ -39,10 +39,10 @@ from scipy.linalg import lapack
 
 from .._parallel import distributed_client, single_blas_thread, task_blas_limit
 from ..blocks.kernels import (
+    LandmarkKernel,
     is_translation_invariant,
     kernel_diagonal,
     pairwise_kernel,
-    LandmarkKernel,
 )
 from ..blocks.signs import fix_signs
 from ..blocks.sparse_rows import as_block, first_nonfinite, is_sparse
@@ -453,7 +453,7 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
 
 
 def _cholesky_whitening(kmm: np.ndarray, rcond: float) -> LandmarkBasis | None:
-    """The basis W = L^{-T} when K_mm = L L^T keeps every eigenvalue above ``rcond * max(s)``, else None.
+    """W = L^{-T} (K_mm = L L^T) when every eigenvalue is above ``rcond * max(s)``, else None.
 
     1 / cond_2(K) >= rcond_1 / f, where rcond_1 is LAPACK's estimate of
     1 / cond_1(K) and f >= 1 how far its estimate of ||K^-1||_1 falls short;
