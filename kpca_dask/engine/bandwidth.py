@@ -33,7 +33,8 @@ from ..blocks.sparse_rows import is_sparse
 from ..errors import InvalidParameterError
 from .sampling import sample_rows
 
-__all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma"]
+__all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma",
+           "gamma_sample_size"]
 
 #: Rows whose pairwise distances give the median: ~500 000 distinct pairs.
 MEDIAN_SAMPLE_ROWS = 1000
@@ -149,6 +150,22 @@ def resolve_gamma(
         sample = _finite_sample(X, MEDIAN_SAMPLE_ROWS, rng)
         return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
     return scale_gamma(_finite_sample(X, SCALE_SAMPLE_ROWS, rng))
+
+
+def gamma_sample_size(gamma, kernel) -> int:
+    """Rows :func:`resolve_gamma` samples for this ``gamma`` and kernel (0: none).
+
+    Examples
+    --------
+    >>> gamma_sample_size("median", "rbf"), gamma_sample_size(0.5, "rbf")
+    (1000, 0)
+    """
+    if (not isinstance(gamma, str) or callable(kernel) or kernel not in _GAMMA_KERNELS
+            or gamma not in BANDWIDTH_RULES):
+        return 0
+    if gamma == "median":
+        return MEDIAN_SAMPLE_ROWS if kernel in _MEDIAN_DISTANCE else 0
+    return SCALE_SAMPLE_ROWS
 
 
 def _finite_sample(X: da.Array, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -3,9 +3,17 @@
 Used by the landmark strategies, the bandwidth rules and the automatic choice
 of m. Indices are drawn from global row numbers with a ``numpy.random.Generator``,
 never per chunk, so a seed gives the same rows whatever the chunking or the cluster.
+
+A few hundred rows drawn uniformly from a chunked store touch nearly every
+chunk, so each sample costs about a read of the data. :func:`rows_read_together`
+reads the rows of several planned samples (gamma's, the landmarks', the
+automatic m's) in one go; :func:`take_rows` then serves them from memory.
 """
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import dask.array as da
 import numpy as np
@@ -14,7 +22,15 @@ from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows"]
+           "sample_rows", "sample_indices", "rows_read_together"]
+
+#: Most bytes of rows :func:`rows_read_together` holds in memory; planned
+#: samples above it are read one by one, as they are asked for.
+READ_TOGETHER_BYTES = 2**28
+
+#: (name of X, sorted global indices, their rows) while rows_read_together holds them.
+_HELD_ROWS: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "kpca_dask_held_rows", default=None)
 
 
 def as_generator(random_state) -> np.random.Generator:
@@ -52,16 +68,61 @@ def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing land
               ) -> np.ndarray:
     """Rows ``X[indices]`` as numpy; reads only the chunks that hold them.
 
-    Rows of an X with scipy.sparse blocks come back as a CSR matrix.
+    Rows of an X with scipy.sparse blocks come back as a CSR matrix. Inside
+    :func:`rows_read_together` rows it already read come from memory.
 
     Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the first
     global row index that holds NaN or inf; ``purpose`` says in the message
     what the rows were read for.
     """
     order = np.argsort(indices)
-    rows = as_block(X[indices[order]].compute())
+    rows = _read_rows(X, indices[order])
     raise_if_rows_nonfinite(rows, indices[order], purpose)
     return rows[np.argsort(order)]
+
+
+def _read_rows(X: da.Array, ascending: np.ndarray):
+    held = _HELD_ROWS.get()
+    if held is not None and held[0] == X.name and ascending.size:
+        _, union, rows = held
+        where = np.searchsorted(union, ascending)
+        if where[-1] < union.size and np.array_equal(union[where], ascending):
+            return rows[where]
+    return as_block(X[ascending].compute())
+
+
+@contextlib.contextmanager
+def rows_read_together(X: da.Array, samples: list[np.ndarray], max_bytes: int | None = None):
+    """Within the block, the rows of every planned sample are read once, together.
+
+    ``samples`` are the global indices the code inside will ask
+    :func:`take_rows` for (see :func:`sample_indices` to plan a draw without
+    making it). Their union is read in one compute, so a chunk holding rows
+    of several samples is read once, not once per sample; asking for other
+    rows still reads them. With fewer than two samples, or a union above
+    ``max_bytes`` (default :data:`READ_TOGETHER_BYTES`), nothing is read
+    ahead. NaN or inf rows are reported by the :func:`take_rows` call that
+    asks for them, with its purpose.
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
+    >>> with rows_read_together(X, [np.array([1, 4]), np.array([4, 9])]):
+    ...     take_rows(X, np.array([9, 4]))
+    array([[18., 19.],
+           [ 8.,  9.]])
+    """
+    samples = [np.asarray(s, dtype=np.int64) for s in samples if len(s)]
+    union = np.unique(np.concatenate(samples)) if samples else np.empty(0, np.int64)
+    limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
+    if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
+        yield
+        return
+    token = _HELD_ROWS.set((X.name, union, as_block(X[union].compute())))
+    try:
+        yield
+    finally:
+        _HELD_ROWS.reset(token)
 
 
 def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str) -> None:
@@ -109,10 +170,24 @@ def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
     >>> bool((rows[:, 0] == 2 * indices).all())
     True
     """
-    n = X.shape[0]
-    if size >= n:
-        indices = np.arange(n)
-    else:
-        # Generator.choice draws m of n in O(m) memory, never an n-sized permutation.
-        indices = np.sort(rng.choice(n, size=size, replace=False))
+    indices = sample_indices(X.shape[0], size, rng)
     return take_rows(X, indices, purpose=purpose), indices
+
+
+def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The ascending global indices :func:`sample_rows` draws: ``size`` of ``n`` (all if more).
+
+    Called on a copy of a generator, it plans a draw without making it.
+
+    Examples
+    --------
+    >>> import copy
+    >>> rng = as_generator(0)
+    >>> planned = sample_indices(100, 5, copy.deepcopy(rng))
+    >>> bool((planned == sample_indices(100, 5, rng)).all())
+    True
+    """
+    if size >= n:
+        return np.arange(n)
+    # Generator.choice draws m of n in O(m) memory, never an n-sized permutation.
+    return np.sort(rng.choice(n, size=size, replace=False))

@@ -16,8 +16,10 @@ is roughly (spread of the residuals) / sqrt(VALIDATION_ROWS), a few percent.
 The growth: m = START_LANDMARKS, 2 m, 4 m, ... up to the cap; at each m the
 strategy chooses m landmarks afresh from the same generator state (so the
 model at the final m is the one ``n_landmarks=m`` gives with the same seed)
-and the estimate is taken on the sample, held in memory; no step reads the
-data set again beyond what the strategy itself reads (its own sample). The
+and the estimate is taken on the sample, held in memory. The fit reads the
+held-out rows and every sample the strategy may draw up to the cap in one go
+(:func:`planned_samples`, :func:`kpca_dask.engine.sampling.rows_read_together`),
+so growing m costs one read of the sampled chunks, not one per m. The
 growth stops at the first m whose estimate is below ``tol``. The fit then
 makes its single full pass with the final landmarks, which gives the exact
 ``trace_error_``; it can differ from the last estimate by the sampling error.
@@ -35,11 +37,11 @@ from sklearn.exceptions import ConvergenceWarning
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
 from ..engine.nystrom import landmark_basis
-from ..engine.sampling import sample_rows
+from ..engine.sampling import sample_indices, sample_rows
 from ..errors import InvalidParameterError
-from .strategies import Landmarks, select_landmarks
+from .strategies import Landmarks, planned_sample, select_landmarks
 
-__all__ = ["grow_landmarks", "estimated_trace_error"]
+__all__ = ["grow_landmarks", "estimated_trace_error", "planned_samples"]
 
 #: First m tried.
 START_LANDMARKS = 128
@@ -69,6 +71,35 @@ def estimated_trace_error(sample: np.ndarray, points: np.ndarray, kernel, params
     if not total > 0:
         return 0.0
     return (total - float(np.einsum("ij,ij->", features, features))) / total
+
+
+def planned_samples(n_samples: int, strategy, *, rng: np.random.Generator,
+                    validation_rng: np.random.Generator, max_landmarks: int,
+                    start: int = START_LANDMARKS, validation_rows: int = VALIDATION_ROWS
+                    ) -> list[np.ndarray]:
+    """The rows :func:`grow_landmarks` may sample: the held-out rows and each m's sample.
+
+    Drawn from copies of the generators, up to the cap (the growth may stop
+    sooner); empty for a strategy whose sampling is not known.
+
+    Examples
+    --------
+    >>> samples = planned_samples(10_000, "uniform", rng=np.random.default_rng(0),
+    ...     validation_rng=np.random.default_rng(1), max_landmarks=512)
+    >>> [s.size for s in samples]
+    [2000, 128, 256, 512]
+    """
+    samples = [sample_indices(n_samples, validation_rows, copy.deepcopy(validation_rng))]
+    cap = min(max_landmarks, n_samples)
+    m = min(start, cap)
+    while True:
+        planned = planned_sample(n_samples, m, strategy, rng)
+        if not planned.size:
+            return []
+        samples.append(planned)
+        if m >= cap:
+            return samples
+        m = min(2 * m, cap)
 
 
 def grow_landmarks(

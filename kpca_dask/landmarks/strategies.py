@@ -22,6 +22,7 @@ Tuned variants are plain partial functions, e.g.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -29,7 +30,7 @@ import dask.array as da
 import numpy as np
 
 from ..blocks.sparse_rows import dense
-from ..engine.sampling import sample_rows
+from ..engine.sampling import sample_indices, sample_rows
 from ..errors import InvalidParameterError
 from .kmeans_clustering import kmeans_centroids
 from .pivoted_cholesky import PIVOT_BLOCK
@@ -43,6 +44,7 @@ __all__ = [
     "uniform",
     "kmeans",
     "rpcholesky",
+    "planned_sample",
 ]
 
 #: Rows sampled per landmark by the in-memory strategies (kmeans, rpcholesky).
@@ -133,6 +135,36 @@ _STRATEGIES: dict[str, LandmarkStrategy] = {
     "kmeans": kmeans,
     "rpcholesky": rpcholesky,
 }
+_BUILT_IN = dict(_STRATEGIES)  # a re-registered name no longer samples as planned
+
+
+#: Rows each registered strategy samples for m landmarks, with its first draw.
+_SAMPLE_SIZES: dict[str, Callable[[int], int]] = {
+    "uniform": lambda m: m,
+    "kmeans": lambda m: SAMPLE_FACTOR * m,
+    "rpcholesky": lambda m: SAMPLE_FACTOR * m,
+}
+
+
+def planned_sample(n_samples: int, n_landmarks: int, strategy, rng: np.random.Generator
+                   ) -> np.ndarray:
+    """The rows ``strategy`` will sample from ``rng`` for m landmarks, drawn from a copy.
+
+    Empty for strategies whose sampling is not known (callables, other
+    registered names, explicit points): they read as they go.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = da.arange(200.0, chunks=50).reshape(100, 2)
+    >>> planned = planned_sample(100, 3, "uniform", rng)
+    >>> bool((planned == uniform(X, 3, rng=rng).indices).all())
+    True
+    """
+    size = _SAMPLE_SIZES.get(strategy) if isinstance(strategy, str) else None
+    if size is None or _STRATEGIES.get(strategy) is not _BUILT_IN.get(strategy):
+        return np.empty(0, np.int64)
+    return sample_indices(n_samples, size(n_landmarks), copy.deepcopy(rng))
 
 
 def register_landmark_strategy(name: str, strategy: LandmarkStrategy) -> None:

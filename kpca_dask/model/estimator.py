@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import numbers
 import os
 import time
@@ -14,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import capped_blas
 from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
-from ..engine.bandwidth import resolve_gamma
+from ..engine.bandwidth import gamma_sample_size, resolve_gamma
 from ..engine.nystrom import (
     NystromSolution,
     PassStatistics,
@@ -37,15 +38,20 @@ from ..engine.reconstruction import (
     reconstruction_error,
     solve_preimage,
 )
-from ..engine.sampling import as_generator, independent_generators
+from ..engine.sampling import (
+    as_generator,
+    independent_generators,
+    rows_read_together,
+    sample_indices,
+)
 from ..errors import (
     InvalidInputError,
     InvalidParameterError,
     NonFiniteInputError,
     NotInvertibleError,
 )
-from ..landmarks.auto import grow_landmarks
-from ..landmarks.strategies import select_landmarks
+from ..landmarks.auto import grow_landmarks, planned_samples
+from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
 from .checkpoints import FitCheckpoint, fit_identity
 from .model_files import save_model
@@ -295,14 +301,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         # Resuming: the gamma, landmarks and growth path of the first try, which
         # an unseeded sample could not reproduce.
         resuming = saved is not None and saved.landmarks is not None
-        gamma = (saved.gamma if resuming
-                 else resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng))
-        params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
         if resuming:
+            gamma = saved.gamma
+            params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
             chosen, path = saved.landmarks, saved.landmark_path
         else:
-            chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng, rcond)
+            # The samples for gamma, the landmarks and the automatic m, read in one go.
+            with rows_read_together(X, self._planned_samples(X, kernel, rng, bandwidth_rng,
+                                                             validation_rng)):
+                gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng)
+                params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
+                chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng,
+                                                      rcond)
             if saved is not None:
                 saved.landmark_path = path  # stored with the landmarks
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
@@ -322,6 +333,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
         return self
+
+    def _planned_samples(self, X, kernel, rng, bandwidth_rng, validation_rng):
+        """The row samples gamma and the landmarks will draw, from copies of their generators."""
+        n = X.shape[0]
+        samples = [sample_indices(n, gamma_sample_size(self.gamma, kernel),
+                                  copy.deepcopy(bandwidth_rng))]
+        if self.n_landmarks == "auto":
+            return samples + planned_samples(n, self.landmarks, rng=rng,
+                                             validation_rng=validation_rng,
+                                             max_landmarks=self.max_landmarks)
+        return samples + [planned_sample(n, self.n_landmarks, self.landmarks, rng)]
 
     def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond):
         """The landmarks, and the growth path when m is chosen automatically."""

@@ -90,3 +90,50 @@ def test_pass_output_is_m_sized():
     stats = pass_statistics(X, np.zeros((7, 4)), "rbf", {"gamma": 1.0}).compute()
     assert stats.n_samples == 5000
     assert stats.column_sums.shape == (7,) and stats.gram.shape == (7, 7)
+
+
+def _reads_per_chunk(source, rows=100):
+    per_chunk = collections.Counter()
+    for (start, _stop), count in source.reads.items():
+        per_chunk[start // rows] += count
+    return per_chunk
+
+
+def test_gamma_and_landmark_samples_are_read_together():
+    """gamma="median" and k-means landmarks each sample rows from nearly every chunk;
+    their samples are read in one go: each chunk once for both, once for the pass."""
+    source, X, chunks = _source()
+    KernelPCA(3, gamma="median", n_landmarks=20, random_state=0).fit(X)
+    per_chunk = _reads_per_chunk(source)
+    assert set(per_chunk) == set(range(len(chunks)))
+    assert max(per_chunk.values()) == 2, per_chunk
+
+
+def test_automatic_m_reads_its_samples_together():
+    """n_landmarks="auto" samples held-out rows and then rows for each m it tries;
+    all of them are read in one go, not once per m."""
+    source, X, chunks = _source(n=3000)
+    kpca = KernelPCA(3, n_landmarks="auto", landmarks="uniform", max_landmarks=1024,
+                     tol=1e-12, gamma=5.0, random_state=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cap is reached on purpose: several m tried
+        kpca.fit(X)
+    assert len(kpca.landmark_path_) >= 3
+    assert max(_reads_per_chunk(source).values()) == 2
+
+
+def test_reading_together_changes_no_result(monkeypatch):
+    """The same rows, so the same gamma, landmarks and model, read together or one by one."""
+    from kpca_dask.engine import sampling
+
+    _, X, _ = _source()
+    together = KernelPCA(3, gamma="median", n_landmarks=20, random_state=0).fit(X)
+    monkeypatch.setattr(sampling, "READ_TOGETHER_BYTES", 0)
+    source, X, _ = _source()
+    apart = KernelPCA(3, gamma="median", n_landmarks=20, random_state=0).fit(X)
+    assert max(_reads_per_chunk(source).values()) == 3  # what reading together saves
+    assert together.gamma_ == apart.gamma_
+    np.testing.assert_array_equal(together.landmarks_, apart.landmarks_)
+    np.testing.assert_array_equal(together.eigenvalues_, apart.eigenvalues_)
