@@ -453,32 +453,36 @@ class LandmarkKernel:
         self.kernel = kernel
         self.params = dict(params)
         self.dtype = np.dtype(dtype)
-        self._augmented = None
-        if (not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf"
-                and not is_sparse(landmarks) and landmarks.shape[0]):
-            Z = np.asarray(landmarks, dtype=np.float64)
-            gamma = float(self.params["gamma"])
+        self._rbf = (not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf"
+                     and not is_sparse(landmarks) and landmarks.shape[0] > 0)
+        self._augmented = None  # built on the first dense block: sparse rows never need it
+
+    def _augment(self) -> np.ndarray:
+        if self._augmented is None:
+            Z = np.asarray(self.landmarks, dtype=np.float64)
+            self._gamma = float(self.params["gamma"])
             self._centre = Z.mean(axis=0)
+            # Built transposed, (p + 2) x m, as the GEMM reads it, in the block dtype.
+            augmented = np.empty((Z.shape[1] + 2, Z.shape[0]), self.dtype)
+            np.multiply(Z.T - self._centre[:, None], 2.0 * self._gamma, out=augmented[:-2])
+            augmented[-2] = 1.0
             Zc = Z - self._centre
-            augmented = np.empty((Z.shape[0], Z.shape[1] + 2))
-            augmented[:, :-2] = 2.0 * gamma * Zc
-            augmented[:, -2] = 1.0
-            augmented[:, -1] = -gamma * np.einsum("ij,ij->i", Zc, Zc)
-            self._gamma = gamma
-            # Transposed once: the GEMM reads it as (p + 2) x m.
-            self._augmented = np.ascontiguousarray(augmented.astype(self.dtype).T)
+            augmented[-1] = -self._gamma * np.einsum("ij,ij->i", Zc, Zc)
+            self._augmented = augmented
+        return self._augmented
 
     def into(self, out: np.ndarray, A) -> np.ndarray:
         """Write ``k(A, Z)`` into ``out`` (rows of A x landmarks) and return it."""
-        if self._augmented is None or is_sparse(A):
+        if not self._rbf or is_sparse(A):
             return pairwise_kernel_into(out, A, self.landmarks, self.kernel, **self.params)
+        augmented = self._augment()
         rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
         shifted = rows[:, :-2]
         np.subtract(A, self._centre.astype(self.dtype), out=shifted)
         rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
         rows[:, -2] *= -self._gamma
         rows[:, -1] = 1.0
-        np.matmul(rows, self._augmented, out=out)
+        np.matmul(rows, augmented, out=out)
         np.minimum(out, 0.0, out=out)  # -gamma d^2 <= 0: cancellation can flip its sign
         return np.exp(out, out=out)
 
