@@ -147,13 +147,15 @@ def resolve_gamma(
                 f"gamma='median' sets the scale of a distance, which the {kernel!r} kernel "
                 f"does not use; it applies to {', '.join(sorted(_MEDIAN_DISTANCE))}. Pass a "
                 "number or gamma='scale' instead.")
-        sample = _finite_sample(X, MEDIAN_SAMPLE_ROWS, rng)
+        sample = _finite_sample(X, gamma_sample_size(gamma, kernel), rng)
         return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
-    return scale_gamma(_finite_sample(X, SCALE_SAMPLE_ROWS, rng))
+    return scale_gamma(_finite_sample(X, gamma_sample_size(gamma, kernel), rng))
 
 
 def gamma_sample_size(gamma, kernel) -> int:
     """Rows :func:`resolve_gamma` samples for this ``gamma`` and kernel (0: none).
+
+    :func:`resolve_gamma` draws exactly this many, so a fit can plan the draw.
 
     Examples
     --------
