@@ -213,3 +213,53 @@ def test_landmark_kernel_sparse_rows_use_the_sparse_path(rng):
     got = LandmarkKernel(Z, "rbf", {"gamma": 0.3}, np.float64).into(np.empty((50, 7)), A)
     np.testing.assert_allclose(got, pairwise.rbf_kernel(A.toarray(), Z, gamma=0.3),
                                atol=1e-12)
+
+
+def _subnormal(K) -> np.ndarray:
+    return (K != 0) & (np.abs(K) < np.finfo(K.dtype).tiny)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "matern"])
+def test_far_points_give_no_subnormal_kernel_values(kernel, dtype):
+    """Far-apart points: every path gives the floor value, never a subnormal number,
+    which the CPU computes with ten times slower (module docstring of kernels)."""
+    from scipy import sparse
+
+    from kpca_dask.blocks.kernels import LandmarkKernel, exponent_floor, pairwise_kernel_into
+
+    # Squared distances from 0 to 2e6: the exponents sweep the subnormal range
+    # of both dtypes and beyond.
+    A = np.linspace(0.0, 1.0, 400)[:, None].astype(dtype) * np.ones((1, 2), dtype)
+    A *= 1000.0
+    Z = np.zeros((3, 2), dtype)
+    params = resolve_kernel_params(kernel, 2, gamma=1.0)
+    floor = np.exp(np.array(exponent_floor(dtype), dtype))
+    paths = {
+        "pairwise_kernel": pairwise_kernel(A, Z, kernel, **params),
+        "pairwise_kernel_into": pairwise_kernel_into(np.empty((400, 3), dtype), A, Z, kernel,
+                                                     **params),
+        "LandmarkKernel": LandmarkKernel(Z, kernel, params, dtype).into(
+            np.empty((400, 3), dtype), A),
+        "sparse rows": pairwise_kernel(sparse.csr_matrix(A), Z, kernel, **params),
+    }
+    for path, K in paths.items():
+        assert K.dtype == dtype, path
+        assert not _subnormal(K).any(), path
+        assert K.min() == pytest.approx(floor, rel=1e-2), path  # far points: the floor
+        assert K[0, 0] == 1.0, path
+        # Values well above the floor are the kernel's own.
+        exact = pairwise_kernel(A.astype(np.float64), Z.astype(np.float64), kernel, **params)
+        big = exact > 1e-20
+        np.testing.assert_allclose(K[big], exact[big], rtol=TOLERANCE[dtype] * 10)
+
+
+def test_exp_nonpositive_keeps_values_above_the_floor_and_clips_positive_rounding():
+    from kpca_dask.blocks.kernels import exp_nonpositive, exponent_floor
+
+    for dtype in (np.float32, np.float64):
+        x = np.array([1e-7, 0.0, -3.0, exponent_floor(dtype) + 1.0, -1e30], dtype)
+        got = exp_nonpositive(x.copy())
+        assert got[0] == 1.0 and got[1] == 1.0  # a positive exponent is rounding
+        np.testing.assert_allclose(got[2:4], np.exp(x[2:4].astype(np.float64)), rtol=1e-6)
+        assert got[4] == np.exp(np.array(exponent_floor(dtype), dtype))
