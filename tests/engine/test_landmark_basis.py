@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.linalg import lapack
 
 from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine import nystrom
@@ -51,12 +52,36 @@ def test_ill_conditioned_kmm_keeps_the_eigen_route_and_its_rank(rng, gamma):
     assert basis.W.shape[1] == _eigen_basis(kmm, 1e-10).W.shape[1] < kmm.shape[0]
 
 
-def test_borderline_conditioning_takes_the_eigen_route():
-    """Just above the cut-off is still the eigendecomposition's call (margin of 10)."""
-    kmm = np.diag([1.0, 5e-10])  # condition 2e9: nothing dropped at rcond 1e-10, no margin
-    assert nystrom._cholesky_whitening(kmm, 1e-10) is None
-    assert nystrom.landmark_basis(kmm, 1e-10).W.shape == (2, 2)
-    assert nystrom._cholesky_whitening(np.diag([1.0, 1e-8]), 1e-10) is not None
+def test_near_the_cut_off_the_shifted_cholesky_decides():
+    """Above the cut-off: Cholesky, with nothing dropped either way; at or below: eigen route."""
+    above = np.diag([1.0, 5e-10])  # condition 2e9: the estimate alone leaves no margin
+    estimate = lapack.dpocon(np.sqrt(above), 1.0, uplo="L")[0]
+    assert not estimate > nystrom.CONDITION_MARGIN * 1e-10
+    assert nystrom._cholesky_whitening(above, 1e-10) is not None
+    assert nystrom.landmark_basis(above, 1e-10).W.shape == (2, 2)
+    below = np.diag([1.0, 0.9e-10])
+    assert nystrom._cholesky_whitening(below, 1e-10) is None
+    assert nystrom.landmark_basis(below, 1e-10).W.shape == (2, 1)
+    at = np.diag([1.0, 1e-10])  # the eigen route drops s <= rcond * max(s)
+    assert nystrom._cholesky_whitening(at, 1e-10) is None
+    assert nystrom.landmark_basis(at, 1e-10).W.shape == (2, 1)
+
+
+def test_kmm_whose_condition_estimate_misleads_still_takes_the_cholesky_route(rng):
+    """cond_1 far above cond_2: the estimate fails, the shifted Cholesky proves every
+    eigenvalue kept, and the model equals the eigen route's."""
+    Q, _ = np.linalg.qr(rng.normal(size=(200, 200)))
+    s = np.geomspace(1.0, 3e-9, 200)  # every eigenvalue above rcond = 1e-9 * max(s)
+    kmm = (Q * s) @ Q.T
+    kmm = 0.5 * (kmm + kmm.T)
+    L = np.linalg.cholesky(kmm)
+    assert not lapack.dpocon(L, np.abs(kmm).sum(axis=0).max(), uplo="L")[0] > 1e-8
+    fast, slow = nystrom.landmark_basis(kmm, 1e-9), _eigen_basis(kmm, 1e-9)
+    assert fast.cholesky is not None and slow.W.shape == (200, 200)
+    M = rng.normal(size=(200, 200))
+    M = M @ M.T
+    top = np.linalg.eigvalsh(fast.whiten(M))[-10:]  # the leading ones, which a model keeps
+    np.testing.assert_allclose(top, np.linalg.eigvalsh(slow.whiten(M))[-10:], rtol=1e-8)
 
 
 def test_indefinite_kmm_warns_through_the_eigen_route():
