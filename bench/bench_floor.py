@@ -24,6 +24,11 @@ stored in Zarr.
 
     python bench/bench_floor.py                         # the README table (a few minutes)
     python bench/bench_floor.py --n-samples 50000 --repeats 1 --schedulers threads   # quick
+
+``--data sklearn-blobs`` fits scikit-learn's ``make_blobs`` (10 centres in a
+box of side 20) instead: with gamma = 1 / p, about 12 % of its float32 kernel
+values fall below float32's smallest normal number, the case the kernels'
+floor on the exponent exists for (``kpca_dask.blocks.kernels``).
 """
 
 from __future__ import annotations
@@ -165,11 +170,19 @@ def main(argv=None) -> int:
     parser.add_argument("--landmarks", default="uniform,kmeans")
     parser.add_argument("--schedulers", default="threads,cluster")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many warm runs")
+    parser.add_argument("--data", choices=("blobs", "sklearn-blobs"), default="blobs",
+                        help="kpca-dask's blobs, or scikit-learn's make_blobs (far-apart "
+                             "clusters: many kernel values near float32's underflow)")
     args = parser.parse_args(argv)
 
     from kpca_dask.datasets import make_dataset
 
-    X = make_dataset("blobs", args.n_samples, n_features=args.n_features, seed=0)[0].compute()
+    if args.data == "sklearn-blobs":
+        from sklearn.datasets import make_blobs
+
+        X = make_blobs(args.n_samples, args.n_features, centers=10, random_state=0)[0]
+    else:
+        X = make_dataset("blobs", args.n_samples, n_features=args.n_features, seed=0)[0].compute()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         zarr_path = str(Path(tmp) / "X.zarr")
@@ -195,7 +208,7 @@ def main(argv=None) -> int:
                 client.close()
                 cluster.close()
     load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
-    text = (f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
+    text = (f"{args.data}, n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
             f"q = {args.n_components}, rbf; {os.cpu_count()} cores; best of {args.repeats} "
             f"warm runs; load average after the run {' '.join(load)}\n\n" + table(rows))
     print(text)
