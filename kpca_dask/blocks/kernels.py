@@ -39,6 +39,8 @@ __all__ = [
     "pairwise_kernel",
     "pairwise_kernel_into",
     "LandmarkKernel",
+    "exp_nonpositive",
+    "exponent_floor",
     "kernel_diagonal",
     "resolve_kernel_params",
     "squared_distances",
