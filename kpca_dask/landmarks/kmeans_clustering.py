@@ -186,6 +186,9 @@ def _cluster_means(sample, labels, n_clusters):
 def lloyd(sample: np.ndarray, centroids: np.ndarray, n_iter: int) -> np.ndarray:
     """Up to ``n_iter`` Lloyd iterations from ``centroids``; stops early once converged.
 
+    ``sample`` may also be the centred sample that :func:`kmeans_centroids`
+    prepared for the seeding, so it is not centred twice.
+
     An empty cluster is re-seeded at the row farthest from its centroid (the
     largest current squared distance, lowest index on ties), as scikit-learn
     does: deterministic and it lowers the quantisation error.

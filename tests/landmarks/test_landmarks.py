@@ -219,3 +219,29 @@ def test_strategy_returning_landmarks_is_used(circles):
         return Landmarks(points=points, indices=None, n_passes=0)
 
     assert _select(da.from_array(circles), fixed, seed=0).points is points
+
+
+def test_cluster_means_match_per_cluster_means_dense_and_sparse(rng):
+    """One indicator product gives each cluster's mean and count; an empty one is NaN."""
+    from scipy import sparse
+
+    from kpca_dask.landmarks.kmeans_clustering import _cluster_means
+
+    sample = rng.normal(size=(200, 3))
+    labels = rng.integers(0, 4, size=200)
+    labels[labels == 2] = 1  # cluster 2 empty
+    for given in (sample, sparse.csr_matrix(sample)):
+        means, counts = _cluster_means(given, labels, 5)
+        np.testing.assert_array_equal(counts, np.bincount(labels, minlength=5))
+        for k in (0, 1, 3):
+            np.testing.assert_allclose(means[k], sample[labels == k].mean(axis=0), rtol=1e-12)
+        assert np.isnan(means[[2, 4]]).all()
+
+
+def test_lloyd_on_a_prepared_sample_equals_lloyd_on_the_array(rng):
+    """kmeans_centroids centres the sample once for seeding and Lloyd: same centroids."""
+    from kpca_dask.landmarks.kmeans_clustering import _Points
+
+    sample = rng.normal(size=(300, 4)) + 100.0
+    start = sample[:7]
+    np.testing.assert_array_equal(lloyd(_Points(sample), start, 5), lloyd(sample, start, 5))
