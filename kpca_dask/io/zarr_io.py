@@ -46,6 +46,7 @@ from dask.array.core import PerformanceWarning
 from .._parallel import capped_blas
 from ..errors import InvalidInputError, OutputExistsError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from .checksums import checksummed_codecs
 from .formats import open_file
 from .sparse_files import is_sparse_source, open_sparse
 
@@ -581,7 +582,8 @@ def write_group(
     """Write named arrays and JSON attributes as one Zarr group, atomically.
 
     numpy arrays are stored as one chunk each; dask arrays keep their chunks
-    and are computed together in one pass.
+    and are computed together in one pass. Every chunk carries a crc32c
+    checksum (:mod:`kpca_dask.io.checksums`).
 
     Examples
     --------
@@ -599,12 +601,13 @@ def write_group(
             if isinstance(value, da.Array):
                 value = _regular_chunks(value)
                 z = group.create_array(key, shape=value.shape, dtype=value.dtype,
-                                       chunks=tuple(c[0] if c else 1 for c in value.chunks))
+                                       chunks=tuple(c[0] if c else 1 for c in value.chunks),
+                                       compressors=checksummed_codecs())
                 sources.append(value)
                 targets.append(z)
             else:
                 value = np.asarray(value)
-                group.create_array(key, data=value)
+                group.create_array(key, data=value, compressors=checksummed_codecs())
         if sources:
             da.store(sources, targets, lock=False, compute=True)
     return os.fspath(path)

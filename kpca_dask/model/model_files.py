@@ -16,6 +16,7 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
       preimage_coefficients     (m, p)  float64   } with fit_inverse_transform=True
       attributes (JSON):
         format = "kpca-dask-model", format_version = 2, kpca_dask_version
+        checksums       digests of every array and of the other attributes
         statistics      n and t of the pass statistics (kpca_dask.model.statistics_files)
         estimator = "KernelPCA"
         params          every constructor parameter that JSON can hold
@@ -26,6 +27,14 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
 
 Loading reads numbers and strings only, so it never executes code. Arrays are
 stored losslessly, so a loaded model transforms bitwise identically.
+
+A model file is checked as it is read (docs/design.md §10): every chunk
+carries a crc32c checksum, every array and the attributes a digest
+(:mod:`kpca_dask.io.checksums`), and the model as a whole must be one a fit
+could have made (:mod:`kpca_dask.model.file_checks`). A file that fails is
+refused with a :class:`~kpca_dask.errors.ModelFormatError` naming the array
+or attribute. Files written before checksums were kept load as before, still
+checked as a whole.
 
 Version 1 files (before the statistics, novelty weights and pre-image map
 were kept) still load: they transform as before, but cannot take more rows,
@@ -45,8 +54,11 @@ from sklearn.base import BaseEstimator
 from .._json import jsonable
 from .._version import __version__
 from ..errors import InvalidParameterError, ModelFormatError
-from ..io import PathOrURL, open_group, write_group
+from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
+from ..io.checksums import attributes_digest, check_digests, digest, read_checked
+from .file_checks import check_model
 from .statistics_files import (
+    CHECKSUMS_ATTRIBUTE,
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
     read_statistics,
@@ -145,6 +157,10 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
     if stats is not None:
         attrs[STATISTICS_ATTRIBUTE] = statistics_attributes(stats)
     json.dumps(attrs)  # fail here, before anything is written, if something slipped through
+    attrs[CHECKSUMS_ATTRIBUTE] = {
+        "arrays": {name: digest(value) for name, value in arrays.items()},
+        "attributes": attributes_digest(attrs),
+    }
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
 
@@ -162,7 +178,11 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     FileNotFoundError
         Nothing at ``path``.
     ModelFormatError
-        Not a kpca-dask model, an unknown format version, or a missing part.
+        Not a kpca-dask model, an unknown format version, a missing part, a
+        chunk that fails its checksum, an array or attribute changed since it
+        was written, or a model no fit could have made (arrays whose shapes
+        disagree, non-finite values, invalid parameters); the message names
+        the array or attribute.
 
     Examples
     --------
@@ -202,14 +222,45 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     if missing:
         raise ModelFormatError(f"The model at {shown} is damaged: {', '.join(missing)} "
                                "missing. Fit and save it again.")
-    model = _rebuild(estimator_class, attrs, {name: group[name][...] for name in stored
-                                              if not name.startswith(STATISTICS_PREFIX)}, shown)
+    arrays = {name: read_checked(group, name, shown) for name in sorted(stored)
+              if not name.startswith(STATISTICS_PREFIX)}
+    model = _rebuild(estimator_class, attrs, arrays, shown)
     model.statistics_ = read_statistics(group, attrs, shown)
+    check_model(model, shown)
+    # Last, so that a value no fit could make is named by what is wrong with it.
+    if model.statistics_ is not None:
+        arrays.update(statistics_arrays(model.statistics_))
+    _check_recorded_digests(attrs, arrays, shown)
     return model
+
+
+def _check_recorded_digests(attrs: dict, arrays: dict, shown: str) -> None:
+    """Compare the arrays and attributes with the digests taken when they were written."""
+    recorded = attrs.get(CHECKSUMS_ATTRIBUTE)
+    if recorded is None:
+        return  # written before digests were kept
+    if not (isinstance(recorded, dict) and isinstance(recorded.get("arrays"), dict)):
+        raise ModelFormatError(f"The model at {shown} is damaged: the attribute "
+                               f"{CHECKSUMS_ATTRIBUTE!r} is not the mapping that was written.")
+    check_digests(arrays, recorded["arrays"], shown)
+    written = {key: value for key, value in attrs.items()
+               if key not in (CHECKSUMS_ATTRIBUTE, WRITE_STATE_ATTR)}
+    if attributes_digest(written) != recorded.get("attributes"):
+        raise ModelFormatError(
+            f"The attributes of the model at {shown} differ from those that were written (their "
+            "digest does not match): the file was edited. Copy the file again from its source, "
+            "or fit and save it again.")
 
 
 def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> BaseEstimator:
     known = estimator_class().get_params(deep=False)
+    for key in ("params", "fitted"):
+        if not isinstance(attrs.get(key, {}), dict):
+            raise ModelFormatError(f"The model at {shown} is damaged: the attribute {key!r} "
+                                   f"must be a mapping; got {attrs[key]!r}.")
+    if not isinstance(attrs.get("unsaved_params", []), list):
+        raise ModelFormatError(f"The model at {shown} is damaged: the attribute "
+                               "'unsaved_params' must be a list of parameter names.")
     params = {k: v for k, v in attrs.get("params", {}).items() if k in known}
     model = estimator_class(**params)
     for name, value in attrs["fitted"].items():
@@ -217,6 +268,9 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> Ba
             raise ModelFormatError(f"The model at {shown} has an invalid attribute name {name!r}.")
         setattr(model, name, value)
     for name, value in arrays.items():
+        if f"{name}_" in attrs["fitted"]:
+            raise ModelFormatError(f"The model at {shown} is damaged: {name!r} is stored both "
+                                   "as an array and as an attribute.")
         setattr(model, f"{name}_", value)
     if not hasattr(model, "landmark_indices_"):
         model.landmark_indices_ = None

@@ -16,7 +16,9 @@ running total of an unfinished pass. Both store them the same way, through
 
 The arrays are float64 and uncompressed: m x m sums of rounding-level
 differences do not compress, and a lossless round trip keeps re-solves equal
-to the fit bit for bit.
+to the fit bit for bit. Each chunk carries a crc32c checksum, and
+:func:`write_statistics` records a digest of each array in
+``attributes["checksums"]`` (:mod:`kpca_dask.io.checksums`).
 """
 
 from __future__ import annotations
@@ -24,16 +26,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import zarr
 
 from ..engine.nystrom import PassStatistics
 from ..errors import ModelFormatError
+from ..io.checksums import checksummed_codecs, digest, read_checked
 
-__all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
-           "statistics_attributes", "read_statistics", "write_statistics"]
+__all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "CHECKSUMS_ATTRIBUTE",
+           "statistics_arrays", "statistics_attributes", "read_statistics", "write_statistics"]
 
 #: Prefix of the array names; the key of the scalar part in the attributes.
 STATISTICS_PREFIX = "statistics_"
 STATISTICS_ATTRIBUTE = "statistics"
+#: The key of the digests in the attributes of a group (kpca_dask.io.checksums).
+CHECKSUMS_ATTRIBUTE = "checksums"
 _ARRAYS = ("gram", "column_sums", "reference")
 
 
@@ -65,9 +71,13 @@ def statistics_attributes(stats: PassStatistics) -> dict:
 
 def write_statistics(group, stats: PassStatistics) -> None:
     """Add ``stats`` to an open, writable Zarr group (arrays and the attribute)."""
-    for name, value in statistics_arrays(stats).items():
-        group.create_array(name, data=value, compressors=None, overwrite=True)
-    group.attrs[STATISTICS_ATTRIBUTE] = statistics_attributes(stats)
+    arrays = statistics_arrays(stats)
+    for name, value in arrays.items():
+        group.create_array(name, data=value, compressors=checksummed_codecs(compressed=False),
+                           overwrite=True)
+    group.attrs.update({STATISTICS_ATTRIBUTE: statistics_attributes(stats),
+                        CHECKSUMS_ATTRIBUTE: {"arrays": {name: digest(value)
+                                                         for name, value in arrays.items()}}})
 
 
 def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group"
@@ -99,14 +109,37 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
     if missing:
         raise ModelFormatError(f"The statistics in {shown} are incomplete: "
                                f"{', '.join(missing)} missing.")
-    values = {name: np.asarray(arrays[STATISTICS_PREFIX + name][...], dtype=np.float64)
-              for name in _ARRAYS}
+    values = {name: _read(arrays, STATISTICS_PREFIX + name, shown) for name in _ARRAYS}
+    if not isinstance(scalars, Mapping):
+        raise ModelFormatError(f'The attribute "{STATISTICS_ATTRIBUTE}" in {shown} must be a '
+                               f"mapping; got {scalars!r}.")
+    kinds = {"n_samples": int, "diagonal_sum": float, "n_nonfinite": int,
+             "first_nonfinite_row": int}
+    for name, kind in kinds.items():
+        value = scalars.get(name)
+        # JSON has one number type: a float attribute may be written as 6 or 6.0.
+        allowed = (int, float) if kind is float else (int,)
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            raise ModelFormatError(
+                f'The statistics in {shown} are damaged: "{STATISTICS_ATTRIBUTE}.{name}" must '
+                f"be {'a number' if kind is float else 'an integer'}; got {value!r}.")
     return PassStatistics(
-        n_samples=int(scalars["n_samples"]),
+        n_samples=scalars["n_samples"],
         column_sums=values["column_sums"],
         gram=values["gram"],
         diagonal_sum=float(scalars["diagonal_sum"]),
-        n_nonfinite=int(scalars["n_nonfinite"]),
-        first_nonfinite_row=int(scalars["first_nonfinite_row"]),
+        n_nonfinite=scalars["n_nonfinite"],
+        first_nonfinite_row=scalars["first_nonfinite_row"],
         reference=values["reference"],
     )
+
+
+def _read(arrays: Mapping, name: str, shown: str) -> np.ndarray:
+    """One statistics array as float64, refusing any other dtype rather than converting it."""
+    value = np.asarray(read_checked(arrays, name, shown) if isinstance(arrays, zarr.Group)
+                       else arrays[name])
+    if value.dtype != np.float64:
+        raise ModelFormatError(
+            f"The array {name!r} in {shown} has dtype {value.dtype}; the statistics are "
+            "stored as float64. The file was edited or damaged: fit and save it again.")
+    return value

@@ -23,12 +23,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..engine.nystrom import PassStatistics, combine_statistics
 from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsError
+from .file_checks import check_model
 
 __all__ = ["merge", "require_statistics", "model_differences"]
 
 
 def require_statistics(model, action: str, name: str = "this model") -> PassStatistics:
     """The statistics of a fitted ``model``, or a clear error saying why ``action`` cannot run.
+
+    The model is checked first as a loaded one is
+    (:func:`kpca_dask.model.file_checks.check_model`): an attribute set by
+    hand to something no fit could make is refused with a
+    :class:`~kpca_dask.errors.ModelFormatError` before it is added to.
 
     Examples
     --------
@@ -38,6 +44,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     6
     """
     check_is_fitted(model)
+    check_model(model, name)
     stats = getattr(model, "statistics_", None)
     if stats is None:
         raise NoStatisticsError(

@@ -140,6 +140,7 @@ def test_update_of_a_version_one_file_is_refused(store, tmp_path, capsys):
         del group[name]
     attrs = group.attrs.asdict()
     del attrs["statistics"]
+    attrs.pop("checksums")  # files of that version had no digests
     group.attrs.put({**attrs, "format_version": 1})
     assert "no statistics kept" in main("info", "v1.zarr", cwd=tmp_path, capsys=capsys)[1]
     done = main("update", "v1.zarr", where / "data.zarr", "--scheduler", "threads",

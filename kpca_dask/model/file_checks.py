@@ -1,0 +1,264 @@
+"""Checks of a model read from a file, before anything is computed with it (docs/design.md §10).
+
+A model file is an input like any other: it travels between clusters, object
+stores and people, and a model that is wrong in a way nobody sees returns
+wrong embeddings without a word. :func:`check_model` therefore holds a loaded
+model to the same rules a fit obeys:
+
+- the parameters go through the estimator's own checks (those ``fit`` makes,
+  not a copy of them), and the fitted kernel parameters through the kernel's;
+- every fitted number has its type and range;
+- the arrays agree with each other: m landmarks of p features, an m x q
+  projection, q eigenvalues, an m x m Gram matrix, the pre-image map's m x q
+  centres and m x p coefficients;
+- every array is float64 (the indices int64) and finite; the eigenvalues are
+  non-negative and descending, the ratios their share of one total.
+
+:func:`check_statistics` holds pass statistics (of a model, a checkpoint or
+the inputs of :func:`kpca_dask.merge`) to the shapes of their landmarks.
+Every failure is a :class:`~kpca_dask.errors.ModelFormatError` that names the
+file, the array or attribute, and what is wrong.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..engine.bandwidth import BANDWIDTH_RULES
+from ..engine.nystrom import PassStatistics
+from ..errors import KPCAError, ModelFormatError
+
+__all__ = ["check_model", "check_statistics", "check_array", "is_count"]
+
+#: Fitted counts: integers, at least 1.
+_COUNTS = ("n_features_in_", "n_components_", "n_landmarks_", "landmark_rank_", "n_samples_fit_")
+#: Fitted numbers: finite floats; the value is the least allowed (None: any).
+_NUMBERS = {"trace_error_": None, "fit_seconds_": 0.0, "novelty_mean_norm2_": 0.0}
+#: Relative slack for sums that were rounded when written (ratios, symmetry).
+_ROUNDING = 1e-8
+
+
+def is_count(value, least: int = 1) -> bool:
+    """Whether ``value`` is an integer (not a bool) of at least ``least``.
+
+    Examples
+    --------
+    >>> is_count(3), is_count(3.0), is_count(True), is_count(0), is_count(0, least=0)
+    (True, False, False, False, True)
+    """
+    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and value >= least)
+
+
+def check_array(value, name: str, shown: str, shape: tuple, *, kind: str = "f",
+                source: str = "model") -> np.ndarray:
+    """``value`` if it is a finite array of ``shape`` in float64 (``kind="f"``) or int64 ("i").
+
+    ``kind="x"`` allows float32 as well, for points in input space: landmarks
+    that are rows of float32 data keep their dtype.
+
+    Examples
+    --------
+    >>> check_array(np.zeros((2, 3)), "landmarks", "model.zarr", (2, 3)).shape
+    (2, 3)
+    >>> check_array(np.zeros(2), "offset", "model.zarr", (3,))
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: The model at model.zarr is damaged: the array 'offset' \
+has shape (2,), but the other arrays and attributes need (3,). Fit and save it again.
+
+    ``source`` ("model" or "checkpoint") says what ``shown`` is, for the message.
+    """
+    expected = np.dtype(np.int64 if kind == "i" else np.float64)
+    allowed = (expected, np.dtype(np.float32)) if kind == "x" else (expected,)
+    if not isinstance(value, np.ndarray) or value.dtype not in allowed:
+        dtype = getattr(value, "dtype", type(value).__name__)
+        raise _damaged(shown, f"the array {name!r} has dtype {dtype}, not {expected}", source)
+    if value.shape != tuple(shape):
+        raise _damaged(shown, f"the array {name!r} has shape {value.shape}, but the other "
+                              f"arrays and attributes need {tuple(shape)}", source)
+    if kind != "i" and not np.isfinite(value).all():
+        raise _damaged(shown, f"the array {name!r} holds {int((~np.isfinite(value)).sum())} "
+                              "NaN or infinite value(s)", source)
+    return value
+
+
+def check_statistics(stats: PassStatistics, m: int, shown: str, *, least_rows: int = 1,
+                     source: str = "model") -> None:
+    """Refuse pass statistics that do not fit ``m`` landmarks, or hold impossible values.
+
+    ``least_rows`` is 1 for a model and 0 for a checkpoint that has counted
+    nothing yet.
+
+    Examples
+    --------
+    >>> stats = PassStatistics(3, np.zeros(2), np.eye(2), 6.0, 0, -1, np.ones(2))
+    >>> check_statistics(stats, 2, "model.zarr")
+    >>> check_statistics(stats, 3, "model.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: ... 'statistics_gram' has shape (2, 2), ...
+    """
+    if not is_count(stats.n_samples, least_rows):
+        raise _damaged(shown, f"statistics.n_samples is {stats.n_samples!r}, not an integer "
+                              f">= {least_rows}", source)
+    if not is_count(stats.n_nonfinite, 0) or not is_count(stats.first_nonfinite_row, -1):
+        raise _damaged(shown, "statistics.n_nonfinite and statistics.first_nonfinite_row must "
+                              "be integers >= 0 and >= -1", source)
+    if not np.isfinite(stats.diagonal_sum):  # t = sum k(x, x) may be < 0 (sigmoid kernel)
+        raise _damaged(shown, f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
+    gram = check_array(stats.gram, "statistics_gram", shown, (m, m), source=source)
+    check_array(stats.column_sums, "statistics_column_sums", shown, (m,), source=source)
+    check_array(stats.reference, "statistics_reference", shown, (m,), source=source)
+    # G = sum_b D_b^T D_b: symmetric with a non-negative diagonal (sums of squares).
+    scale = float(np.abs(gram).max(initial=0.0))
+    if (np.diag(gram) < 0).any() or not np.allclose(gram, gram.T, rtol=0,
+                                                     atol=_ROUNDING * scale):
+        raise _damaged(shown, "the array 'statistics_gram' is not a Gram matrix (it must be "
+                              "symmetric with a non-negative diagonal)", source)
+
+
+def check_model(model, shown: str) -> None:
+    """Raise ModelFormatError unless the loaded ``model`` is one a fit could have made.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> model = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(
+    ...     np.random.default_rng(0).normal(size=(100, 3)))
+    >>> check_model(model, "model.zarr")
+    >>> model.eigenvalues_ = -model.eigenvalues_
+    >>> check_model(model, "model.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: ... the array 'eigenvalues' holds negative values ...
+    """
+    _check_fitted_numbers(model, shown)
+    _check_parameters(model, shown)
+    _check_kernel(model, shown)
+    _check_arrays(model, shown)
+
+
+def _check_parameters(model, shown: str) -> None:
+    """The constructor's parameters, through the estimator's own checks (those of ``fit``)."""
+    from .estimator import _check_random_state  # the estimator imports this module's caller
+
+    try:
+        model._check_hyperparameters()
+        _check_random_state(model.random_state)
+        kernel = canonical_kernel_name(model.kernel)
+        gamma = model.gamma
+        if isinstance(gamma, str):
+            if gamma not in BANDWIDTH_RULES:
+                raise ModelFormatError(
+                    f"gamma={gamma!r} is not a rule ({', '.join(BANDWIDTH_RULES)})")
+            gamma = None
+        resolve_kernel_params(kernel, model.n_features_in_, gamma=gamma,
+                              degree=model.degree, coef0=model.coef0,
+                              kernel_params=model.kernel_params)
+    except KPCAError as exc:
+        raise _damaged(shown, f"a parameter is invalid: {exc}") from None
+
+
+def _check_fitted_numbers(model, shown: str) -> None:
+    for name in _COUNTS:
+        value = getattr(model, name, 1)  # n_landmarks_ is absent from version-1 files
+        if not is_count(value):
+            raise _damaged(shown, f"the attribute {name} is {value!r}, not an integer >= 1")
+    for name, least in _NUMBERS.items():
+        if not hasattr(model, name):
+            continue
+        value = getattr(model, name)
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not np.isfinite(value) or (least is not None and value < least)):
+            bound = "" if least is None else f" >= {least}"
+            raise _damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
+    path = getattr(model, "landmark_path_", None)
+    if path is not None and not (isinstance(path, list) and all(
+            isinstance(step, (list, tuple)) and len(step) == 2 and is_count(step[0])
+            and isinstance(step[1], numbers.Real) and not isinstance(step[1], bool)
+            for step in path)):
+        raise _damaged(shown, "the attribute landmark_path_ must be a list of [m, trace error] "
+                              f"pairs; got {path!r}")
+
+
+def _check_kernel(model, shown: str) -> None:
+    """``kernel_`` is a known kernel, and ``kernel_params_`` exactly the parameters it takes."""
+    kernel, params = model.kernel_, model.kernel_params_
+    if callable(kernel):  # in memory only: a model file never holds code
+        if not isinstance(params, dict):
+            raise _damaged(shown, f"kernel_params_ is {params!r}, not a mapping")
+        return
+    try:
+        if not isinstance(kernel, str) or canonical_kernel_name(kernel) != kernel:
+            raise ModelFormatError(f"kernel_ is {kernel!r}, not the name of a kernel")
+        if callable(model.kernel) or canonical_kernel_name(model.kernel) != kernel:
+            raise ModelFormatError(f"kernel_ is {kernel!r} but the parameter kernel is "
+                                   f"{model.kernel!r}")
+        if not isinstance(params, dict):
+            raise ModelFormatError(f"kernel_params_ is {params!r}, not a mapping")
+        resolved = resolve_kernel_params(kernel, model.n_features_in_, kernel_params=params)
+        if set(resolved) != set(params):
+            raise ModelFormatError(f"kernel_params_ has {sorted(params)}; the {kernel!r} kernel "
+                                   f"takes {sorted(resolved)}")
+        if getattr(model, "gamma_", resolved.get("gamma")) != resolved.get("gamma"):
+            raise ModelFormatError(f"gamma_ is {model.gamma_!r} but kernel_params_ has gamma "
+                                   f"{resolved.get('gamma')!r}")
+    except KPCAError as exc:
+        raise _damaged(shown, f"the fitted kernel is invalid: {exc}") from None
+
+
+def _check_arrays(model, shown: str) -> None:
+    p, q = model.n_features_in_, model.n_components_
+    m = getattr(model, "n_landmarks_", np.shape(model.landmarks_)[0])
+    check_array(model.landmarks_, "landmarks", shown, (m, p), kind="x")
+    check_array(model.projection_, "projection", shown, (m, q))
+    check_array(model.offset_, "offset", shown, (q,))
+    eigenvalues = check_array(model.eigenvalues_, "eigenvalues", shown, (q,))
+    ratio = check_array(model.explained_variance_ratio_, "explained_variance_ratio", shown, (q,))
+    if (eigenvalues < 0).any():
+        raise _damaged(shown, "the array 'eigenvalues' holds negative values (a fit keeps "
+                              "only non-negative ones)")
+    if (np.diff(eigenvalues) > 0).any():
+        raise _damaged(shown, "the array 'eigenvalues' is not in descending order")
+    # ratio_j = eigenvalue_j / total, one total for all j, and at most 1 in all.
+    total = eigenvalues[0] / ratio[0] if q and ratio[0] > 0 else None
+    if ((ratio < 0).any() or ratio.sum() > 1 + _ROUNDING
+            or (total is not None and not np.allclose(ratio * total, eigenvalues,
+                                                      rtol=_ROUNDING, atol=0))):
+        raise _damaged(shown, "the array 'explained_variance_ratio' is not the eigenvalues' "
+                              "share of one total variance")
+    if getattr(model, "landmark_indices_", None) is not None:
+        indices = check_array(model.landmark_indices_, "landmark_indices", shown, (m,), kind="i")
+        if (indices < 0).any() or (indices >= model.n_samples_fit_).any():
+            raise _damaged(shown, "the array 'landmark_indices' holds rows outside the "
+                                  f"{model.n_samples_fit_} training rows")
+    if not 1 <= model.landmark_rank_ <= m:
+        raise _damaged(shown, f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
+                              "landmarks")
+    if hasattr(model, "novelty_weights_"):
+        check_array(model.novelty_weights_, "novelty_weights", shown, (m,))
+    has_map = [hasattr(model, name) for name in ("preimage_centres_", "preimage_coefficients_")]
+    if any(has_map) and not all(has_map):
+        raise _damaged(shown, "the pre-image map is incomplete: preimage_centres and "
+                              "preimage_coefficients are stored together")
+    if all(has_map):
+        check_array(model.preimage_centres_, "preimage_centres", shown, (m, q))
+        check_array(model.preimage_coefficients_, "preimage_coefficients", shown, (m, p))
+    stats = getattr(model, "statistics_", None)
+    if stats is not None:
+        check_statistics(stats, m, shown)
+        if stats.n_samples != model.n_samples_fit_ or stats.n_nonfinite:
+            raise _damaged(shown, f"statistics.n_samples is {stats.n_samples} but "
+                                  f"n_samples_fit_ is {model.n_samples_fit_}"
+                           if stats.n_nonfinite == 0 else
+                           "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
+
+
+def _damaged(shown: str, what: str, source: str = "model") -> ModelFormatError:
+    fix = ("Fit and save it again." if source == "model" else
+           "Delete it and fit again: a fit with a new checkpoint path starts afresh.")
+    return ModelFormatError(f"The {source} at {shown} is damaged: {what}. {fix}")
