@@ -189,6 +189,26 @@ def check_n_components(n_components) -> None:
             f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
 
 
+def check_random_state(random_state) -> None:
+    """Refuse anything but None, an int >= 0 or a numpy Generator (or RandomState).
+
+    Examples
+    --------
+    >>> check_random_state(0)
+    >>> check_random_state(-1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: random_state must be None, an int >= 0 ...; got -1.
+    """
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.RandomState)):
+        return
+    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        raise InvalidParameterError(
+            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")
+
+
 def check_n_features(X, expected: int, estimator_name: str) -> None:
     """Refuse data whose number of columns differs from the training data's.
 

@@ -29,8 +29,11 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 
 from ..errors import ModelFormatError
 
-__all__ = ["checksummed_codecs", "has_checksum", "read_checked", "digest", "attributes_digest",
-           "check_digests"]
+__all__ = ["CHECKSUMS_ATTRIBUTE", "checksummed_codecs", "has_checksum", "read_checked", "digest",
+           "attributes_digest", "recorded_digests", "check_digests"]
+
+#: The attribute of a group that holds its digests: ``{"arrays": {name: digest}, ...}``.
+CHECKSUMS_ATTRIBUTE = "checksums"
 
 
 def checksummed_codecs(compressed: bool = True) -> tuple:
@@ -117,6 +120,28 @@ def attributes_digest(attributes: Mapping) -> str:
     """
     text = json.dumps(attributes, sort_keys=True, separators=(",", ":"), allow_nan=True)
     return xxhash.xxh3_128_hexdigest(text.encode())
+
+
+def recorded_digests(attributes: Mapping, shown: str) -> dict:
+    """The array digests recorded in a group's ``attributes``; empty for a file without them.
+
+    Examples
+    --------
+    >>> recorded_digests({"checksums": {"arrays": {"a": "12ab"}}}, "model.zarr")
+    {'a': '12ab'}
+    >>> recorded_digests({}, "model.zarr")
+    {}
+    """
+    recorded = attributes.get(CHECKSUMS_ATTRIBUTE)
+    if recorded is None:
+        return {}
+    arrays = recorded.get("arrays") if isinstance(recorded, Mapping) else None
+    if not (isinstance(arrays, Mapping) and all(isinstance(v, str) for v in arrays.values())):
+        raise ModelFormatError(
+            f"The attribute {CHECKSUMS_ATTRIBUTE!r} of {shown} is not the mapping of digests "
+            "that was written: the file was edited. Copy the file again from its source, or "
+            "fit and save it again.")
+    return dict(arrays)
 
 
 def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping, shown: str) -> None:

@@ -65,8 +65,15 @@ from ..engine.nystrom import (
 )
 from ..errors import CheckpointMismatchError, InvalidParameterError, ModelFormatError
 from ..io import PathOrURL, store_location
+from ..io.checksums import CHECKSUMS_ATTRIBUTE
 from ..landmarks.strategies import Landmarks
-from .statistics_files import read_statistics, write_statistics
+from .checkpoint_files import (
+    check_checkpoint_state,
+    read_landmark_arrays,
+    read_state,
+    write_landmark_arrays,
+    write_state,
+)
 
 __all__ = ["FitCheckpoint", "fit_identity"]
 
@@ -193,6 +200,9 @@ class FitCheckpoint:
                 f"The checkpoint {shown!r} has format version {meta.get('format_version')!r}; "
                 f"this kpca-dask reads version {FORMAT_VERSION}. Finish the fit with the "
                 "version that wrote it, or delete the checkpoint and start again.")
+        if not isinstance(meta.get("identity"), dict):
+            raise ModelFormatError(f"The checkpoint at {shown!r} is damaged: it records no "
+                                   "identity of its fit. Delete it and fit again.")
         differences = _differences(meta["identity"], identity)
         if differences:
             raise CheckpointMismatchError(
@@ -200,11 +210,11 @@ class FitCheckpoint:
                 + "; ".join(differences) + ". Fit with the same data and parameters, or "
                 "use a new checkpoint path (or delete this one) to start afresh.")
         checkpoint = cls(shown, identity, _group=group, _where=where)
+        arrays = read_landmark_arrays(group, meta, repr(shown))  # checked: a resumed fit uses them
         if meta.get("landmarks_written"):
-            indices = group["landmark_indices"][:] if "landmark_indices" in group else None
-            checkpoint.landmarks = Landmarks(points=group["landmarks"][:], indices=indices,
-                                             n_passes=0)
-            checkpoint.reference = group["reference"][:]
+            checkpoint.landmarks = Landmarks(points=arrays["landmarks"], n_passes=0,
+                                             indices=arrays.get("landmark_indices"))
+            checkpoint.reference = arrays["reference"]
             checkpoint.kernel_params = meta["kernel_params"]
             path_taken = meta["landmark_path"]
             checkpoint.landmark_path = (None if path_taken is None else
@@ -228,6 +238,9 @@ class FitCheckpoint:
         meta = self._group.attrs[_ATTRIBUTE]
         segment_blocks, n_segments = meta["segment_blocks"], meta["n_segments"]
         total, finished = self._load_state(meta, n_segments)
+        if total is not None:
+            check_checkpoint_state(total, finished, self.reference, X.chunks[0],
+                                   segment_blocks, repr(self.path))
 
         partials = block_statistics(X, self.landmarks.points, kernel, params, dtype,
                                     self.reference)
@@ -270,19 +283,18 @@ class FitCheckpoint:
                                           attributes={_ATTRIBUTE: meta},
                                           **self._where.zarr_kwargs())
         group = self._group
-        group.create_array("landmarks", data=np.asarray(landmarks.points, np.float64),
-                           overwrite=True)
+        arrays = {"landmarks": np.asarray(landmarks.points, np.float64),
+                  "reference": np.asarray(reference, np.float64)}
         if landmarks.indices is not None:
-            group.create_array("landmark_indices",
-                               data=np.asarray(landmarks.indices, np.int64), overwrite=True)
-        group.create_array("reference", data=np.asarray(reference, np.float64),
-                           overwrite=True)
+            arrays["landmark_indices"] = np.asarray(landmarks.indices, np.int64)
+        checksums = write_landmark_arrays(group, arrays)
         # Written with the flag that makes the landmarks count, so a resumed fit
         # finds either all of what the first try chose from the data or none of it.
         group.attrs[_ATTRIBUTE] = {
             **meta, "landmarks_written": True,
             "kernel_params": _recorded(params),
             "landmark_path": _recorded(self.landmark_path),
+            CHECKSUMS_ATTRIBUTE: checksums,
         }
         self.landmarks = landmarks
         self.reference = np.asarray(reference, np.float64)
@@ -296,18 +308,14 @@ class FitCheckpoint:
         self._generation = int(current.split("-")[1]) if current else 0
         if current is None:
             return None, np.zeros(n_segments, dtype=bool)
-        state = self._group[current]
-        total = read_statistics(state, state.attrs.asdict(), repr(self.path))
-        return total, state["finished"][:].astype(bool)
+        return read_state(self._group, current, repr(self.path))
 
     def _save_state(self, total: PassStatistics, finished: np.ndarray) -> None:
         group = self._group
         previous = group.attrs[_ATTRIBUTE]["state"]
         self._generation += 1
         name = f"state-{self._generation:06d}"
-        state = group.create_group(name, overwrite=True)
-        write_statistics(state, total)
-        state.create_array("finished", data=finished.copy())
+        write_state(group.create_group(name, overwrite=True), total, finished.copy())
         group.attrs[_ATTRIBUTE] = {**group.attrs[_ATTRIBUTE], "state": name}  # the commit
         if previous is not None:
             del group[previous]

@@ -53,6 +53,7 @@ from ..errors import (
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
+from ..validation import check_random_state as _check_random_state
 from .checkpoints import FitCheckpoint, fit_identity
 from .model_files import save_model
 from .updates import require_statistics
@@ -796,13 +797,3 @@ def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
         raise NonFiniteInputError(
             f"A landmark contains NaN or infinite values ({where}). Remove or impute "
             "non-finite values in X (or in the landmarks you passed) first.")
-
-
-def _check_random_state(random_state) -> None:
-    if random_state is None or isinstance(random_state, (np.random.Generator,
-                                                         np.random.RandomState)):
-        return
-    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-            and random_state >= 0):
-        raise InvalidParameterError(
-            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")

@@ -30,8 +30,10 @@ from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
 from ..engine.bandwidth import BANDWIDTH_RULES
 from ..engine.nystrom import PassStatistics
 from ..errors import KPCAError, ModelFormatError
+from ..validation import check_random_state
 
-__all__ = ["check_model", "check_statistics", "check_array", "is_count"]
+__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "is_count",
+           "damaged"]
 
 #: Fitted counts: integers, at least 1.
 _COUNTS = ("n_features_in_", "n_components_", "n_landmarks_", "landmark_rank_", "n_samples_fit_")
@@ -76,12 +78,12 @@ has shape (2,), but the other arrays and attributes need (3,). Fit and save it a
     allowed = (expected, np.dtype(np.float32)) if kind == "x" else (expected,)
     if not isinstance(value, np.ndarray) or value.dtype not in allowed:
         dtype = getattr(value, "dtype", type(value).__name__)
-        raise _damaged(shown, f"the array {name!r} has dtype {dtype}, not {expected}", source)
+        raise damaged(shown, f"the array {name!r} has dtype {dtype}, not {expected}", source)
     if value.shape != tuple(shape):
-        raise _damaged(shown, f"the array {name!r} has shape {value.shape}, but the other "
+        raise damaged(shown, f"the array {name!r} has shape {value.shape}, but the other "
                               f"arrays and attributes need {tuple(shape)}", source)
     if kind != "i" and not np.isfinite(value).all():
-        raise _damaged(shown, f"the array {name!r} holds {int((~np.isfinite(value)).sum())} "
+        raise damaged(shown, f"the array {name!r} holds {int((~np.isfinite(value)).sum())} "
                               "NaN or infinite value(s)", source)
     return value
 
@@ -103,13 +105,13 @@ def check_statistics(stats: PassStatistics, m: int, shown: str, *, least_rows: i
     kpca_dask.errors.ModelFormatError: ... 'statistics_gram' has shape (2, 2), ...
     """
     if not is_count(stats.n_samples, least_rows):
-        raise _damaged(shown, f"statistics.n_samples is {stats.n_samples!r}, not an integer "
+        raise damaged(shown, f"statistics.n_samples is {stats.n_samples!r}, not an integer "
                               f">= {least_rows}", source)
     if not is_count(stats.n_nonfinite, 0) or not is_count(stats.first_nonfinite_row, -1):
-        raise _damaged(shown, "statistics.n_nonfinite and statistics.first_nonfinite_row must "
+        raise damaged(shown, "statistics.n_nonfinite and statistics.first_nonfinite_row must "
                               "be integers >= 0 and >= -1", source)
     if not np.isfinite(stats.diagonal_sum):  # t = sum k(x, x) may be < 0 (sigmoid kernel)
-        raise _damaged(shown, f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
+        raise damaged(shown, f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
     gram = check_array(stats.gram, "statistics_gram", shown, (m, m), source=source)
     check_array(stats.column_sums, "statistics_column_sums", shown, (m,), source=source)
     check_array(stats.reference, "statistics_reference", shown, (m,), source=source)
@@ -117,7 +119,7 @@ def check_statistics(stats: PassStatistics, m: int, shown: str, *, least_rows: i
     scale = float(np.abs(gram).max(initial=0.0))
     if (np.diag(gram) < 0).any() or not np.allclose(gram, gram.T, rtol=0,
                                                      atol=_ROUNDING * scale):
-        raise _damaged(shown, "the array 'statistics_gram' is not a Gram matrix (it must be "
+        raise damaged(shown, "the array 'statistics_gram' is not a Gram matrix (it must be "
                               "symmetric with a non-negative diagonal)", source)
 
 
@@ -144,11 +146,9 @@ def check_model(model, shown: str) -> None:
 
 def _check_parameters(model, shown: str) -> None:
     """The constructor's parameters, through the estimator's own checks (those of ``fit``)."""
-    from .estimator import _check_random_state  # the estimator imports this module's caller
-
     try:
         model._check_hyperparameters()
-        _check_random_state(model.random_state)
+        check_random_state(model.random_state)
         kernel = canonical_kernel_name(model.kernel)
         gamma = model.gamma
         if isinstance(gamma, str):
@@ -160,14 +160,14 @@ def _check_parameters(model, shown: str) -> None:
                               degree=model.degree, coef0=model.coef0,
                               kernel_params=model.kernel_params)
     except KPCAError as exc:
-        raise _damaged(shown, f"a parameter is invalid: {exc}") from None
+        raise damaged(shown, f"a parameter is invalid: {exc}") from None
 
 
 def _check_fitted_numbers(model, shown: str) -> None:
     for name in _COUNTS:
         value = getattr(model, name, 1)  # n_landmarks_ is absent from version-1 files
         if not is_count(value):
-            raise _damaged(shown, f"the attribute {name} is {value!r}, not an integer >= 1")
+            raise damaged(shown, f"the attribute {name} is {value!r}, not an integer >= 1")
     for name, least in _NUMBERS.items():
         if not hasattr(model, name):
             continue
@@ -175,14 +175,23 @@ def _check_fitted_numbers(model, shown: str) -> None:
         if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                 or not np.isfinite(value) or (least is not None and value < least)):
             bound = "" if least is None else f" >= {least}"
-            raise _damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
-    path = getattr(model, "landmark_path_", None)
+            raise damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
+    check_landmark_path(getattr(model, "landmark_path_", None), shown)
+
+
+def check_landmark_path(path, shown: str, source: str = "model") -> None:
+    """Refuse a growth path of ``n_landmarks="auto"`` that is not a list of [m, error] pairs.
+
+    Examples
+    --------
+    >>> check_landmark_path([[128, 0.02], [256, 0.008]], "model.zarr")
+    """
     if path is not None and not (isinstance(path, list) and all(
             isinstance(step, (list, tuple)) and len(step) == 2 and is_count(step[0])
             and isinstance(step[1], numbers.Real) and not isinstance(step[1], bool)
             for step in path)):
-        raise _damaged(shown, "the attribute landmark_path_ must be a list of [m, trace error] "
-                              f"pairs; got {path!r}")
+        raise damaged(shown, "the landmark path must be a list of [m, trace error] pairs; "
+                              f"got {path!r}", source)
 
 
 def _check_kernel(model, shown: str) -> None:
@@ -190,7 +199,7 @@ def _check_kernel(model, shown: str) -> None:
     kernel, params = model.kernel_, model.kernel_params_
     if callable(kernel):  # in memory only: a model file never holds code
         if not isinstance(params, dict):
-            raise _damaged(shown, f"kernel_params_ is {params!r}, not a mapping")
+            raise damaged(shown, f"kernel_params_ is {params!r}, not a mapping")
         return
     try:
         if not isinstance(kernel, str) or canonical_kernel_name(kernel) != kernel:
@@ -208,7 +217,7 @@ def _check_kernel(model, shown: str) -> None:
             raise ModelFormatError(f"gamma_ is {model.gamma_!r} but kernel_params_ has gamma "
                                    f"{resolved.get('gamma')!r}")
     except KPCAError as exc:
-        raise _damaged(shown, f"the fitted kernel is invalid: {exc}") from None
+        raise damaged(shown, f"the fitted kernel is invalid: {exc}") from None
 
 
 def _check_arrays(model, shown: str) -> None:
@@ -220,30 +229,30 @@ def _check_arrays(model, shown: str) -> None:
     eigenvalues = check_array(model.eigenvalues_, "eigenvalues", shown, (q,))
     ratio = check_array(model.explained_variance_ratio_, "explained_variance_ratio", shown, (q,))
     if (eigenvalues < 0).any():
-        raise _damaged(shown, "the array 'eigenvalues' holds negative values (a fit keeps "
+        raise damaged(shown, "the array 'eigenvalues' holds negative values (a fit keeps "
                               "only non-negative ones)")
     if (np.diff(eigenvalues) > 0).any():
-        raise _damaged(shown, "the array 'eigenvalues' is not in descending order")
+        raise damaged(shown, "the array 'eigenvalues' is not in descending order")
     # ratio_j = eigenvalue_j / total, one total for all j, and at most 1 in all.
     total = eigenvalues[0] / ratio[0] if q and ratio[0] > 0 else None
     if ((ratio < 0).any() or ratio.sum() > 1 + _ROUNDING
             or (total is not None and not np.allclose(ratio * total, eigenvalues,
                                                       rtol=_ROUNDING, atol=0))):
-        raise _damaged(shown, "the array 'explained_variance_ratio' is not the eigenvalues' "
+        raise damaged(shown, "the array 'explained_variance_ratio' is not the eigenvalues' "
                               "share of one total variance")
     if getattr(model, "landmark_indices_", None) is not None:
         indices = check_array(model.landmark_indices_, "landmark_indices", shown, (m,), kind="i")
         if (indices < 0).any() or (indices >= model.n_samples_fit_).any():
-            raise _damaged(shown, "the array 'landmark_indices' holds rows outside the "
+            raise damaged(shown, "the array 'landmark_indices' holds rows outside the "
                                   f"{model.n_samples_fit_} training rows")
     if not 1 <= model.landmark_rank_ <= m:
-        raise _damaged(shown, f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
+        raise damaged(shown, f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
                               "landmarks")
     if hasattr(model, "novelty_weights_"):
         check_array(model.novelty_weights_, "novelty_weights", shown, (m,))
     has_map = [hasattr(model, name) for name in ("preimage_centres_", "preimage_coefficients_")]
     if any(has_map) and not all(has_map):
-        raise _damaged(shown, "the pre-image map is incomplete: preimage_centres and "
+        raise damaged(shown, "the pre-image map is incomplete: preimage_centres and "
                               "preimage_coefficients are stored together")
     if all(has_map):
         check_array(model.preimage_centres_, "preimage_centres", shown, (m, q))
@@ -252,13 +261,21 @@ def _check_arrays(model, shown: str) -> None:
     if stats is not None:
         check_statistics(stats, m, shown)
         if stats.n_samples != model.n_samples_fit_ or stats.n_nonfinite:
-            raise _damaged(shown, f"statistics.n_samples is {stats.n_samples} but "
+            raise damaged(shown, f"statistics.n_samples is {stats.n_samples} but "
                                   f"n_samples_fit_ is {model.n_samples_fit_}"
                            if stats.n_nonfinite == 0 else
                            "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
 
 
-def _damaged(shown: str, what: str, source: str = "model") -> ModelFormatError:
+def damaged(shown: str, what: str, source: str = "model") -> ModelFormatError:
+    """The error for ``shown`` (a "model" or a "checkpoint"), saying what is wrong and what to do.
+
+    Examples
+    --------
+    >>> str(damaged("'fit.ckpt'", "n_segments is 0", "checkpoint"))  # doctest: +ELLIPSIS
+    "The checkpoint at 'fit.ckpt' is damaged: n_segments is 0. Delete it and fit again..."
+    """
     fix = ("Fit and save it again." if source == "model" else
            "Delete it and fit again: a fit with a new checkpoint path starts afresh.")
     return ModelFormatError(f"The {source} at {shown} is damaged: {what}. {fix}")
+

@@ -55,10 +55,16 @@ from .._json import jsonable
 from .._version import __version__
 from ..errors import InvalidParameterError, ModelFormatError
 from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
-from ..io.checksums import attributes_digest, check_digests, digest, read_checked
+from ..io.checksums import (
+    CHECKSUMS_ATTRIBUTE,
+    attributes_digest,
+    check_digests,
+    digest,
+    read_checked,
+    recorded_digests,
+)
 from .file_checks import check_model
 from .statistics_files import (
-    CHECKSUMS_ATTRIBUTE,
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
     read_statistics,
@@ -236,16 +242,12 @@ def load_model(path: PathOrURL, estimator_class: type, *,
 
 def _check_recorded_digests(attrs: dict, arrays: dict, shown: str) -> None:
     """Compare the arrays and attributes with the digests taken when they were written."""
-    recorded = attrs.get(CHECKSUMS_ATTRIBUTE)
-    if recorded is None:
+    if CHECKSUMS_ATTRIBUTE not in attrs:
         return  # written before digests were kept
-    if not (isinstance(recorded, dict) and isinstance(recorded.get("arrays"), dict)):
-        raise ModelFormatError(f"The model at {shown} is damaged: the attribute "
-                               f"{CHECKSUMS_ATTRIBUTE!r} is not the mapping that was written.")
-    check_digests(arrays, recorded["arrays"], shown)
+    check_digests(arrays, recorded_digests(attrs, shown), shown)
     written = {key: value for key, value in attrs.items()
                if key not in (CHECKSUMS_ATTRIBUTE, WRITE_STATE_ATTR)}
-    if attributes_digest(written) != recorded.get("attributes"):
+    if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
         raise ModelFormatError(
             f"The attributes of the model at {shown} differ from those that were written (their "
             "digest does not match): the file was edited. Copy the file again from its source, "

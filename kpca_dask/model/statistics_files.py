@@ -30,16 +30,14 @@ import zarr
 
 from ..engine.nystrom import PassStatistics
 from ..errors import ModelFormatError
-from ..io.checksums import checksummed_codecs, digest, read_checked
+from ..io.checksums import CHECKSUMS_ATTRIBUTE, checksummed_codecs, digest, read_checked
 
-__all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "CHECKSUMS_ATTRIBUTE",
-           "statistics_arrays", "statistics_attributes", "read_statistics", "write_statistics"]
+__all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
+           "statistics_attributes", "read_statistics", "write_statistics"]
 
 #: Prefix of the array names; the key of the scalar part in the attributes.
 STATISTICS_PREFIX = "statistics_"
 STATISTICS_ATTRIBUTE = "statistics"
-#: The key of the digests in the attributes of a group (kpca_dask.io.checksums).
-CHECKSUMS_ATTRIBUTE = "checksums"
 _ARRAYS = ("gram", "column_sums", "reference")
 
 
@@ -69,9 +67,13 @@ def statistics_attributes(stats: PassStatistics) -> dict:
             "first_nonfinite_row": int(stats.first_nonfinite_row)}
 
 
-def write_statistics(group, stats: PassStatistics) -> None:
-    """Add ``stats`` to an open, writable Zarr group (arrays and the attribute)."""
-    arrays = statistics_arrays(stats)
+def write_statistics(group, stats: PassStatistics,
+                     also: Mapping[str, np.ndarray] | None = None) -> None:
+    """Add ``stats`` to an open, writable Zarr group (arrays and the attribute).
+
+    ``also`` are more arrays to store beside them, checksummed the same way.
+    """
+    arrays = {**statistics_arrays(stats), **(also or {})}
     for name, value in arrays.items():
         group.create_array(name, data=value, compressors=checksummed_codecs(compressed=False),
                            overwrite=True)

@@ -1,0 +1,191 @@
+"""A checkpoint's arrays on disk: written with checksums, read back checked (docs/design.md §10).
+
+A resumed fit believes what its checkpoint holds: the landmarks and
+reference row it continues with, and the running total it adds to. They are
+therefore stored as a model file's arrays are — a crc32c checksum on every
+chunk and a digest of every array in the attributes
+(:mod:`kpca_dask.io.checksums`) — and read back through the same kind of
+checks (:mod:`kpca_dask.model.file_checks`): the layout against the data's
+row blocks, the landmarks against the data's shape, the kernel parameters
+through the kernel's own checks, and the running total against the rows of
+the segments it says are finished. A failure is a
+:class:`~kpca_dask.errors.ModelFormatError` naming the checkpoint and the
+array or attribute; checkpoints written before checksums were kept resume
+as before, still checked.
+
+The layout itself is described in :mod:`kpca_dask.model.checkpoints`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import zarr
+
+from ..blocks.kernels import resolve_kernel_params
+from ..engine.nystrom import PassStatistics
+from ..errors import KPCAError, ModelFormatError
+from ..io.checksums import (
+    check_digests,
+    checksummed_codecs,
+    digest,
+    read_checked,
+    recorded_digests,
+)
+from .file_checks import check_array, check_landmark_path, check_statistics, damaged, is_count
+from .statistics_files import read_statistics, statistics_arrays, write_statistics
+
+__all__ = ["write_landmark_arrays", "read_landmark_arrays", "write_state", "read_state",
+           "check_checkpoint", "check_checkpoint_state"]
+
+_LANDMARK_ARRAYS = ("landmarks", "landmark_indices", "reference")
+_STATE_NAME = re.compile(r"^state-\d{6,}$")
+
+
+def write_landmark_arrays(group: zarr.Group, arrays: dict[str, np.ndarray]) -> dict:
+    """Store the landmarks, their indices and the reference row; return their digests.
+
+    The digests go into the checkpoint's attribute with the flag that makes
+    the landmarks count, so both are written at once.
+
+    Examples
+    --------
+    >>> group = zarr.open_group({}, mode="w")
+    >>> sorted(write_landmark_arrays(group, {"landmarks": np.zeros((2, 3)),
+    ...                                      "reference": np.ones(2)})["arrays"])
+    ['landmarks', 'reference']
+    """
+    for name, value in arrays.items():
+        group.create_array(name, data=value, compressors=checksummed_codecs(), overwrite=True)
+    return {"arrays": {name: digest(value) for name, value in arrays.items()}}
+
+
+def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str, np.ndarray]:
+    """The checkpoint's landmark arrays, checked; empty when none were written yet.
+
+    ``meta`` is the checkpoint's attribute, its identity already matched
+    against the fit that resumes it; ``shown`` names the checkpoint.
+    """
+    arrays = {}
+    if meta.get("landmarks_written"):
+        arrays = {name: read_checked(group, name, shown) for name in _LANDMARK_ARRAYS
+                  if name in group or name != "landmark_indices"}
+    check_checkpoint(meta, arrays, shown)
+    check_digests(arrays, recorded_digests(meta, shown), shown)
+    return arrays
+
+
+def write_state(state: zarr.Group, total: PassStatistics, finished: np.ndarray) -> None:
+    """Store a running total and the flags of the segments it holds, checksummed."""
+    write_statistics(state, total, also={"finished": finished})
+
+
+def read_state(group: zarr.Group, name: str, shown: str) -> tuple[PassStatistics, np.ndarray]:
+    """The running total and the finished flags of the state ``name``, their digests checked.
+
+    :func:`check_checkpoint_state` checks them against the data.
+    """
+    if not (_STATE_NAME.match(str(name)) and name in group.group_keys()):
+        raise damaged(shown, f"its current state {name!r} is missing", "checkpoint")
+    state = group[name]
+    attrs = state.attrs.asdict()
+    total = read_statistics(state, attrs, shown)
+    finished = read_checked(state, "finished", shown)
+    check_digests({"finished": finished, **statistics_arrays(total)},
+                  recorded_digests(attrs, shown), shown)
+    return total, finished
+
+def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
+    """Refuse a checkpoint's layout, landmarks or kernel parameters unless a fit could write them.
+
+    ``meta`` is the checkpoint's attribute (its identity already matched the
+    fit resuming it) and ``arrays`` the landmarks, their indices (if any) and
+    the reference row, as read. Returns the number of landmarks m.
+
+    Examples
+    --------
+    >>> meta = {"identity": {"data": {"shape": [10, 2], "n_row_blocks": 2}, "kernel": "rbf"},
+    ...         "segment_blocks": 1, "n_segments": 2, "state": None,
+    ...         "kernel_params": {"gamma": 0.5}, "landmark_path": None}
+    >>> check_checkpoint(meta, {"landmarks": np.zeros((3, 2)), "reference": np.ones(3)}, "c")
+    3
+    >>> check_checkpoint({**meta, "n_segments": 5}, {}, "c")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: The checkpoint at c is damaged: n_segments is 5 ...
+    """
+    data = meta["identity"]["data"]
+    (n, p), n_blocks = data["shape"], data["n_row_blocks"]
+    segment_blocks, n_segments = meta.get("segment_blocks"), meta.get("n_segments")
+    if not (is_count(segment_blocks) and is_count(n_segments)
+            and n_segments == -(-n_blocks // segment_blocks)):
+        raise damaged(shown, f"n_segments is {n_segments!r} and segment_blocks "
+                              f"{segment_blocks!r}, but the data have {n_blocks} row blocks",
+                       "checkpoint")
+    state = meta.get("state")
+    if state is not None and not (isinstance(state, str) and _STATE_NAME.match(state)):
+        raise damaged(shown, f"the current state is {state!r}", "checkpoint")
+    if "landmarks" not in arrays:
+        return 0
+    landmarks = arrays["landmarks"]
+    m = landmarks.shape[0] if getattr(landmarks, "ndim", 0) == 2 else 0
+    if not 1 <= m <= n:
+        raise damaged(shown, f"the array 'landmarks' has shape {np.shape(landmarks)}; a fit "
+                              f"on {n} rows of {p} features chooses 1 to {n} landmarks of {p}",
+                       "checkpoint")
+    check_array(landmarks, "landmarks", shown, (m, p), kind="x", source="checkpoint")
+    check_array(arrays.get("reference"), "reference", shown, (m,), source="checkpoint")
+    if "landmark_indices" in arrays:
+        indices = check_array(arrays["landmark_indices"], "landmark_indices", shown, (m,),
+                              kind="i", source="checkpoint")
+        if (indices < 0).any() or (indices >= n).any():
+            raise damaged(shown, f"the array 'landmark_indices' holds rows outside the {n} "
+                                  "rows of the data", "checkpoint")
+    kernel, params = meta["identity"]["kernel"], meta.get("kernel_params")
+    try:
+        if not isinstance(params, dict):
+            raise ModelFormatError(f"kernel_params is {params!r}, not a mapping")
+        if isinstance(kernel, str) and not kernel.startswith("callable "):
+            resolved = resolve_kernel_params(kernel, p, kernel_params=params)
+            if set(resolved) != set(params):
+                raise ModelFormatError(f"kernel_params has {sorted(params)}; the {kernel!r} "
+                                       f"kernel takes {sorted(resolved)}")
+    except KPCAError as exc:
+        raise damaged(shown, f"the kernel parameters are invalid: {exc}", "checkpoint") from None
+    check_landmark_path(meta.get("landmark_path"), shown, "checkpoint")
+    return m
+
+
+def check_checkpoint_state(stats: PassStatistics, finished, reference: np.ndarray,
+                           row_chunks: tuple, segment_blocks: int, shown: str) -> None:
+    """Refuse a checkpoint's running total unless it counts exactly its finished segments' rows.
+
+    Examples
+    --------
+    >>> stats = PassStatistics(4, np.zeros(2), np.eye(2), 4.0, 0, -1, np.ones(2))
+    >>> check_checkpoint_state(stats, np.array([True, False]), np.ones(2), (4, 4), 1, "c")
+    >>> check_checkpoint_state(stats, np.array([True, True]), np.ones(2), (4, 4), 1, "c")
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: The checkpoint at c is damaged: the running total \
+counts 4 rows, but its finished segments hold 8. Delete it and fit again: a fit with a new \
+checkpoint path starts afresh.
+    """
+    m = reference.shape[0]
+    check_statistics(stats, m, shown, least_rows=0, source="checkpoint")
+    if not np.array_equal(stats.reference, reference):
+        raise damaged(shown, "the reference row of the running total is not the checkpoint's",
+                       "checkpoint")
+    n_segments = -(-len(row_chunks) // segment_blocks)
+    if (not isinstance(finished, np.ndarray) or finished.dtype != np.bool_
+            or finished.shape != (n_segments,)):
+        raise damaged(shown, f"the array 'finished' must be {n_segments} booleans; got "
+                              f"{getattr(finished, 'dtype', type(finished).__name__)} of shape "
+                              f"{getattr(finished, 'shape', '?')}", "checkpoint")
+    rows = np.add.reduceat(np.asarray(row_chunks, dtype=np.int64),
+                           np.arange(0, len(row_chunks), segment_blocks))
+    counted = int(rows[finished].sum())
+    if stats.n_samples != counted:
+        raise damaged(shown, f"the running total counts {stats.n_samples} rows, but its "
+                              f"finished segments hold {counted}", "checkpoint")
