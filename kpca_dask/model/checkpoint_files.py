@@ -106,7 +106,7 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
     Examples
     --------
     >>> meta = {"identity": {"data": {"shape": [10, 2], "n_row_blocks": 2}, "kernel": "rbf"},
-    ...         "segment_blocks": 1, "n_segments": 2, "state": None,
+    ...         "segment_blocks": 1, "n_segments": 2, "state": None, "landmarks_written": True,
     ...         "kernel_params": {"gamma": 0.5}, "landmark_path": None}
     >>> check_checkpoint(meta, {"landmarks": np.zeros((3, 2)), "reference": np.ones(3)}, "c")
     3
@@ -123,10 +123,18 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
         raise damaged(shown, f"n_segments is {n_segments!r} and segment_blocks "
                               f"{segment_blocks!r}, but the data have {n_blocks} row blocks",
                        "checkpoint")
-    state = meta.get("state")
-    if state is not None and not (isinstance(state, str) and _STATE_NAME.match(state)):
-        raise damaged(shown, f"the current state is {state!r}", "checkpoint")
-    if "landmarks" not in arrays:
+    written = meta.get("landmarks_written")
+    missing = [key for key in ("state", "landmarks_written") + (
+        ("kernel_params", "landmark_path") if written else ()) if key not in meta]
+    if missing or not isinstance(written, bool):
+        raise damaged(shown, f"its attribute lacks {', '.join(missing)}" if missing else
+                      f"landmarks_written is {written!r}", "checkpoint")
+    state = meta["state"]
+    if state is not None and not (isinstance(state, str) and _STATE_NAME.match(state)
+                                  and written):
+        raise damaged(shown, f"the current state is {state!r}"
+                      + ("" if written else ", but no landmarks were written"), "checkpoint")
+    if not written:
         return 0
     landmarks = arrays["landmarks"]
     m = landmarks.shape[0] if getattr(landmarks, "ndim", 0) == 2 else 0

@@ -248,6 +248,9 @@ def _check_arrays(model, shown: str) -> None:
     if not 1 <= model.landmark_rank_ <= m:
         raise damaged(shown, f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
                               "landmarks")
+    if hasattr(model, "novelty_weights_") != hasattr(model, "novelty_mean_norm2_"):
+        raise damaged(shown, "the novelty terms are incomplete: novelty_weights and "
+                             "novelty_mean_norm2_ are stored together")
     if hasattr(model, "novelty_weights_"):
         check_array(model.novelty_weights_, "novelty_weights", shown, (m,))
     has_map = [hasattr(model, name) for name in ("preimage_centres_", "preimage_coefficients_")]

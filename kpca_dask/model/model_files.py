@@ -1,6 +1,6 @@
 """Saving and loading fitted models as Zarr groups: arrays plus JSON, never pickle.
 
-Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
+Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 3)::
 
     model.zarr/
       landmarks                 (m, p)  float64   the landmark points Z
@@ -15,7 +15,7 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 2)::
       preimage_centres          (m, q)  float64   } the pre-image map, only when fitted
       preimage_coefficients     (m, p)  float64   } with fit_inverse_transform=True
       attributes (JSON):
-        format = "kpca-dask-model", format_version = 2, kpca_dask_version
+        format = "kpca-dask-model", format_version = 3, kpca_dask_version
         checksums       digests of every array and of the other attributes
         statistics      n and t of the pass statistics (kpca_dask.model.statistics_files)
         estimator = "KernelPCA"
@@ -36,7 +36,8 @@ refused with a :class:`~kpca_dask.errors.ModelFormatError` naming the array
 or attribute. Files written before checksums were kept load as before, still
 checked as a whole.
 
-Version 1 files (before the statistics, novelty weights and pre-image map
+Version 2 files (before checksums) load as version 3 files do, without the
+checksums. Version 1 files (before the statistics, novelty weights and pre-image map
 were kept) still load: they transform as before, but cannot take more rows,
 be merged or be re-solved (``statistics_`` is None), and cannot
 inverse_transform or score.
@@ -75,12 +76,19 @@ from .statistics_files import (
 __all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
 FORMAT_NAME = "kpca-dask-model"
-FORMAT_VERSION = 2
-#: Versions this module reads: version 1 has no statistics, novelty weights or pre-image map.
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions this module reads: version 1 has no statistics, novelty weights or pre-image map;
+#: version 2 no checksums.
+READABLE_VERSIONS = (1, 2, 3)
+#: The first version whose files always carry checksums.
+CHECKSUMMED_VERSION = 3
 REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
                    "explained_variance_ratio")
-_REQUIRED_FITTED = ("kernel_", "kernel_params_", "n_features_in_", "n_components_")
+#: Fitted attributes every version stores; version 2 adds the novelty terms.
+_REQUIRED_FITTED = ("kernel_", "kernel_params_", "gamma_", "n_features_in_", "n_components_",
+                    "n_landmarks_", "landmark_rank_", "trace_error_", "n_samples_fit_",
+                    "fit_seconds_")
+_REQUIRED_FITTED_SINCE = {2: ("novelty_mean_norm2_",)}
 #: Fitted attribute names a model file may set: lower-case words ending in "_".
 _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 
@@ -224,7 +232,12 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     stored = set(group.array_keys())
     missing = [name for name in REQUIRED_ARRAYS if name not in stored]
     fitted = attrs.get("fitted", {})
-    missing += [f"attribute {name}" for name in _REQUIRED_FITTED if name not in fitted]
+    if not isinstance(fitted, dict):
+        raise ModelFormatError(f"The model at {shown} is damaged: the attribute 'fitted' must "
+                               f"be a mapping; got {fitted!r}.")
+    required = _REQUIRED_FITTED + sum((names for since, names in _REQUIRED_FITTED_SINCE.items()
+                                       if version >= since), ())
+    missing += [f"attribute {name}" for name in required if name not in fitted]
     if missing:
         raise ModelFormatError(f"The model at {shown} is damaged: {', '.join(missing)} "
                                "missing. Fit and save it again.")
@@ -236,14 +249,19 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     # Last, so that a value no fit could make is named by what is wrong with it.
     if model.statistics_ is not None:
         arrays.update(statistics_arrays(model.statistics_))
-    _check_recorded_digests(attrs, arrays, shown)
+    _check_recorded_digests(attrs, arrays, shown, version)
     return model
 
 
-def _check_recorded_digests(attrs: dict, arrays: dict, shown: str) -> None:
+def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int) -> None:
     """Compare the arrays and attributes with the digests taken when they were written."""
     if CHECKSUMS_ATTRIBUTE not in attrs:
-        return  # written before digests were kept
+        if version < CHECKSUMMED_VERSION:
+            return  # written before digests were kept
+        raise ModelFormatError(
+            f"The model at {shown} is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing "
+            f"(every file of format version {version} is written with it), so nothing in it can "
+            "be trusted. Copy the file again from its source, or fit and save it again.")
     check_digests(arrays, recorded_digests(attrs, shown), shown)
     written = {key: value for key, value in attrs.items()
                if key not in (CHECKSUMS_ATTRIBUTE, WRITE_STATE_ATTR)}
@@ -276,6 +294,8 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> Ba
         setattr(model, f"{name}_", value)
     if not hasattr(model, "landmark_indices_"):
         model.landmark_indices_ = None
+    if not hasattr(model, "landmark_path_"):
+        model.landmark_path_ = None
     if "landmarks" in attrs.get("unsaved_params", []) and model.landmark_indices_ is None:
         # Explicit landmark points were passed to the constructor: they are landmarks_.
         model.set_params(landmarks=model.landmarks_)

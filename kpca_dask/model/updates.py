@@ -116,7 +116,7 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
     Parameters
     ----------
     models : sequence of KernelPCA
-        Fitted models (or loaded ones, format version 2) with the same
+        Fitted models (or loaded ones, format version 2 or later) with the same
         landmarks, kernel, kernel parameters, features, ``dtype`` and
         ``rcond``; fit each shard with ``landmarks=first.landmarks_`` and
         ``gamma=first.gamma_`` to get them.
