@@ -27,6 +27,8 @@ from ..blocks.kernels import resolve_kernel_params
 from ..engine.nystrom import PassStatistics
 from ..errors import KPCAError, ModelFormatError
 from ..io.checksums import (
+    CHECKSUMS_ATTRIBUTE,
+    attributes_digest,
     check_digests,
     checksummed_codecs,
     digest,
@@ -34,7 +36,12 @@ from ..io.checksums import (
     recorded_digests,
 )
 from .file_checks import check_array, check_landmark_path, check_statistics, damaged, is_count
-from .statistics_files import read_statistics, statistics_arrays, write_statistics
+from .statistics_files import (
+    read_statistics,
+    statistics_arrays,
+    statistics_attributes,
+    write_statistics,
+)
 
 __all__ = ["write_landmark_arrays", "read_landmark_arrays", "write_state", "read_state",
            "check_checkpoint", "check_checkpoint_state"]
@@ -43,22 +50,25 @@ _LANDMARK_ARRAYS = ("landmarks", "landmark_indices", "reference")
 _STATE_NAME = re.compile(r"^state-\d{6,}$")
 
 
-def write_landmark_arrays(group: zarr.Group, arrays: dict[str, np.ndarray]) -> dict:
-    """Store the landmarks, their indices and the reference row; return their digests.
+def write_landmark_arrays(group: zarr.Group, arrays: dict[str, np.ndarray], meta: dict) -> dict:
+    """Store the landmarks, their indices and the reference row; return the digests to record.
 
-    The digests go into the checkpoint's attribute with the flag that makes
-    the landmarks count, so both are written at once.
+    The digests, of the arrays and of the checkpoint's attribute ``meta``
+    (all but its current state, which each saved total moves on), go into
+    that attribute with the flag that makes the landmarks count, so all are
+    written at once.
 
     Examples
     --------
     >>> group = zarr.open_group({}, mode="w")
     >>> sorted(write_landmark_arrays(group, {"landmarks": np.zeros((2, 3)),
-    ...                                      "reference": np.ones(2)})["arrays"])
+    ...                                      "reference": np.ones(2)}, {})["arrays"])
     ['landmarks', 'reference']
     """
     for name, value in arrays.items():
         group.create_array(name, data=value, compressors=checksummed_codecs(), overwrite=True)
-    return {"arrays": {name: digest(value) for name, value in arrays.items()}}
+    return {"arrays": {name: digest(value) for name, value in arrays.items()},
+            "attributes": attributes_digest(_fixed_part(meta))}
 
 
 def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str, np.ndarray]:
@@ -73,7 +83,15 @@ def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str,
                   if name in group or name != "landmark_indices"}
     check_checkpoint(meta, arrays, shown)
     check_digests(arrays, recorded_digests(meta, shown), shown)
+    recorded = meta.get(CHECKSUMS_ATTRIBUTE) or {}
+    if "attributes" in recorded and attributes_digest(_fixed_part(meta)) != recorded["attributes"]:
+        raise damaged(shown, "its attribute differs from the one written (its digest does not "
+                             "match): it was edited", "checkpoint")
     return arrays
+
+
+def _fixed_part(meta: dict) -> dict:
+    return {key: value for key, value in meta.items() if key not in ("state", CHECKSUMS_ATTRIBUTE)}
 
 
 def write_state(state: zarr.Group, total: PassStatistics, finished: np.ndarray) -> None:
@@ -94,6 +112,12 @@ def read_state(group: zarr.Group, name: str, shown: str) -> tuple[PassStatistics
     finished = read_checked(state, "finished", shown)
     check_digests({"finished": finished, **statistics_arrays(total)},
                   recorded_digests(attrs, shown), shown)
+    recorded = attrs.get(CHECKSUMS_ATTRIBUTE) or {}
+    if ("attributes" in recorded and recorded["attributes"]
+            != attributes_digest(statistics_attributes(total))):
+        raise damaged(shown, f"the attribute 'statistics' of its state {name!r} differs from "
+                             "the one written (its digest does not match): it was edited",
+                      "checkpoint")
     return total, finished
 
 def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:

@@ -287,15 +287,12 @@ class FitCheckpoint:
                   "reference": np.asarray(reference, np.float64)}
         if landmarks.indices is not None:
             arrays["landmark_indices"] = np.asarray(landmarks.indices, np.int64)
-        checksums = write_landmark_arrays(group, arrays)
+        meta = {**meta, "landmarks_written": True, "kernel_params": _recorded(params),
+                "landmark_path": _recorded(self.landmark_path)}
         # Written with the flag that makes the landmarks count, so a resumed fit
         # finds either all of what the first try chose from the data or none of it.
-        group.attrs[_ATTRIBUTE] = {
-            **meta, "landmarks_written": True,
-            "kernel_params": _recorded(params),
-            "landmark_path": _recorded(self.landmark_path),
-            CHECKSUMS_ATTRIBUTE: checksums,
-        }
+        group.attrs[_ATTRIBUTE] = {**meta, CHECKSUMS_ATTRIBUTE: write_landmark_arrays(
+            group, arrays, meta)}
         self.landmarks = landmarks
         self.reference = np.asarray(reference, np.float64)
         self.kernel_params = group.attrs[_ATTRIBUTE]["kernel_params"]

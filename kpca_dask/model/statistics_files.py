@@ -17,7 +17,7 @@ running total of an unfinished pass. Both store them the same way, through
 The arrays are float64 and uncompressed: m x m sums of rounding-level
 differences do not compress, and a lossless round trip keeps re-solves equal
 to the fit bit for bit. Each chunk carries a crc32c checksum, and
-:func:`write_statistics` records a digest of each array in
+:func:`write_statistics` records a digest of each array and of the scalars in
 ``attributes["checksums"]`` (:mod:`kpca_dask.io.checksums`).
 """
 
@@ -30,7 +30,13 @@ import zarr
 
 from ..engine.nystrom import PassStatistics
 from ..errors import ModelFormatError
-from ..io.checksums import CHECKSUMS_ATTRIBUTE, checksummed_codecs, digest, read_checked
+from ..io.checksums import (
+    CHECKSUMS_ATTRIBUTE,
+    attributes_digest,
+    checksummed_codecs,
+    digest,
+    read_checked,
+)
 
 __all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
            "statistics_attributes", "read_statistics", "write_statistics"]
@@ -77,9 +83,10 @@ def write_statistics(group, stats: PassStatistics,
     for name, value in arrays.items():
         group.create_array(name, data=value, compressors=checksummed_codecs(compressed=False),
                            overwrite=True)
-    group.attrs.update({STATISTICS_ATTRIBUTE: statistics_attributes(stats),
-                        CHECKSUMS_ATTRIBUTE: {"arrays": {name: digest(value)
-                                                         for name, value in arrays.items()}}})
+    scalars = statistics_attributes(stats)
+    group.attrs.update({STATISTICS_ATTRIBUTE: scalars, CHECKSUMS_ATTRIBUTE: {
+        "arrays": {name: digest(value) for name, value in arrays.items()},
+        "attributes": attributes_digest(scalars)}})
 
 
 def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group"

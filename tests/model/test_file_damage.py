@@ -212,6 +212,8 @@ def checkpoint_outcome(path: Path, clean: KernelPCA) -> BaseException | None:
         return exc
     np.testing.assert_allclose(resumed.eigenvalues_, clean.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(resumed.landmarks_, clean.landmarks_, rtol=0)
+    assert resumed.trace_error_ == pytest.approx(clean.trace_error_, rel=1e-10)
+    assert resumed.gamma_ == clean.gamma_
     return None
 
 
