@@ -34,6 +34,8 @@ __all__ = ["CHECKSUMS_ATTRIBUTE", "checksummed_codecs", "has_checksum", "read_ch
 
 #: The attribute of a group that holds its digests: ``{"arrays": {name: digest}, ...}``.
 CHECKSUMS_ATTRIBUTE = "checksums"
+#: What to do about a damaged model file; checkpoints pass their own advice as ``fix``.
+MODEL_FIX = "Copy the file again from its source, or fit and save it again."
 
 
 def checksummed_codecs(compressed: bool = True) -> tuple:
@@ -63,7 +65,7 @@ def has_checksum(array: zarr.Array) -> bool:
     return any(isinstance(codec, Crc32cCodec) for codec in array.compressors)
 
 
-def read_checked(group: zarr.Group, name: str, shown: str) -> np.ndarray:
+def read_checked(group: zarr.Group, name: str, shown: str, fix: str = MODEL_FIX) -> np.ndarray:
     """The array ``name`` of ``group`` as numpy, or a ModelFormatError if it is damaged.
 
     Damaged means: its metadata cannot be read, a stored chunk fails its
@@ -89,9 +91,8 @@ def read_checked(group: zarr.Group, name: str, shown: str) -> np.ndarray:
                       "corrupted after it was written")
         else:
             reason = f"it cannot be read ({type(exc).__name__}: {exc})"
-        raise ModelFormatError(
-            f"The array {name!r} in {shown} is damaged: {reason}. Copy the file again from "
-            "its source, or fit and save it again.") from None
+        raise ModelFormatError(f"The array {name!r} in {shown} is damaged: {reason}. {fix}"
+                               ) from None
 
 
 def digest(array) -> str:
@@ -122,7 +123,7 @@ def attributes_digest(attributes: Mapping) -> str:
     return xxhash.xxh3_128_hexdigest(text.encode())
 
 
-def recorded_digests(attributes: Mapping, shown: str) -> dict:
+def recorded_digests(attributes: Mapping, shown: str, fix: str = MODEL_FIX) -> dict:
     """The array digests recorded in a group's ``attributes``; empty for a file without them.
 
     Examples
@@ -139,12 +140,12 @@ def recorded_digests(attributes: Mapping, shown: str) -> dict:
     if not (isinstance(arrays, Mapping) and all(isinstance(v, str) for v in arrays.values())):
         raise ModelFormatError(
             f"The attribute {CHECKSUMS_ATTRIBUTE!r} of {shown} is not the mapping of digests "
-            "that was written: the file was edited. Copy the file again from its source, or "
-            "fit and save it again.")
+            f"that was written: the file was edited. {fix}")
     return dict(arrays)
 
 
-def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping, shown: str) -> None:
+def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping, shown: str,
+                  fix: str = MODEL_FIX) -> None:
     """Raise ModelFormatError unless every array of ``recorded`` is present and matches it.
 
     ``recorded`` maps array names to the digests taken when the file was written.
@@ -161,11 +162,9 @@ missing. Copy the file again from its source, or fit and save it again.
     """
     for name, expected in recorded.items():
         if name not in arrays:
-            raise ModelFormatError(
-                f"The array {name!r} of {shown} is missing, although the file was written "
-                "with it. Copy the file again from its source, or fit and save it again.")
+            raise ModelFormatError(f"The array {name!r} of {shown} is missing, although the "
+                                   f"file was written with it. {fix}")
         if digest(arrays[name]) != expected:
             raise ModelFormatError(
                 f"The array {name!r} in {shown} differs from the array that was written (its "
-                "digest does not match): the file was edited or a chunk of it is missing. Copy "
-                "the file again from its source, or fit and save it again.")
+                f"digest does not match): the file was edited or a chunk of it is missing. {fix}")

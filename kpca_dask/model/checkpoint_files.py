@@ -47,6 +47,7 @@ __all__ = ["write_landmark_arrays", "read_landmark_arrays", "write_state", "read
            "check_checkpoint", "check_checkpoint_state"]
 
 _LANDMARK_ARRAYS = ("landmarks", "landmark_indices", "reference")
+_FIX = "Delete the checkpoint and fit again: a fit with a new checkpoint path starts afresh."
 _STATE_NAME = re.compile(r"^state-\d{6,}$")
 
 
@@ -79,10 +80,10 @@ def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str,
     """
     arrays = {}
     if meta.get("landmarks_written"):
-        arrays = {name: read_checked(group, name, shown) for name in _LANDMARK_ARRAYS
+        arrays = {name: read_checked(group, name, shown, _FIX) for name in _LANDMARK_ARRAYS
                   if name in group or name != "landmark_indices"}
     check_checkpoint(meta, arrays, shown)
-    check_digests(arrays, recorded_digests(meta, shown), shown)
+    check_digests(arrays, recorded_digests(meta, shown, _FIX), shown, _FIX)
     recorded = meta.get(CHECKSUMS_ATTRIBUTE) or {}
     if "attributes" in recorded and attributes_digest(_fixed_part(meta)) != recorded["attributes"]:
         raise damaged(shown, "its attribute differs from the one written (its digest does not "
@@ -109,9 +110,9 @@ def read_state(group: zarr.Group, name: str, shown: str) -> tuple[PassStatistics
     state = group[name]
     attrs = state.attrs.asdict()
     total = read_statistics(state, attrs, shown)
-    finished = read_checked(state, "finished", shown)
+    finished = read_checked(state, "finished", shown, _FIX)
     check_digests({"finished": finished, **statistics_arrays(total)},
-                  recorded_digests(attrs, shown), shown)
+                  recorded_digests(attrs, shown, _FIX), shown, _FIX)
     recorded = attrs.get(CHECKSUMS_ATTRIBUTE) or {}
     if ("attributes" in recorded and recorded["attributes"]
             != attributes_digest(statistics_attributes(total))):
