@@ -33,14 +33,14 @@ carries a crc32c checksum, every array and the attributes a digest
 (:mod:`kpca_dask.io.checksums`), and the model as a whole must be one a fit
 could have made (:mod:`kpca_dask.model.file_checks`). A file that fails is
 refused with a :class:`~kpca_dask.errors.ModelFormatError` naming the array
-or attribute. Files written before checksums were kept load as before, still
-checked as a whole.
+or attribute. Attributes a user adds to the group later are not the model's
+and are left out of the digest.
 
 Version 2 files (before checksums) load as version 3 files do, without the
-checksums. Version 1 files (before the statistics, novelty weights and pre-image map
-were kept) still load: they transform as before, but cannot take more rows,
-be merged or be re-solved (``statistics_`` is None), and cannot
-inverse_transform or score.
+checksums, still checked as a whole. Version 1 files (before the statistics,
+novelty weights and pre-image map were kept) still load: they transform as
+before, but cannot take more rows, be merged or be re-solved (``statistics_``
+is None), and cannot inverse_transform or score.
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
     attrs[CHECKSUMS_ATTRIBUTE] = {
         "arrays": {name: digest(value) for name, value in arrays.items()},
         "attributes": attributes_digest(attrs),
+        # Only these: an attribute a user adds to the group later is theirs, not the model's.
+        "attribute_names": sorted(attrs),
     }
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
@@ -220,7 +222,7 @@ def load_model(path: PathOrURL, estimator_class: type, *,
             f"{shown} is a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
             "attribute). Save models with KernelPCA.save or `kpca-dask fit`.")
     version = attrs.get("format_version")
-    if version not in READABLE_VERSIONS:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise ModelFormatError(
             f"{shown} was written in model format version {version!r} (by kpca-dask "
             f"{attrs.get('kpca_dask_version', '?')}); this kpca-dask {__version__} reads format "
@@ -263,9 +265,12 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int)
             f"(every file of format version {version} is written with it), so nothing in it can "
             "be trusted. Copy the file again from its source, or fit and save it again.")
     check_digests(arrays, recorded_digests(attrs, shown), shown)
-    written = {key: value for key, value in attrs.items()
-               if key not in (CHECKSUMS_ATTRIBUTE, WRITE_STATE_ATTR)}
-    if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
+    recorded = attrs[CHECKSUMS_ATTRIBUTE]
+    names = recorded.get("attribute_names")
+    if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        names = [key for key in attrs if key not in (CHECKSUMS_ATTRIBUTE, WRITE_STATE_ATTR)]
+    written = {name: attrs[name] for name in names if name in attrs}
+    if attributes_digest(written) != recorded.get("attributes"):
         raise ModelFormatError(
             f"The attributes of the model at {shown} differ from those that were written (their "
             "digest does not match): the file was edited. Copy the file again from its source, "

@@ -183,3 +183,30 @@ def test_command_line_reports_a_damaged_model_in_one_line(model, tmp_path):
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "The array 'landmarks'" in lines[0], done.stderr
+
+
+def test_an_attribute_added_by_a_user_is_not_damage(model, tmp_path):
+    """A note a user adds to the model's group is left out of the digest: the model loads."""
+    path = tmp_path / "model.zarr"
+    model.save(path)
+    zarr.open_group(str(path), mode="r+").attrs["note"] = "production model, 2026-11"
+    X = _data(20, seed=1)
+    np.testing.assert_array_equal(kpca_dask.load(path).transform(X), model.transform(X))
+
+
+def test_checkpoint_written_before_checksums_resumes(tmp_path):
+    """A checkpoint without crc32c codecs or digests (an earlier version's) resumes as before."""
+    path = tmp_path / "fit.ckpt"
+    X = da.from_array(_data(160), chunks=(10, 3))
+    params = dict(n_components=2, n_landmarks=20, landmarks="uniform", random_state=0)
+    first = KernelPCA(**params).fit(X, checkpoint=str(path))
+    group = zarr.open_group(str(path), mode="r+")
+    meta = group.attrs["kpca_dask_checkpoint"]
+    for node in (group, group[meta["state"]]):
+        for name, array in list(node.arrays()):
+            node.create_array(name, data=array[...], overwrite=True)
+        node.attrs.put({k: v for k, v in node.attrs.asdict().items() if k != "checksums"})
+    group.attrs["kpca_dask_checkpoint"] = {k: v for k, v in meta.items() if k != "checksums"}
+    assert not any(has_checksum(array) for array in _arrays(group))
+    again = KernelPCA(**params).fit(X, checkpoint=str(path))
+    np.testing.assert_array_equal(again.eigenvalues_, first.eigenvalues_)
