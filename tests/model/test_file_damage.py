@@ -10,7 +10,8 @@ are valid) and chunk files changed on disk; attributes through Zarr.
 
 A damaged model must raise a :class:`~kpca_dask.errors.KPCAError` when it is
 loaded or first used (transform, inverse_transform, score_samples,
-partial_fit): never a numpy or scipy traceback, never a non-finite output. A
+set_n_components, partial_fit, save and load again): never a numpy or scipy
+traceback, never a non-finite output. A
 damaged checkpoint must be refused by the fit that resumes it, or that fit
 must equal the undamaged one (some edits only make it start afresh).
 """
@@ -192,7 +193,10 @@ def model_outcome(path: Path) -> list[tuple[str, BaseException | None]]:
     uses = (("transform", lambda: model.transform(X)),
             ("inverse_transform", lambda: model.inverse_transform(np.full((4, Q), 0.1))),
             ("score_samples", lambda: model.score_samples(X)),
-            ("partial_fit", lambda: model.partial_fit(X).transform(X)))
+            ("set_n_components", lambda: model.set_n_components(2).transform(X)),
+            ("partial_fit", lambda: model.partial_fit(X).transform(X)),
+            ("save", lambda: kpca_dask.load(model.save(path.with_name("again.zarr"))
+                                             ).transform(X)))
     for step, use in uses:
         try:
             result = use()
