@@ -48,6 +48,8 @@ __all__ = ["write_landmark_arrays", "read_landmark_arrays", "write_state", "read
 
 _LANDMARK_ARRAYS = ("landmarks", "landmark_indices", "reference")
 _FIX = "Delete the checkpoint and fit again: a fit with a new checkpoint path starts afresh."
+#: The first checkpoint format version that always records digests.
+CHECKSUMMED_VERSION = 4
 _STATE_NAME = re.compile(r"^state-\d{6,}$")
 
 
@@ -82,6 +84,7 @@ def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str,
     if meta.get("landmarks_written"):
         arrays = {name: read_checked(group, name, shown, _FIX) for name in _LANDMARK_ARRAYS
                   if name in group or name != "landmark_indices"}
+        _require_digests(meta, meta, shown)
     check_checkpoint(meta, arrays, shown)
     check_digests(arrays, recorded_digests(meta, shown, _FIX), shown, _FIX)
     recorded = meta.get(CHECKSUMS_ATTRIBUTE) or {}
@@ -89,6 +92,14 @@ def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str,
         raise damaged(shown, "its attribute differs from the one written (its digest does not "
                              "match): it was edited", "checkpoint")
     return arrays
+
+
+def _require_digests(meta: dict, attributes: dict, shown: str) -> None:
+    """Refuse a checkpoint of a version that always records digests, without them."""
+    if meta["format_version"] >= CHECKSUMMED_VERSION and CHECKSUMS_ATTRIBUTE not in attributes:
+        raise damaged(shown, f"the attribute {CHECKSUMS_ATTRIBUTE!r} is missing (every "
+                             f"checkpoint of format version {meta['format_version']} records it)",
+                      "checkpoint")
 
 
 def _fixed_part(meta: dict) -> dict:
@@ -100,15 +111,18 @@ def write_state(state: zarr.Group, total: PassStatistics, finished: np.ndarray) 
     write_statistics(state, total, also={"finished": finished})
 
 
-def read_state(group: zarr.Group, name: str, shown: str) -> tuple[PassStatistics, np.ndarray]:
-    """The running total and the finished flags of the state ``name``, their digests checked.
+def read_state(group: zarr.Group, meta: dict, shown: str) -> tuple[PassStatistics, np.ndarray]:
+    """The running total and the finished flags of the current state, their digests checked.
 
+    ``meta`` is the checkpoint's attribute, which names the current state.
     :func:`check_checkpoint_state` checks them against the data.
     """
+    name = meta["state"]
     if not (_STATE_NAME.match(str(name)) and name in group.group_keys()):
         raise damaged(shown, f"its current state {name!r} is missing", "checkpoint")
     state = group[name]
     attrs = state.attrs.asdict()
+    _require_digests(meta, attrs, shown)
     total = read_statistics(state, attrs, shown)
     finished = read_checked(state, "finished", shown, _FIX)
     check_digests({"finished": finished, **statistics_arrays(total)},

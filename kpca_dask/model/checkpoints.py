@@ -78,7 +78,9 @@ from .checkpoint_files import (
 __all__ = ["FitCheckpoint", "fit_identity"]
 
 FORMAT = "kpca-dask-checkpoint"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+#: Version 3 wrote no checksums; version 4 always does (kpca_dask.model.checkpoint_files).
+READABLE_VERSIONS = (3, 4)
 _ATTRIBUTE = "kpca_dask_checkpoint"
 
 #: At most this many segments: the total is rewritten once per segment, so
@@ -195,11 +197,12 @@ class FitCheckpoint:
         meta = group.attrs.get(_ATTRIBUTE)
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise not_a_checkpoint
-        if meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise ModelFormatError(
-                f"The checkpoint {shown!r} has format version {meta.get('format_version')!r}; "
-                f"this kpca-dask reads version {FORMAT_VERSION}. Finish the fit with the "
-                "version that wrote it, or delete the checkpoint and start again.")
+                f"The checkpoint {shown!r} has format version {version!r}; this kpca-dask "
+                f"reads versions {', '.join(map(str, READABLE_VERSIONS))}. Finish the fit with "
+                "the version that wrote it, or delete the checkpoint and start again.")
         if not isinstance(meta.get("identity"), dict):
             raise ModelFormatError(f"The checkpoint at {shown!r} is damaged: it records no "
                                    "identity of its fit. Delete it and fit again.")
@@ -305,7 +308,7 @@ class FitCheckpoint:
         self._generation = int(current.split("-")[1]) if current else 0
         if current is None:
             return None, np.zeros(n_segments, dtype=bool)
-        return read_state(self._group, current, repr(self.path))
+        return read_state(self._group, meta, repr(self.path))
 
     def _save_state(self, total: PassStatistics, finished: np.ndarray) -> None:
         group = self._group
