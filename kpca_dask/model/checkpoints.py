@@ -12,7 +12,8 @@ Layout of the Zarr v3 group (no pickle; JSON attributes and plain arrays)::
     zarr.json            attributes["kpca_dask_checkpoint"]: format version,
                          identity of the fit, segment layout, current state,
                          the resolved kernel parameters and the landmark
-                         growth path of ``n_landmarks="auto"``
+                         growth path of ``n_landmarks="auto"``, and the
+                         digests of the arrays and of the rest of the attribute
     landmarks            (m, p) float64, the landmark points
     landmark_indices     (m,) int64, their rows in X (absent for explicit points)
     reference            (m,) float64, the shift r of the accumulated kernel rows
@@ -20,6 +21,9 @@ Layout of the Zarr v3 group (no pickle; JSON attributes and plain arrays)::
         statistics_*     n, s, G, t and r of the finished segments, stored as a
                          model file stores them (kpca_dask.model.statistics_files)
         finished         (n_segments,) bool
+
+Every array carries a crc32c checksum, and a resumed fit checks what it
+reads as a model file is checked (kpca_dask.model.checkpoint_files).
 
 Storage is O(m^2) whatever the number of blocks: one running total, not one
 m x m matrix per block (2 500 blocks of m = 1000 would be 20 GB). A new state
