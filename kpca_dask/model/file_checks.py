@@ -280,5 +280,5 @@ def damaged(shown: str, what: str, source: str = "model") -> ModelFormatError:
     """
     fix = ("Fit and save it again." if source == "model" else
            "Delete it and fit again: a fit with a new checkpoint path starts afresh.")
-    return ModelFormatError(f"The {source} at {shown} is damaged: {what}. {fix}")
+    return ModelFormatError(f"The {source} at {shown} is damaged: {what.rstrip('.')}. {fix}")
 
