@@ -226,10 +226,12 @@ def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     The rows are split into ``n // L`` slots of ``L = run_rows(n)`` contiguous
     rows (the last slot takes the remainder). A sample of ``size`` rows takes
     ``r = max(ceil(size / L), min(size, 10))`` slots in a seeded random order and
-    a run of ``ceil(size / r)`` rows at a seeded offset in each (the last run
-    cut to make exactly ``size``). The order of the slots depends on ``n`` and the generator only,
-    so a smaller sample from the same generator state lies in the slots of a
-    larger one (the automatic m reads its growing samples from the same runs).
+    a run of ``ceil(size / r)`` rows from a seeded offset in each, wrapping
+    around the end of the slot (the last run cut to make exactly ``size``):
+    every row is about equally likely to be drawn. The order of the slots
+    depends on ``n`` and the generator only, so a smaller sample from the same
+    generator state lies in the slots of a larger one (the automatic m reads
+    its growing samples from the same slots).
     Called on a copy of a generator, it plans a draw without making it.
 
     Examples
@@ -239,8 +241,8 @@ def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     >>> planned = sample_indices(100, 5, copy.deepcopy(rng))
     >>> bool((planned == sample_indices(100, 5, rng)).all())
     True
-    >>> runs = sample_indices(10**7, 20_000, as_generator(0))  # 10 runs of 2000 rows
-    >>> int(np.count_nonzero(np.diff(runs) > 1)) + 1
+    >>> rows = sample_indices(10**7, 20_000, as_generator(0))  # 10 slots of 2000 rows
+    >>> np.unique(rows // run_rows(10**7)).size
     10
     """
     if size >= n:
@@ -253,10 +255,14 @@ def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     if n_runs > n_slots:  # nearly every row: runs would not fit in the slots
         return np.sort(rng.choice(n, size=size, replace=False))
     per_run = -(-size // n_runs)
-    starts = _slot_order(n_slots, n_runs, rng) * slot_rows
-    starts += rng.integers(slot_rows - per_run + 1, size=n_runs)
-    indices = (starts[:, None] + np.arange(per_run)).ravel()[:size]
-    return np.sort(indices)
+    slots = _slot_order(n_slots, n_runs, rng)
+    # The last slot holds the remainder too.
+    lengths = np.where(slots == n_slots - 1, n - (n_slots - 1) * slot_rows, slot_rows)
+    # A run wraps around the end of its slot, so every row of a slot is equally
+    # likely to be drawn: estimates on the sample (the trace error, Var X) stay unbiased.
+    offsets = rng.integers(lengths)[:, None] + np.arange(per_run)
+    indices = (slots * slot_rows)[:, None] + offsets % lengths[:, None]
+    return np.sort(indices.ravel()[:size])
 
 
 def _slot_order(n_slots: int, count: int, rng: np.random.Generator) -> np.ndarray:

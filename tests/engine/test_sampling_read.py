@@ -71,12 +71,24 @@ def test_stored_chunking_does_not_change_the_sampled_rows(store_path, tmp_path):
 
 
 def test_a_sample_is_runs_of_rows():
-    """20 000 rows of 10^7 are 10 runs of 2000 contiguous rows; 1000 rows are 10 runs of 100."""
+    """20 000 rows of 10^7 fill 10 slots of 2000 rows; 1000 rows are 100 rows in each of 10."""
     for size, runs in [(20_000, 10), (1_000, 10)]:
         indices = sample_indices(10**7, size, as_generator(0))
-        starts = np.r_[0, np.flatnonzero(np.diff(indices) > 1) + 1]
-        assert indices.size == size and starts.size == runs
-        assert set(np.diff(np.r_[starts, size])) == {size // runs}
+        slots, per_slot = np.unique(indices // run_rows(10**7), return_counts=True)
+        assert indices.size == size and np.unique(indices).size == size
+        assert slots.size == runs and set(per_slot) == {size // runs}
+
+
+def test_every_row_is_about_equally_likely():
+    """Runs wrap around the end of their slot, so no row of a slot is favoured: over
+    2000 seeds, the first, middle and last row of the slots are drawn equally often."""
+    n = 10**5  # slots of 100 rows; 300 rows are 10 runs of 30
+    counts = np.zeros(n)
+    for seed in range(2000):
+        np.add.at(counts, sample_indices(n, 300, as_generator(seed)), 1)
+    by_offset = counts.reshape(-1, run_rows(n)).sum(axis=0)
+    expected = 2000 * 300 / run_rows(n)
+    assert np.abs(by_offset / expected - 1).max() < 0.05, by_offset
 
 
 def test_growing_samples_share_their_slots():
