@@ -192,7 +192,7 @@ def _nonfinite_rows(rows) -> np.ndarray:
 
 def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
                 purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
-    """``size`` rows drawn uniformly without replacement (all rows when size >= n).
+    """``size`` distinct rows in seeded runs (all rows when size >= n); see :func:`sample_indices`.
 
     Returns the rows as numpy and their global indices, ascending. Rows with
     NaN or inf raise :class:`~kpca_dask.errors.NonFiniteInputError` (see
