@@ -164,7 +164,14 @@ def main(argv=None) -> None:
     parser.add_argument("--gamma", type=float, default=None,
                         help="fix gamma (default: the median heuristic on a sample), e.g. to "
                              "compare two versions of kpca_dask against one exact reference")
+    parser.add_argument("--run-rows", type=int, default=None,
+                        help="force the slots of the row samples to this many rows (default "
+                             "n // 1000): long runs, as a fit of millions of rows draws them")
     args = parser.parse_args(argv)
+    if args.run_rows is not None:
+        from kpca_dask.engine import sampling
+
+        sampling.MAX_RUN_ROWS, sampling.RUNS_PER_DATA = args.run_rows, 1
 
     dask.config.set(scheduler="threads")
     X = mnist_subset(args.n)
