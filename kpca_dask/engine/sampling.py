@@ -108,7 +108,7 @@ def _read_rows(X: da.Array, ascending: np.ndarray):
 
 
 #: Most runs read as slices; more scattered rows are read by one fancy index.
-_SLICED_RUNS = 512
+_SLICED_RUNS = 128
 
 
 def _rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
