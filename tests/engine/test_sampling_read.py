@@ -91,10 +91,10 @@ def test_every_row_is_about_equally_likely():
     assert np.abs(by_offset / expected - 1).max() < 0.05, by_offset
 
 
-def test_growing_samples_share_their_slots():
+@pytest.mark.parametrize("n", [10**7, 10**9])  # slots permuted; slots drawn in batches
+def test_growing_samples_share_their_slots(n):
     """The automatic m samples 20 m rows for each m tried; each sample's runs lie in the
     slots of the largest, so the growth reads no more slots than its last sample."""
-    n = 10**7
     samples = planned_samples(n, "kmeans", rng=as_generator(1), validation_rng=as_generator(2),
                               max_landmarks=1024)
     landmark_samples = samples[1:]
