@@ -161,11 +161,22 @@ def main(argv=None) -> None:
     parser.add_argument("--m", type=int, nargs="+", default=[100, 300, 1000, 3000])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--gamma", type=float, default=None,
+                        help="fix gamma (default: the median heuristic on a sample), e.g. to "
+                             "compare two versions of kpca_dask against one exact reference")
+    parser.add_argument("--run-rows", type=int, default=None,
+                        help="force the slots of the row samples to this many rows (default "
+                             "n // 1000): long runs, as a fit of millions of rows draws them")
     args = parser.parse_args(argv)
+    if args.run_rows is not None:
+        from kpca_dask.engine import sampling
+
+        sampling.MAX_RUN_ROWS, sampling.RUNS_PER_DATA = args.run_rows, 1
 
     dask.config.set(scheduler="threads")
     X = mnist_subset(args.n)
-    gamma = resolve_gamma("median", da.from_array(X), "rbf", rng=np.random.default_rng(0))
+    gamma = (args.gamma if args.gamma is not None else
+             resolve_gamma("median", da.from_array(X), "rbf", rng=np.random.default_rng(0)))
     reference = exact_reference(X, gamma)
     print(f"MNIST n={args.n}, p={X.shape[1]}, rbf gamma={gamma:.6g} (median heuristic); "
           f"exact top-{N_TOP} by Lanczos in {float(reference['seconds']):.0f} s, max relative "

@@ -4,10 +4,14 @@ Used by the landmark strategies, the bandwidth rules and the automatic choice
 of m. Indices are drawn from global row numbers with a ``numpy.random.Generator``,
 never per chunk, so a seed gives the same rows whatever the chunking or the cluster.
 
-A few hundred rows drawn uniformly from a chunked store touch nearly every
-chunk, so each sample costs about a read of the data. :func:`rows_read_together`
-reads the rows of several planned samples (gamma's, the landmarks', the
-automatic m's) in one go; :func:`take_rows` then serves them from memory.
+A sample is drawn as contiguous runs of rows at seeded positions
+(:func:`sample_indices`): a few thousand rows scattered uniformly over a
+chunked store would touch nearly every chunk, so each sample would cost about
+a read of the data; ten runs touch about ten chunks. The rule depends on n and
+the sample size only, never on the chunks (docs/design.md §2, reproducibility).
+:func:`rows_read_together` reads the rows of several planned samples (gamma's,
+the landmarks', the automatic m's) in one go; :func:`take_rows` then serves
+them from memory.
 """
 
 from __future__ import annotations
@@ -22,11 +26,23 @@ from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows", "sample_indices", "rows_read_together"]
+           "sample_rows", "sample_indices", "rows_read_together", "run_rows"]
 
 #: Most bytes of rows :func:`rows_read_together` holds in memory; planned
 #: samples above it are read one by one, as they are asked for.
 READ_TOGETHER_BYTES = 2**28
+
+#: Longest run of contiguous rows in a sample. Ten runs hold the k-means sample
+#: of the default 1000 landmarks (20 000 rows), so a fit touches ~10 stored chunks.
+MAX_RUN_ROWS = 2000
+#: A run holds at most n / RUNS_PER_DATA rows: below 10^6 rows runs get shorter,
+#: and below 2000 rows every run is one row (plain uniform sampling).
+RUNS_PER_DATA = 1000
+#: Fewest runs a sample of at least this many rows is drawn from, however small it is.
+MIN_RUNS = 10
+#: Above this many slots, slots are drawn one batch at a time instead of permuted.
+_PERMUTED_SLOTS = 2**16
+_SLOT_BATCH = 256
 
 #: (name of X, sorted global indices, their rows) while rows_read_together holds them.
 _HELD_ROWS: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
@@ -88,7 +104,26 @@ def _read_rows(X: da.Array, ascending: np.ndarray):
         where = np.searchsorted(union, ascending)
         if where[-1] < union.size and np.array_equal(union[where], ascending):
             return rows[where]
-    return as_block(X[ascending].compute())
+    return as_block(_rows_by_runs(X, ascending).compute())
+
+
+#: Most runs read as slices; more scattered rows are read by one fancy index.
+_SLICED_RUNS = 128
+
+
+def _rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
+    """``X[ascending]``, each run of consecutive indices taken as a slice.
+
+    A slice of a stored array reads only the stored chunks it overlaps, even
+    where one dask chunk spans several of them; a fancy index may read whole
+    dask chunks.
+    """
+    breaks = np.flatnonzero(np.diff(ascending) != 1) + 1
+    if ascending.size == 0 or breaks.size >= _SLICED_RUNS:
+        return X[ascending]
+    starts = ascending[np.r_[0, breaks]]
+    stops = ascending[np.r_[breaks - 1, ascending.size - 1]] + 1
+    return da.concatenate([X[int(a):int(b)] for a, b in zip(starts, stops)], axis=0)
 
 
 @contextlib.contextmanager
@@ -118,7 +153,7 @@ def rows_read_together(X: da.Array, samples: list[np.ndarray], max_bytes: int | 
     if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
         yield
         return
-    token = _HELD_ROWS.set((X.name, union, as_block(X[union].compute())))
+    token = _HELD_ROWS.set((X.name, union, as_block(_rows_by_runs(X, union).compute())))
     try:
         yield
     finally:
@@ -157,7 +192,7 @@ def _nonfinite_rows(rows) -> np.ndarray:
 
 def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
                 purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
-    """``size`` rows drawn uniformly without replacement (all rows when size >= n).
+    """``size`` distinct rows in seeded runs (all rows when size >= n); see :func:`sample_indices`.
 
     Returns the rows as numpy and their global indices, ascending. Rows with
     NaN or inf raise :class:`~kpca_dask.errors.NonFiniteInputError` (see
@@ -174,9 +209,29 @@ def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
     return take_rows(X, indices, purpose=purpose), indices
 
 
+def run_rows(n: int) -> int:
+    """Rows per slot of the sampling grid of n rows: n // 1000, at least 1, at most 2000.
+
+    Examples
+    --------
+    >>> run_rows(70_000), run_rows(10**7), run_rows(500)
+    (70, 2000, 1)
+    """
+    return max(1, min(MAX_RUN_ROWS, n // RUNS_PER_DATA))
+
+
 def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """The ascending global indices :func:`sample_rows` draws: ``size`` of ``n`` (all if more).
 
+    The rows are split into ``n // L`` slots of ``L = run_rows(n)`` contiguous
+    rows (the last slot takes the remainder). A sample of ``size`` rows takes
+    ``r = max(ceil(size / L), min(size, 10))`` slots in a seeded random order and
+    a run of ``ceil(size / r)`` rows from a seeded offset in each, wrapping
+    around the end of the slot (the last run cut to make exactly ``size``):
+    every row is about equally likely to be drawn. The order of the slots
+    depends on ``n`` and the generator only, so a smaller sample from the same
+    generator state lies in the slots of a larger one (the automatic m reads
+    its growing samples from the same slots).
     Called on a copy of a generator, it plans a draw without making it.
 
     Examples
@@ -186,8 +241,41 @@ def sample_indices(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     >>> planned = sample_indices(100, 5, copy.deepcopy(rng))
     >>> bool((planned == sample_indices(100, 5, rng)).all())
     True
+    >>> rows = sample_indices(10**7, 20_000, as_generator(0))  # 10 slots of 2000 rows
+    >>> np.unique(rows // run_rows(10**7)).size
+    10
     """
     if size >= n:
         return np.arange(n)
-    # Generator.choice draws m of n in O(m) memory, never an n-sized permutation.
-    return np.sort(rng.choice(n, size=size, replace=False))
+    if size <= 0:
+        return np.empty(0, np.int64)
+    slot_rows = run_rows(n)
+    n_slots = n // slot_rows
+    n_runs = max(-(-size // slot_rows), min(size, MIN_RUNS))
+    if n_runs > n_slots:  # nearly every row: runs would not fit in the slots
+        return np.sort(rng.choice(n, size=size, replace=False))
+    per_run = -(-size // n_runs)
+    slots = _slot_order(n_slots, n_runs, rng)
+    # The last slot holds the remainder too.
+    lengths = np.where(slots == n_slots - 1, n - (n_slots - 1) * slot_rows, slot_rows)
+    # A run wraps around the end of its slot, so every row of a slot is equally
+    # likely to be drawn: estimates on the sample (the trace error, Var X) stay unbiased.
+    offsets = rng.integers(lengths)[:, None] + np.arange(per_run)
+    indices = (slots * slot_rows)[:, None] + offsets % lengths[:, None]
+    return np.sort(indices.ravel()[:size])
+
+
+def _slot_order(n_slots: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """The first ``count`` of a seeded random order of ``n_slots`` slots.
+
+    The order does not depend on ``count``: a longer prefix extends a shorter
+    one. Few slots are permuted; many are drawn in fixed batches, keeping the
+    first occurrence of each, so nothing n-sized is made.
+    """
+    if n_slots <= _PERMUTED_SLOTS:
+        return rng.permutation(n_slots)[:count]
+    order: dict[int, None] = {}
+    while len(order) < count:
+        for slot in rng.integers(n_slots, size=_SLOT_BATCH).tolist():
+            order.setdefault(slot, None)
+    return np.fromiter(order, dtype=np.int64)[:count]

@@ -7,11 +7,14 @@ The relative trace error of the Nyström approximation (DESIGN §2)::
 
 is an average over the rows of the residual ``k(x, x) - |f(x)|^2``. Measuring it
 exactly costs a pass over the data, so while m grows it is *estimated* on a
-held-out sample of rows: ``VALIDATION_ROWS`` rows drawn uniformly from all of
-X with a generator independent of the one that picks the landmarks. Because
-the sample does not depend on the landmarks, the estimate is unbiased for
-the full-data trace error of each landmark set; its relative standard error
-is roughly (spread of the residuals) / sqrt(VALIDATION_ROWS), a few percent.
+held-out sample of rows: ``VALIDATION_ROWS`` rows of X, each about equally
+likely (in seeded runs, :func:`kpca_dask.engine.sampling.sample_indices`),
+drawn with a generator independent of the one that picks the landmarks.
+Because the sample does not depend on the landmarks, the estimate is
+unbiased for the full-data trace error of each landmark set; its relative
+standard error is roughly (spread of the residuals) / sqrt(VALIDATION_ROWS),
+a few percent when rows within a run are no more alike than rows far apart,
+more when they are (rows stored sorted).
 
 The growth: m = START_LANDMARKS, 2 m, 4 m, ... up to the cap; at each m the
 strategy chooses m landmarks afresh from the same generator state (so the
@@ -19,7 +22,9 @@ model at the final m is the one ``n_landmarks=m`` gives with the same seed)
 and the estimate is taken on the sample, held in memory. The fit reads the
 held-out rows and every sample the strategy may draw up to the cap in one go
 (:func:`planned_samples`, :func:`kpca_dask.engine.sampling.rows_read_together`),
-so growing m costs one read of the sampled chunks, not one per m. The
+so growing m costs one read of the sampled chunks, not one per m; the
+samples of successive m lie in the same slots of rows, so the union is
+barely larger than the last one. The
 growth stops at the first m whose estimate is below ``tol``. The fit then
 makes its single full pass with the final landmarks, which gives the exact
 ``trace_error_``; it can differ from the last estimate by the sampling error.

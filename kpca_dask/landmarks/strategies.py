@@ -4,11 +4,13 @@ A strategy takes the (lazy) data, the number of landmarks wanted and a seeded
 ``numpy.random.Generator`` and returns the landmark points, their global row
 indices when they are rows of the data, and how many passes over the data it
 made. Indices are drawn from global row numbers, never per chunk, so a seed
-gives the same landmarks whatever the chunking or the cluster.
+gives the same landmarks whatever the chunking or the cluster; samples are
+seeded runs of contiguous rows (:func:`kpca_dask.engine.sampling.sample_indices`),
+every row about equally likely, so a sample reads a few stored chunks.
 
 Registered strategies:
 
-- ``"uniform"``: m rows drawn uniformly without replacement;
+- ``"uniform"``: m rows, each about equally likely, without replacement;
 - ``"kmeans"``: k-means++ seeds refined by a few Lloyd iterations on a
   uniform sample of rows held in memory; the landmarks are the centroids
   (Zhang, Tsang & Kwok 2008);
@@ -68,7 +70,7 @@ class LandmarkStrategy(Protocol):
 
 def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
             params=None) -> Landmarks:
-    """Rows drawn uniformly without replacement (all rows when m >= n).
+    """m rows, each about equally likely, without replacement (all rows when m >= n).
 
     Examples
     --------
