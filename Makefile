@@ -1,18 +1,29 @@
-# Two entry points: `make demo` and `make test`. Each creates .venv on first use.
+# Two entry points: `make demo` (the package and matplotlib, nothing else) and `make test`
+# (every extra: tests, docs, notebooks, deploy checks). Both create .venv on first use and
+# install the versions pinned in constraints.txt.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --quiet --constraint constraints.txt
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test test-deploy lint docs bench clean
+.PHONY: demo test test-deploy lint docs bench constraints clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo writes a PNG, hence the plot extra.
+$(DEMO_STAMP): pyproject.toml constraints.txt | $(PY)
+	$(PIP) -e ".[plot]"
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml constraints.txt | $(PY)
+	$(PIP) -e ".[dev]"
+	touch $(STAMP) $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(PY) -m kpca_dask.demo
 
 test: $(STAMP)
@@ -41,6 +52,12 @@ bench: $(STAMP)
 	$(PY) bench/bench_update.py
 	$(PY) bench/bench_denoising.py --n-landmarks 3000 --gamma-factors 2 --components 32 64 --alphas 0.003
 	$(PY) bench/bench_novelty.py
+
+# Re-pin constraints.txt to what .venv holds now (after `make test` passed with it).
+constraints: $(STAMP)
+	{ sed -n '/^#/p' constraints.txt; \
+	  $(PY) -m pip freeze --exclude-editable | grep -v -E '^#|^-e|^kpca-dask=='; \
+	} > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache docs/_build docs/generated

@@ -10,6 +10,7 @@ line with
 - fit_peak_rss_mb: the largest resident memory sampled (every 5 ms) while the
   fit and the transform ran, beside rss_at_fit_mb, the resident memory just
   before: what the fit itself holds, whatever the set-up peaked at;
+- block_rows: the rows of the largest block the pass reads;
 - densified_block_mb: what one row block of the pass would take dense
   (block rows x p x 8 bytes), and dense_data_mb: all of X dense;
 - landmarks_mb: the dense m x p landmarks, which the pass does hold;
@@ -107,6 +108,7 @@ def main(argv=None) -> dict:
         "rss_before_fit_mb": round(before_mb, 1),
         "rss_at_fit_mb": round(at_fit_mb, 1),
         "fit_peak_rss_mb": round(fit_peak_mb, 1),
+        "block_rows": block_rows,
         "densified_block_mb": round(block_rows * args.p * 8 / 2**20, 1),
         "dense_data_mb": round(args.n * args.p * 8 / 2**20, 1),
         "sparse_data_mb": round((X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20, 1),

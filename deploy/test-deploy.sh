@@ -115,10 +115,10 @@ fi
 # -- 4. the wheelhouse ------------------------------------------------------------------
 step "wheelhouse $WHEELHOUSE"
 stamp=$WHEELHOUSE/.complete
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
     find "$WHEELHOUSE" -name '*.whl' -delete
     "$PYTHON" -m pip wheel --disable-pip-version-check --wheel-dir "$WHEELHOUSE" \
-        '.[cloud]' setuptools wheel >"$CACHE/wheelhouse.log" 2>&1 || {
+        --constraint constraints.txt '.[cloud]' setuptools wheel >"$CACHE/wheelhouse.log" 2>&1 || {
         tail -n 40 "$CACHE/wheelhouse.log" >&2
         exit 1
     }

@@ -14,14 +14,17 @@ address; the client picks them up through ``distributed.Security()``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
+import dask
 from distributed import Client
 from distributed.security import Security
 
 from .errors import InvalidParameterError
 
-__all__ = ["get_client", "scheduler_address", "describe_client"]
+__all__ = ["get_client", "scheduler_address", "describe_client", "environment_kept"]
 
 #: Environment variable naming the scheduler when no address is given
 #: (the variable Dask itself reads as the ``scheduler-address`` setting).
@@ -85,9 +88,46 @@ def get_client(
             _require_tls_configuration(address)
         # The client reads TLS settings from the Dask configuration itself.
         return Client(address)
-    return Client(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                  memory_limit="auto" if memory_limit is None else memory_limit,
-                  processes=processes)
+    with environment_kept():
+        return Client(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                      memory_limit="auto" if memory_limit is None else memory_limit,
+                      processes=processes)
+
+
+@contextlib.contextmanager
+def environment_kept() -> Iterator[None]:
+    """Undo, on leaving, what starting worker processes writes into ``os.environ``.
+
+    A ``distributed`` nanny sets ``distributed.nanny.pre-spawn-environ``
+    (``OMP_NUM_THREADS=1``, ``OPENBLAS_NUM_THREADS=1``, ``MKL_NUM_THREADS=1``,
+    ``MALLOC_TRIM_THRESHOLD_``) and ``PYTHONHASHSEED`` in the *calling*
+    process's environment before it spawns a worker, because a child inherits
+    the environment at spawn, before its numpy loads. Left there, they follow
+    every later subprocess of the caller (a command line run from a notebook
+    would get one BLAS thread). The workers started inside the block keep
+    their settings; the caller gets its own values back (or none). A worker
+    restarted later by its nanny sets them again until the cluster is left.
+
+    Examples
+    --------
+    >>> import os
+    >>> before = os.environ.get("OMP_NUM_THREADS")
+    >>> with environment_kept():
+    ...     os.environ["OMP_NUM_THREADS"] = "1"
+    >>> os.environ.get("OMP_NUM_THREADS") == before
+    True
+    """
+    names = {*dask.config.get("distributed.nanny.pre-spawn-environ", default={}),
+             "PYTHONHASHSEED"}
+    before = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _require_tls_configuration(address: str) -> None:

@@ -34,6 +34,21 @@ def process_cluster():
     """A distributed LocalCluster with 2 worker processes (one thread each)."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
+    from kpca_dask.dask_client import environment_kept
+
+    # Kept twice: once the workers are up, and again after the close, in case a
+    # nanny restarted a worker (and wrote its settings again) in between.
+    with environment_kept():
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    with environment_kept(), cluster:
         yield cluster
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept():
+    """A test that starts worker processes leaves this process's environment as it was."""
+    from kpca_dask.dask_client import environment_kept
+
+    with environment_kept():
+        yield

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics import pairwise
 
@@ -82,10 +83,32 @@ def test_callable_kernel_and_its_diagonal(blocks):
                                2.0 * np.sum(A * A, axis=1))
 
 
-def test_squared_distances_clipped_at_zero():
-    """Cancellation in |a|^2 + |b|^2 - 2ab never yields a negative distance."""
-    A = np.full((5, 3), 1e4) + np.arange(5)[:, None] * 1e-9
-    assert (squared_distances(A, A) >= 0).all()
+def _unclipped_expansion(A):
+    """|a|^2 + |a'|^2 - 2 a.a' for the rows of A, as squared_distances computes it
+    (centred when dense), before its clip at zero."""
+    if sparse.issparse(A):
+        norms = np.asarray(A.multiply(A).sum(axis=1)).ravel()
+        products = (A @ A.T).toarray()
+    else:
+        A = A - A.mean(axis=0, dtype=np.float64).astype(A.dtype)
+        norms = np.einsum("ij,ij->i", A, A)
+        products = A @ A.T
+    return -2.0 * products + norms[:, None] + norms[None, :]
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_squared_distances_clipped_at_zero(layout):
+    """Where the expansion |a|^2 + |b|^2 - 2ab cancels to a negative number (a row
+    against itself, float32), the distance returned is zero, never negative."""
+    rng = np.random.default_rng(0)
+    if layout == "dense":
+        A = rng.normal(size=(50, 30)).astype(np.float32)
+    else:
+        A = (sparse.random(40, 200, density=0.3, random_state=0, format="csr")
+             * 1e4).astype(np.float32)
+    assert (_unclipped_expansion(A) < 0).any(), "these inputs no longer test the clip"
+    d2 = squared_distances(A, A)
+    assert d2.min() == 0.0
 
 
 def test_cosine_zero_row_is_zero(blocks):

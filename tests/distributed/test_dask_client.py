@@ -12,7 +12,12 @@ from distributed import LocalCluster, default_client
 
 import kpca_dask
 from kpca_dask import KernelPCA, cli
-from kpca_dask.dask_client import SCHEDULER_ENV, describe_client, get_client
+from kpca_dask.dask_client import (
+    SCHEDULER_ENV,
+    describe_client,
+    environment_kept,
+    get_client,
+)
 from kpca_dask.errors import InvalidParameterError
 from kpca_dask.io import write_array, write_embedding
 
@@ -20,14 +25,36 @@ from kpca_dask.io import write_array, write_embedding
 @pytest.fixture(scope="module")
 def cluster():
     """A real scheduler with one worker process, on 127.0.0.1."""
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
-                      host="127.0.0.1", dashboard_address=":0", memory_limit="1GiB") as c:
+    with environment_kept():
+        c = LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                         host="127.0.0.1", dashboard_address=":0", memory_limit="1GiB")
+    with environment_kept(), c:
         yield c
 
 
 @pytest.fixture
 def no_scheduler_env(monkeypatch):
     monkeypatch.delenv(SCHEDULER_ENV, raising=False)
+
+
+@pytest.mark.slow
+def test_local_cluster_leaves_the_environment_unchanged(monkeypatch, no_scheduler_env):
+    """Starting a local cluster of worker processes gives the workers distributed's
+    thread and malloc settings, but leaves this process's environment as it was,
+    both while the cluster runs and after it is closed."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    for name in ("OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "MALLOC_TRIM_THRESHOLD_", "PYTHONHASHSEED")
+    before = {name: os.environ.get(name) for name in names}
+    with get_client(n_workers=1, threads_per_worker=1, memory_limit="1GiB",
+                    processes=True) as client:
+        on_worker = next(iter(client.run(
+            lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()))
+        assert on_worker == "65536"
+        assert {name: os.environ.get(name) for name in names} == before
+    assert {name: os.environ.get(name) for name in names} == before
 
 
 @pytest.mark.slow

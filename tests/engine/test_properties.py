@@ -13,7 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.errors import KPCAError, NonFiniteInputError
+from kpca_dask.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    KPCAError,
+    NonFiniteInputError,
+)
 
 PSD_KERNELS = ["rbf", "laplacian", "polynomial", "linear", "cosine", "matern"]
 PROPERTY_SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
@@ -96,7 +101,7 @@ BAD_PARAMETERS = [
     {"kernel": "matern", "kernel_params": {"nu": -1.0}},
     {"dtype": "float16"}, {"dtype": np.int32}, {"rcond": -1.0}, {"rcond": 1.0},
     {"rcond": "tiny"}, {"landmarks": "farthest"}, {"landmarks": np.ones((5, 7))},
-    {"landmarks": np.full((5, 3), np.nan)}, {"random_state": "seed"},
+    {"random_state": "seed"},
     {"random_state": -1}, {"random_state": 1.5}, {"kernel_params": "nu=1"},
     {"kernel": "polynomial", "degree": float("nan")},
     {"kernel": "polynomial", "degree": float("inf")}, {"n_components": float("nan")},
@@ -115,10 +120,10 @@ def nonfinite_data(draw):
     return X, draw(st.integers(1, n))
 
 
-def _fails_with_a_documented_error(action, checkpoint=None):
+def _fails_with_a_documented_error(action, checkpoint=None, expected=KPCAError):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(KPCAError) as caught:
+        with pytest.raises(expected) as caught:
             action()
     if checkpoint is not None:
         assert not checkpoint.exists(), "bad input left a checkpoint behind"
@@ -171,7 +176,7 @@ def test_bad_arrays_raise_invalid_input(tmp_path_factory, kind, lazy, seed):
     checkpoint = tmp_path_factory.mktemp("ckpt") / "fit.ckpt"
     _fails_with_a_documented_error(
         lambda: KernelPCA(n_components=1, n_landmarks=5).fit(X, checkpoint=checkpoint),
-        checkpoint)
+        checkpoint, expected=InvalidInputError)
 
 
 @pytest.mark.parametrize("bad", BAD_PARAMETERS, ids=repr)
@@ -185,7 +190,17 @@ def test_bad_parameters_raise_a_documented_error(tmp_path_factory, bad, lazy, n,
     checkpoint = tmp_path_factory.mktemp("ckpt") / "fit.ckpt"
     params = {"n_components": 2, "n_landmarks": 10, "random_state": 0, **bad}
     _fails_with_a_documented_error(
-        lambda: KernelPCA(**params).fit(data, checkpoint=checkpoint), checkpoint)
+        lambda: KernelPCA(**params).fit(data, checkpoint=checkpoint), checkpoint,
+        expected=InvalidParameterError)
+
+
+def test_nonfinite_landmarks_raise_nonfinite_input_error(tmp_path):
+    """Landmarks passed with NaN in them raise NonFiniteInputError at fit, no checkpoint."""
+    checkpoint = tmp_path / "fit.ckpt"
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    _fails_with_a_documented_error(
+        lambda: KernelPCA(n_components=2, landmarks=np.full((5, 3), np.nan)).fit(
+            X, checkpoint=checkpoint), checkpoint, expected=NonFiniteInputError)
 
 
 @PROPERTY_SETTINGS
@@ -195,4 +210,5 @@ def test_transform_with_other_features_raises_invalid_input(n_features, lazy):
     fitted = KernelPCA(n_components=1, n_landmarks=10, random_state=0).fit(
         np.random.default_rng(0).normal(size=(30, 3)))
     X = np.random.default_rng(1).normal(size=(7, n_features))
-    _fails_with_a_documented_error(lambda: fitted.transform(da.from_array(X) if lazy else X))
+    _fails_with_a_documented_error(lambda: fitted.transform(da.from_array(X) if lazy else X),
+                                   expected=InvalidInputError)
