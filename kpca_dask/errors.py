@@ -8,6 +8,8 @@ exception a Python or scikit-learn user would expect (``ValueError``,
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError
+
 __all__ = [
     "KPCAError",
     "InvalidInputError",
@@ -70,8 +72,18 @@ class ModelMismatchError(KPCAError, ValueError):
 
 
 class ZeroEigenvalueWarning(UserWarning):
-    """An int n_components kept components with eigenvalue 0 (zero embedding columns)."""
+    """Components with eigenvalue 0: zero embedding columns, or none at all.
+
+    An int n_components above the number of positive eigenvalues keeps zero
+    columns; with no positive eigenvalue at all, n_components=None or
+    remove_zero_eig=True give 0 components (an (n, 0) embedding).
+    """
 
 
-class NotInvertibleError(KPCAError, ValueError):
-    """The model lacks what going back needs (fitted without fit_inverse_transform=True)."""
+class NotInvertibleError(KPCAError, NotFittedError):
+    """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+
+    Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
+    and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
+    there and what code written for it catches.
+    """
