@@ -24,6 +24,7 @@ from .errors import (
     NoStatisticsError,
     NotInvertibleError,
     OutputExistsError,
+    SlowKernelWarning,
     TooFewComponentsError,
     ZeroEigenvalueWarning,
 )
@@ -59,5 +60,6 @@ __all__ = [
     "ModelMismatchError",
     "NotInvertibleError",
     "ZeroEigenvalueWarning",
+    "SlowKernelWarning",
     "__version__",
 ]

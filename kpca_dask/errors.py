@@ -23,6 +23,7 @@ __all__ = [
     "NoStatisticsError",
     "ModelMismatchError",
     "ZeroEigenvalueWarning",
+    "SlowKernelWarning",
     "NotInvertibleError",
 ]
 
@@ -78,6 +79,10 @@ class ZeroEigenvalueWarning(UserWarning):
     columns; with no positive eigenvalue at all, n_components=None or
     remove_zero_eig=True give 0 components (an (n, 0) embedding).
     """
+
+
+class SlowKernelWarning(UserWarning):
+    """A kernel callable takes two 1-D rows (scikit-learn's style): called once per pair."""
 
 
 class NotInvertibleError(KPCAError, NotFittedError):

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import capped_blas
 from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..blocks.row_pair_kernels import block_kernel
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
 from ..engine.nystrom import (
     NystromSolution,
@@ -87,6 +88,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 "sigmoid", "cosine", "matern"} or callable, default="rbf"
         A callable ``k(A, B, **kernel_params)`` must return the
         ``(len(A), len(B))`` kernel block and be picklable for distributed runs.
+        A callable written for scikit-learn, ``k(x, y) -> float`` on two 1-D
+        rows, also works: it is called pair by pair within each block, n x m
+        Python calls per pass, with a :class:`~kpca_dask.errors.SlowKernelWarning`.
     gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
         None means ``1 / n_features``. ``"median"`` is the median heuristic
@@ -285,7 +289,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self._check_hyperparameters()
         _check_random_state(self.random_state)
         X = _as_fit_input(X)
-        kernel = canonical_kernel_name(self.kernel)
+        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
         rng = as_generator(self.random_state)
         # Child streams, so the landmarks drawn from rng do not depend on whether
         # gamma or m are estimated from the data.
