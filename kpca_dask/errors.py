@@ -22,6 +22,7 @@ __all__ = [
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "OverlappingRowsError",
     "ZeroEigenvalueWarning",
     "SlowKernelWarning",
     "NotInvertibleError",
@@ -70,6 +71,10 @@ class NoStatisticsError(ModelFormatError):
 
 class ModelMismatchError(KPCAError, ValueError):
     """Models to be merged differ in their landmarks, kernel or parameters."""
+
+
+class OverlappingRowsError(KPCAError, ValueError):
+    """Rows a model has counted already were given again, to an update or in a merge."""
 
 
 class ZeroEigenvalueWarning(UserWarning):

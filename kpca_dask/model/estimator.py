@@ -56,6 +56,7 @@ from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
 from .checkpoints import FitCheckpoint, fit_identity
 from .model_files import save_model
+from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
 __all__ = ["KernelPCA"]
@@ -186,6 +187,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         DESIGN §7): everything :meth:`partial_fit`, :meth:`set_n_components`
         and :func:`kpca_dask.merge` need. None for a model loaded from a
         format-version-1 file.
+    row_provenance_ : dict
+        Which rows the statistics hold: per source (a fingerprint, a
+        description, row ranges), so that :meth:`partial_fit` and
+        :func:`kpca_dask.merge` refuse rows counted already. Absent from
+        models saved before it was recorded. See
+        :mod:`kpca_dask.model.provenance`.
     fit_seconds_ : float
         Wall time of the last fit, plus that of every later
         :meth:`partial_fit`.
@@ -333,6 +340,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
         self.statistics_ = stats
+        self.row_provenance_ = with_rows(None, source_of(X), 0, X.shape[0])
         self._set_reconstruction(novelty_terms(stats, basis), preimage)
         self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
@@ -443,7 +451,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # -- growing fits (DESIGN §7) -----------------------------------------
 
-    def partial_fit(self, X, y=None) -> "KernelPCA":
+    def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "KernelPCA":
         """Add a batch of rows to the model: for data that grow or arrive in batches.
 
         The first call on an unfitted model is :meth:`fit` on the batch: it
@@ -462,6 +470,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
             Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
         y : ignored
+        rows : (int, int), optional
+            Add only rows ``start:stop`` of ``X``: the way to add the new rows
+            of a stored array that grows, so that the model records which
+            rows of it it holds (``row_provenance_``, see
+            :mod:`kpca_dask.model.provenance`). Default: every row of ``X``.
 
         Returns
         -------
@@ -473,6 +486,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             The batch has another number of features than the model.
         NoStatisticsError
             The model keeps no statistics (loaded from a version-1 file).
+        OverlappingRowsError
+            The model has counted some of these rows already (the same
+            in-memory batch again, or rows of a stored array it holds).
 
         Examples
         --------
@@ -487,18 +503,26 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
         True
         """
-        if not hasattr(self, "statistics_"):
-            return self.fit(X)
         started = time.perf_counter()
-        total = require_statistics(self, "add rows to")
         X = _as_fit_input(X, min_samples=1)
+        source = source_of(X)  # of the whole input, before the rows are selected
+        start, stop = _row_range(rows, X.shape[0])
+        X = X[start:stop] if (start, stop) != (0, X.shape[0]) else X
+        if not hasattr(self, "statistics_"):
+            self.fit(X)
+            self.row_provenance_ = with_rows(None, source, start, stop)
+            return self
+        total = require_statistics(self, "add rows to")
         check_n_features(X, self.n_features_in_, type(self).__name__)
+        # Refused before the pass: rows counted already would be weighted twice.
+        provenance = with_rows(recorded_rows(self), source, start, stop)
         batch = pass_statistics(X, self.landmarks_, self.kernel_, self.kernel_params_,
                                 np.dtype(self.dtype), reference=total.reference)
         with capped_blas(X):
             (batch,) = dask.compute(batch)
         raise_if_nonfinite(batch)
         self._take_statistics(combine_statistics(total, batch), self.n_components)
+        self.row_provenance_ = provenance
         self.fit_seconds_ += time.perf_counter() - started
         return self
 
@@ -786,6 +810,19 @@ def _as_fit_input(X, min_samples: int = 2):
     X = _open_input(X)
     X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
     return X
+
+
+def _row_range(rows, n: int) -> tuple[int, int]:
+    """``rows`` as a checked (start, stop) of an input of ``n`` rows; None means every row."""
+    if rows is None:
+        return 0, n
+    valid = (isinstance(rows, (tuple, list)) and len(rows) == 2
+             and all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in rows))
+    if not valid or not 0 <= rows[0] < rows[1] <= n:
+        raise InvalidParameterError(
+            f"rows must be (start, stop) with 0 <= start < stop <= {n} (the rows of X); "
+            f"got {rows!r}.")
+    return int(rows[0]), int(rows[1])
 
 
 def _is_positive_int(value) -> bool:
