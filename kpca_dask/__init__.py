@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import (
     CheckpointMismatchError,
+    ConcurrentWriteError,
     InvalidInputError,
     InvalidParameterError,
     KPCAError,
@@ -57,6 +58,7 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "ConcurrentWriteError",
     "NoStatisticsError",
     "ModelMismatchError",
     "OverlappingRowsError",

@@ -348,13 +348,15 @@ def _resolve(args) -> None:
 
 def _update(args) -> None:
     from . import load
-    from .io import check_can_write, open_array
+    from .io import check_can_write, open_array, store_location
+    from .io.replacing import replace_unchanged, staging_path, version_of
     from .model.provenance import recorded_rows, source_of, with_rows
 
     out = args.out or args.model
     in_place = os.path.abspath(out) == os.path.abspath(args.model)
     if not in_place:
         check_can_write(out, overwrite=args.overwrite)
+    version = version_of(args.model) if store_location(args.model).local else None
     model = load(args.model)
     X = open_array(args.data, array=args.array)
     start, stop, _ = slice(*args.rows).indices(X.shape[0])
@@ -367,8 +369,14 @@ def _update(args) -> None:
         started = time.perf_counter()
         model.partial_fit(X, rows=(start, stop))
         seconds = time.perf_counter() - started
-    # The model file is replaced by a staged rename: a kill before this line leaves it as it was.
-    model.save(out, overwrite=in_place or args.overwrite)
+    if in_place and store_location(out).local:
+        # Written beside the model, then swapped in only if no other process replaced it
+        # meanwhile (it would hold rows this model lacks): a kill leaves the old model.
+        staged = staging_path(out)
+        model.save(staged)
+        replace_unchanged(staged, out, version)
+    else:
+        model.save(out, overwrite=in_place or args.overwrite)
     print(f"wrote {out}: added rows {start}:{stop} of {args.data} in {seconds:.2f} s; "
           f"{model.n_samples_fit_} rows seen in all")
     _print_summary(_summary(model, out))

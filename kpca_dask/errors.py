@@ -19,6 +19,7 @@ __all__ = [
     "TooFewComponentsError",
     "ModelFormatError",
     "OutputExistsError",
+    "ConcurrentWriteError",
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
@@ -59,6 +60,10 @@ class ModelFormatError(KPCAError, ValueError):
 
 class OutputExistsError(KPCAError, FileExistsError):
     """An output path exists already and overwriting was not asked for."""
+
+
+class ConcurrentWriteError(OutputExistsError):
+    """Another process wrote the same output or model at the same time; this write was dropped."""
 
 
 class CheckpointMismatchError(KPCAError, ValueError):

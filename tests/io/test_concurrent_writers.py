@@ -127,3 +127,31 @@ def test_two_processes_saving_one_model(tmp_path, overwrite):
                for model in candidates]
     assert sum(matches) == 1
     assert _leftovers(tmp_path) == []
+
+
+def test_two_updates_of_one_model_lose_no_rows(tmp_path):
+    """Two `kpca-dask update` processes add disjoint rows to one model at once: every update
+    that reports success is in the final model (none silently dropped by the other's
+    write); one that lost the race exits 2 with ConcurrentWriteError."""
+    import zarr
+
+    X = np.random.default_rng(0).normal(size=(9000, 4))
+    zarr.create_array(str(tmp_path / "data.zarr"), data=X, chunks=(500, 4))
+    KernelPCA(2, gamma=0.5, n_landmarks=30, random_state=0).partial_fit(
+        str(tmp_path / "data.zarr"), rows=(0, 1000)).save(tmp_path / "model.zarr")
+    ranges = ["1000:5000", "5000:9000"]
+    updates = [subprocess.Popen([sys.executable, "-m", "kpca_dask", "update", "model.zarr",
+                                 "data.zarr", "--rows", rows, "--scheduler", "threads"],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True) for rows in ranges]
+    outcomes = [(update.wait(timeout=300), update.stderr.read()) for update in updates]
+    succeeded = [rows for rows, (status, _) in zip(ranges, outcomes) if status == 0]
+    for status, stderr in outcomes:
+        assert status == 0 or "was changed by another process" in stderr, stderr
+    model = kpca_dask.load(tmp_path / "model.zarr")
+    [source] = model.row_provenance_["sources"]
+    expected = {(): [[0, 1000]], ("1000:5000",): [[0, 5000]],
+                ("5000:9000",): [[0, 1000], [5000, 9000]], tuple(ranges): [[0, 9000]]}
+    assert source["rows"] == expected[tuple(succeeded)], outcomes
+    assert model.n_samples_fit_ == 1000 + 4000 * len(succeeded)
+    assert _leftovers(tmp_path) == []
