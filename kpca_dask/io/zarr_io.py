@@ -18,7 +18,9 @@ are written block by block, never held whole, and never appear half-written:
   directory atomically, so the output is written in place and carries the
   attribute ``kpca_dask_write = "incomplete"`` from its first metadata write;
   it is set to ``"complete"`` last. :func:`open_array` and
-  :func:`open_group` refuse an output marked incomplete.
+  :func:`open_group` refuse an output marked incomplete. One process at a
+  time writes a URL: the others stand back before writing anything
+  (:mod:`kpca_dask.io.claims`).
 
 An existing output is never replaced unless ``overwrite=True``.
 """
@@ -46,6 +48,7 @@ from dask.array.core import PerformanceWarning
 from .._parallel import capped_blas
 from ..errors import InvalidInputError, OutputExistsError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from .claims import exclusive_writer
 from .formats import open_file
 from .sparse_files import is_sparse_source, open_sparse
 
@@ -375,23 +378,26 @@ def _staged_output(path: PathOrURL, overwrite: bool,
     final = store_location(path, storage_options)
     shown = os.fspath(path)
     _refuse_existing(final, shown, overwrite)
-    if final.local:
-        final.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = _Location(str(final.path.with_name(
-            f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
-    else:
-        if overwrite:
-            final.remove()
-        staging = final
-    try:
-        yield staging
-        _mark_complete(staging)
+    with contextlib.ExitStack() as claimed:
         if final.local:
-            _rename_into_place(staging.path, final.path, shown, overwrite)
-    except BaseException:
-        # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
-        _remove_after_failure(staging)
-        raise
+            final.path.parent.mkdir(parents=True, exist_ok=True)
+            staging = _Location(str(final.path.with_name(
+                f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
+        else:
+            # Written in place: first make sure no other process writes here too.
+            claimed.enter_context(exclusive_writer(*final._fs(), shown))
+            if overwrite:
+                final.remove()
+            staging = final
+        try:
+            yield staging
+            _mark_complete(staging)
+            if final.local:
+                _rename_into_place(staging.path, final.path, shown, overwrite)
+        except BaseException:
+            # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
+            _remove_after_failure(staging)
+            raise
 
 
 #: How long to keep removing a failed output while straggling blocks still write.
