@@ -11,7 +11,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kpca_dask import ExactKernelPCA, KernelPCA
 
-#: Checks that do not apply to KernelPCA, with the reason. Keep empty unless a check is wrong for us.
+#: Checks that do not apply to KernelPCA, with the reason. Keep empty unless a check is
+#: wrong for us.
 EXPECTED_FAILED_CHECKS: dict[str, str] = {
     "check_fit_score_takes_y": (
         "calls fit(X) and then partial_fit(X) with the same rows, which would count them "
