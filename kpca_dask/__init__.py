@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import (
     CheckpointMismatchError,
+    ConcurrentWriteError,
     InvalidInputError,
     InvalidParameterError,
     KPCAError,
@@ -24,6 +25,8 @@ from .errors import (
     NoStatisticsError,
     NotInvertibleError,
     OutputExistsError,
+    OverlappingRowsError,
+    SlowKernelWarning,
     TooFewComponentsError,
     ZeroEigenvalueWarning,
 )
@@ -55,9 +58,12 @@ __all__ = [
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",
+    "ConcurrentWriteError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "OverlappingRowsError",
     "NotInvertibleError",
     "ZeroEigenvalueWarning",
+    "SlowKernelWarning",
     "__version__",
 ]

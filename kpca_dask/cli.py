@@ -348,24 +348,35 @@ def _resolve(args) -> None:
 
 def _update(args) -> None:
     from . import load
-    from .io import check_can_write, open_array
+    from .io import check_can_write, open_array, store_location
+    from .io.replacing import replace_unchanged, staging_path, version_of
+    from .model.provenance import recorded_rows, source_of, with_rows
 
     out = args.out or args.model
     in_place = os.path.abspath(out) == os.path.abspath(args.model)
     if not in_place:
         check_can_write(out, overwrite=args.overwrite)
+    version = version_of(args.model) if store_location(args.model).local else None
     model = load(args.model)
     X = open_array(args.data, array=args.array)
     start, stop, _ = slice(*args.rows).indices(X.shape[0])
     if start >= stop:
         raise _CommandError(f"--rows {args.rows[0]}:{args.rows[1]} selects no rows of "
                             f"{args.data}, which has {X.shape[0]}")
+    # Refused now, before a cluster starts, if the model holds some of these rows.
+    with_rows(recorded_rows(model), source_of(X), start, stop)
     with _compute_context(args):
         started = time.perf_counter()
-        model.partial_fit(X[start:stop])
+        model.partial_fit(X, rows=(start, stop))
         seconds = time.perf_counter() - started
-    # The model file is replaced by a staged rename: a kill before this line leaves it as it was.
-    model.save(out, overwrite=in_place or args.overwrite)
+    if in_place and store_location(out).local:
+        # Written beside the model, then swapped in only if no other process replaced it
+        # meanwhile (it would hold rows this model lacks): a kill leaves the old model.
+        staged = staging_path(out)
+        model.save(staged)
+        replace_unchanged(staged, out, version)
+    else:
+        model.save(out, overwrite=in_place or args.overwrite)
     print(f"wrote {out}: added rows {start}:{stop} of {args.data} in {seconds:.2f} s; "
           f"{model.n_samples_fit_} rows seen in all")
     _print_summary(_summary(model, out))
@@ -385,6 +396,7 @@ def _merge(args) -> None:
 
 def _summary(model, path) -> dict:
     from . import __version__
+    from .model.provenance import recorded_rows
 
     ratio = np.asarray(model.explained_variance_ratio_)
     return {
@@ -406,10 +418,13 @@ def _summary(model, path) -> dict:
         "dtype": model.dtype,
         "statistics_kept": getattr(model, "statistics_", None) is not None,
         "can_invert": hasattr(model, "preimage_coefficients_"),
+        "row_provenance": recorded_rows(model),
     }
 
 
 def _print_summary(s: dict) -> None:
+    from .model.provenance import describe
+
     params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in s["kernel_params"].items())
     rows = [
@@ -429,6 +444,9 @@ def _print_summary(s: dict) -> None:
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
+    if "row_provenance" in s:
+        rows += [("rows" if i == 0 else "", line)
+                 for i, line in enumerate(describe(s["row_provenance"]))]
     for label, text in rows:
         print(f"{label:<12} {text}")
 

@@ -8,6 +8,8 @@ exception a Python or scikit-learn user would expect (``ValueError``,
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError
+
 __all__ = [
     "KPCAError",
     "InvalidInputError",
@@ -17,10 +19,13 @@ __all__ = [
     "TooFewComponentsError",
     "ModelFormatError",
     "OutputExistsError",
+    "ConcurrentWriteError",
     "CheckpointMismatchError",
     "NoStatisticsError",
     "ModelMismatchError",
+    "OverlappingRowsError",
     "ZeroEigenvalueWarning",
+    "SlowKernelWarning",
     "NotInvertibleError",
 ]
 
@@ -57,6 +62,10 @@ class OutputExistsError(KPCAError, FileExistsError):
     """An output path exists already and overwriting was not asked for."""
 
 
+class ConcurrentWriteError(OutputExistsError):
+    """Another process wrote the same output or model at the same time; this write was dropped."""
+
+
 class CheckpointMismatchError(KPCAError, ValueError):
     """A fit checkpoint belongs to other data or parameters, so it cannot be resumed."""
 
@@ -69,9 +78,27 @@ class ModelMismatchError(KPCAError, ValueError):
     """Models to be merged differ in their landmarks, kernel or parameters."""
 
 
+class OverlappingRowsError(KPCAError, ValueError):
+    """Rows a model has counted already were given again, to an update or in a merge."""
+
+
 class ZeroEigenvalueWarning(UserWarning):
-    """An int n_components kept components with eigenvalue 0 (zero embedding columns)."""
+    """Components with eigenvalue 0: zero embedding columns, or none at all.
+
+    An int n_components above the number of positive eigenvalues keeps zero
+    columns; with no positive eigenvalue at all, n_components=None or
+    remove_zero_eig=True give 0 components (an (n, 0) embedding).
+    """
 
 
-class NotInvertibleError(KPCAError, ValueError):
-    """The model lacks what going back needs (fitted without fit_inverse_transform=True)."""
+class SlowKernelWarning(UserWarning):
+    """A kernel callable takes two 1-D rows (scikit-learn's style): called once per pair."""
+
+
+class NotInvertibleError(KPCAError, NotFittedError):
+    """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+
+    Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
+    and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
+    there and what code written for it catches.
+    """

@@ -32,6 +32,7 @@ from scipy.sparse import diags as sparse_diags
 from scipy.spatial.distance import cdist
 
 from ..errors import InvalidParameterError
+from .row_pair_kernels import RowPairKernel
 from .sparse_rows import cityblock_distances, dense, is_sparse, row_norms_squared
 
 __all__ = [
@@ -542,6 +543,8 @@ def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **param
     >>> kernel_diagonal(np.array([[1.0, 2.0]]), "linear")
     array([5.])
     """
+    if isinstance(kernel, RowPairKernel):
+        return kernel.diagonal(A, **params)  # n calls, not the n x 256 of square blocks
     if callable(kernel):
         # A callable has no known diagonal: evaluate small square blocks.
         step = 256

@@ -529,12 +529,22 @@ def n_components_for(
     2
     """
     if n_positive == 0 and not (_is_int(n_components) and not remove_zero_eig):
-        raise TooFewComponentsError(
-            "The centred kernel matrix has no positive eigenvalue: in the kernel's feature "
-            "space the data have no variance. Either every row of X is the same (constant "
-            "data), or the kernel is constant on them, e.g. an rbf gamma so small that every "
-            "kernel value rounds to 1. Check the data, or increase gamma."
+        if isinstance(n_components, float):  # no variance: no fraction of it to explain
+            raise TooFewComponentsError(
+                f"n_components={n_components} asks for a fraction of the variance, but the "
+                f"centred kernel matrix has no positive eigenvalue: {_NO_VARIANCE} Check the "
+                "data, or increase gamma.")
+        # scikit-learn's KernelPCA returns an (n, 0) embedding here, silently; the
+        # warning says why the embedding is empty.
+        warnings.warn(
+            f"The centred kernel matrix has no positive eigenvalue, so the model has 0 "
+            f"components and transform returns an (n, 0) embedding, as scikit-learn's "
+            f"KernelPCA does with n_components=None or remove_zero_eig=True: {_NO_VARIANCE} "
+            "Check the data, or increase gamma.",
+            ZeroEigenvalueWarning,
+            stacklevel=4,
         )
+        return 0
     if n_components is None:
         return n_positive
     if isinstance(n_components, float) and 0 < n_components < 1:
@@ -556,6 +566,12 @@ def n_components_for(
             stacklevel=4,
         )
     return q
+
+
+_NO_VARIANCE = (
+    "in the kernel's feature space the data have no variance. Either every row of X is "
+    "the same (constant data), or the kernel is constant on them, e.g. an rbf gamma so "
+    "small that every kernel value rounds to 1.")
 
 
 def _is_int(value) -> bool:

@@ -18,7 +18,9 @@ are written block by block, never held whole, and never appear half-written:
   directory atomically, so the output is written in place and carries the
   attribute ``kpca_dask_write = "incomplete"`` from its first metadata write;
   it is set to ``"complete"`` last. :func:`open_array` and
-  :func:`open_group` refuse an output marked incomplete.
+  :func:`open_group` refuse an output marked incomplete. One process at a
+  time writes a URL: the others stand back before writing anything
+  (:mod:`kpca_dask.io.claims`).
 
 An existing output is never replaced unless ``overwrite=True``.
 """
@@ -47,6 +49,7 @@ from .._parallel import capped_blas
 from ..errors import InvalidInputError, OutputExistsError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .checksums import checksummed_codecs
+from .claims import exclusive_writer
 from .formats import open_file
 from .sparse_files import is_sparse_source, open_sparse
 
@@ -376,23 +379,26 @@ def _staged_output(path: PathOrURL, overwrite: bool,
     final = store_location(path, storage_options)
     shown = os.fspath(path)
     _refuse_existing(final, shown, overwrite)
-    if final.local:
-        final.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = _Location(str(final.path.with_name(
-            f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
-    else:
-        if overwrite:
-            final.remove()
-        staging = final
-    try:
-        yield staging
-        _mark_complete(staging)
+    with contextlib.ExitStack() as claimed:
         if final.local:
-            _rename_into_place(staging.path, final.path, shown, overwrite)
-    except BaseException:
-        # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
-        _remove_after_failure(staging)
-        raise
+            final.path.parent.mkdir(parents=True, exist_ok=True)
+            staging = _Location(str(final.path.with_name(
+                f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
+        else:
+            # Written in place: first make sure no other process writes here too.
+            claimed.enter_context(exclusive_writer(*final._fs(), shown))
+            if overwrite:
+                final.remove()
+            staging = final
+        try:
+            yield staging
+            _mark_complete(staging)
+            if final.local:
+                _rename_into_place(staging.path, final.path, shown, overwrite)
+        except BaseException:
+            # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
+            _remove_after_failure(staging)
+            raise
 
 
 #: How long to keep removing a failed output while straggling blocks still write.
@@ -443,25 +449,51 @@ def _mark_complete(where: _Location) -> None:
 
 
 def _rename_into_place(staging: Path, final: Path, shown: str, overwrite: bool) -> None:
-    if not final.exists():
-        try:
-            os.rename(staging, final)
-            return
-        except OSError:
-            if not final.exists():  # not a race with another writer
-                raise
-    if not overwrite:
-        raise OutputExistsError(f"{shown} appeared while it was being written; "
-                                "the new output was discarded.")
-    # Move the old output aside first so that the final path is never half-old, half-new.
-    retired = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:12]}")
-    os.rename(final, retired)
+    """Rename the complete ``staging`` onto ``final``; with ``overwrite``, retire the old one.
+
+    Safe against another process doing the same at the same instant: each
+    rename is atomic, so ``final`` is always one writer's complete output,
+    never a mixture. Without ``overwrite`` the second writer finds ``final``
+    taken and gets :class:`~kpca_dask.errors.OutputExistsError`; with it, the
+    writers take turns and the last one's output stays.
+    """
+    retired: list[Path] = []  # old outputs moved aside, deleted once ours is in place
     try:
-        os.rename(staging, final)
-    except OSError:
-        os.rename(retired, final)
+        for _ in range(_SWAP_ATTEMPTS):
+            try:
+                os.rename(staging, final)  # fails if final is a non-empty directory
+                return
+            except OSError:
+                if not final.exists():  # not a race with another writer
+                    raise
+            if not overwrite:
+                raise OutputExistsError(
+                    f"{shown} appeared while it was being written (another writer finished "
+                    "first); the new output was discarded.")
+            # Move the old output aside first so that the final path is never half-old,
+            # half-new.
+            aside = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:12]}")
+            try:
+                os.rename(final, aside)
+            except FileNotFoundError:
+                continue  # another writer moved it aside first: try again
+            retired.append(aside)
+        raise OutputExistsError(
+            f"{shown} was replaced by other writers {_SWAP_ATTEMPTS} times while this one "
+            "tried to put its output in place; the new output was discarded. Write to "
+            "another path.")
+    except BaseException:
+        if retired and not final.exists():
+            with contextlib.suppress(OSError):  # put the newest old output back
+                os.rename(retired.pop(), final)
         raise
-    shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        for aside in retired:
+            shutil.rmtree(aside, ignore_errors=True)
+
+
+#: How often a writer with overwrite=True retries the swap while others race for the path.
+_SWAP_ATTEMPTS = 20
 
 
 def _regular_chunks(X: da.Array) -> da.Array:

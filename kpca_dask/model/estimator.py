@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import capped_blas
 from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..blocks.row_pair_kernels import block_kernel
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
 from ..engine.nystrom import (
     NystromSolution,
@@ -56,6 +57,7 @@ from ..validation import as_dask_array, check_n_components, check_n_features
 from ..validation import check_random_state as _check_random_state
 from .checkpoints import FitCheckpoint, fit_identity
 from .model_files import save_model
+from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
 __all__ = ["KernelPCA"]
@@ -88,6 +90,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 "sigmoid", "cosine", "matern"} or callable, default="rbf"
         A callable ``k(A, B, **kernel_params)`` must return the
         ``(len(A), len(B))`` kernel block and be picklable for distributed runs.
+        A callable written for scikit-learn, ``k(x, y) -> float`` on two 1-D
+        rows, also works: it is called pair by pair within each block, n x m
+        Python calls per pass, with a :class:`~kpca_dask.errors.SlowKernelWarning`.
     gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
         None means ``1 / n_features``. ``"median"`` is the median heuristic
@@ -183,6 +188,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         DESIGN §7): everything :meth:`partial_fit`, :meth:`set_n_components`
         and :func:`kpca_dask.merge` need. None for a model loaded from a
         format-version-1 file.
+    row_provenance_ : dict
+        Which rows the statistics hold: per source (a fingerprint, a
+        description, row ranges), so that :meth:`partial_fit` and
+        :func:`kpca_dask.merge` refuse rows counted already. Absent from
+        models saved before it was recorded. See
+        :mod:`kpca_dask.model.provenance`.
     fit_seconds_ : float
         Wall time of the last fit, plus that of every later
         :meth:`partial_fit`.
@@ -286,7 +297,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self._check_hyperparameters()
         _check_random_state(self.random_state)
         X = _as_fit_input(X)
-        kernel = canonical_kernel_name(self.kernel)
+        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
         rng = as_generator(self.random_state)
         # Child streams, so the landmarks drawn from rng do not depend on whether
         # gamma or m are estimated from the data.
@@ -330,6 +341,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
         self.statistics_ = stats
+        self.row_provenance_ = with_rows(None, source_of(X), 0, X.shape[0])
         self._set_reconstruction(novelty_terms(stats, basis), preimage)
         self.landmark_path_ = path
         self.fit_seconds_ = time.perf_counter() - started
@@ -440,7 +452,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # -- growing fits (DESIGN §7) -----------------------------------------
 
-    def partial_fit(self, X, y=None) -> "KernelPCA":
+    def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "KernelPCA":
         """Add a batch of rows to the model: for data that grow or arrive in batches.
 
         The first call on an unfitted model is :meth:`fit` on the batch: it
@@ -459,6 +471,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
             Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
         y : ignored
+        rows : (int, int), optional
+            Add only rows ``start:stop`` of ``X``: the way to add the new rows
+            of a stored array that grows, so that the model records which
+            rows of it it holds (``row_provenance_``, see
+            :mod:`kpca_dask.model.provenance`). Default: every row of ``X``.
 
         Returns
         -------
@@ -470,6 +487,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             The batch has another number of features than the model.
         NoStatisticsError
             The model keeps no statistics (loaded from a version-1 file).
+        OverlappingRowsError
+            The model has counted some of these rows already (the same
+            in-memory batch again, or rows of a stored array it holds).
 
         Examples
         --------
@@ -484,18 +504,26 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
         True
         """
-        if not hasattr(self, "statistics_"):
-            return self.fit(X)
         started = time.perf_counter()
-        total = require_statistics(self, "add rows to")
         X = _as_fit_input(X, min_samples=1)
+        source = source_of(X)  # of the whole input, before the rows are selected
+        start, stop = _row_range(rows, X.shape[0])
+        X = X[start:stop] if (start, stop) != (0, X.shape[0]) else X
+        if not hasattr(self, "statistics_"):
+            self.fit(X)
+            self.row_provenance_ = with_rows(None, source, start, stop)
+            return self
+        total = require_statistics(self, "add rows to")
         check_n_features(X, self.n_features_in_, type(self).__name__)
+        # Refused before the pass: rows counted already would be weighted twice.
+        provenance = with_rows(recorded_rows(self), source, start, stop)
         batch = pass_statistics(X, self.landmarks_, self.kernel_, self.kernel_params_,
                                 np.dtype(self.dtype), reference=total.reference)
         with capped_blas(X):
             (batch,) = dask.compute(batch)
         raise_if_nonfinite(batch)
         self._take_statistics(combine_statistics(total, batch), self.n_components)
+        self.row_provenance_ = provenance
         self.fit_seconds_ += time.perf_counter() - started
         return self
 
@@ -783,6 +811,19 @@ def _as_fit_input(X, min_samples: int = 2):
     X = _open_input(X)
     X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
     return X
+
+
+def _row_range(rows, n: int) -> tuple[int, int]:
+    """``rows`` as a checked (start, stop) of an input of ``n`` rows; None means every row."""
+    if rows is None:
+        return 0, n
+    valid = (isinstance(rows, (tuple, list)) and len(rows) == 2
+             and all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in rows))
+    if not valid or not 0 <= rows[0] < rows[1] <= n:
+        raise InvalidParameterError(
+            f"rows must be (start, stop) with 0 <= start < stop <= {n} (the rows of X); "
+            f"got {rows!r}.")
+    return int(rows[0]), int(rows[1])
 
 
 def _is_positive_int(value) -> bool:

@@ -20,6 +20,7 @@ from ..blocks.kernels import (
     pairwise_kernel,
     resolve_kernel_params,
 )
+from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
 from ..engine.nystrom import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
@@ -143,7 +144,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             X = _square_kernel_matrix(X)
             kernel, params, K = PRECOMPUTED, {}, X
         else:
-            kernel = canonical_kernel_name(self.kernel)
+            kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1],
+                                  self.kernel_params)
             params = resolve_kernel_params(
                 kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                 kernel_params=self.kernel_params)

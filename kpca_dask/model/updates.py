@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine.nystrom import PassStatistics, combine_statistics
 from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsError
 from .file_checks import check_model
+from .provenance import combined, recorded_rows
 
 __all__ = ["merge", "require_statistics", "model_differences"]
 
@@ -109,6 +110,9 @@ def model_differences(first, other) -> list[str]:
 def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
     """The model of the union of disjoint data sets, from models fitted on each.
 
+    The merged ``row_provenance_`` is the union of the models' rows; rows
+    recorded in two of them are refused (:mod:`kpca_dask.model.provenance`).
+
     Adds the pass statistics of the models and solves the small problem
     again: equal (to rounding, ~1e-12) to one fit on all their rows with the
     same landmarks, kernel and parameters. Nothing is read from the data.
@@ -137,6 +141,8 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
         Two models differ; the message names how.
     NoStatisticsError
         A model keeps no statistics (a version-1 model file).
+    OverlappingRowsError
+        Two models hold some of the same rows; the message names them.
 
     Examples
     --------
@@ -167,8 +173,11 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
                 + ". Only models with the same landmarks, kernel and parameters merge: fit "
                 "every shard with landmarks=first.landmarks_ and gamma=first.gamma_ (and the "
                 "same kernel, dtype and rcond).")
+    # Refused before anything is solved: an overlap would weight its rows twice.
+    provenance = combined([recorded_rows(model) for model in models], names=names)
     merged = copy.deepcopy(first)
     merged._take_statistics(combine_statistics(*totals), first.n_components)
+    merged.row_provenance_ = provenance
     merged.fit_seconds_ = float(sum(model.fit_seconds_ for model in models))
     return merged
 

@@ -154,3 +154,56 @@ def test_fit_job_command_reads_and_writes_object_storage(storage_options, s3_end
     with dask.config.set(scheduler="threads"):
         local = kpca_dask.KernelPCA(**loaded.get_params()).fit(_data())
     np.testing.assert_allclose(loaded.eigenvalues_, local.eigenvalues_, rtol=1e-10)
+
+
+_S3_WRITER = r"""
+import json, sys, time
+from pathlib import Path
+import dask, dask.array as da, numpy as np
+from kpca_dask.errors import KPCAError
+from kpca_dask.io import write_array
+
+url, me, barrier = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+options = json.loads(sys.argv[4])
+X = da.full((4000, 5), float(me), chunks=(100, 5))
+(barrier / f"ready-{me}").touch()
+while len(list(barrier.glob("ready-*"))) < 2:
+    time.sleep(0.001)
+try:
+    with dask.config.set(scheduler="threads", num_workers=2):
+        write_array(X, url, storage_options=options)
+    print("ok")
+except KPCAError as exc:
+    print(f"{type(exc).__name__}: {exc}")
+"""
+
+
+def test_two_processes_writing_one_url_never_mix(storage_options, tmp_path):
+    """Two processes write one s3:// output at once (released together by a file barrier):
+    at most one writes; the output is that one's complete array or nothing, never chunks of
+    both; a writer that stood back was told why."""
+    import json
+
+    bucket, _, _ = _bucket_and_urls()
+    url = f"s3://{bucket}/race/embedding.zarr"
+    (tmp_path / "barrier").mkdir()
+    writers = [subprocess.Popen([sys.executable, "-c", _S3_WRITER, url, str(me),
+                                 str(tmp_path / "barrier"), json.dumps(storage_options)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for me in (1, 2)]
+    reports = []
+    for writer in writers:
+        stdout, stderr = writer.communicate(timeout=300)
+        assert writer.returncode == 0, stderr
+        reports.append(stdout.strip())
+    refused = ("ConcurrentWriteError: Another process is writing", "OutputExistsError:")
+    assert all(r == "ok" or r.startswith(refused) for r in reports), reports
+    assert reports.count("ok") <= 1
+    fs = s3fs.S3FileSystem(**storage_options)
+    if "ok" in reports:
+        values = np.asarray(open_array(url, storage_options=storage_options))
+        assert values.shape == (4000, 5)
+        np.testing.assert_array_equal(values, 1.0 + reports.index("ok"))
+        assert not any(".kpca-dask-writers" in p for p in fs.find(url))
+    else:
+        assert not fs.exists(url)

@@ -136,9 +136,9 @@ def test_exact_failed_refit_keeps_the_fitted_model():
     exact = ExactKernelPCA(n_components=2, gamma=0.5).fit(X)
     before = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in vars(exact).items()
               if k.endswith("_") or k.startswith("_")}
-    exact.set_params(kernel="linear", n_components=None)
+    exact.set_params(kernel="linear", n_components=0.9)
     with pytest.raises(TooFewComponentsError):
-        exact.fit(np.ones((30, 3)))  # constant data: no positive eigenvalue
+        exact.fit(np.ones((30, 3)))  # constant data: no variance to explain a fraction of
     for name, value in before.items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(getattr(exact, name), value, err_msg=name)

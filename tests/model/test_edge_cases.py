@@ -50,23 +50,30 @@ def test_duplicate_rows_with_every_row_a_landmark_match_exact(X):
     np.testing.assert_allclose(fitted.eigenvalues_, exact.eigenvalues_, rtol=1e-8)
 
 
-@pytest.mark.parametrize("n_components, remove_zero_eig", [(None, False), (0.9, False),
-                                                            (2, True)])
-def test_constant_data_raise_too_few_components(n_components, remove_zero_eig):
-    """Constant data have no variance in any feature space: unless an int n_components
-    asks for zero components, the fit raises TooFewComponentsError naming the cause
-    (no NaN, no empty model)."""
+@pytest.mark.parametrize("n_components, remove_zero_eig", [(None, False), (2, True)])
+def test_constant_data_give_no_component(n_components, remove_zero_eig):
+    """Constant data have no variance in any feature space: n_components=None or
+    remove_zero_eig=True give 0 components with a warning naming the cause (no NaN)."""
     X = np.full((100, 3), 2.5)
+    with pytest.warns(ZeroEigenvalueWarning, match="constant data"):
+        model = _fit(X, n_components=n_components, n_landmarks=30,
+                     remove_zero_eig=remove_zero_eig)
+    assert model.n_components_ == 0 and model.transform(X).shape == (100, 0)
+
+
+def test_constant_data_with_a_fraction_raise_too_few_components():
+    """A fraction of no variance cannot be explained: TooFewComponentsError naming the cause."""
     with pytest.raises(TooFewComponentsError, match="constant data"):
-        _fit(X, n_components=n_components, n_landmarks=30, remove_zero_eig=remove_zero_eig)
+        _fit(np.full((100, 3), 2.5), n_components=0.9, n_landmarks=30)
 
 
 @pytest.mark.parametrize("gamma", [1e-300, 1e-12])
-def test_tiny_gamma_raises_too_few_components(X, gamma):
-    """A gamma so small that every rbf value rounds to 1 leaves only rounding noise:
-    the fit raises instead of returning components made of noise."""
-    with pytest.raises(TooFewComponentsError, match="increase gamma"):
-        _fit(X, n_components=None, n_landmarks=50, gamma=gamma)
+def test_tiny_gamma_gives_no_component(X, gamma):
+    """A gamma so small that every rbf value rounds to 1 leaves only rounding noise: the
+    fit keeps no component (with a warning to increase gamma), never components of noise."""
+    with pytest.warns(ZeroEigenvalueWarning, match="increase gamma"):
+        model = _fit(X, n_components=None, n_landmarks=50, gamma=gamma)
+    assert model.n_components_ == 0
 
 
 def test_small_gamma_is_still_accurate(X):

@@ -88,8 +88,10 @@ def test_near_duplicate_rows_as_in_scikit_learn(make):
         Y = make(2, 3, kernel="linear").fit_transform(X)
     assert Y.shape == (3, 2)
     np.testing.assert_array_equal(Y, 0.0)
-    with pytest.raises(kpca_dask.TooFewComponentsError, match="no positive eigenvalue"):
-        make(2, 3, kernel="linear", remove_zero_eig=True).fit(X)
+    with pytest.warns(ZeroEigenvalueWarning, match="no positive eigenvalue"):
+        Y = make(2, 3, kernel="linear", remove_zero_eig=True).fit_transform(X)
+    reference = SklearnKernelPCA(2, kernel="linear", remove_zero_eig=True).fit_transform(X)
+    assert Y.shape == reference.shape == (3, 0)
 
 
 @pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
@@ -152,8 +154,34 @@ def test_the_rule_lives_in_n_components_for():
 @pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
 def test_constant_data_with_an_int_gives_zero_columns(make):
     """Constant data and an int n_components: all components are zero ones, as in
-    scikit-learn (None or remove_zero_eig=True raise instead, see test_edge_cases)."""
+    scikit-learn (None or remove_zero_eig=True give none, see below)."""
     X = np.full((20, 3), 2.5)
     with pytest.warns(ZeroEigenvalueWarning, match="only 0 eigenvalue"):
         Y = make(2, 20, kernel="rbf", gamma=0.5).fit_transform(X)
     np.testing.assert_array_equal(Y, np.zeros((20, 2)))
+
+
+@pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
+@pytest.mark.parametrize("n_components, remove_zero_eig", [(None, False), (2, True)])
+def test_constant_data_give_an_empty_embedding_as_in_scikit_learn(make, n_components,
+                                                                  remove_zero_eig):
+    """No positive eigenvalue with n_components=None or remove_zero_eig=True: 0 components
+    and an (n, 0) embedding from fit_transform and transform, as scikit-learn returns, with
+    a ZeroEigenvalueWarning naming the cause (scikit-learn is silent)."""
+    X = np.full((20, 3), 2.5)
+    with pytest.warns(ZeroEigenvalueWarning, match="no positive eigenvalue.*constant data"):
+        model = make(n_components, 20, kernel="rbf", gamma=0.5,
+                     remove_zero_eig=remove_zero_eig)
+        Y = model.fit_transform(X)
+    reference = SklearnKernelPCA(n_components, kernel="rbf", gamma=0.5,
+                                 remove_zero_eig=remove_zero_eig).fit(X)
+    assert model.n_components_ == 0 and model.eigenvalues_.shape == (0,)
+    assert Y.shape == reference.transform(X).shape == (20, 0)
+    assert np.asarray(model.transform(X[:5])).shape == (5, 0)
+
+
+def test_constant_data_with_a_fraction_raise():
+    """A fraction n_components asks for a share of a variance that is 0: TooFewComponentsError
+    (scikit-learn has no fractional n_components)."""
+    with pytest.raises(kpca_dask.TooFewComponentsError, match="fraction of the variance"):
+        _nystrom(0.9, 20).fit(np.full((20, 3), 2.5))
