@@ -177,6 +177,45 @@ def _check_fitted_numbers(model, shown: str) -> None:
             bound = "" if least is None else f" >= {least}"
             raise damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
     check_landmark_path(getattr(model, "landmark_path_", None), shown)
+    check_row_provenance(getattr(model, "row_provenance_", None),
+                         getattr(model, "n_samples_fit_", None), shown)
+
+
+def check_row_provenance(provenance, n_samples, shown: str) -> None:
+    """Refuse a record of counted rows that is malformed or does not add up to ``n_samples``.
+
+    Examples
+    --------
+    >>> record = {"sources": [{"fingerprint": "ab", "description": "x.zarr",
+    ...                        "rows": [[0, 60]]}], "unrecorded_rows": 40}
+    >>> check_row_provenance(record, 100, "model.zarr")
+    >>> check_row_provenance(record, 90, "model.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.ModelFormatError: ... the record of counted rows holds 100 rows, ...
+    """
+    if provenance is None:  # files written before rows were recorded
+        return
+    ranges_ok = lambda rows: isinstance(rows, list) and all(  # noqa: E731
+        isinstance(r, list) and len(r) == 2 and is_count(r[0], 0) and is_count(r[1], 0)
+        and r[0] < r[1] for r in rows)
+    if not (isinstance(provenance, dict)
+            and set(provenance) == {"sources", "unrecorded_rows"}
+            and is_count(provenance["unrecorded_rows"], 0)
+            and isinstance(provenance["sources"], list)
+            and all(isinstance(source, dict)
+                    and isinstance(source.get("fingerprint"), str)
+                    and isinstance(source.get("description"), str)
+                    and ranges_ok(source.get("rows"))
+                    for source in provenance["sources"])):
+        raise damaged(shown, "row_provenance_ must be {'sources': [{'fingerprint', "
+                             "'description', 'rows': [[start, stop], ...]}], "
+                             f"'unrecorded_rows': int}}; got {provenance!r}")
+    counted = provenance["unrecorded_rows"] + sum(
+        stop - start for source in provenance["sources"] for start, stop in source["rows"])
+    if n_samples is not None and counted != n_samples:
+        raise damaged(shown, f"the record of counted rows holds {counted} rows, but the model "
+                             f"counted n_samples_fit_ = {n_samples}")
 
 
 def check_landmark_path(path, shown: str, source: str = "model") -> None:

@@ -47,7 +47,7 @@ MODEL_ATTRIBUTES = (
     "fitted.kernel_", "fitted.kernel_params_", "fitted.gamma_", "fitted.n_landmarks_",
     "fitted.landmark_rank_", "fitted.n_components_", "fitted.trace_error_",
     "fitted.n_features_in_", "fitted.n_samples_fit_", "fitted.novelty_mean_norm2_",
-    "fitted.landmark_path_", "fitted.fit_seconds_",
+    "fitted.landmark_path_", "fitted.fit_seconds_", "fitted.row_provenance_",
     "statistics.n_samples", "statistics.diagonal_sum", "statistics.n_nonfinite",
     "statistics.first_nonfinite_row",
 )
