@@ -402,6 +402,7 @@ def _summary(model, path) -> dict:
         "trace_error": float(model.trace_error_),
         "n_samples_fit": int(model.n_samples_fit_),
         "n_features_in": int(model.n_features_in_),
+        "feature_names_in": _names(model),
         "fit_seconds": float(model.fit_seconds_),
         "dtype": model.dtype,
         "statistics_kept": getattr(model, "statistics_", None) is not None,
@@ -426,11 +427,20 @@ def _print_summary(s: dict) -> None:
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
     ]
+    if s.get("feature_names_in"):
+        names = s["feature_names_in"]
+        rows.insert(3, ("features", ", ".join(names[:10])
+                        + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
     for label, text in rows:
         print(f"{label:<12} {text}")
+
+
+def _names(model) -> list[str] | None:
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(name) for name in names]
 
 
 def _short_list(values, shown=10) -> str:

@@ -263,3 +263,28 @@ def test_dask_frame_fit_on_process_cluster(process_cluster, parquet, table):
     np.testing.assert_allclose(on_frame.eigenvalues_, on_array.eigenvalues_, rtol=1e-10)
     np.testing.assert_allclose(Y.to_numpy(), on_array.transform(table[NAMES].to_numpy()),
                                atol=1e-10)
+
+
+def test_feature_names_survive_save_and_load(tmp_path, table):
+    """A model file keeps feature_names_in_; the loaded model checks them as the fitted one."""
+    import kpca_dask
+
+    path = KernelPCA(**_params()).fit(table[NAMES]).save(tmp_path / "model.zarr")
+    loaded = kpca_dask.load(path)
+    assert loaded.feature_names_in_.dtype == object
+    assert loaded.feature_names_in_.tolist() == NAMES
+    with pytest.raises(InvalidInputError, match="same order"):
+        loaded.transform(table[NAMES[::-1]])
+
+
+def test_info_shows_the_feature_names(tmp_path, table, capsys):
+    """`kpca-dask info` prints the feature names of a table fit, and lists them in --json."""
+    import json
+
+    from kpca_dask import cli
+
+    KernelPCA(**_params()).fit(table[NAMES]).save(tmp_path / "model.zarr")
+    assert cli.main(["info", str(tmp_path / "model.zarr")]) in (0, None)
+    assert "features     f0, f1, f2, f3" in capsys.readouterr().out
+    cli.main(["info", str(tmp_path / "model.zarr"), "--json"])
+    assert json.loads(capsys.readouterr().out)["feature_names_in"] == NAMES
