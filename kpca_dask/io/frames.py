@@ -84,8 +84,12 @@ def frame_feature_names(X: Any):
     return _get_feature_names(_pandas_view(X)) if is_frame(X) else None
 
 
-def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = "X"):
+def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = "X",
+                   file: bool = False):
     """``X`` limited to ``columns``, refusing a missing or a non-numeric column.
+
+    ``file=True`` words the error for a file read by name (``columns=``,
+    ``--columns``) rather than for a frame in Python.
 
     Examples
     --------
@@ -96,7 +100,7 @@ def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = 
     >>> select_columns(df)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    kpca_dask.errors.NonNumericInputError: X has non-numeric column(s) ['id']; ...numbers.
+    kpca_dask.errors.NonNumericInputError: X has non-numeric column(s) 'id' (...) ...
     """
     if columns is not None:
         columns = list(columns)
@@ -111,10 +115,12 @@ def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = 
                    if isinstance(dtype, np.dtype) else _numeric_extension(dtype))]
     if bad:
         numeric = [name for name in dtypes.index if name not in bad]
+        listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
+        how = (f"choose numeric columns with columns={numeric!r} (--columns "
+               f"{','.join(map(str, numeric))})" if file else
+               f"choose the feature columns, X[{numeric!r}], or convert those to numbers")
         raise NonNumericInputError(
-            f"{what} has non-numeric column(s) {bad}; kernel PCA needs numbers. Choose the "
-            f"feature columns: X[{numeric!r}] in Python, columns={numeric!r} when reading "
-            "a file (--columns on the command line); or convert those columns to numbers.")
+            f"{what} has non-numeric column(s) {listed}; kernel PCA needs numbers: {how}.")
     if len(dtypes) == 0:
         raise InvalidInputError(f"{what} has no columns; choose feature columns with columns=.")
     return X
@@ -194,7 +200,8 @@ def _lengths(*parts) -> tuple[int, ...]:
     return tuple(len(part) for part in parts)
 
 
-def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X") -> da.Array:
+def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X",
+                   file: bool = False) -> da.Array:
     """A dask DataFrame as a lazy float dask array with one block per partition.
 
     Parameters
@@ -215,7 +222,8 @@ def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X") -> da.Array
     >>> frame_to_array(df).chunks
     ((3, 3), (2,))
     """
-    parts = X if isinstance(X, Partitions) else Partitions.of(select_columns(X, what=what))
+    parts = X if isinstance(X, Partitions) else Partitions.of(
+        select_columns(X, what=what, file=file))
     known = parts.lengths(compute=lengths)
     rows = known if known is not None else (np.nan,) * len(parts.keys)
     dtype = _float_dtype(parts.frame)

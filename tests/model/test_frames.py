@@ -227,7 +227,7 @@ def test_same_names_do_not_warn(table):
 
 def test_non_numeric_columns_are_named(parquet):
     """A frame with a string column is refused by name, saying how to choose columns."""
-    with pytest.raises(NonNumericInputError, match=r"non-numeric column\(s\) \['label'\].*"
+    with pytest.raises(NonNumericInputError, match=r"non-numeric column\(s\) 'label' .*"
                                                    r"X\[\['f0', 'f1', 'f2', 'f3', 'id'\]\]"):
         KernelPCA(**_params()).fit(dd.read_parquet(parquet))
 
