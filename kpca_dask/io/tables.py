@@ -10,7 +10,7 @@ into a row-blocked array:
   compresses and reads). The row count of every block comes from the file
   footers, so opening computes nothing. With ``filters=`` the rows left are
   unknown until read, so the partition lengths are computed once (only the
-  lengths reach the client).
+  lengths reach the client), and each block is one row group.
 * **CSV**: blocks of about ``block_rows`` lines, cut by bytes (estimated
   from the first lines). A CSV file keeps no row counts, so opening computes
   the partition lengths: one read of the file, as any line count would be.
@@ -137,9 +137,12 @@ def _read_parquet(url, fs, path, columns, filters, storage_options, block_rows):
     available = list(meta.schema.to_arrow_schema().names)
     chosen = _chosen(available, columns, url)
     per_group = max(1, meta.row_group(0).num_rows) if meta.num_row_groups else 1
+    # With filters, one row group per block: dask's reader (2026.7) returned the
+    # filtered rows of several row groups read together out of file order.
+    merged = 1 if filters is not None else max(1, block_rows // per_group)
     frame = dd.read_parquet(url, columns=chosen, filters=filters,
                             storage_options=storage_options or None, index=False,
-                            split_row_groups=max(1, block_rows // per_group))
+                            split_row_groups=merged)
     return frame
 
 
