@@ -195,6 +195,19 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
                             "field of it is a number)")
 
 
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("writing the output")
+    group.add_argument("--out-format", choices=("zarr", "parquet"),
+                       help="format of the output (default: Parquet for a .parquet/.pq --out, "
+                            "else Zarr)")
+    group.add_argument("--keep-columns", type=_column_list, metavar="ID,...",
+                       help="Parquet or CSV input, Parquet output: copy these columns (keys "
+                            "such as an id) beside the outputs, row for row")
+    group.add_argument("--out-dtype", choices=("float32", "float64"),
+                       help="dtype of the outputs (default: the model's, float32 for a "
+                            "--dtype float32 fit)")
+
+
 def _open_data(args):
     """The data, opened lazily before any worker starts: a bad path fails here, at once."""
     from .io import open_array
@@ -271,20 +284,7 @@ def _fit(args) -> None:
 
 
 def _transform(args) -> None:
-    from . import load
-    from .io import check_can_write, write_embedding
-    from .validation import check_n_features
-
-    check_can_write(args.out, overwrite=args.overwrite)
-    model = load(args.model)
-    X = _open_data(args)
-    check_n_features(X, model.n_features_in_, type(model).__name__)
-    with _compute_context(args):
-        started = time.perf_counter()
-        Y = model.transform(X)
-        write_embedding(Y, args.out, overwrite=args.overwrite)
-        seconds = time.perf_counter() - started
-    print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64, in {seconds:.2f} s")
+    _write_model_output(args, "transform")
 
 
 def _inverse_transform(args) -> None:
@@ -296,19 +296,63 @@ def _score(args) -> None:
 
 
 def _write_model_output(args, method: str) -> None:
-    """Apply a fitted model's ``method`` to a Zarr array and write the result, as transform does."""
+    """Apply a fitted model's ``method`` to the data and write the result as Zarr or Parquet
+    (by the output's extension or --out-format); a table input may keep key columns."""
     from . import load
-    from .io import check_can_write, open_array, write_array
+    from .io import check_can_write, write_array, write_embedding
+    from .io.formats import file_format
+    from .io.parquet_out import output_format, write_table
+    from .model.table_outputs import output_dtype
 
+    out_format = output_format(args.out, args.out_format)
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    dtype = output_dtype(model, args.out_dtype)
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        kind = "other"  # e.g. a sparse .npz: _open_data reads it or says why not
+    if args.keep_columns and kind not in ("parquet", "csv"):
+        raise _CommandError(f"--keep-columns copies columns of a Parquet or CSV input; "
+                            f"{args.data} is {kind}.")
+    if args.keep_columns and out_format != "parquet":
+        raise _CommandError("--keep-columns needs a Parquet output (--out NAME.parquet, or "
+                            "--out-format parquet).")
+    # Built lazily before any worker starts, so that a wrong file or shape fails at once.
+    started = time.perf_counter()
+    if out_format == "parquet":
+        result = _table_output(args, model, method, kind, dtype)
+        writer = write_table
+        shape = (f"{len(result.columns)} column(s) ({', '.join(map(str, result.columns[:6]))}"
+                 f"{', ...' if len(result.columns) > 6 else ''}), Parquet")
+    else:
+        result = getattr(model, method)(_open_data(args)).astype(dtype)
+        writer = write_embedding if method == "transform" else write_array
+        shape = " x ".join(str(n) for n in result.shape)
     with _compute_context(args):
-        started = time.perf_counter()
-        result = getattr(model, method)(open_array(args.data, array=args.array))
-        write_array(result, args.out, overwrite=args.overwrite)
+        writer(result, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
-    shape = " x ".join(str(n) for n in result.shape)
-    print(f"wrote {args.out}: {shape} float64, in {seconds:.2f} s")
+    print(f"wrote {args.out}: {shape} {dtype}, in {seconds:.2f} s")
+
+
+def _table_output(args, model, method: str, kind: str, dtype):
+    """The lazy frame a Parquet output is written from."""
+    from .model.table_outputs import output_names, transform_table
+
+    if kind in ("parquet", "csv"):
+        from .io.tables import read_table
+        from .validation import DEFAULT_BLOCK_ROWS
+
+        frame = read_table(args.data, kind, header=args.header, block_rows=DEFAULT_BLOCK_ROWS)
+        return transform_table(model, frame, method, columns=args.columns,
+                               keep_columns=args.keep_columns or (), dtype=dtype)
+    import dask.dataframe as dd
+
+    result = getattr(model, method)(_open_data(args))
+    result = getattr(result, "data", result).astype(dtype)  # a DataArray's dask array
+    if result.ndim == 1:
+        result = result[:, None]
+    return dd.from_dask_array(result, columns=output_names(model, method))
 
 
 def _info(args) -> None:
@@ -518,9 +562,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr = commands.add_parser("transform", help="project a data set and write the embedding")
     tr.add_argument("model", metavar="MODEL.zarr")
     tr.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr")
+    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr|.parquet")
     tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_input_options(tr)
+    _add_output_options(tr)
     _add_compute_options(tr)
     tr.set_defaults(run=_transform)
 
@@ -528,20 +573,22 @@ def build_parser() -> argparse.ArgumentParser:
         "inverse-transform", help="map a Zarr embedding back to input space (pre-images)")
     inv.add_argument("model", metavar="MODEL.zarr",
                      help="a model fitted with fit_inverse_transform=True")
-    inv.add_argument("data", metavar="EMBEDDING.zarr")
-    inv.add_argument("--out", required=True, metavar="X.zarr")
-    inv.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    inv.add_argument("data", metavar="EMBEDDING", help="a Zarr, Parquet or CSV embedding")
+    inv.add_argument("--out", required=True, metavar="X.zarr|.parquet")
     inv.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(inv)
+    _add_output_options(inv)
     _add_compute_options(inv)
     inv.set_defaults(run=_inverse_transform)
 
     score = commands.add_parser(
         "score", help="write each row's reconstruction error (a novelty score) to Zarr")
     score.add_argument("model", metavar="MODEL.zarr")
-    score.add_argument("data", metavar="DATA.zarr")
-    score.add_argument("--out", required=True, metavar="ERRORS.zarr")
-    score.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    score.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    score.add_argument("--out", required=True, metavar="ERRORS.zarr|.parquet")
     score.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(score)
+    _add_output_options(score)
     _add_compute_options(score)
     score.set_defaults(run=_score)
 

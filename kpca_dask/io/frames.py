@@ -100,7 +100,7 @@ def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = 
     >>> select_columns(df)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    kpca_dask.errors.NonNumericInputError: X has non-numeric column(s) 'id' (...) ...
+    kpca_dask.errors.NonNumericInputError: X has non-numeric column(s) 'id' ...
     """
     if columns is not None:
         columns = list(columns)
@@ -201,7 +201,7 @@ def _lengths(*parts) -> tuple[int, ...]:
 
 
 def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X",
-                   file: bool = False) -> da.Array:
+                   file: bool = False, features: Sequence | None = None) -> da.Array:
     """A dask DataFrame as a lazy float dask array with one block per partition.
 
     Parameters
@@ -214,6 +214,9 @@ def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X",
         each partition once; no value reaches the client). False leaves them
         unknown (NaN) where the metadata lacks them, which is all a lazy
         ``transform`` needs.
+    features : list, optional
+        With :class:`Partitions` that hold more columns (keys kept for the
+        output): the numeric columns that make the array.
 
     Examples
     --------
@@ -226,22 +229,23 @@ def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X",
         select_columns(X, what=what, file=file))
     known = parts.lengths(compute=lengths)
     rows = known if known is not None else (np.nan,) * len(parts.keys)
-    dtype = _float_dtype(parts.frame)
-    columns = list(parts.frame.columns)
-    name = "frame-values-" + tokenize(parts.keys, what)
+    columns = list(parts.frame.columns) if features is None else list(features)
+    dtype = _float_dtype(parts.frame[columns])
+    name = "frame-values-" + tokenize(parts.keys, what, columns)
     graph = dict(parts.graph)
+    subset = None if features is None else columns
     for i, key in enumerate(parts.keys):
-        graph[(name, i, 0)] = (_checked_values, key, dtype, columns, what, i)
+        graph[(name, i, 0)] = (_checked_values, key, dtype, columns, what, i, subset)
     return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name,
                     chunks=(tuple(rows), (len(columns),)), dtype=dtype,
                     meta=np.empty((0, 0), dtype))
 
 
 def _checked_values(part, dtype: np.dtype, columns: list, what: str,
-                    partition: int) -> np.ndarray:
+                    partition: int, subset: list | None = None) -> np.ndarray:
     """A partition's values as floats, or an error naming the first non-finite
     column and the partition."""
-    values = part.to_numpy(dtype=dtype, na_value=np.nan)
+    values = (part if subset is None else part[subset]).to_numpy(dtype=dtype, na_value=np.nan)
     _raise_if_nonfinite(values, columns, what, partition=partition)
     return values
 
@@ -262,11 +266,13 @@ def _raise_if_nonfinite(values: np.ndarray, columns: list, what: str, *,
         "first (e.g. df.dropna() or df.fillna(...)).")
 
 
-def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str]):
+def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str],
+               keep: Sequence[str] = ()):
     """Rows of ``Y`` as a frame with the index of ``like`` (and its divisions if dask).
 
     ``like`` is a pandas DataFrame, or the :class:`Partitions` of a dask
-    DataFrame whose partition i gave block i of ``Y``.
+    DataFrame whose partition i gave block i of ``Y``. The columns ``keep``
+    of ``like`` (keys such as an id) come first, row for row.
 
     Examples
     --------
@@ -275,14 +281,12 @@ def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str]):
     >>> frame_like(np.ones((2, 1)), df, ["pc0"]).index.tolist()
     [10, 20]
     """
-    import pandas as pd
 
-    columns = list(columns)
+    columns, keep = list(columns), list(keep)
     if not isinstance(like, Partitions):
-        return pd.DataFrame(np.asarray(Y), index=like.index, columns=columns)
-    meta = pd.DataFrame(np.empty((0, len(columns)), Y.dtype), columns=columns,
-                        index=like.frame._meta.index)
-    return _by_partition(Y, like, meta, (columns,))
+        return _labelled(np.asarray(Y), like, columns, keep)
+    meta = _labelled(np.empty((0, len(columns)), Y.dtype), like.frame._meta, columns, keep)
+    return _by_partition(Y, like, meta, (columns, keep))
 
 
 def series_like(e: da.Array | np.ndarray, like: Any, name: str):
@@ -316,12 +320,15 @@ def _by_partition(Y: da.Array, like: Partitions, meta, args: tuple):
     return from_graph(graph, meta, like.divisions, keys, "kpca")
 
 
-def _labelled(values: np.ndarray, part, label):
+def _labelled(values: np.ndarray, part, label, keep=()):
     import pandas as pd
 
     if values.ndim == 1:
         return pd.Series(values, index=part.index, name=label)
-    return pd.DataFrame(values, index=part.index, columns=label)
+    out = pd.DataFrame(values, index=part.index, columns=label)
+    if keep:
+        out = pd.concat([part[list(keep)], out], axis=1)
+    return out
 
 
 def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:

@@ -127,6 +127,10 @@ def _read_parquet(url, fs, path, columns, filters, storage_options, block_rows):
     import dask.dataframe as dd
     import pyarrow.parquet as pq
 
+    if fs.isdir(path) and fs.exists(f"{path.rstrip('/')}/_KPCA_DASK_INCOMPLETE"):
+        raise InvalidInputError(
+            f"{url} is an incomplete kpca-dask output: its writer stopped before finishing "
+            "(or is still writing). Delete it and write it again.")
     files = [path] if fs.isfile(path) else sorted(
         f for f in fs.find(path) if f.endswith((".parquet", ".pq"))
         and not any(part.startswith(("_", ".")) for part in f[len(path):].split("/")))
