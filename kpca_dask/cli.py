@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 
 import dask
@@ -278,6 +279,9 @@ def _fit(args) -> None:
     _check_parameters(kpca, X)
     with _compute_context(args):
         kpca.fit(X, checkpoint=args.checkpoint)
+    names = _table_names(args)
+    if names is not None:  # as a fit on the table's frame would set them
+        kpca.feature_names_in_ = names
     kpca.save(args.model, overwrite=args.overwrite)
     print(f"wrote {args.model}")
     _print_summary(_summary(kpca, args.model))
@@ -318,6 +322,7 @@ def _write_model_output(args, method: str) -> None:
     if args.keep_columns and out_format != "parquet":
         raise _CommandError("--keep-columns needs a Parquet output (--out NAME.parquet, or "
                             "--out-format parquet).")
+    _columns_of_model(args, model, method, kind)
     # Built lazily before any worker starts, so that a wrong file or shape fails at once.
     started = time.perf_counter()
     if out_format == "parquet":
@@ -326,13 +331,45 @@ def _write_model_output(args, method: str) -> None:
         shape = (f"{len(result.columns)} column(s) ({', '.join(map(str, result.columns[:6]))}"
                  f"{', ...' if len(result.columns) > 6 else ''}), Parquet")
     else:
-        result = getattr(model, method)(_open_data(args)).astype(dtype)
+        with warnings.catch_warnings():
+            # A table's columns were matched to the model's names above; the array has none.
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            result = getattr(model, method)(_open_data(args)).astype(dtype)
         writer = write_embedding if method == "transform" else write_array
         shape = " x ".join(str(n) for n in result.shape)
     with _compute_context(args):
         writer(result, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
     print(f"wrote {args.out}: {shape} {dtype}, in {seconds:.2f} s")
+
+
+def _table_names(args):
+    """The feature names of a Parquet or CSV input (string column names), or None."""
+    from .io.formats import file_format
+    from .io.frames import frame_feature_names
+    from .io.tables import read_table
+
+    if file_format(args.data, args.format) not in ("parquet", "csv"):
+        return None
+    frame = read_table(args.data, file_format(args.data, args.format), columns=args.columns,
+                       header=args.header, block_rows=1)
+    return frame_feature_names(frame)
+
+
+def _columns_of_model(args, model, method: str, kind: str) -> None:
+    """A table input's columns default to the model's feature names; other ones are refused
+    as scikit-learn refuses them."""
+    names = getattr(model, "feature_names_in_", None)
+    if kind not in ("parquet", "csv") or names is None or method == "inverse_transform":
+        return
+    if args.columns is None:
+        args.columns = [str(name) for name in names]
+        return
+    import pandas as pd
+
+    from .io.frames import check_feature_names
+
+    check_feature_names(model, pd.DataFrame(columns=list(args.columns)), reset=False)
 
 
 def _table_output(args, model, method: str, kind: str, dtype):

@@ -99,9 +99,9 @@ def test_score_and_inverse_transform_write_parquet(tmp_path, table, capsys):
                          capsys=capsys)
     assert status == 0, err
     back = pd.read_parquet(tmp_path / "x.parquet")
-    assert list(back.columns) == ["id", "x0", "x1", "x2"]
+    assert list(back.columns) == ["id", *NAMES]  # the names the model was fitted with
     np.testing.assert_allclose(
-        back[["x0", "x1", "x2"]].to_numpy(),
+        back[NAMES].to_numpy(),
         model.inverse_transform(model.transform(table[NAMES].to_numpy())), atol=1e-10)
 
 
@@ -165,3 +165,22 @@ def test_incomplete_parquet_output_is_refused(tmp_path, table):
     (tmp_path / "half.parquet" / INCOMPLETE_MARKER).write_bytes(b"")
     with pytest.raises(InvalidInputError, match="incomplete kpca-dask output"):
         open_array(tmp_path / "half.parquet")
+
+
+def test_fit_from_a_table_keeps_its_column_names(tmp_path, table, capsys):
+    """fit of a Parquet table saves its column names; transform then reads those columns
+    without --columns, and refuses them in another order."""
+    model = _fit(tmp_path, capsys)
+    assert model.feature_names_in_.tolist() == NAMES
+    status, out, _ = run("info", tmp_path / "m.zarr", capsys=capsys)
+    assert "features     a, b, c" in out
+    status, _, err = run("transform", tmp_path / "m.zarr", tmp_path / "t.parquet",
+                         "--keep-columns", "id", "--out", tmp_path / "emb.parquet", *LOCAL,
+                         capsys=capsys)
+    assert status == 0, err
+    assert list(pd.read_parquet(tmp_path / "emb.parquet").columns) == [
+        "id", "kernelpca0", "kernelpca1"]
+    status, _, err = run("transform", tmp_path / "m.zarr", tmp_path / "t.parquet",
+                         "--columns", "c,b,a", "--out", tmp_path / "e.zarr", *LOCAL,
+                         capsys=capsys)
+    assert status == 2 and "same order as they were in fit" in err
