@@ -288,3 +288,22 @@ def test_info_shows_the_feature_names(tmp_path, table, capsys):
     assert "features     f0, f1, f2, f3" in capsys.readouterr().out
     cli.main(["info", str(tmp_path / "model.zarr"), "--json"])
     assert json.loads(capsys.readouterr().out)["feature_names_in"] == NAMES
+
+
+def test_partial_fit_takes_frames_and_checks_their_names(table):
+    """partial_fit of pandas batches equals a fit on their concatenation with the same
+    landmarks and gamma; a batch with the columns in another order is refused."""
+    first, second = table[NAMES].iloc[:600], table[NAMES].iloc[600:]
+    kpca = KernelPCA(**_params()).partial_fit(first).partial_fit(second)
+    refit = KernelPCA(**_params(landmarks=kpca.landmarks_, n_landmarks=kpca.n_landmarks_)).fit(
+        table[NAMES])
+    np.testing.assert_allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10)
+    assert kpca.feature_names_in_.tolist() == NAMES
+    with pytest.raises(InvalidInputError, match="same order"):
+        kpca.partial_fit(second[NAMES[::-1]])
+
+
+def test_fit_transform_of_a_dask_frame_is_a_dask_frame(parquet):
+    """fit_transform of a dask DataFrame returns a lazy dask DataFrame of the components."""
+    Y = KernelPCA(**_params()).fit_transform(_features(parquet))
+    assert isinstance(Y, dd.DataFrame) and Y.npartitions == 8
