@@ -349,10 +349,14 @@ def _table_names(args):
     from .io.frames import frame_feature_names
     from .io.tables import read_table
 
-    if file_format(args.data, args.format) not in ("parquet", "csv"):
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        return None  # e.g. a sparse .npz, read by its own reader
+    if kind not in ("parquet", "csv"):
         return None
-    frame = read_table(args.data, file_format(args.data, args.format), columns=args.columns,
-                       header=args.header, block_rows=1)
+    frame = read_table(args.data, kind, columns=args.columns, header=args.header,
+                       block_rows=1)
     return frame_feature_names(frame)
 
 
