@@ -99,7 +99,8 @@ def _run(kind, model, names, options, args):
         import dask.dataframe as dd
 
         frame = dd.read_parquet(url, storage_options=options,
-                                split_row_groups=max(1, args.block_rows // args.row_group))
+                                split_row_groups=max(1, args.block_rows // args.row_group),
+                                open_file_options={"precache_options": {"method": "parquet"}})
 
         def out():
             write_table(transform_table(model, frame, columns=names, keep_columns=["id"]),

