@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 
 import dask
@@ -195,6 +196,19 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
                             "field of it is a number)")
 
 
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("writing the output")
+    group.add_argument("--out-format", choices=("zarr", "parquet"),
+                       help="format of the output (default: Parquet for a .parquet/.pq --out, "
+                            "else Zarr)")
+    group.add_argument("--keep-columns", type=_column_list, metavar="ID,...",
+                       help="Parquet or CSV input, Parquet output: copy these columns (keys "
+                            "such as an id) beside the outputs, row for row")
+    group.add_argument("--out-dtype", choices=("float32", "float64"),
+                       help="dtype of the outputs (default: the model's, float32 for a "
+                            "--dtype float32 fit)")
+
+
 def _open_data(args):
     """The data, opened lazily before any worker starts: a bad path fails here, at once."""
     from .io import open_array
@@ -265,26 +279,16 @@ def _fit(args) -> None:
     _check_parameters(kpca, X)
     with _compute_context(args):
         kpca.fit(X, checkpoint=args.checkpoint)
+    names = _table_names(args)
+    if names is not None:  # as a fit on the table's frame would set them
+        kpca.feature_names_in_ = names
     kpca.save(args.model, overwrite=args.overwrite)
     print(f"wrote {args.model}")
     _print_summary(_summary(kpca, args.model))
 
 
 def _transform(args) -> None:
-    from . import load
-    from .io import check_can_write, write_embedding
-    from .validation import check_n_features
-
-    check_can_write(args.out, overwrite=args.overwrite)
-    model = load(args.model)
-    X = _open_data(args)
-    check_n_features(X, model.n_features_in_, type(model).__name__)
-    with _compute_context(args):
-        started = time.perf_counter()
-        Y = model.transform(X)
-        write_embedding(Y, args.out, overwrite=args.overwrite)
-        seconds = time.perf_counter() - started
-    print(f"wrote {args.out}: {Y.shape[0]} x {Y.shape[1]} float64, in {seconds:.2f} s")
+    _write_model_output(args, "transform")
 
 
 def _inverse_transform(args) -> None:
@@ -296,19 +300,100 @@ def _score(args) -> None:
 
 
 def _write_model_output(args, method: str) -> None:
-    """Apply a fitted model's ``method`` to a Zarr array and write the result, as transform does."""
+    """Apply a fitted model's ``method`` to the data and write the result as Zarr or Parquet
+    (by the output's extension or --out-format); a table input may keep key columns."""
     from . import load
-    from .io import check_can_write, open_array, write_array
+    from .io import check_can_write, write_array, write_embedding
+    from .io.formats import file_format
+    from .io.parquet_out import output_format, write_table
+    from .model.table_outputs import output_dtype
 
+    out_format = output_format(args.out, args.out_format)
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    dtype = output_dtype(model, args.out_dtype)
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        kind = "other"  # e.g. a sparse .npz: _open_data reads it or says why not
+    if args.keep_columns and kind not in ("parquet", "csv"):
+        raise _CommandError(f"--keep-columns copies columns of a Parquet or CSV input; "
+                            f"{args.data} is {kind}.")
+    if args.keep_columns and out_format != "parquet":
+        raise _CommandError("--keep-columns needs a Parquet output (--out NAME.parquet, or "
+                            "--out-format parquet).")
+    _columns_of_model(args, model, method, kind)
+    # Built lazily before any worker starts, so that a wrong file or shape fails at once.
+    started = time.perf_counter()
+    if out_format == "parquet":
+        result = _table_output(args, model, method, kind, dtype)
+        writer = write_table
+        shape = (f"{len(result.columns)} column(s) ({', '.join(map(str, result.columns[:6]))}"
+                 f"{', ...' if len(result.columns) > 6 else ''}), Parquet")
+    else:
+        with warnings.catch_warnings():
+            # A table's columns were matched to the model's names above; the array has none.
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            result = getattr(model, method)(_open_data(args)).astype(dtype)
+        writer = write_embedding if method == "transform" else write_array
+        shape = " x ".join(str(n) for n in result.shape)
     with _compute_context(args):
-        started = time.perf_counter()
-        result = getattr(model, method)(open_array(args.data, array=args.array))
-        write_array(result, args.out, overwrite=args.overwrite)
+        writer(result, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
-    shape = " x ".join(str(n) for n in result.shape)
-    print(f"wrote {args.out}: {shape} float64, in {seconds:.2f} s")
+    print(f"wrote {args.out}: {shape} {dtype}, in {seconds:.2f} s")
+
+
+def _table_names(args):
+    """The feature names of a Parquet or CSV input (string column names), or None."""
+    from .io.formats import file_format
+    from .io.frames import frame_feature_names
+    from .io.tables import read_table
+
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        return None  # e.g. a sparse .npz, read by its own reader
+    if kind not in ("parquet", "csv"):
+        return None
+    frame = read_table(args.data, kind, columns=args.columns, header=args.header,
+                       block_rows=1)
+    return frame_feature_names(frame)
+
+
+def _columns_of_model(args, model, method: str, kind: str) -> None:
+    """A table input's columns default to the model's feature names; other ones are refused
+    as scikit-learn refuses them."""
+    names = getattr(model, "feature_names_in_", None)
+    if kind not in ("parquet", "csv") or names is None or method == "inverse_transform":
+        return
+    if args.columns is None:
+        args.columns = [str(name) for name in names]
+        return
+    import pandas as pd
+
+    from .io.frames import check_feature_names
+
+    check_feature_names(model, pd.DataFrame(columns=list(args.columns)), reset=False)
+
+
+def _table_output(args, model, method: str, kind: str, dtype):
+    """The lazy frame a Parquet output is written from."""
+    from .model.table_outputs import output_names, transform_table
+
+    if kind in ("parquet", "csv"):
+        from .io.tables import read_table
+        from .validation import DEFAULT_BLOCK_ROWS
+
+        frame = read_table(args.data, kind, header=args.header, block_rows=DEFAULT_BLOCK_ROWS)
+        return transform_table(model, frame, method, columns=args.columns,
+                               keep_columns=args.keep_columns or (), dtype=dtype)
+    import dask.dataframe as dd
+
+    result = getattr(model, method)(_open_data(args))
+    result = getattr(result, "data", result).astype(dtype)  # a DataArray's dask array
+    if result.ndim == 1:
+        result = result[:, None]
+    return dd.from_dask_array(result, columns=output_names(model, method))
 
 
 def _info(args) -> None:
@@ -414,6 +499,7 @@ def _summary(model, path) -> dict:
         "trace_error": float(model.trace_error_),
         "n_samples_fit": int(model.n_samples_fit_),
         "n_features_in": int(model.n_features_in_),
+        "feature_names_in": _names(model),
         "fit_seconds": float(model.fit_seconds_),
         "dtype": model.dtype,
         "statistics_kept": getattr(model, "statistics_", None) is not None,
@@ -441,6 +527,10 @@ def _print_summary(s: dict) -> None:
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
     ]
+    if s.get("feature_names_in"):
+        names = s["feature_names_in"]
+        rows.insert(3, ("features", ", ".join(names[:10])
+                        + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
@@ -449,6 +539,11 @@ def _print_summary(s: dict) -> None:
                  for i, line in enumerate(describe(s["row_provenance"]))]
     for label, text in rows:
         print(f"{label:<12} {text}")
+
+
+def _names(model) -> list[str] | None:
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(name) for name in names]
 
 
 def _short_list(values, shown=10) -> str:
@@ -526,9 +621,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr = commands.add_parser("transform", help="project a data set and write the embedding")
     tr.add_argument("model", metavar="MODEL.zarr")
     tr.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr")
+    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr|.parquet")
     tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_input_options(tr)
+    _add_output_options(tr)
     _add_compute_options(tr)
     tr.set_defaults(run=_transform)
 
@@ -536,20 +632,22 @@ def build_parser() -> argparse.ArgumentParser:
         "inverse-transform", help="map a Zarr embedding back to input space (pre-images)")
     inv.add_argument("model", metavar="MODEL.zarr",
                      help="a model fitted with fit_inverse_transform=True")
-    inv.add_argument("data", metavar="EMBEDDING.zarr")
-    inv.add_argument("--out", required=True, metavar="X.zarr")
-    inv.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    inv.add_argument("data", metavar="EMBEDDING", help="a Zarr, Parquet or CSV embedding")
+    inv.add_argument("--out", required=True, metavar="X.zarr|.parquet")
     inv.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(inv)
+    _add_output_options(inv)
     _add_compute_options(inv)
     inv.set_defaults(run=_inverse_transform)
 
     score = commands.add_parser(
         "score", help="write each row's reconstruction error (a novelty score) to Zarr")
     score.add_argument("model", metavar="MODEL.zarr")
-    score.add_argument("data", metavar="DATA.zarr")
-    score.add_argument("--out", required=True, metavar="ERRORS.zarr")
-    score.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    score.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    score.add_argument("--out", required=True, metavar="ERRORS.zarr|.parquet")
     score.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(score)
+    _add_output_options(score)
     _add_compute_options(score)
     score.set_defaults(run=_score)
 

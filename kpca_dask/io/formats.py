@@ -3,18 +3,24 @@
 Each reader returns a lazy dask array of row blocks (a Dataset for netCDF,
 so that the labels survive), with every block's row count known before any
 pass over the data: the landmarks are drawn from global row indices
-(DESIGN §2, reproducibility), which needs the row count up front.
+(docs/design.md §2, reproducibility), which needs the row count up front.
 
-* ``.npy``: the header gives shape and dtype; each block reads its rows
-  through a memory map.
-* Parquet (a file or a directory of files): the file footers give the row
-  count of every row group; each block reads whole row groups (neighbours
-  merged up to about ``block_rows`` rows), only the chosen columns.
-* CSV: one scan counts the line ends (bytes only, nothing parsed); each block
-  parses its own byte range with pandas.
+* Parquet and CSV, from local paths or any fsspec URL: read by
+  dask.dataframe (:mod:`kpca_dask.io.tables`), made an array by
+  :mod:`kpca_dask.io.frames`.
+* ``.npy``, local or from a URL: the header gives shape and dtype; each block
+  reads its rows (a memory map locally, one ranged read from a URL).
 * HDF5: the dataset's shape, dtype and chunks come from the file; each block
-  reads a row slice.
+  reads a row slice. Local paths only.
 * netCDF: opened with xarray (lazily indexed variables), chunked by rows.
+  Local paths only.
+
+HDF5 and netCDF stay local: their libraries read a file by many small seeks
+(the chunk index, then each chunk), one request each on object storage, and
+xarray keeps a netCDF file open across tasks, which a remote file object
+cannot be shared for with worker processes. Convert them to Zarr (e.g.
+``xarray.open_dataset(path).to_zarr(url)``), which reads from URLs by whole
+chunks.
 
 Nothing holds a file handle across tasks: a block opens the file itself, so
 graphs pickle to distributed workers as a path plus an offset.
@@ -22,7 +28,6 @@ graphs pickle to distributed workers as a path plus an offset.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,9 +56,6 @@ EXTENSIONS: dict[str, str] = {
 
 #: Which optional package each format needs, for the error when it is missing.
 _NEEDS = {"parquet": "pyarrow", "hdf5": "h5py"}
-
-#: Bytes read at a time while counting CSV lines.
-_SCAN_BYTES = 16 * 2**20
 
 
 def file_format(source: str | os.PathLike, format: str | None = None) -> str:
@@ -103,6 +105,8 @@ def open_file(
     header: bool | None = None,
     sample_dim: str | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
+    filters: Any = None,
+    storage_options: dict | None = None,
 ) -> Any:
     """Open a data file lazily by row blocks, or return None for Zarr.
 
@@ -124,30 +128,58 @@ def open_file(
     if kind not in ("parquet", "csv") and (columns is not None or header is not None):
         option = "columns=" if columns is not None else "header="
         raise InvalidInputError(f"{option} applies to Parquet and CSV files, not to {shown}.")
+    if filters is not None and kind != "parquet":
+        raise InvalidInputError(f"filters= applies to Parquet files, not to {shown}.")
     if kind == "zarr":
         return None
-    if "://" in shown:
-        raise InvalidInputError(
-            f"{shown}: {kind} files are read from local paths only; copy it locally or "
-            "convert it to Zarr, which is read from URLs.")
-    path = Path(shown).expanduser().absolute()
-    if not path.exists():
-        raise FileNotFoundError(f"No such file: {shown}: check the path.")
     if kind in ("npy", "parquet", "csv") and array is not None:
         raise InvalidInputError(
             f"array={array!r} names an array in a Zarr group or an HDF5/netCDF file; "
             f"{shown} holds one table: drop it.")
     if block_rows < 1:
         raise InvalidInputError(f"block_rows must be >= 1; got {block_rows}.")
+    remote = "://" in shown and not shown.startswith("file://")
+    if kind in ("parquet", "csv"):
+        return _read_table(shown, kind, columns, header, filters, storage_options, block_rows)
+    if remote and kind in ("hdf5", "netcdf"):
+        raise InvalidInputError(
+            f"{shown}: {kind} files are read from local paths only (their libraries read by "
+            "many small seeks, one request each on object storage); copy it locally or "
+            "convert it to Zarr (xarray.open_dataset(path).to_zarr(url)), which is read from "
+            "URLs. Parquet, CSV, .npy and Zarr are read from URLs.")
+    if remote:
+        return _read_remote_npy(shown, storage_options, block_rows)
+    if storage_options:
+        raise InvalidInputError(
+            f"storage_options were given for the local path {shown!r}; they apply to fsspec "
+            "URLs (s3://, gs://, memory://...) only.")
+    path = Path(shown.removeprefix("file://")).expanduser().absolute()
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {shown}: check the path.")
     if kind == "npy":
         return _read_npy(path, shown, block_rows)
-    if kind == "parquet":
-        return _read_parquet(path, shown, columns, block_rows)
-    if kind == "csv":
-        return _read_csv(path, shown, columns, header, block_rows)
     if kind == "hdf5":
         return _read_hdf5(path, shown, array, block_rows)
     return _read_netcdf(path, shown, sample_dim, block_rows)
+
+
+def _read_table(shown, kind, columns, header, filters, storage_options, block_rows):
+    """Parquet or CSV through dask.dataframe, as a row-blocked array (row counts known)."""
+    import pandas as pd
+
+    from .frames import frame_to_array
+    from .tables import read_table
+
+    if kind == "parquet":
+        _require("parquet")
+    frame = read_table(shown, kind, columns=columns, header=header, filters=filters,
+                       storage_options=storage_options, block_rows=block_rows)
+    try:
+        return frame_to_array(frame, what=shown, file=True)
+    except pd.errors.ParserError as exc:  # CSV lengths are computed: the parse runs here
+        raise InvalidInputError(
+            f"{shown} is ragged or malformed: {' '.join(str(exc).split())}. Every line must "
+            "have the same number of fields.") from None
 
 
 def _require(kind: str):
@@ -219,7 +251,41 @@ def _npy_block(piece) -> np.ndarray:
     return np.array(np.load(path, mmap_mode="r")[start:stop])
 
 
-# -- Parquet -----------------------------------------------------------------
+def _read_remote_npy(url: str, storage_options: dict | None, block_rows: int) -> da.Array:
+    """A ``.npy`` file at a URL: its header read once, then one ranged read per block."""
+    from .tables import url_filesystem
+
+    fs, path = url_filesystem(url, storage_options)
+    if not fs.exists(path):
+        raise FileNotFoundError(f"No such file: {url}: check the path or URL.")
+    with fs.open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = read_header(f)
+        except ValueError as exc:
+            raise InvalidInputError(f"{url} is not a readable .npy array: {exc}") from None
+        offset = f.tell()
+    _two_d(shape, url, "The array")
+    dtype = _numeric_dtype(dtype, url)
+    if fortran:
+        raise InvalidInputError(
+            f"{url} is stored in Fortran order, so its rows are not contiguous; save it in C "
+            "order (np.save(path, np.ascontiguousarray(X))) or as Zarr.")
+    n, p = shape
+    row_bytes = p * dtype.itemsize
+    pieces = [(fs, path, offset + start * row_bytes, stop - start, p, dtype.str)
+              for start, stop in _row_ranges(n, block_rows)]
+    return _from_blocks(_remote_npy_block, pieces, [piece[3] for piece in pieces], p, dtype,
+                        f"{url}-{fs.info(path).get('ETag', fs.info(path).get('size'))}")
+
+
+def _remote_npy_block(piece) -> np.ndarray:
+    fs, path, start, rows, p, dtype = piece
+    dtype = np.dtype(dtype)
+    data = fs.cat_file(path, start=start, end=start + rows * p * dtype.itemsize)
+    return np.frombuffer(data, dtype=dtype).reshape(rows, p).copy()
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -227,225 +293,6 @@ def _parquet_files(path: Path) -> list[Path]:
         return [path]
     return sorted(p for p in path.rglob("*.parquet")
                   if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
-
-
-def _read_parquet(path: Path, shown: str, columns, block_rows: int) -> da.Array:
-    _require("parquet")
-    import pyarrow.parquet as pq
-
-    files = _parquet_files(path)
-    if not files:
-        raise InvalidInputError(f"The directory {shown} holds no .parquet files.")
-    schema = pq.read_schema(files[0])
-    names = _chosen_columns(list(schema.names), columns, shown)
-    dtype = _table_dtype({name: schema.field(name).type for name in names}, shown, columns)
-    pieces, rows = [], []
-    for file in files:
-        meta = pq.ParquetFile(file).metadata
-        file_names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-        missing = [name for name in names if name not in file_names]
-        if missing:
-            raise InvalidInputError(
-                f"{file.name} in {shown} has no column(s) {missing}: every file of a Parquet "
-                "data set must hold the chosen columns.")
-        # Neighbouring row groups merged up to about block_rows rows per block.
-        group, count = [], 0
-        for i in range(meta.num_row_groups):
-            group.append(i)
-            count += meta.row_group(i).num_rows
-            if count >= block_rows:
-                pieces.append((str(file), tuple(group), tuple(names), dtype.str))
-                rows.append(count)
-                group, count = [], 0
-        if group and count:
-            pieces.append((str(file), tuple(group), tuple(names), dtype.str))
-            rows.append(count)
-    return _from_blocks(_parquet_block, pieces, rows, len(names), dtype,
-                        "-".join(_name(f) for f in files))
-
-
-def _parquet_block(piece) -> np.ndarray:
-    import pyarrow.parquet as pq
-
-    file, groups, names, dtype = piece
-    table = pq.ParquetFile(file).read_row_groups(list(groups), columns=list(names))
-    return _table_to_array(table.to_pandas(), names, dtype)
-
-
-def _table_dtype(types: dict, shown: str, columns) -> np.dtype:
-    """float32 when every chosen column is float32, else float64 (ints and bools too)."""
-    import pyarrow as pa
-
-    bad = [name for name, t in types.items()
-           if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))]
-    if bad:
-        numeric = [name for name in types if name not in bad]
-        raise NonNumericInputError(_non_numeric_message(shown, bad, types, numeric, columns))
-    single = all(pa.types.is_float32(t) for t in types.values())
-    return np.dtype(np.float32 if single else np.float64)
-
-
-def _non_numeric_message(shown, bad, types, numeric, columns) -> str:
-    listed = ", ".join(f"{name!r} ({types[name]})" for name in bad)
-    hint = (f"choose numeric columns with columns={numeric!r} (--columns "
-            f"{','.join(map(str, numeric))})" if numeric and columns is None
-            else "drop them from columns= or encode them as numbers first")
-    return f"{shown} has non-numeric column(s) {listed}; {hint}."
-
-
-def _chosen_columns(available: list, columns, shown: str) -> list:
-    if columns is None:
-        return available
-    if isinstance(columns, (str, int)):
-        columns = [columns]
-    missing = [c for c in columns if c not in available]
-    if missing:
-        raise InvalidInputError(
-            f"{shown} has no column(s) {missing}; its columns are {available}.")
-    if not columns:
-        raise InvalidInputError("columns= is empty; name at least one column.")
-    return list(columns)
-
-
-def _table_to_array(frame, names, dtype: str) -> np.ndarray:
-    values = frame[list(names)] if list(frame.columns) != list(names) else frame
-    return values.to_numpy(dtype=np.dtype(dtype), na_value=np.nan)
-
-
-# -- CSV ---------------------------------------------------------------------
-
-
-def _read_csv(path: Path, shown: str, columns, header: bool | None,
-              block_rows: int) -> da.Array:
-    with open(path, "rb") as f:
-        first = f.readline()
-    if not first.strip():
-        raise InvalidInputError(f"{shown} is empty or starts with a blank line.")
-    fields = _csv_fields(first, shown)
-    if header is None:
-        header = _looks_like_header(fields)
-    names = fields if header else list(range(len(fields)))
-    if columns is not None:
-        # Numbered columns match as numbers or as text (as named on the command line).
-        columns = [_column_key(c, names) for c in
-                   ([columns] if isinstance(columns, (str, int)) else columns)]
-    chosen = _chosen_columns(names, columns, shown)
-    ranges = _csv_ranges(path, len(first) if header else 0, block_rows)
-    if not ranges:
-        raise InvalidInputError(f"{shown} has a header line but no rows.")
-    # The first rows tell a non-numeric column (or a ragged line) before any pass.
-    start, stop, _ = ranges[0]
-    sample = _parse_csv(path, shown, names, chosen, start, min(stop, start + 2**20), None)
-    bad = [name for name in chosen if sample[name].dtype.kind not in "biuf"]
-    if bad:
-        numeric = [name for name in chosen if name not in bad]
-        types = {name: sample[name].dtype for name in chosen}
-        raise NonNumericInputError(_non_numeric_message(shown, bad, types, numeric, columns))
-    pieces = [(str(path), shown, tuple(names), tuple(chosen), a, b, rows)
-              for a, b, rows in ranges]
-    return _from_blocks(_csv_block, pieces, [r for _, _, r in ranges], len(chosen),
-                        np.dtype(np.float64), _name(path))
-
-
-def _csv_fields(line: bytes, shown: str) -> list[str]:
-    import pandas as pd
-
-    row = pd.read_csv(io.BytesIO(line), header=None, dtype=str, keep_default_na=False)
-    return [str(value).strip() for value in row.iloc[0]]
-
-
-def _looks_like_header(fields: list[str]) -> bool:
-    """A header unless every field is a number; ``0,1,2,...`` (what pandas writes for
-    unnamed columns) is a header too."""
-    if not all(_is_number(field) for field in fields):
-        return True
-    return fields == [str(i) for i in range(len(fields))]
-
-
-def _column_key(column, names: list):
-    if column in names:
-        return column
-    for other in (str(column), int(column) if str(column).isdigit() else None):
-        if other is not None and other in names:
-            return other
-    return column
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _csv_ranges(path: Path, skip: int, block_rows: int) -> list[tuple[int, int, int]]:
-    """Byte ranges (start, stop, rows) of ``block_rows`` lines each (the last may be shorter).
-
-    Counts line ends only, nothing is parsed; the block that parses a range
-    checks that it finds as many rows as were counted.
-    """
-    ranges, start, rows, offset, last = [], skip, 0, skip, b"\n"
-    with open(path, "rb") as f:
-        f.seek(skip)
-        while chunk := f.read(_SCAN_BYTES):
-            # The byte after each line end, as an offset in the file.
-            ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == ord("\n"))
-            ends += offset + 1
-            while len(ends) >= block_rows - rows:
-                stop = int(ends[block_rows - rows - 1])
-                ranges.append((start, stop, block_rows))
-                ends, start, rows = ends[block_rows - rows:], stop, 0
-            rows += len(ends)
-            offset += len(chunk)
-            last = chunk[-1:]
-    if offset > start:
-        rows += last != b"\n"  # a last line without its line end
-        ranges.append((start, offset, rows))
-    return ranges
-
-
-def _parse_csv(path, shown, names, chosen, start, stop, rows):
-    import pandas as pd
-
-    with open(path, "rb") as f:
-        f.seek(start)
-        text = f.read(stop - start)
-    if rows is None:  # a sample: up to the last whole line
-        text = text[:text.rfind(b"\n") + 1] or text
-    try:
-        # All fields, unnamed: the parser then refuses a line with more fields than the first.
-        frame = pd.read_csv(io.BytesIO(text), header=None, skip_blank_lines=False,
-                            index_col=False)
-    except pd.errors.ParserError as exc:
-        raise InvalidInputError(_ragged(shown, start, " ".join(str(exc).split()))) from None
-    except ValueError as exc:
-        raise InvalidInputError(f"{shown} could not be read near byte {start}: {exc}") from None
-    if frame.shape[1] != len(names):
-        raise InvalidInputError(_ragged(
-            shown, start, f"{frame.shape[1]} fields where the first line has {len(names)}"))
-    frame.columns = list(names)
-    frame = frame[list(chosen)]
-    if rows is not None and len(frame) != rows:
-        raise InvalidInputError(
-            f"{shown}: {len(frame)} rows parsed near byte {start} where {rows} lines were "
-            "counted; quoted fields with line breaks are not supported.")
-    return frame
-
-
-def _ragged(shown: str, start: int, detail: str) -> str:
-    return (f"{shown} is ragged or malformed near byte {start}: {detail}. Every line must "
-            "have the same number of fields.")
-
-
-def _csv_block(piece) -> np.ndarray:
-    path, shown, names, chosen, start, stop, rows = piece
-    frame = _parse_csv(path, shown, names, chosen, start, stop, rows)
-    bad = [name for name in chosen if frame[name].dtype.kind not in "biuf"]
-    if bad:
-        raise NonNumericInputError(
-            f"{shown} has non-numeric values in column(s) {bad} near byte {start}.")
-    return _table_to_array(frame, chosen, "f8")
 
 
 # -- HDF5 ----------------------------------------------------------------------

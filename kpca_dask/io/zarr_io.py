@@ -51,6 +51,7 @@ from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .checksums import checksummed_codecs
 from .claims import exclusive_writer
 from .formats import open_file
+from .frames import frame_to_array, frame_to_numpy, is_dask_frame, is_frame, select_columns
 from .sparse_files import is_sparse_source, open_sparse
 
 __all__ = [
@@ -182,6 +183,7 @@ def open_array(
     format: str | None = None,
     columns: Sequence[str | int] | None = None,
     header: bool | None = None,
+    filters: Any = None,
 ) -> da.Array | xr.DataArray:
     """Open data for fitting or transforming as a lazy (n_samples, n_features) array.
 
@@ -190,9 +192,10 @@ def open_array(
     source : path, URL, zarr.Array, zarr.Group, xarray.DataArray, xarray.Dataset, \
 dask array or numpy array
         A Zarr array, or a Zarr group holding the array, by local path or fsspec
-        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``); or a local
-        ``.npy``, Parquet (file or directory), CSV, HDF5 or netCDF file,
-        chosen by its extension or by ``format``. A scipy.sparse matrix, or a
+        URL (``s3://bucket/data.zarr``, ``memory://data.zarr``); a Parquet
+        (file or directory), CSV or ``.npy`` file by local path or URL, or a
+        local HDF5 or netCDF file, chosen by its extension or by ``format``;
+        a pandas or dask DataFrame (:mod:`kpca_dask.io.frames`). A scipy.sparse matrix, or a
         local ``.npz`` file written by ``scipy.sparse.save_npz``, becomes a dask
         array of CSR blocks (:mod:`kpca_dask.io.sparse_files`).
     array : str, optional
@@ -203,7 +206,7 @@ dask array or numpy array
         Dimension names of xarray input. Default: the first dimension holds
         the samples and the other one the features.
     storage_options : dict, optional
-        Passed to fsspec for URLs (credentials, endpoint...).
+        Passed to fsspec for URLs (credentials, endpoint...), for every format.
     block_rows : int, default=20000
         Rows per block when numpy input is wrapped or a ``.npy``, CSV, HDF5 or
         netCDF file is read (rounded to whole stored chunks); Parquet blocks
@@ -211,9 +214,14 @@ dask array or numpy array
     format : {"zarr", "npy", "parquet", "csv", "hdf5", "netcdf"}, optional
         The format of a path, when its extension does not say it.
     columns : list of str or int, optional
-        Parquet and CSV: the columns to use, in this order (default: all,
+        Parquet, CSV and DataFrames: the columns to use, in this order (default: all,
         which must then be numeric). CSV columns without a header are numbered
         from 0.
+    filters : list of tuples, optional
+        Parquet: row filters, as ``dask.dataframe.read_parquet`` takes them
+        (``[("year", ">=", 2020)]``). The rows left are unknown until read, so
+        their count per block is computed when the data are opened (only the
+        counts reach the client).
     header : bool, optional
         CSV: whether the first line names the columns. Default: it does
         unless every field of it is a number (``0,1,2,...``, pandas' names
@@ -242,11 +250,17 @@ dask array or numpy array
         return _oriented(source, sample_dim, feature_dim)
     if isinstance(source, da.Array):
         return one_feature_chunk(source, "The dask array", stacklevel=4)
+    if is_frame(source):  # pandas or dask DataFrame: kpca_dask.io.frames
+        if is_dask_frame(source):
+            return frame_to_array(select_columns(source, columns))
+        return da.from_array(frame_to_numpy(select_columns(source, columns)),
+                             chunks=(block_rows, -1))
     if is_sparse_source(source):  # a scipy.sparse matrix or a save_npz file
         return open_sparse(source, block_rows=block_rows)
     if isinstance(source, (str, os.PathLike)):
         opened = open_file(source, format=format, array=array, columns=columns, header=header,
-                           sample_dim=sample_dim, block_rows=block_rows)
+                           sample_dim=sample_dim, block_rows=block_rows, filters=filters,
+                           storage_options=storage_options)
         if isinstance(opened, xr.Dataset):  # netCDF: labelled like a Dataset
             return open_array(opened, array=array, sample_dim=sample_dim,
                               feature_dim=feature_dim)

@@ -51,6 +51,19 @@ from ..errors import (
     NonFiniteInputError,
     NotInvertibleError,
 )
+from ..io.frames import (
+    Partitions,
+    check_feature_names,
+    frame_feature_names,
+    frame_like,
+    frame_to_array,
+    frame_to_numpy,
+    is_dask_frame,
+    is_frame,
+    select_columns,
+    series_like,
+    table_input,
+)
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
@@ -296,6 +309,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         started = time.perf_counter()
         self._check_hyperparameters()
         _check_random_state(self.random_state)
+        names = frame_feature_names(X)  # before the pass: mixed-type names raise now
+        table = X
         X = _as_fit_input(X)
         kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
         rng = as_generator(self.random_state)
@@ -340,6 +355,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         # Only now, with every step done, does the estimator change state.
         self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
+        check_feature_names(self, table if names is not None else X, reset=True)
         self.statistics_ = stats
         self.row_provenance_ = with_rows(None, source_of(X), 0, X.shape[0])
         self._set_reconstruction(novelty_terms(stats, basis), preimage)
@@ -505,12 +521,16 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         True
         """
         started = time.perf_counter()
+        if hasattr(self, "statistics_"):
+            check_feature_names(self, X, reset=False)
+        table = X
         X = _as_fit_input(X, min_samples=1)
         source = source_of(X)  # of the whole input, before the rows are selected
         start, stop = _row_range(rows, X.shape[0])
-        X = X[start:stop] if (start, stop) != (0, X.shape[0]) else X
+        whole = (start, stop) == (0, X.shape[0])
+        X = X if whole else X[start:stop]
         if not hasattr(self, "statistics_"):
-            self.fit(X)
+            self.fit(table if whole else X)  # a whole table keeps its feature names
             self.row_provenance_ = with_rows(None, source, start, stop)
             return self
         total = require_statistics(self, "add rows to")
@@ -612,6 +632,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             parameters in ``attrs``.
         """
         check_is_fitted(self)
+        X, frame = table_input(self, X)
         X = _open_input(X)
         if _is_xarray(X):
             from ..io import label_embedding
@@ -619,12 +640,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             attrs = {"kernel": self.kernel_, **self.kernel_params_,
                      "n_landmarks": self.n_landmarks_}
             return label_embedding(self.transform(X.data), X, attrs)
-        X, is_lazy = as_dask_array(X, min_samples=1)
+        X, is_lazy = _as_rows(X, frame)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         Y = project(X, self.landmarks_, self.projection_, self.offset_, self.kernel_,
                     self.kernel_params_, np.dtype(self.dtype))
         if is_lazy:
-            return Y
+            return Y if frame is None else frame_like(Y, frame, self.get_feature_names_out())
         with capped_blas(Y):
             return Y.compute()
 
@@ -667,7 +688,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
         if _is_xarray(Y):
             return self._inverse_data_array(Y)
-        Y, is_lazy = as_dask_array(Y, what="The embedding", min_samples=1)
+        frame = None
+        if is_dask_frame(Y):
+            frame = Partitions.of(select_columns(Y, what="The embedding"))
+            Y = frame_to_array(frame, lengths=False, what="The embedding")
+        elif is_frame(Y):
+            frame, Y = Y, frame_to_numpy(Y, what="The embedding")
+        Y, is_lazy = _as_rows(Y, frame, what="The embedding")
         if Y.shape[1] != self.n_components_:
             raise InvalidInputError(
                 f"The embedding has {Y.shape[1]} column(s), but this model has "
@@ -675,6 +702,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 f"(n_samples, {self.n_components_})).")
         X_hat = reconstruct(Y, self.preimage_centres_, self.preimage_coefficients_,
                             self.kernel_, self.kernel_params_)
+        if frame is not None:
+            names = getattr(self, "feature_names_in_", None)
+            names = list(names) if names is not None else [
+                f"x{i}" for i in range(self.n_features_in_)]
+            return frame_like(X_hat if is_lazy else _computed(X_hat), frame, names)
         if is_lazy:
             return X_hat
         with capped_blas(X_hat):
@@ -727,6 +759,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise NotInvertibleError(
                 "This model was saved by an older kpca-dask without the mean feature that "
                 "reconstruction_error needs; fit it again.")
+        X, frame = table_input(self, X)
         X = _open_input(X)
         if _is_xarray(X):
             errors = self.reconstruction_error(X.data)
@@ -737,16 +770,18 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
             return xr.DataArray(errors, dims=(sample_dim,), coords=coords,
                                 name="reconstruction_error")
-        X, is_lazy = as_dask_array(X, min_samples=1)
+        X, is_lazy = _as_rows(X, frame)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         errors = reconstruction_error(
             X, self.landmarks_, self.projection_, self.offset_,
             NoveltyTerms(np.asarray(self.novelty_weights_), float(self.novelty_mean_norm2_)),
             self.kernel_, self.kernel_params_, np.dtype(self.dtype))
+        if frame is not None:
+            return series_like(errors if is_lazy else _computed(errors), frame,
+                               "reconstruction_error")
         if is_lazy:
             return errors
-        with capped_blas(errors):
-            return errors.compute()
+        return _computed(errors)
 
     def score_samples(self, X):
         """Minus :meth:`reconstruction_error`: higher means more like the training data.
@@ -755,7 +790,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``IsolationForest.score_samples``); same input and output types as
         :meth:`reconstruction_error`.
         """
-        return -self.reconstruction_error(X)
+        scores = -self.reconstruction_error(X)
+        return scores.rename("score_samples") if is_frame(X) else scores
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
@@ -797,6 +833,19 @@ def _is_xarray(X) -> bool:
     return type(X).__module__.split(".")[0] == "xarray"
 
 
+def _computed(Y):
+    with capped_blas(Y):
+        return Y.compute()
+
+
+def _as_rows(X, frame, what: str = "X"):
+    """``X`` as a lazy float array and ``is_lazy``; a dask frame's blocks may have
+    unknown lengths, which a lazy projection does not need."""
+    if isinstance(frame, Partitions):
+        return X, True
+    return as_dask_array(X, what=what, min_samples=1)
+
+
 def _open_input(X):
     """Zarr paths and xarray objects go through kpca_dask.io; anything else is unchanged."""
     if isinstance(X, (str, os.PathLike)) or _is_xarray(X):
@@ -808,6 +857,10 @@ def _open_input(X):
 
 def _as_fit_input(X, min_samples: int = 2):
     """The training data as a validated dask array with one chunk of features."""
+    if is_dask_frame(X):
+        X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
+    elif is_frame(X):
+        X = frame_to_numpy(X)
     X = _open_input(X)
     X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
     return X

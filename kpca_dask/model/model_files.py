@@ -23,7 +23,8 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 3)::
         unsaved_params  the names of those it cannot (e.g. a numpy Generator seed)
         fitted          the scalar fitted attributes, by their names:
                         kernel_, kernel_params_, gamma_, n_samples_fit_,
-                        n_features_in_, trace_error_, landmark_rank_, fit_seconds_, ...
+                        n_features_in_, trace_error_, landmark_rank_, fit_seconds_,
+                        feature_names_in_ (a list of strings, for a table fit) ...
 
 Loading reads numbers and strings only, so it never executes code. Arrays are
 stored losslessly, so a loaded model transforms bitwise identically.
@@ -98,7 +99,9 @@ def _model_arrays_and_attributes(model: BaseEstimator) -> tuple[dict, dict]:
     for name, value in vars(model).items():
         if not _FITTED_NAME.match(name) or name == "statistics_":
             continue
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        if name == "feature_names_in_":  # strings, as scikit-learn keeps them
+            fitted[name] = [str(feature) for feature in value]
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
             arrays[name[:-1]] = value
         else:
             try:
@@ -291,6 +294,8 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> Ba
     for name, value in attrs["fitted"].items():
         if not _FITTED_NAME.match(name):
             raise ModelFormatError(f"The model at {shown} has an invalid attribute name {name!r}.")
+        if name == "feature_names_in_":
+            value = np.asarray(value, dtype=object)
         setattr(model, name, value)
     for name, value in arrays.items():
         if f"{name}_" in attrs["fitted"]:
