@@ -30,9 +30,11 @@ from .errors import (
     TooFewComponentsError,
     ZeroEigenvalueWarning,
 )
+from .io.parquet_out import write_table
 from .model.estimator import KernelPCA
 from .model.exact import ExactKernelPCA
 from .model.model_files import load_model
+from .model.table_outputs import transform_table
 from .model.updates import merge
 
 
@@ -49,6 +51,8 @@ __all__ = [
     "ExactKernelPCA",
     "load",
     "merge",
+    "transform_table",
+    "write_table",
     "KPCAError",
     "InvalidInputError",
     "InvalidParameterError",

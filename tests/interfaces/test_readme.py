@@ -16,8 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
-def _first_python_block(text: str) -> str:
-    return re.search(r"^```python\n(.*?)^```", text, re.S | re.M).group(1)
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def _run_in(directory: Path, code: str) -> None:
+    script = directory / "quick_start.py"
+    script.write_text(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, script.name], cwd=directory, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _section(text: str, title: str) -> str:
@@ -28,15 +38,21 @@ def _section(text: str, title: str) -> str:
 def test_quick_start_runs_as_is_in_an_empty_directory(tmp_path):
     """The README's first Python block, copied unchanged, runs in an empty folder
     (it makes its own data) and writes the stores it names."""
-    script = tmp_path / "quick_start.py"
-    script.write_text(_first_python_block(README))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, script.name], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _run_in(tmp_path, _python_blocks(README)[0])
     for store in ("shells.zarr", "embedding.zarr", "model.zarr"):
         assert (tmp_path / store).is_dir(), store
+
+
+@pytest.mark.slow
+def test_table_quick_start_runs_as_is_in_an_empty_directory(tmp_path):
+    """The README's second Python block (the table path) runs unchanged in an empty
+    folder and writes a Parquet embedding that keeps the table's ids, row for row."""
+    import pandas as pd
+
+    _run_in(tmp_path, _python_blocks(README)[1])
+    embedding = pd.read_parquet(tmp_path / "embedding.parquet")
+    assert embedding.columns.tolist() == ["id", "kernelpca0", "kernelpca1"]
+    assert sorted(embedding["id"]) == list(range(50_000))
 
 
 def test_command_line_section_names_every_subcommand():
