@@ -84,6 +84,11 @@ def _claims(fs, folder: str) -> list[str]:
         return [path.rstrip("/") for path in fs.ls(folder, detail=False)]
     except FileNotFoundError:
         return []
+    finally:
+        # Looking for a folder that does not exist, s3fs caches a listing of its
+        # parent: without this, an output written after it would stay invisible
+        # to this process (a model saved by another process could not be loaded).
+        fs.invalidate_cache(folder)
 
 
 def _stale(fs, path: str) -> bool:
