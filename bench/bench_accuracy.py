@@ -14,7 +14,7 @@ seeds:
   top 10 eigenvalues (maximum and mean over j);
 - alignment: mean squared canonical correlation between the exact 10-D
   embedding of the n rows and the approximate one (1 = same subspace);
-- trace error: (trace K - trace K_nys) / trace K, DESIGN §2;
+- trace error: (trace K - trace K_nys) / trace K, docs/design.md §2;
 - fit s: wall time of the fit (sklearn: Nystroem fit + transform + PCA fit,
   since its PCA needs the n x m features).
 

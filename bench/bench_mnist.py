@@ -49,7 +49,7 @@ def mnist_directory() -> Path:
 
 
 def median_heuristic_gamma(X: np.ndarray, n: int = 1000, seed: int = 0) -> float:
-    """gamma = 1 / median squared distance (bandwidth^2 = median / 2, DESIGN §3)."""
+    """gamma = 1 / median squared distance (bandwidth^2 = median / 2, docs/design.md §3)."""
     sample = X[np.random.default_rng(seed).choice(len(X), n, replace=False)]
     d2 = squared_distances(sample, sample)
     return float(1.0 / np.median(d2[np.triu_indices(n, 1)]))

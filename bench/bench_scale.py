@@ -10,7 +10,7 @@ For each n, through the command line on a local Dask cluster:
 It records the wall time of each command, the peak resident memory of the
 whole process tree (the command, the nannies and the worker processes, sampled
 every 0.1 s with psutil), and rows per second. In the same run it measures the
-floor (DESIGN §8): one in-memory block per core, all at once with one BLAS
+floor (docs/design.md §8): one in-memory block per core, all at once with one BLAS
 thread each, scaled to n -- the distance GEMM X_b Z^T plus the SYRK D^T D for
 the fit, the distance GEMM plus B P for the transform. Fit and transform
 throughput are the model's own fit time and the command's compute time
@@ -104,7 +104,7 @@ def machine_bound(block_rows: int, n_features: int, n_landmarks: int, n_componen
     """Seconds per row (fit, transform) of the floor's BLAS work on every core at once.
 
     One block per core, each on its own thread with one BLAS thread, all at
-    once: the floor "at the same thread count" of DESIGN §8, as
+    once: the floor "at the same thread count" of docs/design.md §8, as
     bench_floor.py measures it. ``ideal_*`` are one block alone divided by
     the cores, which assumes the cores scale perfectly.
     """

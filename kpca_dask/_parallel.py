@@ -67,7 +67,7 @@ def blas_threads_for(collection) -> int | None:
     """BLAS threads per task when ``collection`` is computed by the local thread pool.
 
     The threaded scheduler runs one block per core at once, and 2 dask threads
-    x 2 BLAS threads measured 1.5x slower than x 1 (DESIGN §2). Distributed
+    x 2 BLAS threads measured 1.5x slower than x 1 (docs/design.md §2). Distributed
     workers need nothing: their nanny already starts them with one BLAS
     thread. Returns None when no cap is needed.
     """
@@ -168,6 +168,6 @@ def task_blas_limit():
     """Context for the body of a block function: Dask threads x BLAS threads <= cores.
 
     A lazy ``transform`` computed by the user on the threaded scheduler is
-    then capped as well as the library's own computes are (DESIGN §2).
+    then capped as well as the library's own computes are (docs/design.md §2).
     """
     return _BLAS_LIMIT(task_blas_threads())

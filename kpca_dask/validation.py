@@ -21,7 +21,7 @@ from .errors import (
 )
 
 #: Rows per block when numpy input is wrapped in a dask array. Blocks of
-#: 10-50 k rows keep BLAS efficient at O(block x m) memory (DESIGN §2).
+#: 10-50 k rows keep BLAS efficient at O(block x m) memory (docs/design.md §2).
 DEFAULT_BLOCK_ROWS = 20_000
 
 

@@ -1,6 +1,6 @@
 """The package's import graph: no circle, and imports only point down the layers.
 
-The layers are those of DESIGN §4 (face > model > engine > blocks, io), read
+The layers are those of docs/design.md §4 (face > model > engine > blocks, io), read
 from the source with ``ast`` so that imports inside functions count too.
 """
 

@@ -4,7 +4,7 @@ Both are estimated on a seeded sample of rows drawn by global row index
 (:func:`kpca_dask.landmarks.sample_rows`), so the value depends on the seed
 only, never on the chunking, and nothing n-sized is computed.
 
-Median heuristic (DESIGN §3). With h the median squared distance between
+Median heuristic (docs/design.md §3). With h the median squared distance between
 pairs of points, the bandwidth c is set by c^2 = h / 2 and the kernel is::
 
     k(x, x') = exp(-|x - x'|^2 / c^2) = exp(-gamma |x - x'|^2),  gamma = 2 / h,

@@ -1,4 +1,4 @@
-"""Going back: pre-images and the feature-space reconstruction error (DESIGN §6).
+"""Going back: pre-images and the feature-space reconstruction error (docs/design.md §6).
 
 **Pre-image map.** Kernel ridge regression from embeddings back to input
 space, with the forward kernel and its parameters applied to embeddings. The

@@ -1,6 +1,6 @@
 """``n_landmarks="auto"``: grow the landmark set until the trace error is small.
 
-The relative trace error of the Nyström approximation (DESIGN §2)::
+The relative trace error of the Nyström approximation (docs/design.md §2)::
 
     e(Z) = (sum_i k(x_i, x_i) - sum_i |f(x_i)|^2) / sum_i k(x_i, x_i),
     f(x) = W^T k_m(x),

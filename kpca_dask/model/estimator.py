@@ -157,7 +157,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     fit_inverse_transform : bool, default=False
         Also learn the pre-image map used by :meth:`inverse_transform`: kernel
         ridge regression from embeddings back to input space, with the
-        landmarks' embeddings as centres (DESIGN §6). Costs one more pass over
+        landmarks' embeddings as centres (docs/design.md §6). Costs one more pass over
         the training data after the fit (not saved in a ``checkpoint``: an
         interrupted fit redoes it).
     alpha : float, default=1.0
@@ -198,7 +198,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     n_samples_fit_ : int
     statistics_ : PassStatistics
         The pass statistics n, s, G, t and the reference row r (float64,
-        DESIGN §7): everything :meth:`partial_fit`, :meth:`set_n_components`
+        docs/design.md §7): everything :meth:`partial_fit`, :meth:`set_n_components`
         and :func:`kpca_dask.merge` need. None for a model loaded from a
         format-version-1 file.
     row_provenance_ : dict
@@ -395,7 +395,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return stats
 
     def _fit_preimage(self, X, landmarks, kernel, params, solution, rcond):
-        """The pre-image map (DESIGN §6): one more pass, over the training rows."""
+        """The pre-image map (docs/design.md §6): one more pass, over the training rows."""
         dtype = np.dtype(self.dtype)
         centres = embed_landmarks(landmarks, solution.projection, solution.offset, kernel,
                                   params, dtype)
@@ -466,7 +466,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 f"alpha must be a finite number > 0 (the pre-image map's ridge penalty); "
                 f"got {self.alpha!r}.")
 
-    # -- growing fits (DESIGN §7) -----------------------------------------
+    # -- growing fits (docs/design.md §7) -----------------------------------------
 
     def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "KernelPCA":
         """Add a batch of rows to the model: for data that grow or arrive in batches.
@@ -650,7 +650,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return Y.compute()
 
     def inverse_transform(self, Y):
-        """Map embeddings back to input space: the pre-images x_hat(y) (DESIGN §6).
+        """Map embeddings back to input space: the pre-images x_hat(y) (docs/design.md §6).
 
         Needs a model fitted with ``fit_inverse_transform=True``. As in
         scikit-learn, x_hat is a kernel ridge regression from embeddings to
@@ -730,7 +730,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Squared distance in feature space from each row to the principal subspace.
 
         ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2`` in the Nyström
-        feature space (DESIGN §6; Hoffmann 2007): large for rows unlike the
+        feature space (docs/design.md §6; Hoffmann 2007): large for rows unlike the
         training data, a novelty score. Every model can compute it; no pass
         beyond the fit's is needed.
 

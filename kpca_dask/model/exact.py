@@ -1,4 +1,4 @@
-"""Exact kernel PCA on the full n x n Gram matrix (DESIGN §1), for small n.
+"""Exact kernel PCA on the full n x n Gram matrix (docs/design.md §1), for small n.
 
 O(n^2) memory and O(n^3) time: this is the reference the Nyström estimator is
 tested against, not a tool for large data.
@@ -34,7 +34,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
     Builds the full n x n kernel matrix K in float64, centres it as
     K~ = J K J with J = I - 11^T / n, and keeps the leading eigenpairs
-    (DESIGN §1). Memory is O(n^2) and time O(n^3): use
+    (docs/design.md §1). Memory is O(n^2) and time O(n^3): use
     :class:`~kpca_dask.KernelPCA` for more than a few thousand rows.
 
     Parameters
@@ -219,7 +219,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         return Kx @ scaled
 
     def reconstruction_error(self, X: ArrayLike) -> np.ndarray:
-        """Squared feature-space distance to the principal subspace (DESIGN §6).
+        """Squared feature-space distance to the principal subspace (docs/design.md §6).
 
         ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2``, with
         ``|phi(x) - phi_bar|^2 = k(x, x) - (2/n) sum_i k(x, x_i) + mean(K)``.

@@ -10,7 +10,7 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 3)::
       explained_variance_ratio  (q,)    float64
       landmark_indices          (m,)    int64     only when the landmarks are rows of X
       statistics_gram, statistics_column_sums, statistics_reference
-                                          float64   the pass statistics G, s, r (DESIGN §7)
+                                          float64   the pass statistics G, s, r (docs/design.md §7)
       novelty_weights           (m,)    float64   v = W mu, for reconstruction_error
       preimage_centres          (m, q)  float64   } the pre-image map, only when fitted
       preimage_coefficients     (m, p)  float64   } with fit_inverse_transform=True

@@ -1,7 +1,7 @@
 """The pass statistics in a Zarr group: one layout for model files and checkpoints.
 
 For fixed landmarks, kernel and parameters the fit is a sum over rows
-(DESIGN §7): n, s, G, t and the reference row r are the model's whole state.
+(docs/design.md §7): n, s, G, t and the reference row r are the model's whole state.
 A saved model keeps them so that it can take more rows, be merged with other
 shards or be re-solved for another ``n_components``; a checkpoint keeps the
 running total of an unfinished pass. Both store them the same way, through

@@ -1,4 +1,4 @@
-"""Models that grow: merging shards, and the checks every update makes (DESIGN §7).
+"""Models that grow: merging shards, and the checks every update makes (docs/design.md §7).
 
 For fixed landmarks, kernel and parameters, the fit is a sum over rows of
 the pass statistics n, s, G, t (the reference row r is fixed by the

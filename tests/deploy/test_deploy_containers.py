@@ -352,7 +352,7 @@ def _small_data() -> da.Array:
 
 
 def _local_fit(model, X: da.Array):
-    """The same fit on this process's threads (DESIGN §5: the cluster changes nothing)."""
+    """The same fit on this process's threads (docs/design.md §5: the cluster changes nothing)."""
     with dask.config.set(scheduler="threads"):
         return kpca_dask.KernelPCA(**model.get_params()).fit(X)
 

@@ -300,7 +300,7 @@ def test_fit_job_command_writes_the_model_over_tls(tls_cluster):
     model = kpca_dask.load(str(model_path))
     assert model.n_components_ == int(option(args, "--n-components"))
     assert model.kernel_ == option(args, "--kernel")
-    # The same fit on this process's threads: the cluster changes nothing (DESIGN §5).
+    # The same fit on this process's threads: the cluster changes nothing (docs/design.md §5).
     reference = kpca_dask.KernelPCA(**model.get_params()).fit(da.from_zarr(str(data)))
     np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10)
 

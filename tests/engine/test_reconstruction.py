@@ -1,4 +1,4 @@
-"""Pre-images and the reconstruction error (DESIGN §6): exact at m = n, independent of
+"""Pre-images and the reconstruction error (docs/design.md §6): exact at m = n, independent of
 chunking and scheduler, one more pass for the pre-image map."""
 
 from __future__ import annotations

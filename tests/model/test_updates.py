@@ -1,4 +1,4 @@
-"""Fits that grow (DESIGN §7): partial_fit, re-solving for another n_components,
+"""Fits that grow (docs/design.md §7): partial_fit, re-solving for another n_components,
 merging shards, statistics in model files and checkpoints, version-1 files."""
 
 from __future__ import annotations
