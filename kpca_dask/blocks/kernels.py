@@ -32,6 +32,8 @@ from scipy.sparse import diags as sparse_diags
 from scipy.spatial.distance import cdist
 
 from ..errors import InvalidParameterError
+from . import epilogue
+from .epilogue import exp_floor_into, exponent_floor
 from .sparse_rows import cityblock_distances, dense, is_sparse, row_norms_squared
 
 __all__ = [
@@ -100,21 +102,6 @@ def _sparse_squared_distances(A, B):
     return d2
 
 
-def exponent_floor(dtype) -> float:
-    """The smallest exponent :func:`exp_nonpositive` passes to exp, for ``dtype``.
-
-    The log of the smallest normal number plus 2, so exp of it is a normal
-    number, e^2 times the smallest, and numpy's vectorised exp stays on its
-    fast path (in float64 it leaves it below about -707.5).
-
-    Examples
-    --------
-    >>> round(exponent_floor(np.float32), 2), round(exponent_floor(np.float64), 2)
-    (-85.34, -706.4)
-    """
-    return float(np.log(np.finfo(dtype).tiny)) + 2.0
-
-
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     """``exp(x)`` in place for an exponent ``x`` that should be <= 0, with no subnormal result.
 
@@ -131,6 +118,8 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     >>> bool(exp_nonpositive(np.array([-1e4], np.float32))[0] >= np.finfo(np.float32).tiny)
     True
     """
+    if x.dtype in (np.float32, np.float64):
+        return exp_floor_into(x)  # compiled, the same speed on every CPU
     np.clip(x, exponent_floor(x.dtype), 0.0, out=x)
     return np.exp(x, out=x)
 
@@ -500,7 +489,9 @@ class LandmarkKernel:
         self.kernel = kernel
         self.params = dict(params)
         self.dtype = np.dtype(dtype)
-        self._rbf = (not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf"
+        name = None if callable(kernel) else _ALIASES.get(kernel, kernel)
+        # nu = infinity is the rbf kernel with the same gamma.
+        self._rbf = ((name == "rbf" or (name == "matern" and math.isinf(self.params["nu"])))
                      and not is_sparse(landmarks) and landmarks.shape[0] > 0)
         self._augmented = None  # built on the first dense block: sparse rows never need it
 
@@ -518,20 +509,56 @@ class LandmarkKernel:
             self._augmented = augmented
         return self._augmented
 
-    def into(self, out: np.ndarray, A) -> np.ndarray:
-        """Write ``k(A, Z)`` into ``out`` (rows of A x landmarks) and return it."""
-        if not self._rbf or is_sparse(A):
-            return pairwise_kernel_into(out, A, self.landmarks, self.kernel, **self.params)
-        augmented = self._augment()
-        rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
-        shifted = rows[:, :-2]
-        np.subtract(A, self._centre.astype(self.dtype), out=shifted)
-        rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
-        rows[:, -2] *= -self._gamma
-        rows[:, -1] = 1.0
-        np.matmul(rows, augmented, out=out)
-        # -gamma d^2 <= 0 (cancellation can flip its sign), and no subnormal results.
-        return exp_nonpositive(out)
+    def into(self, out: np.ndarray, A, shift: np.ndarray | None = None,
+             column_sums: np.ndarray | None = None) -> np.ndarray:
+        """Write ``k(A, Z) - 1 shift^T`` into ``out`` (rows of A x landmarks) and return it.
+
+        One GEMM into ``out``, then the compiled epilogue
+        (:func:`kpca_dask.blocks.epilogue.finish_tile`) turns it into kernel
+        values, subtracts ``shift`` and adds the columns to ``column_sums``
+        (float64) in one pass over each row, while ``out`` is in cache.
+        """
+        code, a, b, degree = self._tile_into(out, A)
+        return epilogue.finish_tile(out, code, a=a, b=b, degree=degree, shift=shift,
+                                    column_sums=column_sums)
+
+    def _tile_into(self, out, A) -> tuple[int, float, float, int]:
+        """The GEMM tile for ``A`` into ``out``, and the epilogue that finishes it."""
+        name = None if callable(self.kernel) else _ALIASES.get(self.kernel, self.kernel)
+        params = self.params
+        if self._rbf and not is_sparse(A):
+            augmented = self._augment()
+            rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
+            shifted = rows[:, :-2]
+            np.subtract(A, self._centre.astype(self.dtype), out=shifted)
+            rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
+            rows[:, -2] *= -self._gamma
+            rows[:, -1] = 1.0
+            np.matmul(rows, augmented, out=out)  # -gamma |a - z|^2 (DESIGN §8)
+            return epilogue.EXP, 1.0, 0.0, 1
+        if name == "rbf" or (name == "laplacian" and not is_sparse(A)):
+            if name == "rbf":
+                squared_distances(A, self.landmarks, out=out)
+            else:
+                out[...] = cdist(A, self.landmarks, metric="cityblock")
+            out *= -params["gamma"]
+            return epilogue.EXP, 1.0, 0.0, 1
+        if name == "matern" and params["nu"] in _MATERN_CLOSED_FORMS:
+            squared_distances(A, self.landmarks, out=out)
+            scale = math.sqrt(2.0 * params["nu"]) * math.sqrt(2.0 * params["gamma"])
+            return _MATERN_CLOSED_FORMS[params["nu"]], scale, 0.0, 1
+        if name in ("polynomial", "sigmoid"):
+            products = A @ np.asarray(self.landmarks, dtype=self.dtype).T
+            out[...] = products.toarray() if is_sparse(products) else products
+            code = epilogue.POLYNOMIAL if name == "polynomial" else epilogue.SIGMOID
+            return code, params["gamma"], params["coef0"], params.get("degree", 1)
+        pairwise_kernel_into(out, A, self.landmarks, self.kernel, **params)
+        return epilogue.IDENTITY, 1.0, 0.0, 1
+
+
+#: Matérn kernels with a closed form the epilogue evaluates, by nu.
+_MATERN_CLOSED_FORMS = {0.5: epilogue.MATERN_HALF, 1.5: epilogue.MATERN_3_2,
+                        2.5: epilogue.MATERN_5_2}
 
 
 def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **params) -> np.ndarray:

@@ -172,16 +172,10 @@ def _kernel_rows_into(out, x, kernel_rows: LandmarkKernel, shift=None, column_su
     the caller's SYRK or product then reads the whole block.
     """
     step = cache_block_rows(out.shape[1], out.dtype.itemsize)
-    # Column sums as a GEMV with a ones row: sums of at most `step` rows in the
-    # block's dtype, as short as the SYRK's, then added up in float64. 4 % of a
-    # float32 block's time, against sum(axis=0, dtype=float64).
-    ones = np.ones(min(step, x.shape[0]), out.dtype) if column_sums is not None else None
     for start in range(0, x.shape[0], step):
-        D = kernel_rows.into(out[start : start + step], x[start : start + step])
-        if shift is not None:
-            D -= shift
-        if column_sums is not None:
-            column_sums += ones[: D.shape[0]] @ D
+        # The compiled epilogue adds each value to the float64 column sums as it
+        # is made: no second pass, and no sum in the block's dtype.
+        kernel_rows.into(out[start : start + step], x[start : start + step], shift, column_sums)
     return out
 
 
