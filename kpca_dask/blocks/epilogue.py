@@ -131,25 +131,32 @@ def _exp_row(row, low, log2e, ln2_hi, ln2_lo, shifter, bias, bits, c, zero, poly
 
 @numba.njit(**_JIT)
 def _finish(tile, code, a, b, degree, low, tiny, shift, column_sums, use_shift, use_sums,
-            log2e, ln2_hi, ln2_lo, shifter, bias, bits, c, zero, poly, scale, scale_bits, t):
+            log2e, ln2_hi, ln2_lo, shifter, bias, bits, c, zero, poly, scale, scale_bits, t,
+            one_third):
     n, m = tile.shape
+    one, half, third = c[0], c[2], one_third
     for i in range(n):
         row = tile[i]
         if code == EXP:
             _exp_row(row, low, log2e, ln2_hi, ln2_lo, shifter, bias, bits, c, zero, poly,
                      scale, scale_bits)
         elif code == MATERN_HALF or code == MATERN_3_2 or code == MATERN_5_2:
+            # e^-t as (e^(-t/2))^2 after the polynomial factor: (1 + t + t^2/3) e^-t
+            # stays a normal number for t somewhat past -exponent_floor, where
+            # e^-t alone is below the floor; the floor then applies to the product.
             for j in range(m):
-                t[j] = np.sqrt(max(row[j], 0.0)) * a
-                row[j] = -t[j]
+                t[j] = np.sqrt(max(row[j], zero)) * a
+                row[j] = -half * t[j]
             _exp_row(row, low, log2e, ln2_hi, ln2_lo, shifter, bias, bits, c, zero, poly,
                      scale, scale_bits)
-            if code == MATERN_3_2:
-                for j in range(m):
-                    row[j] = max((1.0 + t[j]) * row[j], tiny)
-            elif code == MATERN_5_2:
-                for j in range(m):
-                    row[j] = max((1.0 + t[j] + t[j] * t[j] * (1.0 / 3.0)) * row[j], tiny)
+            for j in range(m):
+                if code == MATERN_HALF:
+                    factor = one
+                elif code == MATERN_3_2:
+                    factor = one + t[j]
+                else:
+                    factor = one + t[j] + t[j] * t[j] * third
+                row[j] = max(factor * row[j] * row[j], tiny)
         elif code == POLYNOMIAL:
             for j in range(m):
                 row[j] = (a * row[j] + b) ** degree
@@ -206,7 +213,8 @@ def finish_tile(tile: np.ndarray, code: int, *, a: float = 1.0, b: float = 0.0,
             shift is not None, column_sums is not None,
             log2e, ln2_hi, ln2_lo, shifter, bias, bits,
             tuple(f(1.0 / math.factorial(n)) for n in range(14)), f(0.0),
-            np.empty(m, dtype), scale_bits.view(dtype), scale_bits, np.empty(m, dtype))
+            np.empty(m, dtype), scale_bits.view(dtype), scale_bits, np.empty(m, dtype),
+            f(1.0 / 3.0))
     return tile
 
 
