@@ -469,10 +469,10 @@ class LandmarkKernel:
         [a - c, -gamma |a - c|^2, 1] . [2 gamma (z - c), 1, -gamma |z - c|^2]
             = -gamma |a - z|^2,
 
-    with c the landmark mean (as in :func:`squared_distances`), so that only
-    the clip and the exp are left as elementwise passes over the
-    block. Other kernels, and sparse blocks, go through
-    :func:`pairwise_kernel_into`. The values are those of
+    with c the landmark mean (as in :func:`squared_distances`). Every
+    built-in kernel's tile (that exponent, distances or inner products) is
+    then finished by one compiled loop, :mod:`kpca_dask.blocks.epilogue`,
+    with the reference shift and the column sums. The values are those of
     :func:`pairwise_kernel` to rounding.
 
     Examples
@@ -534,7 +534,7 @@ class LandmarkKernel:
             rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
             rows[:, -2] *= -self._gamma
             rows[:, -1] = 1.0
-            np.matmul(rows, augmented, out=out)  # -gamma |a - z|^2 (DESIGN §8)
+            np.matmul(rows, augmented, out=out)  # -gamma |a - z|^2 (docs/design.md §8)
             return epilogue.EXP, 1.0, 0.0, 1
         if name == "rbf" or (name == "laplacian" and not is_sparse(A)):
             if name == "rbf":
