@@ -526,6 +526,7 @@ class LandmarkKernel:
         """The GEMM tile for ``A`` into ``out``, and the epilogue that finishes it."""
         name = None if callable(self.kernel) else _ALIASES.get(self.kernel, self.kernel)
         params = self.params
+        Z = np.asarray(dense(self.landmarks), dtype=A.dtype)  # a view when already dense
         if self._rbf and not is_sparse(A):
             augmented = self._augment()
             rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
@@ -538,17 +539,17 @@ class LandmarkKernel:
             return epilogue.EXP, 1.0, 0.0, 1
         if name == "rbf" or (name == "laplacian" and not is_sparse(A)):
             if name == "rbf":
-                squared_distances(A, self.landmarks, out=out)
+                squared_distances(A, Z, out=out)
             else:
-                out[...] = cdist(A, self.landmarks, metric="cityblock")
+                out[...] = cdist(A, Z, metric="cityblock")
             out *= -params["gamma"]
             return epilogue.EXP, 1.0, 0.0, 1
         if name == "matern" and params["nu"] in _MATERN_CLOSED_FORMS:
-            squared_distances(A, self.landmarks, out=out)
+            squared_distances(A, Z, out=out)
             scale = math.sqrt(2.0 * params["nu"]) * math.sqrt(2.0 * params["gamma"])
             return _MATERN_CLOSED_FORMS[params["nu"]], scale, 0.0, 1
         if name in ("polynomial", "sigmoid"):
-            products = A @ np.asarray(self.landmarks, dtype=self.dtype).T
+            products = A @ Z.T
             out[...] = products.toarray() if is_sparse(products) else products
             code = epilogue.POLYNOMIAL if name == "polynomial" else epilogue.SIGMOID
             return code, params["gamma"], params["coef0"], params.get("degree", 1)

@@ -122,12 +122,12 @@ def test_landmark_kernel_rows_equal_pairwise_kernel_minus_shift(dtype, kernel, p
     """LandmarkKernel.into with shift and column sums is pairwise_kernel - shift, every kernel."""
     rng = np.random.default_rng(1)
     A = (rng.normal(size=(300, 6)) * 3).astype(dtype)
-    Z = (rng.normal(size=(40, 6)) * 3).astype(dtype)
+    Z = rng.normal(size=(40, 6)) * 3  # float64 landmarks, whatever the blocks' dtype
     shift = rng.random(40) * 0.1
     sums = np.zeros(40)
     out = np.empty((300, 40), dtype)
     LandmarkKernel(Z, kernel, params, dtype).into(out, A, shift, sums)
-    expected = pairwise_kernel(A.astype(np.float64), Z.astype(np.float64), kernel, **params) - shift
+    expected = pairwise_kernel(A.astype(np.float64), Z, kernel, **params) - shift
     atol = (1e-11 if dtype == np.float64 else 2e-5) * max(1.0, np.abs(expected).max())
     np.testing.assert_allclose(out, expected, rtol=0, atol=atol)
     np.testing.assert_allclose(sums, out.astype(np.float64).sum(axis=0), rtol=1e-12, atol=1e-12)
