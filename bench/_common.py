@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import sys
 import threading
 from pathlib import Path
@@ -57,3 +58,31 @@ def write_results(name: str, text: str, argv: list[str] | None) -> Path:
     path = RESULTS / f"{name}.md"
     path.write_text(f"`{command.strip()}`\n\n{text}\n")
     return path
+
+
+def machine() -> str:
+    """The CPU, numpy's SIMD level and OpenBLAS's kernel, for a benchmark's header.
+
+    numpy's float64 exp is fast on X86_V4 (AVX-512) only and OpenBLAS picks
+    its kernels by CPU: figures from different CPUs differ for these reasons.
+    """
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    levels = [name for name in ("X86_V4", "X86_V3", "X86_V2", "AVX512F", "AVX2", "ASIMD", "SVE")
+              if features.get(name)]
+    blas = [f"{pool['internal_api']} {pool.get('version')} {pool.get('architecture', '?')}"
+            for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    return (f"CPU {cpu}; numpy {np.__version__} SIMD {levels[0] if levels else 'baseline'}; "
+            f"BLAS {', '.join(blas) or '?'}")

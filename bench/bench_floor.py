@@ -1,4 +1,4 @@
-"""Where a fit's time goes, against the floor of a dense Nyström fit (DESIGN §8).
+"""Where a fit's time goes, against the floor of a dense Nyström fit (docs/design.md §8).
 
 In one run and on the same data (``blobs``, n = 200 000, p = 32, m = 1000,
 q = 10, rbf) this times, for each dtype, landmark strategy and scheduler:
@@ -55,7 +55,7 @@ from kpca_dask.landmarks.strategies import select_landmarks
 from kpca_dask.validation import as_dask_array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import write_results  # noqa: E402
+from _common import machine, write_results  # noqa: E402
 
 
 def best_of(repeats: int, fn):
@@ -183,6 +183,12 @@ def main(argv=None) -> int:
         X = make_blobs(args.n_samples, args.n_features, centers=10, random_state=0)[0]
     else:
         X = make_dataset("blobs", args.n_samples, n_features=args.n_features, seed=0)[0].compute()
+    from kpca_dask.blocks.epilogue import compile_all
+
+    # Compiled once per signature, then loaded from numba's disk cache.
+    compile_seconds = compile_all()
+    print(f"kernel epilogue: first call (compile or load from cache) {compile_seconds:.2f} s",
+          file=sys.stderr, flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         zarr_path = str(Path(tmp) / "X.zarr")
@@ -210,7 +216,9 @@ def main(argv=None) -> int:
     load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     text = (f"{args.data}, n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
             f"q = {args.n_components}, rbf; {os.cpu_count()} cores; best of {args.repeats} "
-            f"warm runs; load average after the run {' '.join(load)}\n\n" + table(rows))
+            f"warm runs; load average after the run {' '.join(load)}\n{machine()}; kernel "
+            f"epilogue's first call (compile or cache load) {compile_seconds:.2f} s\n\n"
+            + table(rows))
     print(text)
     write_results("bench_floor", text, argv)
     return 0

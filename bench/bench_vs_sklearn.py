@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import machine  # noqa: E402
+
 
 def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
     """Time one fit_transform of ``method`` on the saved data (runs in a subprocess)."""
@@ -85,7 +88,7 @@ def main(argv=None) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print(f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
           f"q = {args.n_components}, rbf, float64, best of {args.repeats}; load average at "
-          f"the end {load}\n")
+          f"the end {load}\n{machine()}\n")
     print("| method | fit_transform (s) | peak RSS (MiB) |")
     print("|---|---|---|")
     print(f"| scikit-learn Nystroem + PCA | {sk['seconds']:.2f} | {sk['peak_rss_mib']:.0f} |")

@@ -138,6 +138,15 @@ base_size=$(docker image inspect --format '{{.Size}}' "$BASE")
 echo "built in ${seconds} s (log: $CACHE/build.log);" \
      "$((size / 1000000)) MB, of which the base $((base_size / 1000000)) MB"
 
+# A worker starts warm: under a read-only root with a writable /tmp, as in the pods, the
+# kernel epilogue loads from the cache compiled at build time and compiles nothing.
+docker run --rm --network host --read-only --tmpfs /tmp "$IMAGE" python -c '
+from kpca_dask.blocks import epilogue
+epilogue.compile_all()
+misses = sum(epilogue._finish.stats.cache_misses.values())
+assert misses == 0, f"the kernel epilogue compiled at run time ({misses} signatures)"
+print("kernel epilogue loaded from the image cache, nothing compiled")' || exit 1
+
 # -- 6. the cluster in containers -------------------------------------------------------
 step "tests/deploy/test_deploy_containers.py"
 KPCA_DASK_REQUIRE_DOCKER=1 KPCA_DASK_IMAGE="$IMAGE" \

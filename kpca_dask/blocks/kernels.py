@@ -2,7 +2,7 @@
 
 Each kernel maps two row blocks ``A`` (n_a x p) and ``B`` (n_b x p) to the
 n_a x n_b block ``k(A, B)``, and has a matching diagonal ``k(a, a)`` used for
-the Nyström trace certificate (DESIGN §2). Nothing here knows about dask: the
+the Nyström trace certificate (docs/design.md §2). Nothing here knows about dask: the
 blockwise code calls these on one chunk at a time, which keeps them easy to
 test against scikit-learn and scipy.
 
@@ -32,6 +32,8 @@ from scipy.sparse import diags as sparse_diags
 from scipy.spatial.distance import cdist
 
 from ..errors import InvalidParameterError
+from . import epilogue
+from .epilogue import exp_floor_into, exponent_floor
 from .row_pair_kernels import RowPairKernel
 from .sparse_rows import cityblock_distances, dense, is_sparse, row_norms_squared
 
@@ -101,21 +103,6 @@ def _sparse_squared_distances(A, B):
     return d2
 
 
-def exponent_floor(dtype) -> float:
-    """The smallest exponent :func:`exp_nonpositive` passes to exp, for ``dtype``.
-
-    The log of the smallest normal number plus 2, so exp of it is a normal
-    number, e^2 times the smallest, and numpy's vectorised exp stays on its
-    fast path (in float64 it leaves it below about -707.5).
-
-    Examples
-    --------
-    >>> round(exponent_floor(np.float32), 2), round(exponent_floor(np.float64), 2)
-    (-85.34, -706.4)
-    """
-    return float(np.log(np.finfo(dtype).tiny)) + 2.0
-
-
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     """``exp(x)`` in place for an exponent ``x`` that should be <= 0, with no subnormal result.
 
@@ -132,6 +119,8 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     >>> bool(exp_nonpositive(np.array([-1e4], np.float32))[0] >= np.finfo(np.float32).tiny)
     True
     """
+    if x.dtype in (np.float32, np.float64):
+        return exp_floor_into(x)  # compiled, the same speed on every CPU
     np.clip(x, exponent_floor(x.dtype), 0.0, out=x)
     return np.exp(x, out=x)
 
@@ -454,7 +443,7 @@ def pairwise_kernel_into(out: np.ndarray, A: np.ndarray, B: np.ndarray,
     The same values as :func:`pairwise_kernel`. For rbf the distance GEMM
     writes straight into ``out`` and the elementwise steps run in place, so a
     caller that passes a sub-block small enough for the cache keeps every
-    step in cache (DESIGN §8); other kernels are evaluated, then copied.
+    step in cache (docs/design.md §8); other kernels are evaluated, then copied.
 
     Examples
     --------
@@ -476,15 +465,15 @@ class LandmarkKernel:
 
     Whatever depends on the landmarks alone is computed once, not once per
     block. For rbf the whole exponent comes out of one GEMM on augmented
-    rows (DESIGN §8, "keep a kernel block in cache")::
+    rows (docs/design.md §8, "keep a kernel block in cache")::
 
         [a - c, -gamma |a - c|^2, 1] . [2 gamma (z - c), 1, -gamma |z - c|^2]
             = -gamma |a - z|^2,
 
-    with c the landmark mean (as in :func:`squared_distances`), so that only
-    the clip and the exp are left as elementwise passes over the
-    block. Other kernels, and sparse blocks, go through
-    :func:`pairwise_kernel_into`. The values are those of
+    with c the landmark mean (as in :func:`squared_distances`). Every
+    built-in kernel's tile (that exponent, distances or inner products) is
+    then finished by one compiled loop, :mod:`kpca_dask.blocks.epilogue`,
+    with the reference shift and the column sums. The values are those of
     :func:`pairwise_kernel` to rounding.
 
     Examples
@@ -501,7 +490,9 @@ class LandmarkKernel:
         self.kernel = kernel
         self.params = dict(params)
         self.dtype = np.dtype(dtype)
-        self._rbf = (not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf"
+        name = None if callable(kernel) else _ALIASES.get(kernel, kernel)
+        # nu = infinity is the rbf kernel with the same gamma.
+        self._rbf = ((name == "rbf" or (name == "matern" and math.isinf(self.params["nu"])))
                      and not is_sparse(landmarks) and landmarks.shape[0] > 0)
         self._augmented = None  # built on the first dense block: sparse rows never need it
 
@@ -519,20 +510,57 @@ class LandmarkKernel:
             self._augmented = augmented
         return self._augmented
 
-    def into(self, out: np.ndarray, A) -> np.ndarray:
-        """Write ``k(A, Z)`` into ``out`` (rows of A x landmarks) and return it."""
-        if not self._rbf or is_sparse(A):
-            return pairwise_kernel_into(out, A, self.landmarks, self.kernel, **self.params)
-        augmented = self._augment()
-        rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
-        shifted = rows[:, :-2]
-        np.subtract(A, self._centre.astype(self.dtype), out=shifted)
-        rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
-        rows[:, -2] *= -self._gamma
-        rows[:, -1] = 1.0
-        np.matmul(rows, augmented, out=out)
-        # -gamma d^2 <= 0 (cancellation can flip its sign), and no subnormal results.
-        return exp_nonpositive(out)
+    def into(self, out: np.ndarray, A, shift: np.ndarray | None = None,
+             column_sums: np.ndarray | None = None) -> np.ndarray:
+        """Write ``k(A, Z) - 1 shift^T`` into ``out`` (rows of A x landmarks) and return it.
+
+        One GEMM into ``out``, then the compiled epilogue
+        (:func:`kpca_dask.blocks.epilogue.finish_tile`) turns it into kernel
+        values, subtracts ``shift`` and adds the columns to ``column_sums``
+        (float64) in one pass over each row, while ``out`` is in cache.
+        """
+        code, a, b, degree = self._tile_into(out, A)
+        return epilogue.finish_tile(out, code, a=a, b=b, degree=degree, shift=shift,
+                                    column_sums=column_sums)
+
+    def _tile_into(self, out, A) -> tuple[int, float, float, int]:
+        """The GEMM tile for ``A`` into ``out``, and the epilogue that finishes it."""
+        name = None if callable(self.kernel) else _ALIASES.get(self.kernel, self.kernel)
+        params = self.params
+        Z = np.asarray(dense(self.landmarks), dtype=A.dtype)  # a view when already dense
+        if self._rbf and not is_sparse(A):
+            augmented = self._augment()
+            rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
+            shifted = rows[:, :-2]
+            np.subtract(A, self._centre.astype(self.dtype), out=shifted)
+            rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
+            rows[:, -2] *= -self._gamma
+            rows[:, -1] = 1.0
+            np.matmul(rows, augmented, out=out)  # -gamma |a - z|^2 (docs/design.md §8)
+            return epilogue.EXP, 1.0, 0.0, 1
+        if name == "rbf" or (name == "laplacian" and not is_sparse(A)):
+            if name == "rbf":
+                squared_distances(A, Z, out=out)
+            else:
+                out[...] = cdist(A, Z, metric="cityblock")
+            out *= -params["gamma"]
+            return epilogue.EXP, 1.0, 0.0, 1
+        if name == "matern" and params["nu"] in _MATERN_CLOSED_FORMS:
+            squared_distances(A, Z, out=out)
+            scale = math.sqrt(2.0 * params["nu"]) * math.sqrt(2.0 * params["gamma"])
+            return _MATERN_CLOSED_FORMS[params["nu"]], scale, 0.0, 1
+        if name in ("polynomial", "sigmoid"):
+            products = A @ Z.T
+            out[...] = products.toarray() if is_sparse(products) else products
+            code = epilogue.POLYNOMIAL if name == "polynomial" else epilogue.SIGMOID
+            return code, params["gamma"], params["coef0"], params.get("degree", 1)
+        pairwise_kernel_into(out, A, self.landmarks, self.kernel, **params)
+        return epilogue.IDENTITY, 1.0, 0.0, 1
+
+
+#: Matérn kernels with a closed form the epilogue evaluates, by nu.
+_MATERN_CLOSED_FORMS = {0.5: epilogue.MATERN_HALF, 1.5: epilogue.MATERN_3_2,
+                        2.5: epilogue.MATERN_5_2}
 
 
 def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **params) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The Nyström pass over the data and the small m x m problem (DESIGN §2).
+"""The Nyström pass over the data and the small m x m problem (docs/design.md §2).
 
 ``pass_statistics`` builds a lazy graph that maps each row block X_b to
 
@@ -134,7 +134,7 @@ def kernel_block_rows(n_landmarks: int) -> int:
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in
 #: the cache: the same steps over 2e8 float64 values took 0.87 s in
-#: 16 384-row blocks and 0.36 s in 512-row blocks (DESIGN §8).
+#: 16 384-row blocks and 0.36 s in 512-row blocks (docs/design.md §8).
 CACHE_BLOCK_BYTES = 2**20
 
 
@@ -165,23 +165,17 @@ def even_block_rows(n_rows: int, most: int) -> int:
 
 
 def _kernel_rows_into(out, x, kernel_rows: LandmarkKernel, shift=None, column_sums=None):
-    """``out = k(x, Z) - 1 shift^T``, one cache-sized sub-block at a time (DESIGN §8).
+    """``out = k(x, Z) - 1 shift^T``, one cache-sized sub-block at a time (docs/design.md §8).
 
     The kernel GEMM, the exp and the shift of a sub-block, and its column
     sums into ``column_sums`` (float64), all run while it is in cache; only
     the caller's SYRK or product then reads the whole block.
     """
     step = cache_block_rows(out.shape[1], out.dtype.itemsize)
-    # Column sums as a GEMV with a ones row: sums of at most `step` rows in the
-    # block's dtype, as short as the SYRK's, then added up in float64. 4 % of a
-    # float32 block's time, against sum(axis=0, dtype=float64).
-    ones = np.ones(min(step, x.shape[0]), out.dtype) if column_sums is not None else None
     for start in range(0, x.shape[0], step):
-        D = kernel_rows.into(out[start : start + step], x[start : start + step])
-        if shift is not None:
-            D -= shift
-        if column_sums is not None:
-            column_sums += ones[: D.shape[0]] @ D
+        # The compiled epilogue adds each value to the float64 column sums as it
+        # is made: no second pass, and no sum in the block's dtype.
+        kernel_rows.into(out[start : start + step], x[start : start + step], shift, column_sums)
     return out
 
 
@@ -662,7 +656,7 @@ def _project_block(
     block, *, landmarks, projection, offset, kernel, params, dtype_kernel, origin=None,
     block_info=None
 ):
-    """y = P^T k_m(x) - c for one row block (DESIGN §2, "Projection")."""
+    """y = P^T k_m(x) - c for one row block (docs/design.md §2, "Projection")."""
     x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
@@ -676,7 +670,7 @@ def _project_block(
     projection = projection.astype(x.dtype, copy=False)
     y = np.empty((x.shape[0], projection.shape[1]))
     # Kernel rows of one cache-sized sub-block at a time, each straight into
-    # its B P: the n_b x m block never exists (DESIGN §8).
+    # its B P: the n_b x m block never exists (docs/design.md §8).
     step = cache_block_rows(landmarks.shape[0], x.dtype.itemsize)
     buffer = np.empty((min(step, x.shape[0]), landmarks.shape[0]), x.dtype)
     kernel_rows = LandmarkKernel(landmarks, kernel, params, x.dtype)
