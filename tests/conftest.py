@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _s3 import s3_endpoint  # noqa: F401  (the object-storage tests' server, a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,11 +10,8 @@ for the job.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -27,15 +24,13 @@ pytest.importorskip("moto.server")
 import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 from _deploy import KUSTOMIZE, OPERATOR, load_one, only_container, option  # noqa: E402
+from _s3 import S3_CREDENTIALS  # noqa: E402
 
 import kpca_dask  # noqa: E402
 from kpca_dask.io import open_array, write_array  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1"}
 JOB_TIMEOUT_S = 180
 
 
@@ -52,43 +47,6 @@ def _bucket_and_urls() -> tuple[str, str, str]:
     return bucket, data_url, model_url
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
-    """URL of an S3-compatible server on loopback, stopped by its PID afterwards."""
-    if not MOTO_SERVER.exists():
-        pytest.skip("moto_server is not installed (pip install 'kpca-dask[deploy]')")
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, f"moto_server exited with {server.returncode}"
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto_server did not start in 60 s"
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
-
-
 @pytest.fixture
 def storage_options(s3_endpoint):
     """An empty bucket named as in the manifests, and the options that reach it."""
@@ -96,8 +54,8 @@ def storage_options(s3_endpoint):
     urllib.request.urlopen(request, timeout=10).close()
     # Listings cached by an earlier test's filesystem object would describe the old bucket.
     s3fs.S3FileSystem.clear_instance_cache()
-    options = {"key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
-               "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    options = {"key": S3_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+               "secret": S3_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
                "client_kwargs": {"endpoint_url": s3_endpoint}}
     bucket, _, _ = _bucket_and_urls()
     s3fs.S3FileSystem(**options).mkdir(bucket)
@@ -135,7 +93,7 @@ def test_fit_job_command_reads_and_writes_object_storage(storage_options, s3_end
 
     # The variables the kpca-dask-s3 Secret gives the pods, here pointing at the loopback server.
     secret_keys = set(load_one(KUSTOMIZE / "s3-secret.template.yaml")["stringData"])
-    s3_env = {**CREDENTIALS, "AWS_ENDPOINT_URL_S3": s3_endpoint}
+    s3_env = {**S3_CREDENTIALS, "AWS_ENDPOINT_URL_S3": s3_endpoint}
     assert secret_keys <= s3_env.keys()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DASK_", "AWS_"))}
     env.update(s3_env)

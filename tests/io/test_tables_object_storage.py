@@ -7,13 +7,8 @@ reached through s3fs as AWS or any S3 store would be.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +20,7 @@ pytest.importorskip("pyarrow")
 
 import dask  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
+from _s3 import S3_CREDENTIALS  # noqa: E402
 
 from kpca_dask import KernelPCA  # noqa: E402
 from kpca_dask.errors import InvalidInputError  # noqa: E402
@@ -32,51 +28,11 @@ from kpca_dask.io import open_array  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-MOTO_SERVER = Path(sys.executable).parent / "moto_server"
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1"}
 BUCKET = "tables"
 N, P = 900, 4
 NAMES = [f"f{i}" for i in range(P)]
 PARAMS = {"n_components": 3, "gamma": 0.3, "n_landmarks": 50, "landmarks": "uniform",
           "random_state": 0}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
-    """URL of an S3-compatible server on loopback, stopped by its PID afterwards."""
-    if not MOTO_SERVER.exists():
-        pytest.skip("moto_server is not installed (pip install 'kpca-dask[deploy]')")
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
-    server = subprocess.Popen([str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    log.close()
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, f"moto_server exited with {server.returncode}"
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto_server did not start in 60 s"
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +47,8 @@ def table() -> pd.DataFrame:
 def storage_options(s3_endpoint, table):
     """A bucket holding the table as Parquet (row groups of 100), CSV and .npy."""
     s3fs.S3FileSystem.clear_instance_cache()
-    options = {"key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
-               "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    options = {"key": S3_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+               "secret": S3_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
                "client_kwargs": {"endpoint_url": s3_endpoint}}
     fs = s3fs.S3FileSystem(**options)
     fs.mkdir(BUCKET)
@@ -165,7 +121,7 @@ def test_command_line_fits_a_parquet_url(storage_options, s3_endpoint, table, tm
     """`kpca-dask fit s3://.../t.parquet --columns ...` takes credentials and endpoint from
     the environment, as for Zarr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DASK_", "AWS_"))}
-    env.update({**CREDENTIALS, "AWS_ENDPOINT_URL_S3": s3_endpoint})
+    env.update({**S3_CREDENTIALS, "AWS_ENDPOINT_URL_S3": s3_endpoint})
     result = subprocess.run(
         [sys.executable, "-m", "kpca_dask", "fit", f"s3://{BUCKET}/t.parquet", "--columns",
          ",".join(NAMES), "--model", str(tmp_path / "m.zarr"), "--n-components", "3",
