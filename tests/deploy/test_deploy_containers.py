@@ -50,7 +50,7 @@ from _deploy import (  # noqa: E402
     pod_environment,
     tls_env,
 )
-from test_object_storage import CREDENTIALS, s3_endpoint  # noqa: E402, F401 (fixture)
+from _s3 import S3_CREDENTIALS as CREDENTIALS  # noqa: E402
 from test_tls_cluster import (  # noqa: E402
     PROBE,
     _free_port,
