@@ -1,9 +1,9 @@
 """An S3-compatible server on loopback for the object-storage tests.
 
 moto's server mode runs as a subprocess on 127.0.0.1 and is reached through
-s3fs as AWS or any S3 store would be; only the endpoint differs. ``s3_endpoint`` (one server per test module)
-reaches every test through tests/conftest.py; the credentials it accepts
-are imported from here.
+s3fs as AWS or any S3 store would be; only the endpoint differs.
+``s3_endpoint`` (one server per test module) reaches every test through
+tests/conftest.py; the credentials it accepts are imported from here.
 """
 
 from __future__ import annotations
