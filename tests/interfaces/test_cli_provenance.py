@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 import zarr
+from test_cli_updates import main  # kpca-dask ARGS in this process
 
-from kpca_dask import KernelPCA, cli
+from kpca_dask import KernelPCA
 
 P = 3
-
-
-def main(*args, cwd, capsys):
-    """``kpca-dask ARGS`` in this process: (exit status, stdout, stderr)."""
-    before = os.getcwd()
-    os.chdir(cwd)
-    try:
-        status = cli.main([str(a) for a in args])
-    finally:
-        os.chdir(before)
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 @pytest.fixture
