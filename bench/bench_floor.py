@@ -22,7 +22,7 @@ floor / fit. The threaded runs fit in-memory numpy data; the cluster runs
 (a 2-worker ``distributed.LocalCluster``, one thread each) fit the same data
 stored in Zarr.
 
-    python bench/bench_floor.py                         # the README table (a few minutes)
+    python bench/bench_floor.py                         # the table of docs/benchmarks.md, "Where a fit's time goes" (a few minutes)
     python bench/bench_floor.py --n-samples 50000 --repeats 1 --schedulers threads   # quick
 
 ``--data sklearn-blobs`` fits scikit-learn's ``make_blobs`` (10 centres in a

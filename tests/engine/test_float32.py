@@ -1,6 +1,6 @@
 """The float32 path: float32 kernel blocks and SYRK, float64 sums and small problem.
 
-Measured bounds (see README "float32"): with the same rcond, the ten leading
+Measured bounds (see docs/guide/float32.md, "Accuracy"): with the same rcond, the ten leading
 eigenvalues of a float32 fit are within 1e-4 relative of the float64 fit
 (worst seen 2.4e-5 on blobs / two-shells with rbf, matern and polynomial
 kernels, m = 100-1000, MNIST included); with each dtype's default rcond the
