@@ -68,7 +68,8 @@ from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
 from ..validation import check_random_state as _check_random_state
-from .checkpoints import FitCheckpoint, fit_identity
+from .checkpoints import FitCheckpoint
+from .fingerprints import fit_identity
 from .model_files import save_model
 from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics

@@ -10,7 +10,7 @@ it has counted: per *source*, a fingerprint and the half-open row ranges::
      "unrecorded_rows": 0}
 
 A source is identified the way a fit checkpoint identifies its data
-(:func:`kpca_dask.model.checkpoints.fit_identity`), from metadata only:
+(:func:`kpca_dask.model.fingerprints.fit_identity`), from metadata only:
 
 * an input that reads one stored Zarr array and nothing else is that array's
   location (absolute path or URL, and the array in it), dtype and number of
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import dask.array as da
 
 from ..errors import OverlappingRowsError
-from .checkpoints import _data_identity
+from .fingerprints import data_identity
 
 __all__ = ["source_of", "recorded_rows", "with_rows", "combined", "describe"]
 
@@ -55,7 +55,7 @@ def source_of(X: da.Array) -> dict:
     >>> source_of(X) == source_of(da.from_array(np.ones((3, 3))))
     False
     """
-    identity = _data_identity(X)
+    identity = data_identity(X)
     stores = identity.get("zarr", [])
     if "name" not in identity and len(stores) == 1:
         store = stores[0]
