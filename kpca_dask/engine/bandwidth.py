@@ -31,7 +31,7 @@ from scipy.spatial.distance import pdist
 from ..blocks.kernels import squared_distances
 from ..blocks.sparse_rows import is_sparse
 from ..errors import InvalidParameterError
-from .sampling import sample_rows
+from .sampling import RowSampler
 
 __all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma",
            "gamma_sample_size"]
@@ -109,7 +109,8 @@ def scale_gamma(sample: np.ndarray) -> float:
 
 
 def resolve_gamma(
-    gamma, X: da.Array, kernel: str | Callable, *, rng: np.random.Generator
+    gamma, X: da.Array, kernel: str | Callable, *, rng: np.random.Generator,
+    sampler: RowSampler | None = None,
 ) -> float | None:
     """Turn ``gamma="median"`` or ``"scale"`` into a number; pass anything else through.
 
@@ -124,6 +125,8 @@ def resolve_gamma(
         The canonical kernel name (aliases resolved) or a callable.
     rng : numpy Generator
         Draws the sampled rows.
+    sampler : RowSampler, optional
+        Reads them (and may hold them already); by default one over ``X``.
 
     Examples
     --------
@@ -141,15 +144,16 @@ def resolve_gamma(
             "'median' (median heuristic) or 'scale' (1 / (n_features * X.var())).")
     if callable(kernel) or kernel not in _GAMMA_KERNELS:
         return None
+    sampler = sampler or RowSampler(X)
     if gamma == "median":
         if kernel not in _MEDIAN_DISTANCE:
             raise InvalidParameterError(
                 f"gamma='median' sets the scale of a distance, which the {kernel!r} kernel "
                 f"does not use; it applies to {', '.join(sorted(_MEDIAN_DISTANCE))}. Pass a "
                 "number or gamma='scale' instead.")
-        sample = _finite_sample(X, gamma_sample_size(gamma, kernel), rng)
+        sample = _finite_sample(sampler, gamma_sample_size(gamma, kernel), rng)
         return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
-    return scale_gamma(_finite_sample(X, gamma_sample_size(gamma, kernel), rng))
+    return scale_gamma(_finite_sample(sampler, gamma_sample_size(gamma, kernel), rng))
 
 
 def gamma_sample_size(gamma, kernel) -> int:
@@ -170,6 +174,6 @@ def gamma_sample_size(gamma, kernel) -> int:
     return SCALE_SAMPLE_ROWS
 
 
-def _finite_sample(X: da.Array, size: int, rng: np.random.Generator) -> np.ndarray:
-    rows, _ = sample_rows(X, size, rng, purpose="estimating gamma")
+def _finite_sample(sampler: RowSampler, size: int, rng: np.random.Generator) -> np.ndarray:
+    rows, _ = sampler.sample(size, rng, purpose="estimating gamma")
     return rows.astype(np.float64, copy=False)

@@ -9,15 +9,15 @@ A sample is drawn as contiguous runs of rows at seeded positions
 chunked store would touch nearly every chunk, so each sample would cost about
 a read of the data; ten runs touch about ten chunks. The rule depends on n and
 the sample size only, never on the chunks (docs/design.md §2, reproducibility).
-:func:`rows_read_together` reads the rows of several planned samples (gamma's,
-the landmarks', the automatic m's) in one go; :func:`take_rows` then serves
-them from memory.
+:class:`RowSampler` draws and reads the samples of one fit. Built with
+:meth:`RowSampler.reading_ahead`, it reads the rows of several planned samples
+(gamma's, the landmarks', the automatic m's) in one go and serves them from
+memory; the fit hands it to the bandwidth rule and the landmark strategies.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
+from dataclasses import dataclass, field
 
 import dask.array as da
 import numpy as np
@@ -26,9 +26,9 @@ from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows", "sample_indices", "rows_read_together", "run_rows"]
+           "sample_rows", "sample_indices", "RowSampler", "run_rows"]
 
-#: Most bytes of rows :func:`rows_read_together` holds in memory; planned
+#: Most bytes of rows :meth:`RowSampler.reading_ahead` holds in memory; planned
 #: samples above it are read one by one, as they are asked for.
 READ_TOGETHER_BYTES = 2**28
 
@@ -43,10 +43,6 @@ MIN_RUNS = 10
 #: Above this many slots, slots are drawn one batch at a time instead of permuted.
 _PERMUTED_SLOTS = 2**16
 _SLOT_BATCH = 256
-
-#: (name of X, sorted global indices, their rows) while rows_read_together holds them.
-_HELD_ROWS: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
-    "kpca_dask_held_rows", default=None)
 
 
 def as_generator(random_state) -> np.random.Generator:
@@ -80,31 +76,105 @@ def independent_generators(rng: np.random.Generator, n: int) -> list[np.random.G
     return list(rng.spawn(n))
 
 
-def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"
-              ) -> np.ndarray:
-    """Rows ``X[indices]`` as numpy; reads only the chunks that hold them.
+@dataclass(frozen=True)
+class RowSampler:
+    """Seeded samples of the rows of ``X``, some of them read ahead and held in memory.
 
-    Rows of an X with scipy.sparse blocks come back as a CSR matrix. Inside
-    :func:`rows_read_together` rows it already read come from memory.
+    One is made per fit and handed to whatever samples rows (the bandwidth
+    rule, the landmark strategies, the automatic m), so the rows planned
+    ahead are read once. Rows it does not hold are read when asked for.
 
-    Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the first
-    global row index that holds NaN or inf; ``purpose`` says in the message
-    what the rows were read for.
+    Parameters
+    ----------
+    X : dask array of shape (n_samples, n_features)
+    held_indices : ndarray of int64, ascending
+        Global rows already read (see :meth:`reading_ahead`).
+    held_rows : ndarray or CSR matrix
+        Those rows.
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
+    >>> sampler = RowSampler.reading_ahead(X, [np.array([1, 4]), np.array([4, 9])])
+    >>> sampler.held_indices.tolist()
+    [1, 4, 9]
+    >>> sampler.take(np.array([9, 4]))
+    array([[18., 19.],
+           [ 8.,  9.]])
     """
-    order = np.argsort(indices)
-    rows = _read_rows(X, indices[order])
-    raise_if_rows_nonfinite(rows, indices[order], purpose)
-    return rows[np.argsort(order)]
 
+    X: da.Array
+    held_indices: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    held_rows: object = None
 
-def _read_rows(X: da.Array, ascending: np.ndarray):
-    held = _HELD_ROWS.get()
-    if held is not None and held[0] == X.name and ascending.size:
-        _, union, rows = held
+    @classmethod
+    def reading_ahead(cls, X: da.Array, samples: list[np.ndarray],
+                      max_bytes: int | None = None) -> "RowSampler":
+        """A sampler holding the union of the planned ``samples``, read in one compute.
+
+        ``samples`` are the global indices the fit will ask for (see
+        :func:`sample_indices` to plan a draw without making it), so a chunk
+        holding rows of several samples is read once, not once per sample.
+        With fewer than two samples, or a union above ``max_bytes`` (default
+        :data:`READ_TOGETHER_BYTES`), nothing is read ahead. NaN or inf rows
+        are reported by the :meth:`take` call that asks for them, with its
+        purpose.
+        """
+        samples = [np.asarray(s, dtype=np.int64) for s in samples if len(s)]
+        union = np.unique(np.concatenate(samples)) if samples else np.empty(0, np.int64)
+        limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
+        if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
+            return cls(X)
+        return cls(X, union, as_block(_rows_by_runs(X, union).compute()))
+
+    def take(self, indices: np.ndarray, *, purpose: str = "choosing landmarks") -> np.ndarray:
+        """Rows ``X[indices]`` as numpy; reads only the chunks that hold rows not held.
+
+        Rows of an X with scipy.sparse blocks come back as a CSR matrix.
+        Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the
+        first global row index that holds NaN or inf; ``purpose`` says in
+        the message what the rows were read for.
+        """
+        order = np.argsort(indices)
+        ascending = indices[order]
+        rows = self._held(ascending)
+        if rows is None:
+            rows = as_block(_rows_by_runs(self.X, ascending).compute())
+        raise_if_rows_nonfinite(rows, ascending, purpose)
+        return rows[np.argsort(order)]
+
+    def sample(self, size: int, rng: np.random.Generator, *,
+               purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
+        """``size`` distinct rows in seeded runs (all rows when size >= n), and their indices.
+
+        The indices are those of :func:`sample_indices`, ascending.
+        """
+        indices = sample_indices(self.X.shape[0], size, rng)
+        return self.take(indices, purpose=purpose), indices
+
+    def _held(self, ascending: np.ndarray):
+        """The held rows at ``ascending``, or None when some of them are not held."""
+        union = self.held_indices
+        if self.held_rows is None or not ascending.size:
+            return None
         where = np.searchsorted(union, ascending)
         if where[-1] < union.size and np.array_equal(union[where], ascending):
-            return rows[where]
-    return as_block(_rows_by_runs(X, ascending).compute())
+            return self.held_rows[where]
+        return None
+
+
+def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"
+              ) -> np.ndarray:
+    """Rows ``X[indices]`` as numpy, read now; see :meth:`RowSampler.take`.
+
+    Examples
+    --------
+    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
+    >>> take_rows(X, np.array([3, 0]))
+    array([[6., 7.],
+           [0., 1.]])
+    """
+    return RowSampler(X).take(indices, purpose=purpose)
 
 
 #: Most runs read as slices; more scattered rows are read by one fancy index.
@@ -124,40 +194,6 @@ def _rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
     starts = ascending[np.r_[0, breaks]]
     stops = ascending[np.r_[breaks - 1, ascending.size - 1]] + 1
     return da.concatenate([X[int(a):int(b)] for a, b in zip(starts, stops)], axis=0)
-
-
-@contextlib.contextmanager
-def rows_read_together(X: da.Array, samples: list[np.ndarray], max_bytes: int | None = None):
-    """Within the block, the rows of every planned sample are read once, together.
-
-    ``samples`` are the global indices the code inside will ask
-    :func:`take_rows` for (see :func:`sample_indices` to plan a draw without
-    making it). Their union is read in one compute, so a chunk holding rows
-    of several samples is read once, not once per sample; asking for other
-    rows still reads them. With fewer than two samples, or a union above
-    ``max_bytes`` (default :data:`READ_TOGETHER_BYTES`), nothing is read
-    ahead. NaN or inf rows are reported by the :func:`take_rows` call that
-    asks for them, with its purpose.
-
-    Examples
-    --------
-    >>> X = da.arange(20.0, chunks=6).reshape(10, 2)
-    >>> with rows_read_together(X, [np.array([1, 4]), np.array([4, 9])]):
-    ...     take_rows(X, np.array([9, 4]))
-    array([[18., 19.],
-           [ 8.,  9.]])
-    """
-    samples = [np.asarray(s, dtype=np.int64) for s in samples if len(s)]
-    union = np.unique(np.concatenate(samples)) if samples else np.empty(0, np.int64)
-    limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
-    if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
-        yield
-        return
-    token = _HELD_ROWS.set((X.name, union, as_block(_rows_by_runs(X, union).compute())))
-    try:
-        yield
-    finally:
-        _HELD_ROWS.reset(token)
 
 
 def raise_if_rows_nonfinite(rows: np.ndarray, indices: np.ndarray, purpose: str) -> None:
@@ -205,8 +241,7 @@ def sample_rows(X: da.Array, size: int, rng: np.random.Generator, *,
     >>> bool((rows[:, 0] == 2 * indices).all())
     True
     """
-    indices = sample_indices(X.shape[0], size, rng)
-    return take_rows(X, indices, purpose=purpose), indices
+    return RowSampler(X).sample(size, rng, purpose=purpose)
 
 
 def run_rows(n: int) -> int:

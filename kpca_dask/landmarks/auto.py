@@ -21,7 +21,7 @@ strategy chooses m landmarks afresh from the same generator state (so the
 model at the final m is the one ``n_landmarks=m`` gives with the same seed)
 and the estimate is taken on the sample, held in memory. The fit reads the
 held-out rows and every sample the strategy may draw up to the cap in one go
-(:func:`planned_samples`, :func:`kpca_dask.engine.sampling.rows_read_together`),
+(:func:`planned_samples`, :meth:`kpca_dask.engine.sampling.RowSampler.reading_ahead`),
 so growing m costs one read of the sampled chunks, not one per m; the
 samples of successive m lie in the same slots of rows, so the union is
 barely larger than the last one. The
@@ -42,7 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
 from ..engine.nystrom import landmark_basis
-from ..engine.sampling import sample_indices, sample_rows
+from ..engine.sampling import RowSampler, sample_indices
 from ..errors import InvalidParameterError
 from .strategies import Landmarks, planned_sample, select_landmarks
 
@@ -95,31 +95,19 @@ def planned_samples(n_samples: int, strategy, *, rng: np.random.Generator,
     [2000, 128, 256, 512]
     """
     samples = [sample_indices(n_samples, validation_rows, copy.deepcopy(validation_rng))]
-    cap = min(max_landmarks, n_samples)
-    m = min(start, cap)
-    while True:
+    for m in _doubling(start, min(max_landmarks, n_samples)):
         planned = planned_sample(n_samples, m, strategy, rng)
         if not planned.size:
             return []
         samples.append(planned)
-        if m >= cap:
-            return samples
-        m = min(2 * m, cap)
+    return samples
 
 
 def grow_landmarks(
-    X: da.Array,
-    strategy,
-    *,
-    rng: np.random.Generator,
-    validation_rng: np.random.Generator,
-    kernel,
-    params: dict,
-    tol: float,
-    max_landmarks: int,
-    rcond: float,
-    start: int = START_LANDMARKS,
-    validation_rows: int = VALIDATION_ROWS,
+    X: da.Array, strategy, *, rng: np.random.Generator, validation_rng: np.random.Generator,
+    kernel, params: dict, tol: float, max_landmarks: int, rcond: float,
+    start: int = START_LANDMARKS, validation_rows: int = VALIDATION_ROWS,
+    sampler: RowSampler | None = None,
 ) -> tuple[Landmarks, list[tuple[int, float]]]:
     """Double m from ``start`` until the estimated trace error is below ``tol``.
 
@@ -129,26 +117,26 @@ def grow_landmarks(
     strategy : str or callable
         A landmark strategy (see :func:`kpca_dask.landmarks.select_landmarks`);
         explicit landmark points are not allowed here.
-    rng : numpy Generator
-        Seeds the strategy; each m starts from a copy of its current state.
-    validation_rng : numpy Generator
-        Draws the held-out rows; must be independent of ``rng``.
+    rng, validation_rng : numpy Generator
+        ``rng`` seeds the strategy (each m starts from a copy of its current
+        state); ``validation_rng``, independent of it, draws the held-out rows.
     kernel, params
         The kernel and its resolved parameters.
     tol : float
         Stop at the first m whose estimated trace error is below ``tol``.
     max_landmarks : int
-        The cap on m (and n, whichever is smaller). Reaching it with the
-        estimate still above ``tol`` warns with a ``ConvergenceWarning``.
+        The cap on m (or n if smaller); ending there above ``tol`` warns (ConvergenceWarning).
     rcond : float
         Cut-off for the eigenvalues of K_mm, as in the fit.
+    sampler : RowSampler, optional
+        Draws the rows (and may hold them already); by default one over ``X``.
 
     Returns
     -------
     landmarks : Landmarks
         The landmarks at the final m.
     path : list of (int, float)
-        Every (number of landmarks, estimated trace error) tried, in order.
+        Every (m, estimated trace error) tried, in order.
 
     Examples
     --------
@@ -160,30 +148,51 @@ def grow_landmarks(
     >>> [m for m, _ in path], bool(path[-1][1] < 1e-3)
     ([16, 32, 64], True)
     """
+    _check_strategy(strategy)
+    cap = min(max_landmarks, X.shape[0])
+    sampler = sampler or RowSampler(X)
+    sample, _ = sampler.sample(validation_rows, validation_rng, purpose=_VALIDATION_PURPOSE)
+    path: list[tuple[int, float]] = []
+    for m in _doubling(start, cap):
+        chosen = select_landmarks(X, m, strategy, rng=copy.deepcopy(rng), kernel=kernel,
+                                  params=params, sampler=sampler)
+        error = estimated_trace_error(sample, chosen.points, kernel, params, rcond)
+        path.append((int(chosen.points.shape[0]), error))
+        # A strategy returning fewer than m has exhausted the kernel's rank.
+        if error < tol or chosen.points.shape[0] < m:
+            break
+    _warn_if_above_tol(path, tol, cap)
+    return chosen, path
+
+
+_VALIDATION_PURPOSE = "drawing rows to estimate the trace error"
+
+
+def _doubling(start: int, cap: int):
+    """start, 2 start, 4 start, ... and finally cap (start itself capped)."""
+    m = min(start, cap)
+    while True:
+        yield m
+        if m >= cap:
+            return
+        m = min(2 * m, cap)
+
+
+def _check_strategy(strategy) -> None:
     if not (isinstance(strategy, str) or callable(strategy)):
         raise InvalidParameterError(
             "n_landmarks='auto' needs a landmark strategy (a name such as 'rpcholesky'), "
             "not explicit landmark points; pass n_landmarks=len(points) with the points.")
-    cap = min(max_landmarks, X.shape[0])
-    sample, _ = sample_rows(X, validation_rows, validation_rng,
-                            purpose="drawing rows to estimate the trace error")
-    path: list[tuple[int, float]] = []
-    m = min(start, cap)
-    while True:
-        chosen = select_landmarks(X, m, strategy, rng=copy.deepcopy(rng), kernel=kernel,
-                                  params=params)
-        error = estimated_trace_error(sample, chosen.points, kernel, params, rcond)
-        path.append((int(chosen.points.shape[0]), error))
-        # A strategy returning fewer than m has exhausted the kernel's rank.
-        if error < tol or m >= cap or chosen.points.shape[0] < m:
-            break
-        m = min(2 * m, cap)
-    if path[-1][1] >= tol:
-        warnings.warn(
-            f"n_landmarks='auto' stopped at the cap of {cap} landmarks with an estimated "
-            f"trace error of {path[-1][1]:.3g}, above tol={tol:g}. Raise max_landmarks, "
-            "raise tol, or choose a smoother kernel (smaller gamma).",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return chosen, path
+
+
+def _warn_if_above_tol(path: list[tuple[int, float]], tol: float, cap: int) -> None:
+    error = path[-1][1]
+    if error < tol:
+        return
+    warnings.warn(
+        f"n_landmarks='auto' stopped at the cap of {cap} landmarks with an estimated "
+        f"trace error of {error:.3g}, above tol={tol:g}. Raise max_landmarks, "
+        "raise tol, or choose a smoother kernel (smaller gamma).",
+        ConvergenceWarning,
+        stacklevel=4,
+    )

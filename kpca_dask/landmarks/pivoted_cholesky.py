@@ -51,14 +51,8 @@ class PivotedCholesky:
 
 
 def rpcholesky(
-    pool: np.ndarray,
-    n_pivots: int,
-    *,
-    rng: np.random.Generator,
-    kernel="rbf",
-    params: dict | None = None,
-    block_size: int = PIVOT_BLOCK,
-    rtol: float = RESIDUAL_RTOL,
+    pool: np.ndarray, n_pivots: int, *, rng: np.random.Generator, kernel="rbf",
+    params: dict | None = None, block_size: int = PIVOT_BLOCK, rtol: float = RESIDUAL_RTOL,
 ) -> PivotedCholesky:
     """Block RPCholesky with rejection sampling on the kernel matrix of ``pool``.
 
@@ -108,14 +102,20 @@ def rpcholesky(
         panel -= factor[:, :k] @ factor[kept, :k].T
         new_columns = _panel_factor(panel, kept)
         kept = kept[: new_columns.shape[1]]
-        factor[:, k : k + kept.size] = new_columns
-        residual -= np.einsum("ij,ij->i", new_columns, new_columns)
-        np.maximum(residual, 0.0, out=residual)
-        residual[kept] = 0.0
+        _add_pivots(factor, residual, k, kept, new_columns)
         pivots.extend(kept.tolist())
     k = len(pivots)
     trace_error = float(residual.sum()) / initial_trace if initial_trace > 0 else 0.0
     return PivotedCholesky(np.asarray(pivots, dtype=np.intp), factor[:, :k], trace_error)
+
+
+def _add_pivots(factor: np.ndarray, residual: np.ndarray, k: int, kept: np.ndarray,
+                new_columns: np.ndarray) -> None:
+    """Put the kept pivots' columns after the first ``k`` and take them off the residual."""
+    factor[:, k : k + kept.size] = new_columns
+    residual -= np.einsum("ij,ij->i", new_columns, new_columns)
+    np.maximum(residual, 0.0, out=residual)  # rounding must not make a residual negative
+    residual[kept] = 0.0
 
 
 def _draw(weights, size, rng):

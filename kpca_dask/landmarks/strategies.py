@@ -32,7 +32,7 @@ import dask.array as da
 import numpy as np
 
 from ..blocks.sparse_rows import dense
-from ..engine.sampling import sample_indices, sample_rows
+from ..engine.sampling import RowSampler, sample_indices
 from ..errors import InvalidParameterError
 from .kmeans_clustering import kmeans_centroids
 from .pivoted_cholesky import PIVOT_BLOCK
@@ -69,7 +69,7 @@ class LandmarkStrategy(Protocol):
 
 
 def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
-            params=None) -> Landmarks:
+            params=None, sampler: RowSampler | None = None) -> Landmarks:
     """m rows, each about equally likely, without replacement (all rows when m >= n).
 
     Examples
@@ -78,12 +78,13 @@ def uniform(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=N
     >>> uniform(X, 4, rng=np.random.default_rng(0)).indices.size
     4
     """
-    points, indices = sample_rows(X, n_landmarks, rng)
+    points, indices = (sampler or RowSampler(X)).sample(n_landmarks, rng)
     return Landmarks(points=dense(points), indices=indices, n_passes=0)
 
 
 def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=None,
-           params=None, sample_factor: int = SAMPLE_FACTOR, n_iter: int = 5) -> Landmarks:
+           params=None, sample_factor: int = SAMPLE_FACTOR, n_iter: int = 5,
+           sampler: RowSampler | None = None) -> Landmarks:
     """k-means centroids of a uniform sample of ``sample_factor * m`` rows.
 
     k-means++ seeding (exact, drawn in blocks) and up to ``n_iter`` Lloyd
@@ -100,7 +101,7 @@ def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=No
     >>> landmarks.points.shape, landmarks.indices is None
     ((10, 2), True)
     """
-    sample, indices = sample_rows(X, sample_factor * n_landmarks, rng)
+    sample, indices = (sampler or RowSampler(X)).sample(sample_factor * n_landmarks, rng)
     if n_landmarks >= sample.shape[0]:
         return Landmarks(points=dense(sample), indices=indices, n_passes=0)
     centroids = kmeans_centroids(sample, n_landmarks, rng=rng, n_iter=n_iter)
@@ -109,7 +110,7 @@ def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=No
 
 def rpcholesky(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel="rbf",
                params=None, pool_factor: int = SAMPLE_FACTOR,
-               block_size: int = PIVOT_BLOCK) -> Landmarks:
+               block_size: int = PIVOT_BLOCK, sampler: RowSampler | None = None) -> Landmarks:
     """Pivot rows of randomly pivoted Cholesky on a pool of ``pool_factor * m`` rows.
 
     The pool, min(n, pool_factor * m) rows drawn uniformly, is held in memory
@@ -125,7 +126,7 @@ def rpcholesky(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kerne
     >>> landmarks.points.shape, bool(np.all(np.diff(landmarks.indices) > 0))
     ((10, 2), True)
     """
-    pool, pool_indices = sample_rows(X, pool_factor * n_landmarks, rng)
+    pool, pool_indices = (sampler or RowSampler(X)).sample(pool_factor * n_landmarks, rng)
     factorisation = rpcholesky_factor(pool, n_landmarks, rng=rng, kernel=kernel,
                                       params=params or {}, block_size=block_size)
     chosen = np.sort(factorisation.pivots)
@@ -179,19 +180,16 @@ def landmark_strategy_names() -> tuple[str, ...]:
 
 
 def select_landmarks(
-    X: da.Array,
-    n_landmarks: int,
-    strategy,
-    *,
-    rng: np.random.Generator,
-    kernel,
-    params: dict,
+    X: da.Array, n_landmarks: int, strategy, *, rng: np.random.Generator, kernel,
+    params: dict, sampler: RowSampler | None = None,
 ) -> Landmarks:
     """Choose landmarks with a registered strategy, a strategy function, or an explicit array.
 
     A string names a registered strategy; a callable is called as a strategy;
     anything else is taken as the landmark points themselves (``n_landmarks``
-    is then ignored).
+    is then ignored). The built-in strategies draw their rows through
+    ``sampler`` (a fit's :class:`~kpca_dask.engine.sampling.RowSampler`, which
+    may hold them already); other strategies get ``X`` only.
 
     Examples
     --------
@@ -210,6 +208,9 @@ def select_landmarks(
                 f"{', '.join(landmark_strategy_names())}, or pass an array of landmark points "
                 "of shape (n_landmarks, n_features)."
             ) from None
+        if chosen is _BUILT_IN.get(strategy):
+            return chosen(X, n_landmarks, rng=rng, kernel=kernel, params=params,
+                          sampler=sampler)
         return chosen(X, n_landmarks, rng=rng, kernel=kernel, params=params)
     if callable(strategy):
         chosen_landmarks = strategy(X, n_landmarks, rng=rng, kernel=kernel, params=params)

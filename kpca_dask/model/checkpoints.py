@@ -73,7 +73,7 @@ from .checkpoint_files import (
     write_landmark_arrays,
     write_state,
 )
-from .fingerprints import fit_identity, recorded
+from .fingerprints import recorded
 
 __all__ = ["FitCheckpoint"]
 

@@ -40,9 +40,9 @@ from ..engine.reconstruction import (
     solve_preimage,
 )
 from ..engine.sampling import (
+    RowSampler,
     as_generator,
     independent_generators,
-    rows_read_together,
     sample_indices,
 )
 from ..errors import (
@@ -336,12 +336,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             chosen, path = saved.landmarks, saved.landmark_path
         else:
             # The samples for gamma, the landmarks and the automatic m, read in one go.
-            with rows_read_together(X, self._planned_samples(X, kernel, rng, bandwidth_rng,
-                                                             validation_rng)):
-                gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng)
-                params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
-                chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng,
-                                                      rcond)
+            sampler = RowSampler.reading_ahead(X, self._planned_samples(
+                X, kernel, rng, bandwidth_rng, validation_rng))
+            gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng, sampler=sampler)
+            params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
+            chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng,
+                                                  rcond, sampler)
             if saved is not None:
                 saved.landmark_path = path  # stored with the landmarks
         _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
@@ -375,14 +375,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                                              max_landmarks=self.max_landmarks)
         return samples + [planned_sample(n, self.n_landmarks, self.landmarks, rng)]
 
-    def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond):
+    def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond, sampler):
         """The landmarks, and the growth path when m is chosen automatically."""
         if self.n_landmarks == "auto":
             return grow_landmarks(
                 X, self.landmarks, rng=rng, validation_rng=validation_rng, kernel=kernel,
-                params=params, tol=self.tol, max_landmarks=self.max_landmarks, rcond=rcond)
+                params=params, tol=self.tol, max_landmarks=self.max_landmarks, rcond=rcond,
+                sampler=sampler)
         chosen = select_landmarks(X, self.n_landmarks, self.landmarks, rng=rng, kernel=kernel,
-                                  params=params)
+                                  params=params, sampler=sampler)
         return chosen, None
 
     def _pass_statistics(self, X, chosen, kernel, params, reference, saved):

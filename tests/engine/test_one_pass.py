@@ -144,14 +144,15 @@ def test_reading_together_changes_no_result(monkeypatch):
 def test_each_strategy_samples_exactly_the_rows_planned_for_it(strategy):
     """planned_sample is the strategy's own first draw: with it held in memory, choosing
     the landmarks reads nothing more from the source."""
-    from kpca_dask.engine.sampling import rows_read_together
+    from kpca_dask.engine.sampling import RowSampler
     from kpca_dask.landmarks.strategies import planned_sample, select_landmarks
 
     source, X, _ = _source()
     rng = np.random.default_rng(3)
     planned = planned_sample(X.shape[0], 10, strategy, rng)
     assert planned.size > 0
-    with rows_read_together(X, [planned, np.array([0])]):
-        reads_before = sum(source.reads.values())
-        select_landmarks(X, 10, strategy, rng=rng, kernel="rbf", params={"gamma": 0.5})
-        assert sum(source.reads.values()) == reads_before
+    sampler = RowSampler.reading_ahead(X, [planned, np.array([0])])
+    reads_before = sum(source.reads.values())
+    select_landmarks(X, 10, strategy, rng=rng, kernel="rbf", params={"gamma": 0.5},
+                     sampler=sampler)
+    assert sum(source.reads.values()) == reads_before
