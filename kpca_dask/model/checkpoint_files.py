@@ -135,6 +135,7 @@ def read_state(group: zarr.Group, meta: dict, shown: str) -> tuple[PassStatistic
                       "checkpoint")
     return total, finished
 
+
 def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
     """Refuse a checkpoint's layout, landmarks or kernel parameters unless a fit could write them.
 
@@ -156,6 +157,16 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
     """
     data = meta["identity"]["data"]
     (n, p), n_blocks = data["shape"], data["n_row_blocks"]
+    if not _check_layout(meta, n_blocks, shown):
+        return 0
+    m = _check_landmark_arrays(arrays, n, p, shown)
+    _check_kernel_params(meta["identity"]["kernel"], meta.get("kernel_params"), p, shown)
+    check_landmark_path(meta.get("landmark_path"), shown, "checkpoint")
+    return m
+
+
+def _check_layout(meta: dict, n_blocks: int, shown: str) -> bool:
+    """Check the segments and the state; True when landmarks were written."""
     segment_blocks, n_segments = meta.get("segment_blocks"), meta.get("n_segments")
     if not (is_count(segment_blocks) and is_count(n_segments)
             and n_segments == -(-n_blocks // segment_blocks)):
@@ -173,8 +184,11 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
                                   and written):
         raise damaged(shown, f"the current state is {state!r}"
                       + ("" if written else ", but no landmarks were written"), "checkpoint")
-    if not written:
-        return 0
+    return written
+
+
+def _check_landmark_arrays(arrays: dict, n: int, p: int, shown: str) -> int:
+    """Check the landmarks, their reference row and row indices; return m."""
     landmarks = arrays["landmarks"]
     m = landmarks.shape[0] if getattr(landmarks, "ndim", 0) == 2 else 0
     if not 1 <= m <= n:
@@ -189,7 +203,11 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
         if (indices < 0).any() or (indices >= n).any():
             raise damaged(shown, f"the array 'landmark_indices' holds rows outside the {n} "
                                   "rows of the data", "checkpoint")
-    kernel, params = meta["identity"]["kernel"], meta.get("kernel_params")
+    return m
+
+
+def _check_kernel_params(kernel, params, p: int, shown: str) -> None:
+    """The stored kernel parameters must be those the kernel takes, with valid values."""
     try:
         if not isinstance(params, dict):
             raise ModelFormatError(f"kernel_params is {params!r}, not a mapping")
@@ -200,8 +218,6 @@ def check_checkpoint(meta: dict, arrays: dict, shown: str) -> int:
                                        f"kernel takes {sorted(resolved)}")
     except KPCAError as exc:
         raise damaged(shown, f"the kernel parameters are invalid: {exc}", "checkpoint") from None
-    check_landmark_path(meta.get("landmark_path"), shown, "checkpoint")
-    return m
 
 
 def check_checkpoint_state(stats: PassStatistics, finished, reference: np.ndarray,
