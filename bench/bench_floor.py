@@ -22,7 +22,7 @@ floor / fit. The threaded runs fit in-memory numpy data; the cluster runs
 (a 2-worker ``distributed.LocalCluster``, one thread each) fit the same data
 stored in Zarr.
 
-    python bench/bench_floor.py                         # the table of docs/benchmarks.md, "Where a fit's time goes" (a few minutes)
+    python bench/bench_floor.py       # docs/benchmarks.md, "Where a fit's time goes" (minutes)
     python bench/bench_floor.py --n-samples 50000 --repeats 1 --schedulers threads   # quick
 
 ``--data sklearn-blobs`` fits scikit-learn's ``make_blobs`` (10 centres in a
@@ -47,8 +47,9 @@ from threadpoolctl import threadpool_limits
 
 from kpca_dask import KernelPCA
 from kpca_dask._parallel import capped_blas
+from kpca_dask.blocks import statistics as block_statistics
 from kpca_dask.blocks.kernels import pairwise_kernel, resolve_kernel_params
-from kpca_dask.engine import nystrom
+from kpca_dask.engine import passes
 from kpca_dask.engine.sampling import as_generator
 from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
@@ -104,11 +105,11 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
 
     def small_problem():
         kmm = pairwise_kernel(chosen.points, chosen.points, "rbf", **params)
-        basis = nystrom.landmark_basis(kmm, 1e-10 if dtype == "float64" else 1e-5)
-        return basis, nystrom.reference_row(chosen.points, "rbf", params, kmm)
+        basis = small_problem.landmark_basis(kmm, 1e-10 if dtype == "float64" else 1e-5)
+        return basis, small_problem.reference_row(chosen.points, "rbf", params, kmm)
 
     solve_kmm, (basis, reference) = best_of(args.repeats, small_problem)
-    stats = nystrom.pass_statistics(Xl, chosen.points, "rbf", params, np.dtype(dtype),
+    stats = passes.pass_statistics(Xl, chosen.points, "rbf", params, np.dtype(dtype),
                                     reference=reference)
 
     def run_pass():
@@ -116,19 +117,19 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
             return dask.compute(stats)[0]
 
     t_pass, computed = best_of(args.repeats, run_pass)
-    solve_small, _ = best_of(args.repeats, lambda: nystrom.solve(computed, basis,
+    solve_small, _ = best_of(args.repeats, lambda: small_problem.solve(computed, basis,
                                                                  args.n_components))
     # The same blocks the pass sees, with the landmarks shifted as the pass shifts them.
-    origin = nystrom.kernel_origin(chosen.points, "rbf")
+    origin = block_statistics.kernel_origin(chosen.points, "rbf")
     Z = (chosen.points - origin).astype(dtype)
     chunks = [X[s : s + c] for s, c in zip(np.cumsum((0,) + Xd.chunks[0][:-1]), Xd.chunks[0])]
     xs = [(c - origin).astype(dtype) for c in chunks]
-    inner = nystrom.kernel_block_rows(Z.shape[0])
+    inner = block_statistics.kernel_block_rows(Z.shape[0])
     t_floor, _ = best_of(args.repeats, lambda: in_pool(
         xs, lambda x: floor_blocks(x, Z, inner), threads))
     t_blocks, _ = best_of(args.repeats, lambda: in_pool(
         list(zip(chunks, np.cumsum((0,) + Xd.chunks[0][:-1]))),
-        lambda item: nystrom._block_statistics(item[0], item[1], Z, "rbf", params,
+        lambda item: block_statistics.statistics_of_block(item[0], item[1], Z, "rbf", params,
                                                np.dtype(dtype), reference, origin), threads))
     P = model.projection_.astype(dtype)
     t_transform_floor, _ = best_of(args.repeats, lambda: in_pool(

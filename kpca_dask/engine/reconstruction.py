@@ -41,18 +41,11 @@ from dask.delayed import Delayed
 from scipy import linalg
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..blocks.projection import project_block
+from ..blocks.statistics import PassStatistics, kernel_block_rows, kernel_origin
 from ..errors import InvalidParameterError, NonFiniteInputError
-from .nystrom import (
-    SPLIT_EVERY,
-    LandmarkBasis,
-    PassStatistics,
-    _project_block,
-    _shared,
-    kernel_block_rows,
-    kernel_origin,
-    landmark_basis,
-    row_offsets,
-)
+from .passes import SPLIT_EVERY, row_offsets, shared_values
+from .solve import LandmarkBasis, landmark_basis
 
 __all__ = ["PreimageStatistics", "NoveltyTerms", "novelty_terms", "embed_landmarks",
            "preimage_basis",
@@ -79,11 +72,11 @@ class NoveltyTerms:
 def novelty_terms(stats: PassStatistics, basis: LandmarkBasis) -> NoveltyTerms:
     """The mean feature's weights on the landmarks, from the fit's pass statistics.
 
-    mu = W^T (s / n + r) as in :func:`kpca_dask.engine.nystrom.solve`.
+    mu = W^T (s / n + r) as in :func:`kpca_dask.engine.solve.solve`.
 
     Examples
     --------
-    >>> from kpca_dask.engine.nystrom import pass_statistics
+    >>> from kpca_dask.engine.passes import pass_statistics
     >>> X = da.from_array(np.array([[0.0], [2.0]]), chunks=1)
     >>> Z = np.array([[1.0]])
     >>> terms = novelty_terms(pass_statistics(X, Z, "linear", {}).compute(),
@@ -115,7 +108,7 @@ def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.nd
     origin = kernel_origin(landmarks, kernel)
     Z = np.asarray(landmarks, dtype=np.float64)
     shifted = Z if origin is None else Z - origin
-    return _project_block(Z, landmarks=shifted.astype(dtype), projection=projection,
+    return project_block(Z, landmarks=shifted.astype(dtype), projection=projection,
                           offset=offset, kernel=kernel, params=params, dtype_kernel=dtype,
                           origin=origin)
 
@@ -129,7 +122,7 @@ def _preimage_block_statistics(block, landmarks, projection, offset, kernel, par
     step = kernel_block_rows(landmarks.shape[0])
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
-        y = _project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
+        y = project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
                            kernel=kernel, params=params, dtype_kernel=dtype, origin=origin)
         g = pairwise_kernel(y, centres, kernel, **params) @ centre_basis
         gram += g.T @ g
@@ -176,7 +169,7 @@ def preimage_statistics(
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    shared = _shared(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
+    shared = shared_values(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
     statistics_of = dask.delayed(_preimage_block_statistics, pure=True)
     partials = [statistics_of(block, shared[0], shared[1], shared[2], kernel, params, dtype,
                               shared[3], shared[4], shared[5])
@@ -239,7 +232,7 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
     """
     if Y.numblocks[1] != 1:
         Y = Y.rechunk({1: -1})  # each block must hold whole embeddings
-    shared = _shared(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
+    shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
     return Y.map_blocks(
         _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
         params=params, chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
@@ -307,7 +300,7 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
     if origin is not None:
         Z = Z - origin
     weights = np.column_stack([projection, terms.mean_weights])
-    shared = _shared(X, Z.astype(dtype), weights, np.asarray(offset, np.float64), origin)
+    shared = shared_values(X, Z.astype(dtype), weights, np.asarray(offset, np.float64), origin)
     return X.map_blocks(
         _error_block, landmarks=shared[0], weights=shared[1], offset=shared[2],
         mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,

@@ -1,25 +1,22 @@
-"""Data in and out: Zarr and xarray inputs, atomic Zarr outputs.
+"""Data in and out: opening arrays and tables, labelled and atomic outputs.
 
-The functions live in :mod:`kpca_dask.io.zarr_io`; they are imported here so
-that ``from kpca_dask.io import open_array`` reads as the public entry point.
+The functions live in the modules of :mod:`kpca_dask.io` (one concern each:
+``locations``, ``atomic``, ``zarr_io``, ``zarr_out``, ``formats``, ``tables``, ``frames``,
+``labelled``, ``parquet_out``, ``checksums``, ``claims``); the common ones are
+imported here so that ``from kpca_dask.io import open_array`` reads as the
+public entry point.
 """
 
-from .zarr_io import (
-    WRITE_STATE_ATTR,
-    PathOrURL,
-    check_can_write,
-    label_embedding,
-    open_array,
-    open_group,
-    store_location,
-    write_array,
-    write_embedding,
-    write_group,
-)
+from .atomic import WRITE_STATE_ATTR, check_can_write
+from .labelled import label_embedding
+from .locations import PathOrURL, StoreLocation, store_location
+from .zarr_io import open_array, open_group
+from .zarr_out import write_array, write_embedding, write_group
 
 __all__ = [
     "WRITE_STATE_ATTR",
     "PathOrURL",
+    "StoreLocation",
     "check_can_write",
     "label_embedding",
     "open_array",

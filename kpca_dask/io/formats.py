@@ -29,33 +29,50 @@ graphs pickle to distributed workers as a path plus an offset.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import dask
 import dask.array as da
-import numpy as np
 
-from ..errors import InvalidInputError, NonNumericInputError
+from ..errors import InvalidInputError
 from ..validation import DEFAULT_BLOCK_ROWS
+from .array_files import (
+    ReadRequest,
+    read_hdf5_file,
+    read_netcdf_file,
+    read_npy_file,
+    require_package,
+)
 
-__all__ = ["FORMATS", "EXTENSIONS", "file_format", "open_file"]
+__all__ = ["READERS", "Reader", "FORMATS", "EXTENSIONS", "file_format", "open_file"]
 
-Format = Literal["zarr", "npy", "parquet", "csv", "hdf5", "netcdf"]
+@dataclass(frozen=True)
+class Reader:
+    """How one format is read: its extensions, where from, which options apply."""
 
-#: The formats ``open_array(..., format=...)`` and ``--format`` accept.
-FORMATS: tuple[str, ...] = ("zarr", "npy", "parquet", "csv", "hdf5", "netcdf")
+    title: str  # its name in messages
+    extensions: tuple[str, ...]
+    from_urls: bool  # False: local paths only (see the module docstring)
+    options: frozenset[str]  # the options of open_array that apply (array, columns, ...)
+    read: Callable[[ReadRequest], Any] | None  # None: Zarr, opened by the caller
+    package: str | None = None  # the optional package it needs
 
-#: File extensions and the format each one means.
-EXTENSIONS: dict[str, str] = {
-    ".zarr": "zarr", ".npy": "npy", ".parquet": "parquet", ".pq": "parquet", ".csv": "csv",
-    ".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".he5": "hdf5",
-    ".nc": "netcdf", ".nc4": "netcdf", ".netcdf": "netcdf",
-}
 
-#: Which optional package each format needs, for the error when it is missing.
-_NEEDS = {"parquet": "pyarrow", "hdf5": "h5py"}
+def _reader_table() -> dict[str, Reader]:
+    # Built by a function so the readers below are defined first.
+    return {
+        "zarr": Reader("Zarr", (".zarr",), True, frozenset({"array"}), None),
+        "npy": Reader(".npy", (".npy",), True, frozenset(), read_npy_file),
+        "parquet": Reader("Parquet", (".parquet", ".pq"), True,
+                          frozenset({"columns", "filters"}), _read_table, "pyarrow"),
+        "csv": Reader("CSV", (".csv",), True, frozenset({"columns", "header"}), _read_table),
+        "hdf5": Reader("HDF5", (".h5", ".hdf5", ".hdf", ".he5"), False, frozenset({"array"}),
+                       read_hdf5_file, "h5py"),
+        "netcdf": Reader("netCDF", (".nc", ".nc4", ".netcdf"), False, frozenset({"array"}),
+                         read_netcdf_file),
+    }
 
 
 def file_format(source: str | os.PathLike, format: str | None = None) -> str:
@@ -125,30 +142,41 @@ def open_file(
     """
     kind = file_format(source, format)
     shown = os.fspath(source)
-    if kind not in ("parquet", "csv") and (columns is not None or header is not None):
-        option = "columns=" if columns is not None else "header="
-        raise InvalidInputError(f"{option} applies to Parquet and CSV files, not to {shown}.")
-    if filters is not None and kind != "parquet":
-        raise InvalidInputError(f"filters= applies to Parquet files, not to {shown}.")
-    if kind == "zarr":
+    reader = READERS[kind]
+    _check_options(reader, shown, array=array, columns=columns, header=header,
+                   filters=filters)
+    if reader.read is None:
         return None
-    if kind in ("npy", "parquet", "csv") and array is not None:
-        raise InvalidInputError(
-            f"array={array!r} names an array in a Zarr group or an HDF5/netCDF file; "
-            f"{shown} holds one table: drop it.")
     if block_rows < 1:
         raise InvalidInputError(f"block_rows must be >= 1; got {block_rows}.")
     remote = "://" in shown and not shown.startswith("file://")
-    if kind in ("parquet", "csv"):
-        return _read_table(shown, kind, columns, header, filters, storage_options, block_rows)
-    if remote and kind in ("hdf5", "netcdf"):
+    if remote and not reader.from_urls:
         raise InvalidInputError(
             f"{shown}: {kind} files are read from local paths only (their libraries read by "
             "many small seeks, one request each on object storage); copy it locally or "
             "convert it to Zarr (xarray.open_dataset(path).to_zarr(url)), which is read from "
             "URLs. Parquet, CSV, .npy and Zarr are read from URLs.")
-    if remote:
-        return _read_remote_npy(shown, storage_options, block_rows)
+    if reader.package is not None:
+        require_package(reader.package, kind)
+    path = None if remote else _local_file(shown, storage_options)
+    return reader.read(ReadRequest(kind, shown, path, array, columns, header, filters, sample_dim,
+                                block_rows, storage_options))
+
+
+def _check_options(reader: Reader, shown: str, **given) -> None:
+    """Refuse an option that does not apply to the format, saying which formats it applies to."""
+    for option, value in given.items():
+        if value is None or option in reader.options:
+            continue
+        if option == "array":
+            raise InvalidInputError(
+                f"array={value!r} names an array in a Zarr group or an HDF5/netCDF file; "
+                f"{shown} holds one table: drop it.")
+        takers = " and ".join(r.title for r in READERS.values() if option in r.options)
+        raise InvalidInputError(f"{option}= applies to {takers} files, not to {shown}.")
+
+
+def _local_file(shown: str, storage_options: dict | None) -> Path:
     if storage_options:
         raise InvalidInputError(
             f"storage_options were given for the local path {shown!r}; they apply to fsspec "
@@ -156,136 +184,26 @@ def open_file(
     path = Path(shown.removeprefix("file://")).expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"No such file: {shown}: check the path.")
-    if kind == "npy":
-        return _read_npy(path, shown, block_rows)
-    if kind == "hdf5":
-        return _read_hdf5(path, shown, array, block_rows)
-    return _read_netcdf(path, shown, sample_dim, block_rows)
+    return path
 
 
-def _read_table(shown, kind, columns, header, filters, storage_options, block_rows):
+def _read_table(request: ReadRequest) -> da.Array:
     """Parquet or CSV through dask.dataframe, as a row-blocked array (row counts known)."""
     import pandas as pd
 
     from .frames import frame_to_array
     from .tables import read_table
 
-    if kind == "parquet":
-        _require("parquet")
-    frame = read_table(shown, kind, columns=columns, header=header, filters=filters,
-                       storage_options=storage_options, block_rows=block_rows)
+    shown = request.shown
+    frame = read_table(shown, request.kind, columns=request.columns, header=request.header,
+                       filters=request.filters, storage_options=request.storage_options,
+                       block_rows=request.block_rows)
     try:
         return frame_to_array(frame, what=shown, file=True)
     except pd.errors.ParserError as exc:  # CSV lengths are computed: the parse runs here
         raise InvalidInputError(
             f"{shown} is ragged or malformed: {' '.join(str(exc).split())}. Every line must "
             "have the same number of fields.") from None
-
-
-def _require(kind: str):
-    module = _NEEDS[kind]
-    try:
-        return __import__(module)
-    except ImportError:
-        raise InvalidInputError(
-            f"Reading {kind} files needs the package {module!r}, which is not installed: "
-            "pip install 'kpca-dask[formats]'.") from None
-
-
-def _name(path: Path) -> str:
-    return f"{path.name}-{os.stat(path).st_mtime_ns}-{os.stat(path).st_size}"
-
-
-def _from_blocks(read_block, pieces: list, rows: list[int], n_features: int, dtype,
-                 name: str) -> da.Array:
-    """A dask array whose block i is ``read_block(pieces[i])`` with ``rows[i]`` rows.
-
-    The key names the reader (``npy_block-<token>``...), so the dashboard says
-    what runs; the token covers the file's name, size and modification time,
-    so a changed file is never taken for the one a checkpoint read.
-    """
-    if not pieces:
-        return da.zeros((0, n_features), dtype=dtype)
-    token = dask.base.tokenize(name, pieces, rows, n_features, str(dtype))
-    key = f"{read_block.__name__.lstrip('_')}-{token}"
-    graph = {(key, i, 0): (read_block, piece) for i, piece in enumerate(pieces)}
-    return da.Array(graph, key, (tuple(rows), (n_features,)), dtype=dtype)
-
-
-def _row_ranges(n: int, step: int) -> list[tuple[int, int]]:
-    return [(start, min(start + step, n)) for start in range(0, n, step)]
-
-
-def _two_d(shape, shown: str, what: str) -> None:
-    if len(shape) != 2:
-        raise InvalidInputError(
-            f"{what} in {shown} has shape {tuple(shape)}; a 2-D (n_samples, n_features) "
-            "array is needed.")
-
-
-def _numeric_dtype(dtype: np.dtype, shown: str) -> np.dtype:
-    if dtype.kind not in "biuf":
-        raise NonNumericInputError(
-            f"{shown} holds {dtype} values; kernel PCA needs numbers (int or float).")
-    return dtype
-
-
-# -- .npy --------------------------------------------------------------------
-
-
-def _read_npy(path: Path, shown: str, block_rows: int) -> da.Array:
-    try:
-        data = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as exc:
-        raise InvalidInputError(f"{shown} is not a readable .npy array: {exc}") from None
-    _two_d(data.shape, shown, "The array")
-    dtype = _numeric_dtype(data.dtype, shown)
-    n, p = data.shape
-    pieces = [(str(path), start, stop) for start, stop in _row_ranges(n, block_rows)]
-    return _from_blocks(_npy_block, pieces, [b - a for _, a, b in pieces], p, dtype,
-                        _name(path))
-
-
-def _npy_block(piece) -> np.ndarray:
-    path, start, stop = piece
-    return np.array(np.load(path, mmap_mode="r")[start:stop])
-
-
-def _read_remote_npy(url: str, storage_options: dict | None, block_rows: int) -> da.Array:
-    """A ``.npy`` file at a URL: its header read once, then one ranged read per block."""
-    from .tables import url_filesystem
-
-    fs, path = url_filesystem(url, storage_options)
-    if not fs.exists(path):
-        raise FileNotFoundError(f"No such file: {url}: check the path or URL.")
-    with fs.open(path, "rb") as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(f)
-        except ValueError as exc:
-            raise InvalidInputError(f"{url} is not a readable .npy array: {exc}") from None
-        offset = f.tell()
-    _two_d(shape, url, "The array")
-    dtype = _numeric_dtype(dtype, url)
-    if fortran:
-        raise InvalidInputError(
-            f"{url} is stored in Fortran order, so its rows are not contiguous; save it in C "
-            "order (np.save(path, np.ascontiguousarray(X))) or as Zarr.")
-    n, p = shape
-    row_bytes = p * dtype.itemsize
-    pieces = [(fs, path, offset + start * row_bytes, stop - start, p, dtype.str)
-              for start, stop in _row_ranges(n, block_rows)]
-    return _from_blocks(_remote_npy_block, pieces, [piece[3] for piece in pieces], p, dtype,
-                        f"{url}-{fs.info(path).get('ETag', fs.info(path).get('size'))}")
-
-
-def _remote_npy_block(piece) -> np.ndarray:
-    fs, path, start, rows, p, dtype = piece
-    dtype = np.dtype(dtype)
-    data = fs.cat_file(path, start=start, end=start + rows * p * dtype.itemsize)
-    return np.frombuffer(data, dtype=dtype).reshape(rows, p).copy()
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -295,70 +213,10 @@ def _parquet_files(path: Path) -> list[Path]:
                   if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
 
 
-# -- HDF5 ----------------------------------------------------------------------
-
-
-def _read_hdf5(path: Path, shown: str, array: str | None, block_rows: int) -> da.Array:
-    h5py = _require("hdf5")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise InvalidInputError(f"{shown} is not a readable HDF5 file: {exc}") from None
-    with f:
-        name = _hdf5_dataset(f, array, shown, h5py)
-        dataset = f[name]
-        _two_d(dataset.shape, shown, f"The dataset {name!r}")
-        dtype = _numeric_dtype(dataset.dtype, f"The dataset {name!r} in {shown}")
-        n, p = dataset.shape
-        step = block_rows
-        if dataset.chunks:  # whole stored chunks per block
-            step = max(1, round(block_rows / dataset.chunks[0])) * dataset.chunks[0]
-    pieces = [(str(path), name, start, stop) for start, stop in _row_ranges(n, step)]
-    return _from_blocks(_hdf5_block, pieces, [b - a for _, _, a, b in pieces], p, dtype,
-                        f"{_name(path)}-{name}")
-
-
-def _hdf5_dataset(f, array, shown, h5py) -> str:
-    found = []
-    f.visititems(lambda key, node: found.append(key)
-                 if isinstance(node, h5py.Dataset) else None)
-    if array is not None:
-        if array.strip("/") not in found:
-            raise InvalidInputError(f"{shown} has no dataset {array!r}; it has {found}.")
-        return array.strip("/")
-    two_d = [key for key in found if f[key].ndim == 2]
-    if len(two_d) != 1:
-        raise InvalidInputError(
-            f"{shown} holds {len(two_d)} 2-D datasets ({two_d}); say which one to use "
-            "(array=..., or --array).")
-    return two_d[0]
-
-
-def _hdf5_block(piece) -> np.ndarray:
-    import h5py
-
-    path, name, start, stop = piece
-    with h5py.File(path, "r") as f:
-        return f[name][start:stop]
-
-
-# -- netCDF --------------------------------------------------------------------
-
-
-def _read_netcdf(path: Path, shown: str, sample_dim: str | None, block_rows: int):
-    import xarray as xr
-
-    try:
-        ds = xr.open_dataset(path)  # lazily indexed: nothing is read yet
-    except (OSError, ValueError) as exc:
-        raise InvalidInputError(
-            f"{shown} could not be opened as netCDF ({' '.join(str(exc).split())}); netCDF-4 "
-            "files need h5netcdf: pip install 'kpca-dask[formats]'.") from None
-    chunks = {}
-    for var in ds.data_vars.values():
-        if var.ndim == 2:
-            rows = sample_dim if sample_dim in var.dims else var.dims[0]
-            stored = (var.encoding.get("chunksizes") or (None,))[var.dims.index(rows)]
-            step = max(1, round(block_rows / stored)) * stored if stored else block_rows
-            chunks.setdefault(rows, step)
-    return ds.chunk({**{dim: -1 for dim in ds.sizes}, **chunks})
+#: The one table of readers: format name -> :class:`Reader`.
+READERS: dict[str, Reader] = _reader_table()
+#: The formats ``open_array(..., format=...)`` and ``--format`` accept.
+FORMATS: tuple[str, ...] = tuple(READERS)
+#: File extensions and the format each one means.
+EXTENSIONS: dict[str, str] = {ext: kind for kind, reader in READERS.items()
+                              for ext in reader.extensions}

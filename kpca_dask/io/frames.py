@@ -12,8 +12,8 @@ reach the client. ``transform`` needs no lengths at all and stays lazy.
 Every block is checked for NaN and infinite values as the pass reads it, so a
 bad value is reported by column and partition without a read of its own.
 
-Outputs keep the frame's index (and a dask frame's divisions):
-:func:`frame_like` for embeddings, :func:`series_like` for per-row scores.
+Outputs keep the frame's index (and a dask frame's divisions); they are
+built in :mod:`kpca_dask.io.labelled`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ __all__ = [
     "frame_to_array",
     "frame_to_numpy",
     "Partitions",
-    "frame_like",
-    "series_like",
 ]
 
 
@@ -264,71 +262,6 @@ def _raise_if_nonfinite(values: np.ndarray, columns: list, what: str, *,
         f"{what} column {columns[column]!r} contains NaN or infinite values, the first in "
         f"{where}; {int(bad[:, column].sum())} in that column there. Remove or impute them "
         "first (e.g. df.dropna() or df.fillna(...)).")
-
-
-def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str],
-               keep: Sequence[str] = ()):
-    """Rows of ``Y`` as a frame with the index of ``like`` (and its divisions if dask).
-
-    ``like`` is a pandas DataFrame, or the :class:`Partitions` of a dask
-    DataFrame whose partition i gave block i of ``Y``. The columns ``keep``
-    of ``like`` (keys such as an id) come first, row for row.
-
-    Examples
-    --------
-    >>> import pandas as pd, numpy as np
-    >>> df = pd.DataFrame({"a": [1.0, 2.0]}, index=[10, 20])
-    >>> frame_like(np.ones((2, 1)), df, ["pc0"]).index.tolist()
-    [10, 20]
-    """
-
-    columns, keep = list(columns), list(keep)
-    if not isinstance(like, Partitions):
-        return _labelled(np.asarray(Y), like, columns, keep)
-    meta = _labelled(np.empty((0, len(columns)), Y.dtype), like.frame._meta, columns, keep)
-    return _by_partition(Y, like, meta, (columns, keep))
-
-
-def series_like(e: da.Array | np.ndarray, like: Any, name: str):
-    """Per-row values ``e`` as a Series on the index of ``like`` (as :func:`frame_like`).
-
-    Examples
-    --------
-    >>> import pandas as pd, numpy as np
-    >>> series_like(np.array([0.5]), pd.DataFrame({"a": [1.0]}, index=[7]), "score").to_dict()
-    {7: 0.5}
-    """
-    import pandas as pd
-
-    if not isinstance(like, Partitions):
-        return pd.Series(np.asarray(e), index=like.index, name=name)
-    meta = pd.Series(np.empty(0, e.dtype), index=like.frame._meta.index, name=name)
-    return _by_partition(e, like, meta, (name,))
-
-
-def _by_partition(Y: da.Array, like: Partitions, meta, args: tuple):
-    """Block i of ``Y`` beside the index of partition i: one graph, each partition read once."""
-    from dask.dataframe.dask_expr import from_graph
-
-    name = "kpca-" + tokenize(Y.name, like.keys, args)
-    graph = {**like.graph, **dict(Y.__dask_graph__())}
-    keys = []
-    for i, key in enumerate(like.keys):
-        block = (Y.name, i) + (0,) * (Y.ndim - 1)
-        graph[(name, i)] = (_labelled, block, key, *args)
-        keys.append((name, i))
-    return from_graph(graph, meta, like.divisions, keys, "kpca")
-
-
-def _labelled(values: np.ndarray, part, label, keep=()):
-    import pandas as pd
-
-    if values.ndim == 1:
-        return pd.Series(values, index=part.index, name=label)
-    out = pd.DataFrame(values, index=part.index, columns=label)
-    if keep:
-        out = pd.concat([part[list(keep)], out], axis=1)
-    return out
 
 
 def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:

@@ -24,14 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .zarr_io import (
-    PathOrURL,
-    _Location,
-    _refuse_existing,
-    _remove_after_failure,
-    _rename_into_place,
-    store_location,
-)
+from .atomic import refuse_existing, remove_after_failure, rename_into_place
+from .locations import PathOrURL, StoreLocation, store_location
 
 __all__ = ["INCOMPLETE_MARKER", "OUTPUT_FORMATS", "output_format", "write_table"]
 
@@ -82,10 +76,10 @@ def write_table(frame: Any, path: PathOrURL, *, overwrite: bool = False,
         frame = dd.from_pandas(frame, npartitions=1)
     final = store_location(path, storage_options)
     shown = os.fspath(path)
-    _refuse_existing(final, shown, overwrite)
+    refuse_existing(final, shown, overwrite)
     if final.local:
         final.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = _Location(str(final.path.with_name(
+        staging = StoreLocation(str(final.path.with_name(
             f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
     else:
         if overwrite:
@@ -93,17 +87,17 @@ def write_table(frame: Any, path: PathOrURL, *, overwrite: bool = False,
         staging = final
     try:
         if not staging.local:
-            fs, root = staging._fs()
+            fs, root = staging.fs()
             fs.pipe_file(f"{root.rstrip('/')}/{INCOMPLETE_MARKER}", b"")
         # A named index (e.g. read with index="id") is data; an unnamed one is row numbers.
         frame.to_parquet(staging.url, storage_options=staging.storage_options or None,
                          write_metadata_file=False, write_index=frame.index.name is not None)
         if staging.local:
-            _rename_into_place(staging.path, final.path, shown, overwrite)
+            rename_into_place(staging.path, final.path, shown, overwrite)
         else:
             fs.rm_file(f"{root.rstrip('/')}/{INCOMPLETE_MARKER}")
     except BaseException:
         # Also on KeyboardInterrupt: nothing left that could be taken for output.
-        _remove_after_failure(staging)
+        remove_after_failure(staging)
         raise
     return shown

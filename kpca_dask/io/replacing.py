@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import ConcurrentWriteError
-from .zarr_io import PathOrURL
+from .locations import PathOrURL
 
 __all__ = ["version_of", "replace_unchanged", "staging_path"]
 

@@ -41,8 +41,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
-from ..engine.nystrom import landmark_basis
 from ..engine.sampling import RowSampler, sample_indices
+from ..engine.solve import landmark_basis
 from ..errors import InvalidParameterError
 from .strategies import Landmarks, planned_sample, select_landmarks
 

@@ -24,7 +24,7 @@ import numpy as np
 import zarr
 
 from ..blocks.kernels import resolve_kernel_params
-from ..engine.nystrom import PassStatistics
+from ..blocks.statistics import PassStatistics
 from ..errors import KPCAError, ModelFormatError
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,

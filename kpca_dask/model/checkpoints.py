@@ -55,13 +55,8 @@ import zarr
 import zarr.errors
 
 from .._parallel import capped_blas, distributed_client, local_threads
-from ..engine.nystrom import (
-    SPLIT_EVERY,
-    PassStatistics,
-    block_statistics,
-    combine_statistics,
-    reduce_statistics,
-)
+from ..blocks.statistics import PassStatistics, combine_statistics
+from ..engine.passes import SPLIT_EVERY, block_statistics, reduce_statistics
 from ..errors import CheckpointMismatchError, ModelFormatError
 from ..io import PathOrURL, store_location
 from ..io.checksums import CHECKSUMS_ATTRIBUTE
@@ -174,7 +169,7 @@ class FitCheckpoint:
         ``landmarks``, ``reference``, ``params`` and :attr:`landmark_path` are
         written when the checkpoint is new (when resuming they must be the
         stored ones). Returns the statistics of the whole pass, as
-        ``nystrom.pass_statistics`` would.
+        ``kpca_dask.engine.passes.pass_statistics`` would.
         """
         created = self._group is None
         if created or self.landmarks is None:

@@ -16,19 +16,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._parallel import capped_blas
 from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
 from ..blocks.row_pair_kernels import block_kernel
+from ..blocks.statistics import PassStatistics, combine_statistics
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
-from ..engine.nystrom import (
-    NystromSolution,
-    PassStatistics,
-    combine_statistics,
-    landmark_basis,
-    landmark_kernel_matrix,
-    pass_statistics,
-    project,
-    raise_if_nonfinite,
-    reference_row,
-    solve,
-)
+from ..engine.passes import pass_statistics, project, raise_if_nonfinite
 from ..engine.reconstruction import (
     NoveltyTerms,
     embed_landmarks,
@@ -45,6 +35,13 @@ from ..engine.sampling import (
     independent_generators,
     sample_indices,
 )
+from ..engine.solve import (
+    NystromSolution,
+    landmark_basis,
+    landmark_kernel_matrix,
+    reference_row,
+    solve,
+)
 from ..errors import (
     InvalidInputError,
     InvalidParameterError,
@@ -55,15 +52,14 @@ from ..io.frames import (
     Partitions,
     check_feature_names,
     frame_feature_names,
-    frame_like,
     frame_to_array,
     frame_to_numpy,
     is_dask_frame,
     is_frame,
     select_columns,
-    series_like,
     table_input,
 )
+from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import planned_sample, select_landmarks
 from ..validation import as_dask_array, check_n_components, check_n_features
@@ -637,8 +633,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X, frame = table_input(self, X)
         X = _open_input(X)
         if _is_xarray(X):
-            from ..io import label_embedding
-
             attrs = {"kernel": self.kernel_, **self.kernel_params_,
                      "n_landmarks": self.n_landmarks_}
             return label_embedding(self.transform(X.data), X, attrs)
@@ -715,18 +709,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return X_hat.compute()
 
     def _inverse_data_array(self, Y):
-        import xarray as xr
-
         if "component" not in Y.dims or Y.ndim != 2:
             raise InvalidInputError(
                 f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
                 "Pass the output of transform, or rename its component dimension.")
         Y = Y.transpose(..., "component")
-        sample_dim = Y.dims[0]
-        coords = {name: coord for name, coord in Y.coords.items()
-                  if set(coord.dims) <= {sample_dim}}
-        return xr.DataArray(self.inverse_transform(Y.data), dims=(sample_dim, "feature"),
-                            coords=coords, name="reconstruction")
+        return label_rows(self.inverse_transform(Y.data), Y, name="reconstruction",
+                          column_dim="feature")
 
     def reconstruction_error(self, X):
         """Squared distance in feature space from each row to the principal subspace.
@@ -764,14 +753,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         X, frame = table_input(self, X)
         X = _open_input(X)
         if _is_xarray(X):
-            errors = self.reconstruction_error(X.data)
-            sample_dim = X.dims[0]
-            coords = {name: coord for name, coord in X.coords.items()
-                      if set(coord.dims) <= {sample_dim}}
-            import xarray as xr
-
-            return xr.DataArray(errors, dims=(sample_dim,), coords=coords,
-                                name="reconstruction_error")
+            return label_rows(self.reconstruction_error(X.data), X, name="reconstruction_error")
         X, is_lazy = _as_rows(X, frame)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         errors = reconstruction_error(

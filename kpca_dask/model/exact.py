@@ -22,7 +22,7 @@ from ..blocks.kernels import (
 )
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
-from ..engine.nystrom import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import as_numpy_array, check_n_components, check_n_features
 

@@ -27,8 +27,8 @@ import numbers
 import numpy as np
 
 from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..blocks.statistics import PassStatistics
 from ..engine.bandwidth import BANDWIDTH_RULES
-from ..engine.nystrom import PassStatistics
 from ..errors import KPCAError, ModelFormatError
 from ..validation import check_random_state
 

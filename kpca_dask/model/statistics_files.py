@@ -28,7 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 import zarr
 
-from ..engine.nystrom import PassStatistics
+from ..blocks.statistics import PassStatistics
 from ..errors import ModelFormatError
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,

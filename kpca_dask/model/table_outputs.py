@@ -19,12 +19,12 @@ from ..errors import InvalidInputError
 from ..io.frames import (
     Partitions,
     check_feature_names,
-    frame_like,
     frame_to_numpy,
     is_dask_frame,
     is_frame,
     select_columns,
 )
+from ..io.labelled import frame_like
 
 __all__ = ["METHODS", "transform_table", "output_names", "output_dtype"]
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine.nystrom import PassStatistics, combine_statistics
+from ..blocks.statistics import PassStatistics, combine_statistics
 from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsError
 from .file_checks import check_model
 from .provenance import combined, recorded_rows

@@ -60,11 +60,11 @@ from test_tls_cluster import (  # noqa: E402
 )
 
 import kpca_dask  # noqa: E402
-from kpca_dask.engine.nystrom import _block_statistics  # noqa: E402
+from kpca_dask.blocks.statistics import statistics_of_block  # noqa: E402
 from kpca_dask.io import write_array  # noqa: E402
 
 #: Name of the pass's per-block tasks, whose results a killed worker holds.
-BLOCK_TASK = _block_statistics.__name__
+BLOCK_TASK = statistics_of_block.__name__
 
 pytestmark = pytest.mark.slow
 

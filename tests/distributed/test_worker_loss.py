@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 N_ROWS, N_FEATURES, ROWS_PER_BLOCK = 160_000, 8, 5_000
 PARAMS = dict(n_components=6, kernel="rbf", gamma=0.1, n_landmarks=400, random_state=0)
-BLOCK_TASK = "_block_statistics"
+BLOCK_TASK = "statistics_of_block"
 FIT_TIMEOUT_S = 180
 
 

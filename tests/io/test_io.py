@@ -23,7 +23,7 @@ from dask.array.core import PerformanceWarning
 from dask.callbacks import Callback
 
 from kpca_dask import KernelPCA
-from kpca_dask.engine.nystrom import PassStatistics
+from kpca_dask.blocks.statistics import PassStatistics
 from kpca_dask.errors import InvalidInputError, OutputExistsError
 from kpca_dask.io import (
     WRITE_STATE_ATTR,

@@ -1,12 +1,11 @@
-"""The Nyström pass over the data and the small m x m problem (docs/design.md §2).
+"""The small m x m problem of the Nyström method, on the client (docs/design.md §2).
 
-``pass_statistics`` builds a lazy graph that maps each row block X_b to
+The pass (:mod:`kpca_dask.engine.passes`) returns, summed over the row blocks,
 
-    n_b,  s_b = D_b^T 1,  G_b = D_b^T D_b,  t_b = sum_i k(x_i, x_i)
+    n,  s = D^T 1,  G = D^T D,  t = sum_i k(x_i, x_i)
 
-with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, and tree-reduces them: only
-m-sized and m x m arrays leave the workers. ``solve`` turns the reduced
-statistics into the model on the client, in O(m^3):
+with B = k(X, Z) and D = B - 1 r^T. ``solve`` turns these statistics into the
+model, in O(m^3):
 
     K_mm = U diag(s) U^T,  W = U_r diag(s_r^{-1/2})  (W = L^{-T} if nothing is dropped)
     mu = W^T (s / n + r),  C = W^T (G - s s^T / n) W = V diag(lambda) V^T
@@ -30,202 +29,30 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-import dask
-import dask.array as da
 import numpy as np
-from dask.delayed import Delayed
 from scipy import linalg
 from scipy.linalg import lapack
 
-from .._parallel import distributed_client, single_blas_thread, task_blas_limit
-from ..blocks.kernels import (
-    LandmarkKernel,
-    is_translation_invariant,
-    kernel_diagonal,
-    pairwise_kernel,
-)
+from .._parallel import single_blas_thread
+from ..blocks.kernels import pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..blocks.sparse_rows import as_block, first_nonfinite, is_sparse
-from ..errors import (
-    InvalidInputError,
-    InvalidParameterError,
-    NonFiniteInputError,
-    TooFewComponentsError,
-    ZeroEigenvalueWarning,
-)
+from ..blocks.statistics import PassStatistics
+from ..errors import InvalidParameterError, TooFewComponentsError, ZeroEigenvalueWarning
 
-__all__ = ["PassStatistics", "NystromSolution", "pass_statistics", "block_statistics",
-           "reduce_statistics", "combine_statistics", "reference_row", "landmark_basis", "solve",
-           "landmark_kernel_matrix"]
+__all__ = ["NystromSolution", "LandmarkBasis", "landmark_kernel_matrix", "reference_row",
+           "landmark_basis", "n_components_for", "solve", "ZERO_EIGENVALUE_RTOL",
+           "OVERFLOW_MESSAGE"]
 
 #: Eigenvalues of C below this fraction of the largest count as zero; the same
 #: ratio scikit-learn uses to decide that an eigenvalue is numerically zero.
 ZERO_EIGENVALUE_RTOL = 1e-12
 
-#: How many partial results one node of the tree reduction adds up.
-SPLIT_EVERY = 8
-
-
-@dataclass(frozen=True)
-class PassStatistics:
-    """What one pass over the data returns: sizes m and m x m only."""
-
-    n_samples: int
-    column_sums: np.ndarray  # s = sum_b D_b^T 1, shape (m,)
-    gram: np.ndarray  # G = sum_b D_b^T D_b, shape (m, m)
-    diagonal_sum: float  # t = sum_i k(x_i, x_i)
-    n_nonfinite: int  # NaN/inf entries found in the data
-    first_nonfinite_row: int  # global row of the first one, -1 if none
-    reference: np.ndarray  # r: D_b = B_b - 1 r^T (module docstring), shape (m,)
-
-
-def _block_statistics(block, row_offset, landmarks, kernel, params, dtype, reference,
-                      origin=None):
-    """Statistics of one row block; module level so the dashboard names it."""
-    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
-    m = landmarks.shape[0]
-    n_bad, first_bad = first_nonfinite(x)
-    if n_bad:
-        return PassStatistics(
-            x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
-            n_bad, int(row_offset + first_bad), reference,
-        )
-    x = _shifted(x, origin).astype(dtype, copy=False)
-    column_sums, gram = np.zeros(m), np.zeros((m, m))
-    shift = reference.astype(dtype, copy=False)
-    # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
-    # keep a task's memory O(rows x m) whatever the chunking, and keep float32
-    # SYRK sums short before they are added up in float64.
-    rows = even_block_rows(x.shape[0], kernel_block_rows(m))
-    buffer = np.empty((min(rows, x.shape[0]), m), dtype)
-    kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
-    with task_blas_limit():
-        for start in range(0, x.shape[0], rows):
-            D = _kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
-                                  x[start : start + rows], kernel_rows, shift, column_sums)
-            # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
-            # the flops of a general product.
-            gram += D.T @ D
-    return PassStatistics(
-        n_samples=x.shape[0],
-        column_sums=column_sums,
-        gram=gram,
-        diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
-        n_nonfinite=0,
-        first_nonfinite_row=-1,
-        reference=reference,
-    )
-
-
-#: Bytes of one kernel block inside a task (rows x m, float64): 128 MiB.
-KERNEL_BLOCK_BYTES = 2**27
-
-
-def kernel_block_rows(n_landmarks: int) -> int:
-    """Rows of data per kernel block: ~128 MiB, but 1024 to 65 536 rows.
-
-    Examples
-    --------
-    >>> kernel_block_rows(1000), kernel_block_rows(4096), kernel_block_rows(10)
-    (16777, 4096, 65536)
-    """
-    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (8 * max(n_landmarks, 1)))))
-
-
-#: Bytes of a sub-block whose elementwise kernel steps run while it sits in
-#: the cache: the same steps over 2e8 float64 values took 0.87 s in
-#: 16 384-row blocks and 0.36 s in 512-row blocks (docs/design.md §8).
-CACHE_BLOCK_BYTES = 2**20
-
-
-def cache_block_rows(n_landmarks: int, itemsize: int) -> int:
-    """Rows of a kernel sub-block of ~1 MiB, whose elementwise work stays in cache.
-
-    Examples
-    --------
-    >>> cache_block_rows(1000, 8), cache_block_rows(1000, 4), cache_block_rows(10**6, 8)
-    (131, 262, 16)
-    """
-    return int(max(16, CACHE_BLOCK_BYTES // (itemsize * max(n_landmarks, 1))))
-
-
-def even_block_rows(n_rows: int, most: int) -> int:
-    """Rows per block when ``n_rows`` are cut into equal blocks of at most ``most``.
-
-    Equal blocks keep every SYRK large: 20 000 rows in blocks of at most
-    16 777 are two blocks of 10 000, not 16 777 and a thin 3 223.
-
-    Examples
-    --------
-    >>> even_block_rows(20_000, 16_777), even_block_rows(100, 16_777), even_block_rows(0, 10)
-    (10000, 100, 1)
-    """
-    n_blocks = max(1, -(-n_rows // most))
-    return max(1, -(-n_rows // n_blocks))
-
-
-def _kernel_rows_into(out, x, kernel_rows: LandmarkKernel, shift=None, column_sums=None):
-    """``out = k(x, Z) - 1 shift^T``, one cache-sized sub-block at a time (docs/design.md §8).
-
-    The kernel GEMM, the exp and the shift of a sub-block, and its column
-    sums into ``column_sums`` (float64), all run while it is in cache; only
-    the caller's SYRK or product then reads the whole block.
-    """
-    step = cache_block_rows(out.shape[1], out.dtype.itemsize)
-    for start in range(0, x.shape[0], step):
-        # The compiled epilogue adds each value to the float64 column sums as it
-        # is made: no second pass, and no sum in the block's dtype.
-        kernel_rows.into(out[start : start + step], x[start : start + step], shift, column_sums)
-    return out
-
-
-def _shifted(x, origin):
-    # Translation-invariant kernels see x - origin, computed in float64 before
-    # any cast to float32: data such as 1e6 + N(0, 1) keep their digits.
-    if origin is not None and is_sparse(x):
-        raise InvalidInputError(
-            "A block of X is a scipy.sparse matrix but the dask array's meta is dense, so "
-            "it was prepared for dense blocks. Give the array a sparse meta, e.g. "
-            "da.from_array(X_csr, chunks=(rows, -1), asarray=False) or "
-            "map_blocks(..., meta=scipy.sparse.csr_matrix((0, 0))).")
-    return x if origin is None else x - origin
-
-
-def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
-    """The point both data and landmarks are shifted by (None: no shift).
-
-    A kernel of x - y alone (rbf, laplacian, matern) is unchanged by a common
-    shift; shifting to the landmark mean keeps its distances accurate for
-    data far from the origin, in float32 too. Sparse data (``X`` with a
-    scipy.sparse meta) are never shifted: x - origin would be dense.
-    """
-    if not is_translation_invariant(kernel) or (X is not None and is_sparse(X._meta)):
-        return None
-    return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
-
-
-def combine_statistics(*parts):
-    """Add partial statistics: one node of the tree reduction, or a running total."""
-    bad_rows = [p.first_nonfinite_row for p in parts if p.first_nonfinite_row >= 0]
-    gram = parts[0].gram.copy()
-    column_sums = parts[0].column_sums.copy()
-    for p in parts[1:]:
-        gram += p.gram
-        column_sums += p.column_sums
-    return PassStatistics(
-        n_samples=sum(p.n_samples for p in parts),
-        column_sums=column_sums,
-        gram=gram,
-        diagonal_sum=float(sum(p.diagonal_sum for p in parts)),
-        n_nonfinite=sum(p.n_nonfinite for p in parts),
-        first_nonfinite_row=min(bad_rows) if bad_rows else -1,
-        reference=parts[0].reference,
-    )
-
-
-def row_offsets(X: da.Array) -> np.ndarray:
-    """Global index of the first row of each row block (from metadata only)."""
-    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+OVERFLOW_MESSAGE = (
+    "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
+    "returned NaN/inf). Scale the data down (e.g. standardize the features) or use a "
+    "smaller gamma, degree or coef0; with dtype='float32', values above 3e38 overflow, "
+    "so use dtype='float64'."
+)
 
 
 def landmark_kernel_matrix(landmarks: np.ndarray, kernel, params: dict) -> np.ndarray:
@@ -253,110 +80,6 @@ def reference_row(landmarks: np.ndarray, kernel, params: dict,
         Z = np.asarray(landmarks, dtype=np.float64)
         kmm = pairwise_kernel(Z, Z, kernel, **params)
     return np.asarray(kmm, dtype=np.float64).mean(axis=0)
-
-
-def block_statistics(
-    X: da.Array,
-    landmarks: np.ndarray,
-    kernel,
-    params: dict,
-    dtype=np.float64,
-    reference: np.ndarray | None = None,
-) -> list[Delayed]:
-    """One lazy :class:`PassStatistics` per row block of ``X``, in block order.
-
-    ``X`` must have a single chunk along the feature axis.
-    """
-    if X.numblocks[1] != 1:
-        raise ValueError("pass_statistics needs one chunk along the feature axis")
-    if reference is None:
-        reference = reference_row(landmarks, kernel, params)
-    origin = kernel_origin(landmarks, kernel, X)
-    Z = np.asarray(landmarks, dtype=np.float64)
-    if origin is not None:
-        Z = Z - origin
-    shared = _shared(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
-    statistics_of = dask.delayed(_block_statistics, pure=True)
-    return [
-        statistics_of(block, int(offset), shared[0], kernel, params, dtype, shared[1],
-                      shared[2])
-        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
-    ]
-
-
-def _shared(X: da.Array, *values):
-    """One copy of each small array for all the tasks over ``X``, not one per task.
-
-    On a distributed client the arrays are scattered to every worker, so the
-    graph stays small (m landmarks of p features are 12 MB at m = 2000,
-    p = 784, which distributed would otherwise warn about); the result is then
-    tied to that client, as ``persist`` results are. On a local scheduler they
-    are one key of the graph. Returns something indexable like ``values``.
-    """
-    client = distributed_client(X)
-    if client is None:
-        return dask.delayed(values, pure=True)
-    # hash=False: a key of its own per call, so that futures released by an
-    # earlier fit can never free the data of this one (same content, same hash).
-    return [client.scatter(v, broadcast=True, hash=False) if isinstance(v, np.ndarray) else v
-            for v in values]
-
-
-def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
-    """Tree-reduce lazy partial statistics to one (``split_every`` per node)."""
-    combine = dask.delayed(combine_statistics, pure=True)
-    while len(partials) > 1:
-        partials = [combine(*partials[i : i + split_every])
-                    for i in range(0, len(partials), split_every)]
-    return partials[0]
-
-
-def pass_statistics(
-    X: da.Array,
-    landmarks: np.ndarray,
-    kernel,
-    params: dict,
-    dtype=np.float64,
-    split_every: int = SPLIT_EVERY,
-    reference: np.ndarray | None = None,
-) -> Delayed:
-    """Lazy one-pass statistics of ``X`` against the landmarks.
-
-    ``X`` must have a single chunk along the feature axis. The result is a
-    ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
-    every chunk of ``X`` exactly once. ``reference`` is the row r subtracted
-    from every kernel row (default: :func:`reference_row`).
-
-    Examples
-    --------
-    >>> X = da.ones((10, 2), chunks=(4, 2))
-    >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
-    >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
-    (10, 2.0, 0.0)
-    """
-    return reduce_statistics(
-        block_statistics(X, landmarks, kernel, params, dtype, reference), split_every)
-
-
-def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
-    """Turn the pass's NaN/inf count, or kernel values that overflowed, into a clear error."""
-    if stats.n_nonfinite:
-        raise NonFiniteInputError(
-            f"{what} contains {stats.n_nonfinite} NaN or infinite value(s), the first in "
-            f"row {stats.first_nonfinite_row}. Remove or impute them first, e.g. "
-            f"X[~da.isfinite(X).all(axis=1)] to find the rows."
-        )
-    if not (np.isfinite(stats.gram).all() and np.isfinite(stats.column_sums).all()
-            and np.isfinite(stats.diagonal_sum)):
-        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where=f"{what} and the landmarks"))
-
-
-_OVERFLOW_MESSAGE = (
-    "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
-    "returned NaN/inf). Scale the data down (e.g. standardize the features) or use a "
-    "smaller gamma, degree or coef0; with dtype='float32', values above 3e38 overflow, "
-    "so use dtype='float64'."
-)
 
 
 @dataclass(frozen=True)
@@ -422,7 +145,7 @@ def landmark_basis(kmm: np.ndarray, rcond: float) -> LandmarkBasis:
     True
     """
     if not np.isfinite(kmm).all():
-        raise InvalidParameterError(_OVERFLOW_MESSAGE.format(where="the landmarks"))
+        raise InvalidParameterError(OVERFLOW_MESSAGE.format(where="the landmarks"))
     kmm = 0.5 * (kmm + kmm.T)
     basis = _cholesky_whitening(kmm, rcond)
     if basis is not None:
@@ -610,6 +333,8 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components,
 
     Examples
     --------
+    >>> import dask.array as da
+    >>> from kpca_dask.engine.passes import pass_statistics
     >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
     >>> Z = X.compute()
     >>> basis = landmark_basis(Z @ Z.T + 1.0, rcond=1e-10)  # polynomial, degree 1
@@ -649,67 +374,4 @@ def solve(stats: PassStatistics, basis: LandmarkBasis, n_components,
         eigenvalues=eigenvalues,
         explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
         trace_error=trace_error,
-    )
-
-
-def _project_block(
-    block, *, landmarks, projection, offset, kernel, params, dtype_kernel, origin=None,
-    block_info=None
-):
-    """y = P^T k_m(x) - c for one row block (docs/design.md §2, "Projection")."""
-    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
-    n_bad, first_bad = first_nonfinite(x)
-    if n_bad:
-        start = block_info[0]["array-location"][0][0] if block_info else 0
-        row = start + first_bad
-        raise NonFiniteInputError(
-            f"X contains NaN or infinite values (first in row {row}); "
-            "remove or impute them before transform."
-        )
-    x = _shifted(x, origin).astype(dtype_kernel, copy=False)
-    projection = projection.astype(x.dtype, copy=False)
-    y = np.empty((x.shape[0], projection.shape[1]))
-    # Kernel rows of one cache-sized sub-block at a time, each straight into
-    # its B P: the n_b x m block never exists (docs/design.md §8).
-    step = cache_block_rows(landmarks.shape[0], x.dtype.itemsize)
-    buffer = np.empty((min(step, x.shape[0]), landmarks.shape[0]), x.dtype)
-    kernel_rows = LandmarkKernel(landmarks, kernel, params, x.dtype)
-    with task_blas_limit():
-        for start in range(0, x.shape[0], step):
-            B = _kernel_rows_into(buffer[: min(step, x.shape[0] - start)],
-                                  x[start : start + step], kernel_rows)
-            y[start : start + step] = B @ projection
-    return y - offset
-
-
-def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,
-            kernel, params: dict, dtype) -> da.Array:
-    """Lazy projection of every row of ``X``: one kernel block per row block.
-
-    Examples
-    --------
-    >>> X = da.from_array(np.eye(3), chunks=(2, 3))
-    >>> project(X, np.eye(3), np.ones((3, 1)), np.zeros(1), "linear", {}, np.float64).compute()
-    array([[1.],
-           [1.],
-           [1.]])
-    """
-    q = projection.shape[1]
-    origin = kernel_origin(landmarks, kernel, X)
-    Z = np.asarray(landmarks, dtype=np.float64)
-    if origin is not None:
-        Z = Z - origin
-    shared = _shared(X, Z.astype(dtype), projection, offset, origin)
-    return X.map_blocks(
-        _project_block,
-        landmarks=shared[0],
-        projection=shared[1],
-        offset=shared[2],
-        kernel=kernel,
-        params=params,
-        dtype_kernel=dtype,
-        origin=shared[3],
-        chunks=(X.chunks[0], (q,)),
-        dtype=np.float64,
-        meta=np.empty((0, 0), np.float64),
     )
