@@ -1,83 +1,36 @@
-"""The scikit-learn compatible estimator: Nyström kernel PCA over dask arrays."""
+"""The scikit-learn compatible estimator: Nyström kernel PCA over dask arrays.
+
+A thin face over the fitted model: parameters in, a
+:class:`~kpca_dask.model.fitted.FittedModel` out (``model_``), made by
+:mod:`kpca_dask.model.fitting`; the fitted attributes are read-only views of
+it; growing (:mod:`kpca_dask.model.growing`) and the outputs
+(:mod:`kpca_dask.model.outputs`) are mixed in.
+"""
 
 from __future__ import annotations
 
-import copy
-import numbers
 import os
 import time
 from typing import Callable, Literal
 
-import dask
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
-from .._parallel import capped_blas
-from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
-from ..blocks.row_pair_kernels import block_kernel
-from ..blocks.statistics import PassStatistics, combine_statistics
-from ..engine.bandwidth import gamma_sample_size, resolve_gamma
-from ..engine.passes import pass_statistics, project, raise_if_nonfinite
-from ..engine.reconstruction import (
-    NoveltyTerms,
-    embed_landmarks,
-    novelty_terms,
-    preimage_basis,
-    preimage_statistics,
-    reconstruct,
-    reconstruction_error,
-    solve_preimage,
-)
-from ..engine.sampling import (
-    RowSampler,
-    as_generator,
-    independent_generators,
-    sample_indices,
-)
-from ..engine.solve import (
-    NystromSolution,
-    landmark_basis,
-    landmark_kernel_matrix,
-    reference_row,
-    solve,
-)
-from ..errors import (
-    InvalidInputError,
-    InvalidParameterError,
-    NonFiniteInputError,
-    NotInvertibleError,
-)
-from ..io.frames import (
-    Partitions,
-    check_feature_names,
-    frame_feature_names,
-    frame_to_array,
-    frame_to_numpy,
-    is_dask_frame,
-    is_frame,
-    select_columns,
-    table_input,
-)
-from ..io.labelled import frame_like, label_embedding, label_rows, series_like
-from ..landmarks.auto import grow_landmarks, planned_samples
-from ..landmarks.strategies import planned_sample, select_landmarks
-from ..validation import as_dask_array, check_n_components, check_n_features
-from ..validation import check_random_state as _check_random_state
-from .checkpoints import FitCheckpoint
-from .fingerprints import fit_identity
+from ..io.frames import frame_feature_names
+from ..validation import check_random_state
+from .fitted import FITTED_ATTRIBUTES, FittedModel, fitted_attribute
+from .fitting import fit_model
+from .growing import GrowingMixin
+from .inputs import as_fit_input
 from .model_files import save_model
-from .provenance import recorded_rows, source_of, with_rows
-from .updates import require_statistics
+from .outputs import OutputsMixin
+from .parameters import check_params
 
 __all__ = ["KernelPCA"]
 
-#: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
-#: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
-DEFAULT_RCOND = {"float64": 1e-10, "float32": 1e-5}
+_read_feature_names = fitted_attribute("feature_names_in_").fget
 
-
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -162,6 +115,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     Attributes
     ----------
+    model_ : FittedModel
+        The fitted model as one immutable object
+        (:class:`~kpca_dask.model.fitted.FittedModel`): every fit,
+        :meth:`partial_fit`, :meth:`set_n_components` and
+        :func:`kpca_dask.merge` makes a new one. The attributes below are
+        read-only views of it.
     eigenvalues_ : ndarray of shape (n_components,)
         Eigenvalues of the centred (Nyström) Gram matrix, descending; the same
         scale as ``sklearn.decomposition.KernelPCA.eigenvalues_``.
@@ -304,478 +263,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self : KernelPCA
         """
         started = time.perf_counter()
-        self._check_hyperparameters()
-        _check_random_state(self.random_state)
+        check_params(self.get_params(deep=False))
+        check_random_state(self.random_state)
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
-        table = X
-        X = _as_fit_input(X)
-        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
-        rng = as_generator(self.random_state)
-        # Child streams, so the landmarks drawn from rng do not depend on whether
-        # gamma or m are estimated from the data.
-        bandwidth_rng, validation_rng = independent_generators(rng, 2)
-        given = {"degree": self.degree, "coef0": self.coef0, "kernel_params": self.kernel_params}
-        rule = self.gamma if isinstance(self.gamma, str) else None
-        saved = None if checkpoint is None else FitCheckpoint.open(checkpoint, fit_identity(
-            X, kernel, resolve_kernel_params(kernel, X.shape[1], gamma=None if rule else
-                                             self.gamma, **given),
-            gamma=rule, dtype=self.dtype, landmarks=self.landmarks,
-            n_landmarks=self.n_landmarks, random_state=self.random_state, tol=self.tol,
-            max_landmarks=self.max_landmarks))
-        # Resuming: the gamma, landmarks and growth path of the first try, which
-        # an unseeded sample could not reproduce.
-        resuming = saved is not None and saved.landmarks is not None
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
-        if resuming:
-            gamma = saved.gamma
-            params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
-            chosen, path = saved.landmarks, saved.landmark_path
-        else:
-            # The samples for gamma, the landmarks and the automatic m, read in one go.
-            sampler = RowSampler.reading_ahead(X, self._planned_samples(
-                X, kernel, rng, bandwidth_rng, validation_rng))
-            gamma = resolve_gamma(self.gamma, X, kernel, rng=bandwidth_rng, sampler=sampler)
-            params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
-            chosen, path = self._choose_landmarks(X, kernel, params, rng, validation_rng,
-                                                  rcond, sampler)
-            if saved is not None:
-                saved.landmark_path = path  # stored with the landmarks
-        _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
-        kmm = landmark_kernel_matrix(chosen.points, kernel, params)
-        basis = landmark_basis(kmm, rcond)
-        reference = reference_row(chosen.points, kernel, params, kmm)
-        stats = self._pass_statistics(X, chosen, kernel, params, reference, saved)
-        raise_if_nonfinite(stats)
-        solution = solve(stats, basis, self.n_components, bool(self.remove_zero_eig))
-        preimage = (self._fit_preimage(X, chosen.points, kernel, params, solution, rcond)
-                    if self.fit_inverse_transform else None)
-
-        # Only now, with every step done, does the estimator change state.
-        self._set_fitted(kernel, params, chosen, basis.W.shape[1], solution, X)
-        check_feature_names(self, table if names is not None else X, reset=True)
-        self.statistics_ = stats
-        self.row_provenance_ = with_rows(None, source_of(X), 0, X.shape[0])
-        self._set_reconstruction(novelty_terms(stats, basis), preimage)
-        self.landmark_path_ = path
-        self.fit_seconds_ = time.perf_counter() - started
+        model = fit_model(self.get_params(deep=False), as_fit_input(X), feature_names=names,
+                          checkpoint=checkpoint, started=started)
+        self.model_ = model  # only now, with every step done, does the estimator change
         return self
-
-    def _planned_samples(self, X, kernel, rng, bandwidth_rng, validation_rng):
-        """The row samples gamma and the landmarks will draw, from copies of their generators."""
-        n = X.shape[0]
-        samples = [sample_indices(n, gamma_sample_size(self.gamma, kernel),
-                                  copy.deepcopy(bandwidth_rng))]
-        if self.n_landmarks == "auto":
-            return samples + planned_samples(n, self.landmarks, rng=rng,
-                                             validation_rng=validation_rng,
-                                             max_landmarks=self.max_landmarks)
-        return samples + [planned_sample(n, self.n_landmarks, self.landmarks, rng)]
-
-    def _choose_landmarks(self, X, kernel, params, rng, validation_rng, rcond, sampler):
-        """The landmarks, and the growth path when m is chosen automatically."""
-        if self.n_landmarks == "auto":
-            return grow_landmarks(
-                X, self.landmarks, rng=rng, validation_rng=validation_rng, kernel=kernel,
-                params=params, tol=self.tol, max_landmarks=self.max_landmarks, rcond=rcond,
-                sampler=sampler)
-        chosen = select_landmarks(X, self.n_landmarks, self.landmarks, rng=rng, kernel=kernel,
-                                  params=params, sampler=sampler)
-        return chosen, None
-
-    def _pass_statistics(self, X, chosen, kernel, params, reference, saved):
-        """The one pass over X: checkpointed when asked, else a single compute."""
-        dtype = np.dtype(self.dtype)
-        if saved is not None:
-            return saved.run_pass(X, chosen, kernel, params, dtype, reference)
-        stats = pass_statistics(X, chosen.points, kernel, params, dtype, reference=reference)
-        with capped_blas(X):
-            (stats,) = dask.compute(stats)
-        return stats
-
-    def _fit_preimage(self, X, landmarks, kernel, params, solution, rcond):
-        """The pre-image map (docs/design.md §6): one more pass, over the training rows."""
-        dtype = np.dtype(self.dtype)
-        centres = embed_landmarks(landmarks, solution.projection, solution.offset, kernel,
-                                  params, dtype)
-        centre_basis = preimage_basis(centres, kernel, params, rcond)
-        stats = preimage_statistics(X, landmarks, solution.projection, solution.offset,
-                                    kernel, params, dtype, centres, centre_basis)
-        with capped_blas(X):
-            (stats,) = dask.compute(stats)
-        return centres, solve_preimage(stats, centre_basis, self.alpha)
-
-    def _set_reconstruction(self, terms, preimage) -> None:
-        self.novelty_weights_ = terms.mean_weights
-        self.novelty_mean_norm2_ = terms.mean_norm2
-        if preimage is None:
-            for name in ("preimage_centres_", "preimage_coefficients_"):
-                self.__dict__.pop(name, None)  # a refit without the map drops the old one
-        else:
-            self.preimage_centres_, self.preimage_coefficients_ = preimage
-
-    def _set_fitted(self, kernel, params, chosen, rank, solution: NystromSolution, X):
-        self.kernel_ = kernel
-        self.kernel_params_ = params
-        self.gamma_ = params.get("gamma")
-        self.landmarks_ = chosen.points
-        self.landmark_indices_ = chosen.indices
-        self.n_landmarks_ = chosen.points.shape[0]
-        self.landmark_rank_ = rank
-        self._set_solution(solution)
-        self.n_features_in_ = X.shape[1]
-        self.n_samples_fit_ = X.shape[0]
-
-    def _set_solution(self, solution: NystromSolution):
-        self.projection_ = solution.projection
-        self.offset_ = solution.offset
-        self.eigenvalues_ = solution.eigenvalues
-        self.explained_variance_ratio_ = solution.explained_variance_ratio
-        self.n_components_ = solution.projection.shape[1]
-        self.trace_error_ = solution.trace_error
-
-    def _check_hyperparameters(self):
-        check_n_components(self.n_components)
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
-            raise InvalidParameterError(
-                'kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
-                "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
-                "for data small enough for it, or pass the kernel as a callable "
-                "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
-        m = self.n_landmarks
-        if m != "auto" and not _is_positive_int(m):
-            raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
-        if not (isinstance(self.tol, numbers.Real) and 0 < self.tol < 1):
-            raise InvalidParameterError(f"tol must be a number in (0, 1); got {self.tol!r}.")
-        if not _is_positive_int(self.max_landmarks):
-            raise InvalidParameterError(
-                f"max_landmarks must be an int >= 1; got {self.max_landmarks!r}.")
-        if self.dtype not in DEFAULT_RCOND:
-            raise InvalidParameterError(
-                f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
-        if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
-                                           and 0 <= self.rcond < 1):
-            raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
-        if not isinstance(self.fit_inverse_transform, (bool, np.bool_)):
-            raise InvalidParameterError(
-                f"fit_inverse_transform must be True or False; got {self.fit_inverse_transform!r}.")
-        if not (isinstance(self.alpha, numbers.Real) and np.isfinite(self.alpha)
-                and self.alpha > 0):
-            raise InvalidParameterError(
-                f"alpha must be a finite number > 0 (the pre-image map's ridge penalty); "
-                f"got {self.alpha!r}.")
-
-    # -- growing fits (docs/design.md §7) -----------------------------------------
-
-    def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "KernelPCA":
-        """Add a batch of rows to the model: for data that grow or arrive in batches.
-
-        The first call on an unfitted model is :meth:`fit` on the batch: it
-        chooses the landmarks from it (with the configured strategy, or takes
-        the explicit points) and resolves ``gamma`` from it. Every later call
-        keeps landmarks and kernel parameters, adds the batch's pass
-        statistics to the model's (one pass over the batch) and solves the
-        small m x m problem again. After any sequence of batches the model
-        equals a :meth:`fit` on their concatenation with
-        ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
-        it can transform and be saved after every call. A fitted or loaded
-        model (format version 2) takes more rows the same way.
-
-        Parameters
-        ----------
-        X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
-        y : ignored
-        rows : (int, int), optional
-            Add only rows ``start:stop`` of ``X``: the way to add the new rows
-            of a stored array that grows, so that the model records which
-            rows of it it holds (``row_provenance_``, see
-            :mod:`kpca_dask.model.provenance`). Default: every row of ``X``.
-
-        Returns
-        -------
-        self : KernelPCA
-
-        Raises
-        ------
-        InvalidInputError
-            The batch has another number of features than the model.
-        NoStatisticsError
-            The model keeps no statistics (loaded from a version-1 file).
-        OverlappingRowsError
-            The model has counted some of these rows already (the same
-            in-memory batch again, or rows of a stored array it holds).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(600, 3))
-        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
-        >>> for batch in np.array_split(X, 3):
-        ...     kpca = kpca.partial_fit(batch)
-        >>> kpca.n_samples_fit_
-        600
-        >>> refit = KernelPCA(n_components=2, gamma=kpca.gamma_, landmarks=kpca.landmarks_).fit(X)
-        >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
-        True
-        """
-        started = time.perf_counter()
-        if hasattr(self, "statistics_"):
-            check_feature_names(self, X, reset=False)
-        table = X
-        X = _as_fit_input(X, min_samples=1)
-        source = source_of(X)  # of the whole input, before the rows are selected
-        start, stop = _row_range(rows, X.shape[0])
-        whole = (start, stop) == (0, X.shape[0])
-        X = X if whole else X[start:stop]
-        if not hasattr(self, "statistics_"):
-            self.fit(table if whole else X)  # a whole table keeps its feature names
-            self.row_provenance_ = with_rows(None, source, start, stop)
-            return self
-        total = require_statistics(self, "add rows to")
-        check_n_features(X, self.n_features_in_, type(self).__name__)
-        # Refused before the pass: rows counted already would be weighted twice.
-        provenance = with_rows(recorded_rows(self), source, start, stop)
-        batch = pass_statistics(X, self.landmarks_, self.kernel_, self.kernel_params_,
-                                np.dtype(self.dtype), reference=total.reference)
-        with capped_blas(X):
-            (batch,) = dask.compute(batch)
-        raise_if_nonfinite(batch)
-        self._take_statistics(combine_statistics(total, batch), self.n_components)
-        self.row_provenance_ = provenance
-        self.fit_seconds_ += time.perf_counter() - started
-        return self
-
-    def set_n_components(self, n_components: int | float | None) -> "KernelPCA":
-        """Re-solve the fitted model for another ``n_components``, without reading the data.
-
-        The stored pass statistics (:attr:`statistics_`) hold everything the
-        small problem needs, so another number of components costs O(m^3),
-        not a pass: the result equals a fresh fit with the same landmarks and
-        ``n_components`` (to 1e-12). ``n_components`` is set as well, so the
-        parameters and the fitted state agree, as after a fit. The name
-        follows scikit-learn's ``set_params``/``set_output``: a setter that
-        returns ``self``; unlike ``set_params(n_components=...)``, which by
-        scikit-learn's contract only takes effect at the next fit, it changes
-        the fitted model now.
-
-        Parameters
-        ----------
-        n_components : int, float in (0, 1) or None
-            As in the constructor: a number of components, a fraction of the
-            variance to explain, or None for every positive eigenvalue.
-
-        Returns
-        -------
-        self : KernelPCA
-
-        Raises
-        ------
-        NoStatisticsError
-            The model keeps no statistics (loaded from a version-1 file).
-
-        Warns
-        -----
-        ZeroEigenvalueWarning
-            An int ``n_components`` above the number of positive eigenvalues:
-            the extra components have eigenvalue 0 (dropped with
-            ``remove_zero_eig=True``), as in :meth:`fit`.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0).fit(X)
-        >>> kpca.set_n_components(0.9).n_components_
-        22
-        >>> kpca.transform(X).shape
-        (300, 22)
-        """
-        check_n_components(n_components)
-        self._take_statistics(require_statistics(self, "re-solve"), n_components)
-        self.n_components = n_components
-        return self
-
-    def _take_statistics(self, stats: PassStatistics, n_components) -> None:
-        """Solve the small problem for ``stats`` and take on the result (landmarks kept)."""
-        Z = np.asarray(self.landmarks_)
-        # The same K_mm and basis as the fit computed, so a re-solve repeats it exactly.
-        kmm = landmark_kernel_matrix(Z, self.kernel_, self.kernel_params_)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
-        basis = landmark_basis(kmm, rcond)
-        solution = solve(stats, basis, n_components, bool(self.remove_zero_eig))
-        self._set_solution(solution)
-        self.landmark_rank_ = basis.W.shape[1]
-        self.statistics_ = stats
-        self.n_samples_fit_ = int(stats.n_samples)
-        # The novelty terms follow the statistics; a pre-image map was learnt by a
-        # pass over the rows of the old solution and cannot follow without another.
-        self._set_reconstruction(novelty_terms(stats, basis), None)
-
-    # -- transform ---------------------------------------------------------
-
-    def transform(self, X):
-        """Project rows onto the principal components: y(x) = P^T k_m(x) - c.
-
-        Parameters
-        ----------
-        X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_samples, n_features).
-
-        Returns
-        -------
-        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
-            A lazy dask array (same row chunks) for dask or Zarr input, numpy
-            for in-memory input; for a DataArray, a DataArray with dims
-            (sample dim, "component"), the sample coordinates and the kernel
-            parameters in ``attrs``.
-        """
-        check_is_fitted(self)
-        X, frame = table_input(self, X)
-        X = _open_input(X)
-        if _is_xarray(X):
-            attrs = {"kernel": self.kernel_, **self.kernel_params_,
-                     "n_landmarks": self.n_landmarks_}
-            return label_embedding(self.transform(X.data), X, attrs)
-        X, is_lazy = _as_rows(X, frame)
-        check_n_features(X, self.n_features_in_, type(self).__name__)
-        Y = project(X, self.landmarks_, self.projection_, self.offset_, self.kernel_,
-                    self.kernel_params_, np.dtype(self.dtype))
-        if is_lazy:
-            return Y if frame is None else frame_like(Y, frame, self.get_feature_names_out())
-        with capped_blas(Y):
-            return Y.compute()
-
-    def inverse_transform(self, Y):
-        """Map embeddings back to input space: the pre-images x_hat(y) (docs/design.md §6).
-
-        Needs a model fitted with ``fit_inverse_transform=True``. As in
-        scikit-learn, x_hat is a kernel ridge regression from embeddings to
-        rows, so it is an approximate pre-image, smoothed by ``alpha``.
-
-        Parameters
-        ----------
-        Y : array-like, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
-            Embeddings, e.g. from :meth:`transform`. A DataArray needs a
-            ``component`` dimension.
-
-        Returns
-        -------
-        X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_features_in_``)
-            A lazy dask array for dask input, numpy for in-memory input; for a
-            DataArray, a DataArray with its sample coordinates and a
-            ``feature`` dimension.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = KernelPCA(n_components=3, gamma=0.1, n_landmarks=100, random_state=0,
-        ...                  fit_inverse_transform=True, alpha=1e-2).fit(X)
-        >>> X_hat = kpca.inverse_transform(kpca.transform(X))
-        >>> X_hat.shape, bool(np.mean((X_hat - X) ** 2) < 0.1 * np.mean(X ** 2))
-        ((300, 3), True)
-        """
-        check_is_fitted(self)
-        if not hasattr(self, "preimage_coefficients_"):
-            raise NotInvertibleError(
-                "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
-                "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
-                "map is learnt by a pass over the training rows). Fit it with "
-                "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
-        if _is_xarray(Y):
-            return self._inverse_data_array(Y)
-        frame = None
-        if is_dask_frame(Y):
-            frame = Partitions.of(select_columns(Y, what="The embedding"))
-            Y = frame_to_array(frame, lengths=False, what="The embedding")
-        elif is_frame(Y):
-            frame, Y = Y, frame_to_numpy(Y, what="The embedding")
-        Y, is_lazy = _as_rows(Y, frame, what="The embedding")
-        if Y.shape[1] != self.n_components_:
-            raise InvalidInputError(
-                f"The embedding has {Y.shape[1]} column(s), but this model has "
-                f"{self.n_components_} components; pass the output of transform (shape "
-                f"(n_samples, {self.n_components_})).")
-        X_hat = reconstruct(Y, self.preimage_centres_, self.preimage_coefficients_,
-                            self.kernel_, self.kernel_params_)
-        if frame is not None:
-            names = getattr(self, "feature_names_in_", None)
-            names = list(names) if names is not None else [
-                f"x{i}" for i in range(self.n_features_in_)]
-            return frame_like(X_hat if is_lazy else _computed(X_hat), frame, names)
-        if is_lazy:
-            return X_hat
-        with capped_blas(X_hat):
-            return X_hat.compute()
-
-    def _inverse_data_array(self, Y):
-        if "component" not in Y.dims or Y.ndim != 2:
-            raise InvalidInputError(
-                f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
-                "Pass the output of transform, or rename its component dimension.")
-        Y = Y.transpose(..., "component")
-        return label_rows(self.inverse_transform(Y.data), Y, name="reconstruction",
-                          column_dim="feature")
-
-    def reconstruction_error(self, X):
-        """Squared distance in feature space from each row to the principal subspace.
-
-        ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2`` in the Nyström
-        feature space (docs/design.md §6; Hoffmann 2007): large for rows unlike the
-        training data, a novelty score. Every model can compute it; no pass
-        beyond the fit's is needed.
-
-        Parameters
-        ----------
-        X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_samples, n_features).
-
-        Returns
-        -------
-        errors : ndarray, dask array or xarray.DataArray of shape (n_samples,)
-            Lazy for dask or Zarr input, numpy for in-memory input, a
-            DataArray with the sample coordinates for a DataArray.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> X = np.random.default_rng(0).normal(size=(300, 2))
-        >>> kpca = KernelPCA(n_components=5, gamma=0.5, n_landmarks=100, random_state=0).fit(X)
-        >>> errors = kpca.reconstruction_error(np.array([[0.0, 0.0], [6.0, 6.0]]))
-        >>> bool(errors[0] < errors[1])
-        True
-        """
-        check_is_fitted(self)
-        if not hasattr(self, "novelty_weights_"):
-            raise NotInvertibleError(
-                "This model was saved by an older kpca-dask without the mean feature that "
-                "reconstruction_error needs; fit it again.")
-        X, frame = table_input(self, X)
-        X = _open_input(X)
-        if _is_xarray(X):
-            return label_rows(self.reconstruction_error(X.data), X, name="reconstruction_error")
-        X, is_lazy = _as_rows(X, frame)
-        check_n_features(X, self.n_features_in_, type(self).__name__)
-        errors = reconstruction_error(
-            X, self.landmarks_, self.projection_, self.offset_,
-            NoveltyTerms(np.asarray(self.novelty_weights_), float(self.novelty_mean_norm2_)),
-            self.kernel_, self.kernel_params_, np.dtype(self.dtype))
-        if frame is not None:
-            return series_like(errors if is_lazy else _computed(errors), frame,
-                               "reconstruction_error")
-        if is_lazy:
-            return errors
-        return _computed(errors)
-
-    def score_samples(self, X):
-        """Minus :meth:`reconstruction_error`: higher means more like the training data.
-
-        scikit-learn's outlier-detection convention (as in
-        ``IsolationForest.score_samples``); same input and output types as
-        :meth:`reconstruction_error`.
-        """
-        scores = -self.reconstruction_error(X)
-        return scores.rename("score_samples") if is_frame(X) else scores
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
@@ -802,6 +296,25 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         return self.fit(X, **fit_params).transform(X)
 
+    #: The fitted model (:class:`~kpca_dask.model.fitted.FittedModel`); absent before a fit.
+    model_: FittedModel
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return self.__dict__.get("model_") is not None
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """The column names of a table fit (absent for arrays), as scikit-learn keeps them."""
+        return _read_feature_names(self)
+
+    @feature_names_in_.setter
+    def feature_names_in_(self, names) -> None:
+        self.model_ = self.model_.replace(feature_names=np.asarray(names, dtype=object))
+
+    @feature_names_in_.deleter
+    def feature_names_in_(self) -> None:
+        self.model_ = self.model_.replace(feature_names=None)
+
     @property
     def _n_features_out(self):
         return self.n_components_
@@ -813,65 +326,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return tags
 
 
-def _is_xarray(X) -> bool:
-    return type(X).__module__.split(".")[0] == "xarray"
-
-
-def _computed(Y):
-    with capped_blas(Y):
-        return Y.compute()
-
-
-def _as_rows(X, frame, what: str = "X"):
-    """``X`` as a lazy float array and ``is_lazy``; a dask frame's blocks may have
-    unknown lengths, which a lazy projection does not need."""
-    if isinstance(frame, Partitions):
-        return X, True
-    return as_dask_array(X, what=what, min_samples=1)
-
-
-def _open_input(X):
-    """Zarr paths and xarray objects go through kpca_dask.io; anything else is unchanged."""
-    if isinstance(X, (str, os.PathLike)) or _is_xarray(X):
-        from ..io import open_array
-
-        return open_array(X)
-    return X
-
-
-def _as_fit_input(X, min_samples: int = 2):
-    """The training data as a validated dask array with one chunk of features."""
-    if is_dask_frame(X):
-        X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
-    elif is_frame(X):
-        X = frame_to_numpy(X)
-    X = _open_input(X)
-    X, _ = as_dask_array(X.data if _is_xarray(X) else X, min_samples=min_samples)
-    return X
-
-
-def _row_range(rows, n: int) -> tuple[int, int]:
-    """``rows`` as a checked (start, stop) of an input of ``n`` rows; None means every row."""
-    if rows is None:
-        return 0, n
-    valid = (isinstance(rows, (tuple, list)) and len(rows) == 2
-             and all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in rows))
-    if not valid or not 0 <= rows[0] < rows[1] <= n:
-        raise InvalidParameterError(
-            f"rows must be (start, stop) with 0 <= start < stop <= {n} (the rows of X); "
-            f"got {rows!r}.")
-    return int(rows[0]), int(rows[1])
-
-
-def _is_positive_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-
-
-def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
-    bad = ~np.isfinite(points).all(axis=1)
-    if bad.any():
-        where = (f"row {int(indices[np.flatnonzero(bad)[0]])} of X" if indices is not None
-                 else f"landmark {int(np.flatnonzero(bad)[0])}")
-        raise NonFiniteInputError(
-            f"A landmark contains NaN or infinite values ({where}). Remove or impute "
-            "non-finite values in X (or in the landmarks you passed) first.")
+for _name in FITTED_ATTRIBUTES:
+    if _name != "feature_names_in_":  # settable: a table's names given after a fit
+        setattr(KernelPCA, _name, fitted_attribute(_name))
+del _name

@@ -31,6 +31,8 @@ from ..blocks.statistics import PassStatistics
 from ..engine.bandwidth import BANDWIDTH_RULES
 from ..errors import KPCAError, ModelFormatError
 from ..validation import check_random_state
+from .fitted import FITTED_ATTRIBUTES
+from .parameters import check_params
 
 __all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "is_count",
            "damaged"]
@@ -132,7 +134,7 @@ def check_model(model, shown: str) -> None:
     >>> model = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(
     ...     np.random.default_rng(0).normal(size=(100, 3)))
     >>> check_model(model, "model.zarr")
-    >>> model.eigenvalues_ = -model.eigenvalues_
+    >>> model.eigenvalues_[:] = -model.eigenvalues_
     >>> check_model(model, "model.zarr")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -147,7 +149,7 @@ def check_model(model, shown: str) -> None:
 def _check_parameters(model, shown: str) -> None:
     """The constructor's parameters, through the estimator's own checks (those of ``fit``)."""
     try:
-        model._check_hyperparameters()
+        check_params(model.get_params(deep=False))
         check_random_state(model.random_state)
         kernel = canonical_kernel_name(model.kernel)
         gamma = model.gamma
@@ -165,20 +167,19 @@ def _check_parameters(model, shown: str) -> None:
 
 def _check_fitted_numbers(model, shown: str) -> None:
     for name in _COUNTS:
-        value = getattr(model, name, 1)  # n_landmarks_ is absent from version-1 files
+        value = getattr(model, name)
         if not is_count(value):
             raise damaged(shown, f"the attribute {name} is {value!r}, not an integer >= 1")
     for name, least in _NUMBERS.items():
-        if not hasattr(model, name):
+        value = FITTED_ATTRIBUTES[name](model.model_)
+        if value is None:  # the novelty terms of a file of format version 1
             continue
-        value = getattr(model, name)
         if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                 or not np.isfinite(value) or (least is not None and value < least)):
             bound = "" if least is None else f" >= {least}"
             raise damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
-    check_landmark_path(getattr(model, "landmark_path_", None), shown)
-    check_row_provenance(getattr(model, "row_provenance_", None),
-                         getattr(model, "n_samples_fit_", None), shown)
+    check_landmark_path(model.landmark_path_, shown)
+    check_row_provenance(model.row_provenance_, model.n_samples_fit_, shown)
 
 
 def check_row_provenance(provenance, n_samples, shown: str) -> None:
@@ -252,16 +253,13 @@ def _check_kernel(model, shown: str) -> None:
         if set(resolved) != set(params):
             raise ModelFormatError(f"kernel_params_ has {sorted(params)}; the {kernel!r} kernel "
                                    f"takes {sorted(resolved)}")
-        if getattr(model, "gamma_", resolved.get("gamma")) != resolved.get("gamma"):
-            raise ModelFormatError(f"gamma_ is {model.gamma_!r} but kernel_params_ has gamma "
-                                   f"{resolved.get('gamma')!r}")
     except KPCAError as exc:
         raise damaged(shown, f"the fitted kernel is invalid: {exc}") from None
 
 
 def _check_arrays(model, shown: str) -> None:
     p, q = model.n_features_in_, model.n_components_
-    m = getattr(model, "n_landmarks_", np.shape(model.landmarks_)[0])
+    m = model.n_landmarks_
     check_array(model.landmarks_, "landmarks", shown, (m, p), kind="x")
     check_array(model.projection_, "projection", shown, (m, q))
     check_array(model.offset_, "offset", shown, (q,))
@@ -279,7 +277,7 @@ def _check_arrays(model, shown: str) -> None:
                                                       rtol=_ROUNDING, atol=0))):
         raise damaged(shown, "the array 'explained_variance_ratio' is not the eigenvalues' "
                               "share of one total variance")
-    if getattr(model, "landmark_indices_", None) is not None:
+    if model.landmark_indices_ is not None:
         indices = check_array(model.landmark_indices_, "landmark_indices", shown, (m,), kind="i")
         if (indices < 0).any() or (indices >= model.n_samples_fit_).any():
             raise damaged(shown, "the array 'landmark_indices' holds rows outside the "
@@ -287,19 +285,13 @@ def _check_arrays(model, shown: str) -> None:
     if not 1 <= model.landmark_rank_ <= m:
         raise damaged(shown, f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
                               "landmarks")
-    if hasattr(model, "novelty_weights_") != hasattr(model, "novelty_mean_norm2_"):
-        raise damaged(shown, "the novelty terms are incomplete: novelty_weights and "
-                             "novelty_mean_norm2_ are stored together")
-    if hasattr(model, "novelty_weights_"):
-        check_array(model.novelty_weights_, "novelty_weights", shown, (m,))
-    has_map = [hasattr(model, name) for name in ("preimage_centres_", "preimage_coefficients_")]
-    if any(has_map) and not all(has_map):
-        raise damaged(shown, "the pre-image map is incomplete: preimage_centres and "
-                              "preimage_coefficients are stored together")
-    if all(has_map):
-        check_array(model.preimage_centres_, "preimage_centres", shown, (m, q))
-        check_array(model.preimage_coefficients_, "preimage_coefficients", shown, (m, p))
-    stats = getattr(model, "statistics_", None)
+    fitted = model.model_
+    if fitted.novelty is not None:
+        check_array(fitted.novelty.mean_weights, "novelty_weights", shown, (m,))
+    if fitted.preimage is not None:
+        check_array(fitted.preimage.centres, "preimage_centres", shown, (m, q))
+        check_array(fitted.preimage.coefficients, "preimage_coefficients", shown, (m, p))
+    stats = fitted.statistics
     if stats is not None:
         check_statistics(stats, m, shown)
         if stats.n_samples != model.n_samples_fit_ or stats.n_nonfinite:

@@ -48,9 +48,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
-import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._json import jsonable
@@ -66,6 +64,7 @@ from ..io.checksums import (
     recorded_digests,
 )
 from .file_checks import check_model
+from .model_fields import model_from_fields, stored_fields
 from .statistics_files import (
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
@@ -90,29 +89,6 @@ _REQUIRED_FITTED = ("kernel_", "kernel_params_", "gamma_", "n_features_in_", "n_
                     "n_landmarks_", "landmark_rank_", "trace_error_", "n_samples_fit_",
                     "fit_seconds_")
 _REQUIRED_FITTED_SINCE = {2: ("novelty_mean_norm2_",)}
-#: Fitted attribute names a model file may set: lower-case words ending in "_".
-_FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
-
-
-def _model_arrays_and_attributes(model: BaseEstimator) -> tuple[dict, dict]:
-    arrays, fitted = {}, {}
-    for name, value in vars(model).items():
-        if not _FITTED_NAME.match(name) or name == "statistics_":
-            continue
-        if name == "feature_names_in_":  # strings, as scikit-learn keeps them
-            fitted[name] = [str(feature) for feature in value]
-        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            arrays[name[:-1]] = value
-        else:
-            try:
-                fitted[name] = jsonable(value)
-            except TypeError:
-                raise InvalidParameterError(
-                    f"The fitted attribute {name} of type {type(value).__name__} cannot be "
-                    "stored in a model file.") from None
-    return arrays, fitted
-
-
 def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False,
                storage_options: dict | None = None) -> str:
     """Write a fitted model to a Zarr group at ``path``, atomically.
@@ -137,6 +113,7 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
     Examples
     --------
     >>> import tempfile
+    >>> import numpy as np
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(100, 3))
     >>> model = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
@@ -158,8 +135,8 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
             params[name] = jsonable(value)
         except TypeError:
             unsaved.append(name)
-    arrays, fitted = _model_arrays_and_attributes(model)
-    stats = getattr(model, "statistics_", None)
+    arrays, fitted = stored_fields(model.model_)
+    stats = model.model_.statistics
     if stats is not None:
         arrays.update(statistics_arrays(stats))
     attrs = {
@@ -206,6 +183,7 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     Examples
     --------
     >>> import tempfile
+    >>> import numpy as np
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(100, 3))
     >>> path = KernelPCA(n_components=2, n_landmarks=20).fit(X).save(tempfile.mkdtemp() + "/m")
@@ -248,12 +226,12 @@ def load_model(path: PathOrURL, estimator_class: type, *,
                                "missing. Fit and save it again.")
     arrays = {name: read_checked(group, name, shown) for name in sorted(stored)
               if not name.startswith(STATISTICS_PREFIX)}
-    model = _rebuild(estimator_class, attrs, arrays, shown)
-    model.statistics_ = read_statistics(group, attrs, shown)
+    stats = read_statistics(group, attrs, shown)
+    model = _rebuild(estimator_class, attrs, arrays, stats, shown)
     check_model(model, shown)
     # Last, so that a value no fit could make is named by what is wrong with it.
-    if model.statistics_ is not None:
-        arrays.update(statistics_arrays(model.statistics_))
+    if stats is not None:
+        arrays.update(statistics_arrays(stats))
     _check_recorded_digests(attrs, arrays, shown, version)
     return model
 
@@ -280,7 +258,8 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int)
             "or fit and save it again.")
 
 
-def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> BaseEstimator:
+def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats, shown: str
+             ) -> BaseEstimator:
     known = estimator_class().get_params(deep=False)
     for key in ("params", "fitted"):
         if not isinstance(attrs.get(key, {}), dict):
@@ -291,22 +270,8 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, shown: str) -> Ba
                                "'unsaved_params' must be a list of parameter names.")
     params = {k: v for k, v in attrs.get("params", {}).items() if k in known}
     model = estimator_class(**params)
-    for name, value in attrs["fitted"].items():
-        if not _FITTED_NAME.match(name):
-            raise ModelFormatError(f"The model at {shown} has an invalid attribute name {name!r}.")
-        if name == "feature_names_in_":
-            value = np.asarray(value, dtype=object)
-        setattr(model, name, value)
-    for name, value in arrays.items():
-        if f"{name}_" in attrs["fitted"]:
-            raise ModelFormatError(f"The model at {shown} is damaged: {name!r} is stored both "
-                                   "as an array and as an attribute.")
-        setattr(model, f"{name}_", value)
-    if not hasattr(model, "landmark_indices_"):
-        model.landmark_indices_ = None
-    if not hasattr(model, "landmark_path_"):
-        model.landmark_path_ = None
-    if "landmarks" in attrs.get("unsaved_params", []) and model.landmark_indices_ is None:
+    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, shown)
+    if "landmarks" in attrs.get("unsaved_params", []) and model.model_.landmark_indices is None:
         # Explicit landmark points were passed to the constructor: they are landmarks_.
-        model.set_params(landmarks=model.landmarks_)
+        model.set_params(landmarks=model.model_.landmarks)
     return model

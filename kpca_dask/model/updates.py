@@ -24,6 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..blocks.statistics import PassStatistics, combine_statistics
 from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsError
 from .file_checks import check_model
+from .fitting import solved
+from .parameters import rcond_for
 from .provenance import combined, recorded_rows
 
 __all__ = ["merge", "require_statistics", "model_differences"]
@@ -46,7 +48,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     """
     check_is_fitted(model)
     check_model(model, name)
-    stats = getattr(model, "statistics_", None)
+    stats = model.statistics_
     if stats is None:
         raise NoStatisticsError(
             f"Cannot {action} {name}: it keeps no pass statistics (it was saved in "
@@ -175,10 +177,12 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
                 "same kernel, dtype and rcond).")
     # Refused before anything is solved: an overlap would weight its rows twice.
     provenance = combined([recorded_rows(model) for model in models], names=names)
-    merged = copy.deepcopy(first)
-    merged._take_statistics(combine_statistics(*totals), first.n_components)
-    merged.row_provenance_ = provenance
-    merged.fit_seconds_ = float(sum(model.fit_seconds_ for model in models))
+    model = solved(first.model_, combine_statistics(*totals), n_components=first.n_components,
+                   remove_zero_eig=first.remove_zero_eig,
+                   rcond=rcond_for(first.rcond, first.dtype))
+    merged = copy.deepcopy(first)  # the first model's parameters and output settings
+    merged.model_ = model.replace(
+        row_provenance=provenance, fit_seconds=float(sum(m.fit_seconds_ for m in models)))
     return merged
 
 

@@ -1,0 +1,253 @@
+"""How a :class:`~kpca_dask.model.fitted.FittedModel` is made: a fit, a re-solve, more rows.
+
+A fit (docs/design.md §3) samples rows once for gamma, the landmarks and the
+automatic m, builds K_mm and its whitening basis once, makes the one pass
+over the data, and solves the small m x m problem; with
+``fit_inverse_transform`` one more pass learns the pre-image map
+(docs/design.md §6). Growing models (docs/design.md §7) add pass statistics
+and solve again with the same K_mm: :func:`solved` and :func:`with_rows_added`.
+Every function returns a new model; nothing is changed in place.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+
+from .._parallel import capped_blas
+from ..blocks.kernels import canonical_kernel_name
+from ..blocks.row_pair_kernels import block_kernel
+from ..blocks.statistics import PassStatistics, combine_statistics
+from ..engine.bandwidth import gamma_sample_size, resolve_gamma
+from ..engine.passes import pass_statistics, raise_if_nonfinite
+from ..engine.reconstruction import (
+    embed_landmarks,
+    novelty_terms,
+    preimage_basis,
+    preimage_statistics,
+    solve_preimage,
+)
+from ..engine.sampling import RowSampler, as_generator, independent_generators, sample_indices
+from ..engine.solve import LandmarkBasis, landmark_basis, landmark_kernel_matrix, reference_row
+from ..engine.solve import solve as solve_small_problem
+from ..errors import NonFiniteInputError
+from ..landmarks.auto import grow_landmarks, planned_samples
+from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks
+from .checkpoints import FitCheckpoint
+from .fingerprints import fit_identity
+from .fitted import FittedModel, Preimage
+from .parameters import rcond_for, resolve_kernel_params
+from .provenance import source_of, with_rows
+
+__all__ = ["fit_model", "solved", "with_rows_added", "landmark_system"]
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """The kernel of a fit: the callable the blocks apply, its resolved parameters."""
+
+    function: Any  # a canonical name or a callable
+    params: dict
+
+
+def landmark_system(landmarks: np.ndarray, kernel, params: dict,
+                    rcond: float) -> tuple[np.ndarray, LandmarkBasis]:
+    """K_mm and its whitening basis W: built once per fit, and again alike for a re-solve.
+
+    Examples
+    --------
+    >>> Z = np.eye(3)
+    >>> kmm, basis = landmark_system(Z, "rbf", {"gamma": 1.0}, 1e-10)
+    >>> kmm.shape, basis.W.shape
+    ((3, 3), (3, 3))
+    """
+    kmm = landmark_kernel_matrix(landmarks, kernel, params)
+    return kmm, landmark_basis(kmm, rcond)
+
+
+def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = None,
+              checkpoint: str | os.PathLike | None = None, started: float | None = None
+              ) -> FittedModel:
+    """The model of one fit of ``X`` with the estimator parameters ``params``.
+
+    ``params`` are :meth:`KernelPCA.get_params <sklearn.base.BaseEstimator.get_params>`,
+    already checked; ``X`` a validated dask array. See :meth:`kpca_dask.KernelPCA.fit`.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from kpca_dask import KernelPCA
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(50, 2)), chunks=20)
+    >>> params = KernelPCA(n_components=2, gamma=0.5, n_landmarks=10, random_state=0).get_params()
+    >>> fit_model(params, X).n_components
+    2
+    """
+    started = time.perf_counter() if started is None else started
+    kernel_function = block_kernel(canonical_kernel_name(params["kernel"]), X.shape[1],
+                                   params["kernel_params"])
+    rng = as_generator(params["random_state"])
+    # Child streams, so the landmarks drawn from rng do not depend on whether
+    # gamma or m are estimated from the data.
+    bandwidth_rng, validation_rng = independent_generators(rng, 2)
+    rcond = rcond_for(params["rcond"], params["dtype"])
+    saved = None if checkpoint is None else FitCheckpoint.open(
+        checkpoint, _identity(params, X, kernel_function))
+    if saved is not None and saved.landmarks is not None:
+        # Resuming: the gamma, landmarks and growth path of the first try, which
+        # an unseeded sample could not reproduce.
+        kernel = _Kernel(kernel_function, _kernel_params(params, X, kernel_function, saved.gamma))
+        chosen, path = saved.landmarks, saved.landmark_path
+    else:
+        # The samples for gamma, the landmarks and the automatic m, read in one go.
+        sampler = RowSampler.reading_ahead(X, _planned_samples(
+            params, X.shape[0], kernel_function, rng, bandwidth_rng, validation_rng))
+        gamma = resolve_gamma(params["gamma"], X, kernel_function, rng=bandwidth_rng,
+                              sampler=sampler)
+        kernel = _Kernel(kernel_function, _kernel_params(params, X, kernel_function, gamma))
+        chosen, path = _choose_landmarks(params, X, kernel, rng, validation_rng, rcond, sampler)
+        if saved is not None:
+            saved.landmark_path = path  # stored with the landmarks
+    _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
+    kmm, basis = landmark_system(chosen.points, kernel.function, kernel.params, rcond)
+    reference = reference_row(chosen.points, kernel.function, kernel.params, kmm)
+    stats = _pass(X, chosen, kernel, np.dtype(params["dtype"]), reference, saved)
+    raise_if_nonfinite(stats)
+    solution = solve_small_problem(stats, basis, params["n_components"],
+                                   bool(params["remove_zero_eig"]))
+    model = FittedModel(
+        kernel=kernel.function, kernel_params=kernel.params, landmarks=chosen.points,
+        landmark_indices=chosen.indices, landmark_rank=basis.W.shape[1], solution=solution,
+        n_features=X.shape[1], n_samples=X.shape[0], statistics=stats,
+        novelty=novelty_terms(stats, basis), feature_names=feature_names, landmark_path=path,
+        row_provenance=with_rows(None, source_of(X), 0, X.shape[0]))
+    if params["fit_inverse_transform"]:
+        model = model.replace(preimage=_fit_preimage(X, model, params, rcond))
+    return model.replace(fit_seconds=time.perf_counter() - started)
+
+
+def solved(model: FittedModel, stats: PassStatistics, *, n_components, remove_zero_eig: bool,
+           rcond: float) -> FittedModel:
+    """``model`` with the statistics ``stats``, the small problem solved again (landmarks kept).
+
+    The same K_mm and basis as the fit's, so a re-solve repeats it exactly. The
+    novelty terms follow the statistics; a pre-image map was learnt by a pass
+    over the rows of the old solution and cannot follow without another, so it
+    is dropped.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=10, random_state=0)
+    >>> model = kpca.fit(np.random.default_rng(0).normal(size=(50, 2))).model_
+    >>> solved(model, model.statistics, n_components=3, remove_zero_eig=False,
+    ...        rcond=1e-10).n_components
+    3
+    """
+    _, basis = landmark_system(np.asarray(model.landmarks), model.kernel, model.kernel_params,
+                               rcond)
+    return model.replace(
+        solution=solve_small_problem(stats, basis, n_components, bool(remove_zero_eig)),
+        landmark_rank=basis.W.shape[1], statistics=stats, n_samples=int(stats.n_samples),
+        novelty=novelty_terms(stats, basis), preimage=None)
+
+
+def with_rows_added(model: FittedModel, X: da.Array, *, dtype: str) -> PassStatistics:
+    """The model's statistics plus those of one pass over the rows ``X`` (its landmarks kept).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X[:30]).model_
+    >>> with_rows_added(model, da.from_array(X[30:]), dtype="float64").n_samples
+    50
+    """
+    total = model.statistics
+    batch = pass_statistics(X, model.landmarks, model.kernel, model.kernel_params,
+                            np.dtype(dtype), reference=total.reference)
+    with capped_blas(X):
+        (batch,) = dask.compute(batch)
+    raise_if_nonfinite(batch)
+    return combine_statistics(total, batch)
+
+
+def _kernel_params(params: dict, X: da.Array, kernel, gamma) -> dict:
+    return resolve_kernel_params(kernel, X.shape[1], gamma=gamma, degree=params["degree"],
+                                 coef0=params["coef0"], kernel_params=params["kernel_params"])
+
+
+def _identity(params: dict, X: da.Array, kernel) -> dict:
+    """What a checkpoint must have been made by: the data and every parameter of the fit."""
+    rule = params["gamma"] if isinstance(params["gamma"], str) else None
+    return fit_identity(
+        X, kernel, _kernel_params(params, X, kernel, None if rule else params["gamma"]),
+        gamma=rule, dtype=params["dtype"], landmarks=params["landmarks"],
+        n_landmarks=params["n_landmarks"], random_state=params["random_state"],
+        tol=params["tol"], max_landmarks=params["max_landmarks"])
+
+
+def _planned_samples(params: dict, n: int, kernel, rng, bandwidth_rng, validation_rng):
+    """The row samples gamma and the landmarks will draw, from copies of their generators."""
+    samples = [sample_indices(n, gamma_sample_size(params["gamma"], kernel),
+                              copy.deepcopy(bandwidth_rng))]
+    if params["n_landmarks"] == "auto":
+        return samples + planned_samples(n, params["landmarks"], rng=rng,
+                                         validation_rng=validation_rng,
+                                         max_landmarks=params["max_landmarks"])
+    return samples + [planned_sample(n, params["n_landmarks"], params["landmarks"], rng)]
+
+
+def _choose_landmarks(params: dict, X, kernel: _Kernel, rng, validation_rng, rcond,
+                      sampler) -> tuple[Landmarks, list | None]:
+    """The landmarks, and the growth path when m is chosen automatically."""
+    if params["n_landmarks"] == "auto":
+        return grow_landmarks(
+            X, params["landmarks"], rng=rng, validation_rng=validation_rng,
+            kernel=kernel.function, params=kernel.params, tol=params["tol"],
+            max_landmarks=params["max_landmarks"], rcond=rcond, sampler=sampler)
+    chosen = select_landmarks(X, params["n_landmarks"], params["landmarks"], rng=rng,
+                              kernel=kernel.function, params=kernel.params, sampler=sampler)
+    return chosen, None
+
+
+def _pass(X, chosen: Landmarks, kernel: _Kernel, dtype, reference, saved) -> PassStatistics:
+    """The one pass over X: checkpointed when asked, else a single compute."""
+    if saved is not None:
+        return saved.run_pass(X, chosen, kernel.function, kernel.params, dtype, reference)
+    stats = pass_statistics(X, chosen.points, kernel.function, kernel.params, dtype,
+                            reference=reference)
+    with capped_blas(X):
+        (stats,) = dask.compute(stats)
+    return stats
+
+
+def _fit_preimage(X, model: FittedModel, params: dict, rcond: float) -> Preimage:
+    """The pre-image map (docs/design.md §6): one more pass, over the training rows."""
+    dtype = np.dtype(params["dtype"])
+    kernel, kernel_params = model.kernel, model.kernel_params
+    projection, offset = model.solution.projection, model.solution.offset
+    centres = embed_landmarks(model.landmarks, projection, offset, kernel, kernel_params, dtype)
+    centre_basis = preimage_basis(centres, kernel, kernel_params, rcond)
+    stats = preimage_statistics(X, model.landmarks, projection, offset, kernel, kernel_params,
+                                dtype, centres, centre_basis)
+    with capped_blas(X):
+        (stats,) = dask.compute(stats)
+    return Preimage(centres, solve_preimage(stats, centre_basis, params["alpha"]))
+
+
+def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:
+    bad = ~np.isfinite(points).all(axis=1)
+    if bad.any():
+        where = (f"row {int(indices[np.flatnonzero(bad)[0]])} of X" if indices is not None
+                 else f"landmark {int(np.flatnonzero(bad)[0])}")
+        raise NonFiniteInputError(
+            f"A landmark contains NaN or infinite values ({where}). Remove or impute "
+            "non-finite values in X (or in the landmarks you passed) first.")
