@@ -12,7 +12,7 @@ they are made of), :mod:`kpca_dask.blocks.inner_product_kernels` (polynomial,
 linear, sigmoid, cosine) and :mod:`kpca_dask.blocks.matern`. This module names
 them (docs/design.md §3), resolves their parameters and evaluates any of them,
 or a callable, with :func:`pairwise_kernel` and :func:`kernel_diagonal`.
-:class:`LandmarkKernel` evaluates them against fixed landmarks.
+:mod:`kpca_dask.blocks.landmark_kernel` evaluates them against fixed landmarks.
 
 Parameters follow scikit-learn's names: ``gamma``, ``degree``, ``coef0``, plus
 ``nu`` for Matérn.
@@ -25,10 +25,8 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from ..errors import InvalidParameterError
-from . import epilogue
 from .distance_kernels import exp_nonpositive, laplacian_kernel, rbf_kernel, squared_distances
 from .inner_product_kernels import (
     cosine_diagonal,
@@ -42,14 +40,14 @@ from .inner_product_kernels import (
 )
 from .matern import matern_kernel
 from .row_pair_kernels import RowPairKernel
-from .sparse_rows import dense, is_sparse
+from .sparse_rows import dense
 
 __all__ = [
     "KERNEL_NAMES",
     "pairwise_kernel",
     "pairwise_kernel_into",
     "kernel_diagonal",
-    "LandmarkKernel",
+    "kernel_name",
     "canonical_kernel_name",
     "resolve_kernel_params",
     "is_translation_invariant",
@@ -99,6 +97,20 @@ def _spec(kernel: str) -> _KernelSpec:
         ) from None
 
 
+def kernel_name(kernel: str | KernelCallable) -> str | None:
+    """The registry name of a named kernel, aliases resolved; None for a callable.
+
+    Unlike :func:`canonical_kernel_name` it does not check the name: an
+    unknown one comes back as it is.
+
+    Examples
+    --------
+    >>> kernel_name("gaussian"), kernel_name(np.dot)
+    ('rbf', None)
+    """
+    return None if callable(kernel) else _ALIASES.get(kernel, kernel)
+
+
 def is_translation_invariant(kernel: str | KernelCallable) -> bool:
     """Whether ``k(a + c, b + c) == k(a, b)`` for every shift c (False for callables).
 
@@ -107,7 +119,7 @@ def is_translation_invariant(kernel: str | KernelCallable) -> bool:
     >>> is_translation_invariant("gaussian"), is_translation_invariant("linear")
     (True, False)
     """
-    return not callable(kernel) and _ALIASES.get(kernel, kernel) in _TRANSLATION_INVARIANT
+    return kernel_name(kernel) in _TRANSLATION_INVARIANT
 
 
 def canonical_kernel_name(kernel: str | KernelCallable) -> str | KernelCallable:
@@ -245,116 +257,13 @@ def pairwise_kernel_into(out: np.ndarray, A: np.ndarray, B: np.ndarray,
     array([[1.    ],
            [0.3679]])
     """
-    if not callable(kernel) and _ALIASES.get(kernel, kernel) == "rbf":
+    if kernel_name(kernel) == "rbf":
         squared_distances(A, np.asarray(B, dtype=A.dtype), out=out)
         out *= -params["gamma"]
         return exp_nonpositive(out)
     out[...] = pairwise_kernel(A, B, kernel, **params)
     return out
 
-
-class LandmarkKernel:
-    """``k(A, Z)`` for many dense row blocks ``A`` against fixed landmarks ``Z``.
-
-    Whatever depends on the landmarks alone is computed once, not once per
-    block. For rbf the whole exponent comes out of one GEMM on augmented
-    rows (docs/design.md §8, "keep a kernel block in cache")::
-
-        [a - c, -gamma |a - c|^2, 1] . [2 gamma (z - c), 1, -gamma |z - c|^2]
-            = -gamma |a - z|^2,
-
-    with c the landmark mean (as in
-    :func:`~kpca_dask.blocks.distance_kernels.squared_distances`). Every
-    built-in kernel's tile (that exponent, distances or inner products) is
-    then finished by one compiled loop, :mod:`kpca_dask.blocks.epilogue`,
-    with the reference shift and the column sums. The values are those of
-    :func:`pairwise_kernel` to rounding.
-
-    Examples
-    --------
-    >>> Z = np.array([[0.0, 0.0], [1.0, 0.0]])
-    >>> k = LandmarkKernel(Z, "rbf", {"gamma": 1.0}, np.float64)
-    >>> k.into(np.empty((1, 2)), np.array([[0.0, 0.0]])).round(4)
-    array([[1.    , 0.3679]])
-    """
-
-    def __init__(self, landmarks: np.ndarray, kernel: str | KernelCallable, params: Mapping,
-                 dtype) -> None:
-        self.landmarks = landmarks
-        self.kernel = kernel
-        self.params = dict(params)
-        self.dtype = np.dtype(dtype)
-        name = None if callable(kernel) else _ALIASES.get(kernel, kernel)
-        # nu = infinity is the rbf kernel with the same gamma.
-        self._rbf = ((name == "rbf" or (name == "matern" and math.isinf(self.params["nu"])))
-                     and not is_sparse(landmarks) and landmarks.shape[0] > 0)
-        self._augmented = None  # built on the first dense block: sparse rows never need it
-
-    def _augment(self) -> np.ndarray:
-        if self._augmented is None:
-            Z = np.asarray(self.landmarks, dtype=np.float64)
-            self._gamma = float(self.params["gamma"])
-            self._centre = Z.mean(axis=0)
-            # Built transposed, (p + 2) x m, as the GEMM reads it, in the block dtype.
-            augmented = np.empty((Z.shape[1] + 2, Z.shape[0]), self.dtype)
-            np.multiply(Z.T - self._centre[:, None], 2.0 * self._gamma, out=augmented[:-2])
-            augmented[-2] = 1.0
-            Zc = Z - self._centre
-            augmented[-1] = -self._gamma * np.einsum("ij,ij->i", Zc, Zc)
-            self._augmented = augmented
-        return self._augmented
-
-    def into(self, out: np.ndarray, A, shift: np.ndarray | None = None,
-             column_sums: np.ndarray | None = None) -> np.ndarray:
-        """Write ``k(A, Z) - 1 shift^T`` into ``out`` (rows of A x landmarks) and return it.
-
-        One GEMM into ``out``, then the compiled epilogue
-        (:func:`kpca_dask.blocks.epilogue.finish_tile`) turns it into kernel
-        values, subtracts ``shift`` and adds the columns to ``column_sums``
-        (float64) in one pass over each row, while ``out`` is in cache.
-        """
-        code, a, b, degree = self._tile_into(out, A)
-        return epilogue.finish_tile(out, code, a=a, b=b, degree=degree, shift=shift,
-                                    column_sums=column_sums)
-
-    def _tile_into(self, out, A) -> tuple[int, float, float, int]:
-        """The GEMM tile for ``A`` into ``out``, and the epilogue that finishes it."""
-        name = None if callable(self.kernel) else _ALIASES.get(self.kernel, self.kernel)
-        params = self.params
-        Z = np.asarray(dense(self.landmarks), dtype=A.dtype)  # a view when already dense
-        if self._rbf and not is_sparse(A):
-            augmented = self._augment()
-            rows = np.empty((A.shape[0], A.shape[1] + 2), self.dtype)
-            shifted = rows[:, :-2]
-            np.subtract(A, self._centre.astype(self.dtype), out=shifted)
-            rows[:, -2] = np.einsum("ij,ij->i", shifted, shifted)
-            rows[:, -2] *= -self._gamma
-            rows[:, -1] = 1.0
-            np.matmul(rows, augmented, out=out)  # -gamma |a - z|^2 (docs/design.md §8)
-            return epilogue.EXP, 1.0, 0.0, 1
-        if name == "rbf" or (name == "laplacian" and not is_sparse(A)):
-            if name == "rbf":
-                squared_distances(A, Z, out=out)
-            else:
-                out[...] = cdist(A, Z, metric="cityblock")
-            out *= -params["gamma"]
-            return epilogue.EXP, 1.0, 0.0, 1
-        if name == "matern" and params["nu"] in _MATERN_CLOSED_FORMS:
-            squared_distances(A, Z, out=out)
-            scale = math.sqrt(2.0 * params["nu"]) * math.sqrt(2.0 * params["gamma"])
-            return _MATERN_CLOSED_FORMS[params["nu"]], scale, 0.0, 1
-        if name in ("polynomial", "sigmoid"):
-            products = A @ Z.T
-            out[...] = products.toarray() if is_sparse(products) else products
-            code = epilogue.POLYNOMIAL if name == "polynomial" else epilogue.SIGMOID
-            return code, params["gamma"], params["coef0"], params.get("degree", 1)
-        pairwise_kernel_into(out, A, self.landmarks, self.kernel, **params)
-        return epilogue.IDENTITY, 1.0, 0.0, 1
-
-
-#: Matérn kernels with a closed form the epilogue evaluates, by nu.
-_MATERN_CLOSED_FORMS = {0.5: epilogue.MATERN_HALF, 1.5: epilogue.MATERN_3_2,
-                        2.5: epilogue.MATERN_5_2}
 
 def kernel_diagonal(A: np.ndarray, kernel: str | KernelCallable = "rbf", **params) -> np.ndarray:
     """The values ``k(a, a)`` for each row ``a`` of A, without the full block.

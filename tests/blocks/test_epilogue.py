@@ -15,7 +15,8 @@ import pytest
 
 from kpca_dask.blocks import epilogue
 from kpca_dask.blocks.epilogue import exponent_floor
-from kpca_dask.blocks.kernels import LandmarkKernel, pairwise_kernel
+from kpca_dask.blocks.kernels import pairwise_kernel
+from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 from kpca_dask.blocks.matern import matern_from_scaled_distance
 
 DTYPES = (np.float32, np.float64)

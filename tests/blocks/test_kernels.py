@@ -203,7 +203,7 @@ def test_matern_large_nu_is_close_to_rbf(blocks):
 def test_landmark_kernel_matches_pairwise_kernel(rng, kernel, dtype):
     """The prepared-landmark kernel (one augmented GEMM for rbf) gives pairwise_kernel's
     values, on data far from the origin too, where |a|^2 + |b|^2 - 2ab cancels."""
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     offset = 1e3 if dtype == np.float64 else 10.0
     A = (offset + rng.normal(size=(300, 6))).astype(dtype)
@@ -219,7 +219,7 @@ def test_landmark_kernel_matches_pairwise_kernel(rng, kernel, dtype):
 
 
 def test_landmark_kernel_rbf_of_a_landmark_with_itself_is_one(rng):
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     Z = rng.normal(size=(30, 5)) + 50.0
     K = LandmarkKernel(Z, "rbf", {"gamma": 0.5}, np.float64).into(np.empty((30, 30)), Z)
@@ -229,7 +229,7 @@ def test_landmark_kernel_rbf_of_a_landmark_with_itself_is_one(rng):
 def test_landmark_kernel_sparse_rows_use_the_sparse_path(rng):
     from scipy import sparse
 
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     A = sparse.random(50, 8, density=0.2, format="csr", random_state=0)
     Z = rng.normal(size=(7, 8))
@@ -250,7 +250,8 @@ def test_far_points_give_no_subnormal_kernel_values(kernel, dtype):
     from scipy import sparse
 
     from kpca_dask.blocks.epilogue import exponent_floor
-    from kpca_dask.blocks.kernels import LandmarkKernel, pairwise_kernel_into
+    from kpca_dask.blocks.kernels import pairwise_kernel_into
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     # Squared distances from 0 to 2e6: the exponents sweep the subnormal range
     # of both dtypes and beyond.
