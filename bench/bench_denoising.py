@@ -45,7 +45,7 @@ from sklearn.decomposition import PCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from kpca_dask import KernelPCA
-from kpca_dask.blocks.kernels import squared_distances
+from kpca_dask.blocks.distance_kernels import squared_distances
 from kpca_dask.datasets import load_mnist
 from kpca_dask.io import open_array, write_array
 

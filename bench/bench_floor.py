@@ -28,7 +28,7 @@ stored in Zarr.
 ``--data sklearn-blobs`` fits scikit-learn's ``make_blobs`` (10 centres in a
 box of side 20) instead: with gamma = 1 / p, about 12 % of its float32 kernel
 values fall below float32's smallest normal number, the case the kernels'
-floor on the exponent exists for (``kpca_dask.blocks.kernels``).
+floor on the exponent exists for (``kpca_dask.blocks.distance_kernels``).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from kpca_dask import KernelPCA
-from kpca_dask.blocks.kernels import squared_distances
+from kpca_dask.blocks.distance_kernels import squared_distances
 from kpca_dask.datasets import mnist_to_zarr
 from kpca_dask.io import open_array, open_group
 

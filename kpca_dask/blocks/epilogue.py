@@ -19,7 +19,7 @@ per tile row, with an exp of our own that LLVM vectorises on any CPU:
   only; a packed float-to-int64 conversion does not exist before AVX-512.
 
 The input exponent is clipped to ``[exponent_floor, 0]`` first, as in
-:func:`kpca_dask.blocks.kernels.exp_nonpositive`, so ``k + bias`` is always a
+:func:`kpca_dask.blocks.distance_kernels.exp_nonpositive`, so ``k + bias`` is always a
 normal exponent. Only ``fastmath={"contract"}`` is used (fused multiply-adds):
 no reassociation, so the shifter trick survives and results do not depend
 on the vector width. No numba threading: Dask and BLAS supply parallelism,

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._parallel import task_blas_limit
 from ..errors import NonFiniteInputError
-from .kernels import LandmarkKernel
+from .landmark_kernel import LandmarkKernel
 from .sparse_rows import as_block, first_nonfinite
 from .statistics import cache_block_rows, kernel_rows_into, shifted_to_origin
 

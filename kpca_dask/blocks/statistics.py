@@ -18,7 +18,8 @@ import numpy as np
 
 from .._parallel import task_blas_limit
 from ..errors import InvalidInputError
-from .kernels import LandmarkKernel, is_translation_invariant, kernel_diagonal
+from .kernels import is_translation_invariant, kernel_diagonal
+from .landmark_kernel import LandmarkKernel
 from .sparse_rows import as_block, first_nonfinite, is_sparse
 
 __all__ = ["PassStatistics", "statistics_of_block", "combine_statistics", "kernel_rows_into",

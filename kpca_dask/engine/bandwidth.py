@@ -28,7 +28,7 @@ import dask.array as da
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from ..blocks.kernels import squared_distances
+from ..blocks.distance_kernels import squared_distances
 from ..blocks.sparse_rows import is_sparse
 from ..errors import InvalidParameterError
 from .sampling import RowSampler

@@ -14,12 +14,10 @@ import numpy as np
 import pytest
 
 from kpca_dask.blocks import epilogue
-from kpca_dask.blocks.kernels import (
-    LandmarkKernel,
-    _matern_from_scaled_distance,
-    exponent_floor,
-    pairwise_kernel,
-)
+from kpca_dask.blocks.epilogue import exponent_floor
+from kpca_dask.blocks.kernels import pairwise_kernel
+from kpca_dask.blocks.landmark_kernel import LandmarkKernel
+from kpca_dask.blocks.matern import matern_from_scaled_distance
 
 DTYPES = (np.float32, np.float64)
 
@@ -69,7 +67,7 @@ def test_matern_closed_forms_match_the_numpy_formulas(dtype, nu, code):
     scale = math.sqrt(2.0 * nu) * math.sqrt(2.0 * 0.7)
     got = epilogue.finish_tile(d2.copy().reshape(1, -1), code, a=scale)[0]
     d = np.sqrt(d2.astype(np.float64)) * math.sqrt(2.0 * 0.7)
-    expected = _matern_from_scaled_distance(d, nu)
+    expected = matern_from_scaled_distance(d, nu)
     # Where exp(-t) is subnormal, numpy's product keeps fewer digits than the
     # compiled one: there the oracle is the same formula, as (factor e^(-t/2)) e^(-t/2).
     t = math.sqrt(2.0 * nu) * d

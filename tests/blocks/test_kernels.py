@@ -8,12 +8,12 @@ from scipy import sparse
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics import pairwise
 
+from kpca_dask.blocks.distance_kernels import squared_distances
 from kpca_dask.blocks.kernels import (
     KERNEL_NAMES,
     kernel_diagonal,
     pairwise_kernel,
     resolve_kernel_params,
-    squared_distances,
 )
 from kpca_dask.errors import InvalidParameterError
 
@@ -180,10 +180,10 @@ def _matern_reference(d, nu):
 @pytest.mark.parametrize("nu", [3.7, 25.0, 200.0, 1000.0])
 def test_matern_large_nu_matches_high_precision(nu):
     """General-nu Matérn is finite and accurate at large nu, near and far from 0."""
-    from kpca_dask.blocks.kernels import _matern_from_scaled_distance
+    from kpca_dask.blocks.matern import matern_from_scaled_distance
 
     d = np.array([0.0, 1e-8, 1e-4, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0])
-    got = _matern_from_scaled_distance(d, nu)
+    got = matern_from_scaled_distance(d, nu)
     expected = np.ones_like(d)
     expected[1:] = _matern_reference(d[1:], nu)
     np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-300)
@@ -203,7 +203,7 @@ def test_matern_large_nu_is_close_to_rbf(blocks):
 def test_landmark_kernel_matches_pairwise_kernel(rng, kernel, dtype):
     """The prepared-landmark kernel (one augmented GEMM for rbf) gives pairwise_kernel's
     values, on data far from the origin too, where |a|^2 + |b|^2 - 2ab cancels."""
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     offset = 1e3 if dtype == np.float64 else 10.0
     A = (offset + rng.normal(size=(300, 6))).astype(dtype)
@@ -219,7 +219,7 @@ def test_landmark_kernel_matches_pairwise_kernel(rng, kernel, dtype):
 
 
 def test_landmark_kernel_rbf_of_a_landmark_with_itself_is_one(rng):
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     Z = rng.normal(size=(30, 5)) + 50.0
     K = LandmarkKernel(Z, "rbf", {"gamma": 0.5}, np.float64).into(np.empty((30, 30)), Z)
@@ -229,7 +229,7 @@ def test_landmark_kernel_rbf_of_a_landmark_with_itself_is_one(rng):
 def test_landmark_kernel_sparse_rows_use_the_sparse_path(rng):
     from scipy import sparse
 
-    from kpca_dask.blocks.kernels import LandmarkKernel
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     A = sparse.random(50, 8, density=0.2, format="csr", random_state=0)
     Z = rng.normal(size=(7, 8))
@@ -246,10 +246,12 @@ def _subnormal(K) -> np.ndarray:
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian", "matern"])
 def test_far_points_give_no_subnormal_kernel_values(kernel, dtype):
     """Far-apart points: every path gives the floor value, never a subnormal number,
-    which the CPU computes with ten times slower (module docstring of kernels)."""
+    which the CPU computes with ten times slower (module docstring of distance_kernels)."""
     from scipy import sparse
 
-    from kpca_dask.blocks.kernels import LandmarkKernel, exponent_floor, pairwise_kernel_into
+    from kpca_dask.blocks.epilogue import exponent_floor
+    from kpca_dask.blocks.kernels import pairwise_kernel_into
+    from kpca_dask.blocks.landmark_kernel import LandmarkKernel
 
     # Squared distances from 0 to 2e6: the exponents sweep the subnormal range
     # of both dtypes and beyond.
@@ -278,7 +280,8 @@ def test_far_points_give_no_subnormal_kernel_values(kernel, dtype):
 
 
 def test_exp_nonpositive_keeps_values_above_the_floor_and_clips_positive_rounding():
-    from kpca_dask.blocks.kernels import exp_nonpositive, exponent_floor
+    from kpca_dask.blocks.distance_kernels import exp_nonpositive
+    from kpca_dask.blocks.epilogue import exponent_floor
 
     for dtype in (np.float32, np.float64):
         x = np.array([1e-7, 0.0, -3.0, exponent_floor(dtype) + 1.0, -1e30], dtype)
