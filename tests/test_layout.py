@@ -105,3 +105,45 @@ def test_no_import_circle():
     for node in sorted(GRAPH):
         if node not in state:
             visit(node)
+
+
+# -- size and privacy: modules along their seams ------------------------------------
+
+#: The most lines a module may have, and a function's body (its docstring not counted).
+MODULE_LINES, FUNCTION_LINES = 400, 60
+#: Functions allowed a longer body: the command line's parser is one long declaration.
+LONG_FUNCTIONS = {"cli.parser.build_parser"}
+
+
+def _functions(path: Path):
+    """(qualified name, body lines without the docstring) of every function in ``path``."""
+    module = _module_name(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0]
+            has_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                       and isinstance(first.value.value, str))
+            start = first.end_lineno + 1 if has_doc and len(node.body) > 1 else node.lineno
+            yield f"{module}.{node.name}", node.end_lineno - start + 1
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: _module_name(p))
+def test_module_and_function_sizes(path):
+    """No module over 400 lines, no function body over 60 (the CLI parser excepted)."""
+    lines = len(path.read_text().splitlines())
+    assert lines <= MODULE_LINES, f"{_module_name(path)} has {lines} lines; split it"
+    long = [(name, n) for name, n in _functions(path)
+            if n > FUNCTION_LINES and name not in LONG_FUNCTIONS]
+    assert not long, f"functions over {FUNCTION_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: _module_name(p))
+def test_no_private_name_crosses_modules(path):
+    """A module imports only public names of another of the package (``_name`` stays home)."""
+    private = sorted(
+        alias.name for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.level or (node.module or "").startswith("kpca_dask"))
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__"))
+    assert not private, f"{_module_name(path)} imports private names {private}"
