@@ -67,8 +67,8 @@ class GrowingMixin:
         --------
         >>> import numpy as np
         >>> from kpca_dask import KernelPCA
-        >>> X = np.random.default_rng(0).normal(size=(600, 3))
-        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
+        >>> X, kpca = np.random.default_rng(0).normal(size=(600, 3)), KernelPCA(
+        ...     n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
         >>> for batch in np.array_split(X, 3):
         ...     kpca = kpca.partial_fit(batch)
         >>> kpca.n_samples_fit_
@@ -140,10 +140,9 @@ class GrowingMixin:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from kpca_dask import KernelPCA
+        >>> import numpy as np, kpca_dask
         >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0).fit(X)
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0).fit(X)
         >>> kpca.set_n_components(0.9).n_components_
         22
         >>> kpca.transform(X).shape

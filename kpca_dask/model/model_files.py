@@ -108,7 +108,7 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
     Returns
     -------
     str
-        The path written.
+        The path of the model group written.
 
     Examples
     --------
@@ -182,8 +182,7 @@ def load_model(path: PathOrURL, estimator_class: type, *,
 
     Examples
     --------
-    >>> import tempfile
-    >>> import numpy as np
+    >>> import tempfile, numpy as np
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(100, 3))
     >>> path = KernelPCA(n_components=2, n_landmarks=20).fit(X).save(tempfile.mkdtemp() + "/m")

@@ -152,7 +152,7 @@ class OutputsMixin(TransformerMixin):
         Parameters
         ----------
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_samples, n_features).
+            Shape (n_samples, n_features), as for :meth:`transform`.
 
         Returns
         -------
@@ -162,10 +162,9 @@ class OutputsMixin(TransformerMixin):
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from kpca_dask import KernelPCA
+        >>> import numpy as np, kpca_dask
         >>> X = np.random.default_rng(0).normal(size=(300, 2))
-        >>> kpca = KernelPCA(n_components=5, gamma=0.5, n_landmarks=100, random_state=0).fit(X)
+        >>> kpca = kpca_dask.KernelPCA(n_components=5, gamma=0.5, n_landmarks=100, random_state=0).fit(X)
         >>> errors = kpca.reconstruction_error(np.array([[0.0, 0.0], [6.0, 6.0]]))
         >>> bool(errors[0] < errors[1])
         True
