@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import capped_blas
-from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..blocks.kernels import canonical_kernel_name
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.statistics import PassStatistics, combine_statistics
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
@@ -62,19 +62,15 @@ from ..io.frames import (
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import planned_sample, select_landmarks
-from ..validation import as_dask_array, check_n_components, check_n_features
-from ..validation import check_random_state as _check_random_state
+from ..validation import as_dask_array, check_n_features
 from .checkpoints import FitCheckpoint
 from .fingerprints import fit_identity
 from .model_files import save_model
+from .parameters import check_params, rcond_for, resolve_kernel_params
 from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
 __all__ = ["KernelPCA"]
-
-#: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
-#: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
-DEFAULT_RCOND = {"float64": 1e-10, "float32": 1e-5}
 
 
 class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -304,8 +300,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self : KernelPCA
         """
         started = time.perf_counter()
-        self._check_hyperparameters()
-        _check_random_state(self.random_state)
+        check_params(self.get_params(deep=False))
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         table = X
         X = _as_fit_input(X)
@@ -325,7 +320,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         # Resuming: the gamma, landmarks and growth path of the first try, which
         # an unseeded sample could not reproduce.
         resuming = saved is not None and saved.landmarks is not None
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        rcond = rcond_for(self.rcond, self.dtype)
         if resuming:
             gamma = saved.gamma
             params = resolve_kernel_params(kernel, X.shape[1], gamma=gamma, **given)
@@ -432,37 +427,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.explained_variance_ratio_ = solution.explained_variance_ratio
         self.n_components_ = solution.projection.shape[1]
         self.trace_error_ = solution.trace_error
-
-    def _check_hyperparameters(self):
-        check_n_components(self.n_components)
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
-            raise InvalidParameterError(
-                'kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
-                "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
-                "for data small enough for it, or pass the kernel as a callable "
-                "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
-        m = self.n_landmarks
-        if m != "auto" and not _is_positive_int(m):
-            raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
-        if not (isinstance(self.tol, numbers.Real) and 0 < self.tol < 1):
-            raise InvalidParameterError(f"tol must be a number in (0, 1); got {self.tol!r}.")
-        if not _is_positive_int(self.max_landmarks):
-            raise InvalidParameterError(
-                f"max_landmarks must be an int >= 1; got {self.max_landmarks!r}.")
-        if self.dtype not in DEFAULT_RCOND:
-            raise InvalidParameterError(
-                f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
-        if self.rcond is not None and not (isinstance(self.rcond, numbers.Real)
-                                           and 0 <= self.rcond < 1):
-            raise InvalidParameterError(f"rcond must be None or in [0, 1); got {self.rcond!r}.")
-        if not isinstance(self.fit_inverse_transform, (bool, np.bool_)):
-            raise InvalidParameterError(
-                f"fit_inverse_transform must be True or False; got {self.fit_inverse_transform!r}.")
-        if not (isinstance(self.alpha, numbers.Real) and np.isfinite(self.alpha)
-                and self.alpha > 0):
-            raise InvalidParameterError(
-                f"alpha must be a finite number > 0 (the pre-image map's ridge penalty); "
-                f"got {self.alpha!r}.")
 
     # -- growing fits (docs/design.md §7) -----------------------------------------
 
@@ -590,7 +554,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         >>> kpca.transform(X).shape
         (300, 22)
         """
-        check_n_components(n_components)
+        check_params({"n_components": n_components})
         self._take_statistics(require_statistics(self, "re-solve"), n_components)
         self.n_components = n_components
         return self
@@ -600,7 +564,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Z = np.asarray(self.landmarks_)
         # The same K_mm and basis as the fit computed, so a re-solve repeats it exactly.
         kmm = landmark_kernel_matrix(Z, self.kernel_, self.kernel_params_)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND[self.dtype]
+        rcond = rcond_for(self.rcond, self.dtype)
         basis = landmark_basis(kmm, rcond)
         solution = solve(stats, basis, n_components, bool(self.remove_zero_eig))
         self._set_solution(solution)
@@ -861,10 +825,6 @@ def _row_range(rows, n: int) -> tuple[int, int]:
             f"rows must be (start, stop) with 0 <= start < stop <= {n} (the rows of X); "
             f"got {rows!r}.")
     return int(rows[0]), int(rows[1])
-
-
-def _is_positive_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
 def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:

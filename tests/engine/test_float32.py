@@ -15,7 +15,7 @@ import pytest
 from kpca_dask import KernelPCA
 from kpca_dask.datasets import make_dataset
 from kpca_dask.engine.passes import pass_statistics
-from kpca_dask.model.estimator import DEFAULT_RCOND
+from kpca_dask.model.parameters import DEFAULT_RCOND
 
 CASES = {
     "shells-rbf": ("two-shells", None, {"gamma": 0.5}),
