@@ -1,4 +1,4 @@
-"""The declared table of KernelPCA's parameters: complete, and read by fit."""
+"""The declared table of KernelPCA's parameters: complete, read by fit and by the loader."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import re
 
 import numpy as np
 import pytest
+import zarr
 
+import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.blocks.kernels import (
     KERNEL_NAMES,
@@ -15,7 +17,7 @@ from kpca_dask.blocks.kernels import (
     kernel_diagonal,
     pairwise_kernel,
 )
-from kpca_dask.errors import InvalidParameterError
+from kpca_dask.errors import InvalidParameterError, ModelFormatError
 from kpca_dask.model.parameters import (
     CONSTRAINTS,
     KERNEL_PARAMETERS,
@@ -91,6 +93,25 @@ def test_set_n_components_checks_through_the_table(X):
     kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
     with pytest.raises(InvalidParameterError, match="n_components must be None, an int >= 1"):
         kpca.set_n_components(0)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("tol", 5, r"tol must be a number in \(0, 1\); got 5\."),
+    ("kernel", "gauss", r"Unknown kernel 'gauss'"),
+    ("bandwidth", 1.0, r"Unknown parameter\(s\) \['bandwidth'\]"),
+])
+def test_model_file_with_an_invalid_parameter_is_refused(X, tmp_path, name, value, message):
+    """A saved model whose stored parameter was edited to an invalid value (or a name the
+    estimator does not take) is refused on load, naming the parameter."""
+    path = tmp_path / "model.zarr"
+    KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X).save(path)
+    group = zarr.open_group(str(path), mode="r+")
+    attrs = group.attrs.asdict()
+    attrs["params"][name] = value
+    group.attrs.put(attrs)
+    with pytest.raises(ModelFormatError, match=rf"The model at {re.escape(str(path))} is "
+                                               rf"damaged: a parameter is invalid: {message}"):
+        kpca_dask.load(path)
 
 
 # -- the parameters of each kernel ---------------------------------------------------
