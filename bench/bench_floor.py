@@ -48,11 +48,12 @@ from threadpoolctl import threadpool_limits
 from kpca_dask import KernelPCA
 from kpca_dask._parallel import capped_blas
 from kpca_dask.blocks import statistics as block_statistics
-from kpca_dask.blocks.kernels import pairwise_kernel, resolve_kernel_params
+from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine import passes
 from kpca_dask.engine.sampling import as_generator
 from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
+from kpca_dask.model.parameters import resolve_kernel_params
 from kpca_dask.validation import as_dask_array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -220,25 +220,22 @@ def _open_data(args):
 def _check_parameters(kpca: KernelPCA, X) -> None:
     """Refuse bad estimator parameters now rather than after the cluster has started.
 
-    The same checks ``fit`` makes before it reads any data.
+    The same checks ``fit`` makes before it reads any data: the table of
+    :mod:`kpca_dask.model.parameters`, then the kernel's parameters.
     """
-    from .blocks.kernels import canonical_kernel_name, resolve_kernel_params
+    from .blocks.kernels import canonical_kernel_name
     from .engine.bandwidth import BANDWIDTH_RULES
-    from .landmarks.strategies import landmark_strategy_names
+    from .model.parameters import check_params, resolve_kernel_params
 
-    kpca._check_hyperparameters()
-    kernel = canonical_kernel_name(kpca.kernel)
     rule = kpca.gamma if isinstance(kpca.gamma, str) else None
     if rule is not None and rule not in BANDWIDTH_RULES:
         raise InvalidParameterError(
             f"--gamma {rule} is neither a number nor a rule; use a positive number, "
             f"{' or '.join(BANDWIDTH_RULES)}.")
+    check_params(kpca.get_params(deep=False))
+    kernel = canonical_kernel_name(kpca.kernel)
     resolve_kernel_params(kernel, X.shape[1], gamma=None if rule else kpca.gamma,
                           degree=kpca.degree, coef0=kpca.coef0, kernel_params=kpca.kernel_params)
-    if isinstance(kpca.landmarks, str) and kpca.landmarks not in landmark_strategy_names():
-        raise InvalidParameterError(
-            f"Unknown landmarks strategy {kpca.landmarks!r}. Use one of "
-            f"{', '.join(landmark_strategy_names())}, or a Zarr/.npy file of landmark points.")
 
 
 # -- subcommands ---------------------------------------------------------------

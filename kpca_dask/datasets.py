@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 
 from .errors import InvalidInputError, InvalidParameterError
+from .validation import is_count
 
 __all__ = ["make_two_shells", "make_circles", "make_blobs", "make_dataset", "load_mnist",
            "mnist_to_zarr", "DATASETS"]
@@ -112,11 +113,11 @@ def make_dataset(
     """
     if kind not in _GENERATORS:
         raise InvalidParameterError(f"Unknown data set {kind!r}; use one of {', '.join(DATASETS)}.")
-    if not (isinstance(n_samples, (int, np.integer)) and n_samples >= 1):
+    if not is_count(n_samples):
         raise InvalidParameterError(f"n_samples must be an int >= 1; got {n_samples!r}.")
     p = _GENERATORS[kind][1] if n_features is None else n_features
     least = 2 if kind == "circles" else 1  # circles draw in the first two features
-    if not (isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p >= least):
+    if not is_count(p, least):
         raise InvalidParameterError(
             f"n_features must be an int >= {least} for the {kind} data set, or None for its "
             f"default ({_GENERATORS[kind][1]}); got {n_features!r}.")

@@ -1,5 +1,9 @@
-"""Checking user input: arrays (a float dask array with one chunk of features),
-n_components and the number of features."""
+"""Checking user input: arrays (a float dask array with one chunk of features), the
+number of features, and the predicates (:func:`is_integer`, :func:`is_count`,
+:func:`is_real`, :func:`is_finite_real`) that parameter checks are written with.
+
+The table of what each estimator parameter may be is
+:mod:`kpca_dask.model.parameters`."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from scipy import sparse
 
 from .errors import (
     InvalidInputError,
-    InvalidParameterError,
     NonFiniteInputError,
     NonNumericInputError,
 )
@@ -169,44 +172,51 @@ def _raise_if_nonfinite(X: np.ndarray, what: str) -> None:
             f"{int(np.flatnonzero(bad.any(axis=1))[0])}. Remove or impute them first."
         )
 
-def check_n_components(n_components) -> None:
-    """Refuse anything but None, an int >= 1 or a float in (0, 1).
+
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is an integer: a Python or numpy int, not a bool.
 
     Examples
     --------
-    >>> check_n_components(0.9)
-    >>> check_n_components(2.5)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    kpca_dask.errors.InvalidParameterError: n_components must be None, ...; got 2.5.
+    >>> is_integer(3), is_integer(np.int64(3)), is_integer(3.0), is_integer(True)
+    (True, True, False, False)
     """
-    nc = n_components
-    if nc is not None and not (
-        (isinstance(nc, numbers.Integral) and not isinstance(nc, bool) and nc >= 1)
-        or (isinstance(nc, float) and 0 < nc < 1)
-    ):
-        raise InvalidParameterError(
-            f"n_components must be None, an int >= 1 or a float in (0, 1); got {nc!r}.")
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def check_random_state(random_state) -> None:
-    """Refuse anything but None, an int >= 0 or a numpy Generator (or RandomState).
+def is_count(value: object, least: int = 1) -> bool:
+    """Whether ``value`` is an integer (not a bool) of at least ``least``.
 
     Examples
     --------
-    >>> check_random_state(0)
-    >>> check_random_state(-1)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    kpca_dask.errors.InvalidParameterError: random_state must be None, an int >= 0 ...; got -1.
+    >>> is_count(3), is_count(3.0), is_count(True), is_count(0), is_count(0, least=0)
+    (True, False, False, False, True)
     """
-    if random_state is None or isinstance(random_state, (np.random.Generator,
-                                                         np.random.RandomState)):
-        return
-    if not (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-            and random_state >= 0):
-        raise InvalidParameterError(
-            f"random_state must be None, an int >= 0 or a numpy Generator; got {random_state!r}.")
+    return is_integer(value) and value >= least
+
+
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a real number (int or float, Python or numpy), not a bool.
+
+    NaN and infinities are real numbers here; see :func:`is_finite_real`.
+
+    Examples
+    --------
+    >>> is_real(0.5), is_real(np.float32(2)), is_real(float("nan")), is_real("1"), is_real(False)
+    (True, True, True, False, False)
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def is_finite_real(value: object) -> bool:
+    """Whether ``value`` is a real number that is neither NaN nor infinite.
+
+    Examples
+    --------
+    >>> is_finite_real(1e300), is_finite_real(float("inf")), is_finite_real(None)
+    (True, False, False)
+    """
+    return is_real(value) and bool(np.isfinite(value))
 
 
 def check_n_features(X, expected: int, estimator_name: str) -> None:

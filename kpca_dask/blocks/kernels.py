@@ -20,7 +20,6 @@ Parameters follow scikit-learn's names: ``gamma``, ``degree``, ``coef0``, plus
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -49,7 +48,6 @@ __all__ = [
     "kernel_diagonal",
     "kernel_name",
     "canonical_kernel_name",
-    "resolve_kernel_params",
     "is_translation_invariant",
 ]
 
@@ -128,86 +126,6 @@ def canonical_kernel_name(kernel: str | KernelCallable) -> str | KernelCallable:
         return kernel
     _spec(kernel)
     return _ALIASES.get(kernel, kernel)
-
-
-def resolve_kernel_params(
-    kernel: str | KernelCallable,
-    n_features: int,
-    *,
-    gamma: float | None = None,
-    degree: int = 3,
-    coef0: float = 1.0,
-    kernel_params: Mapping[str, object] | None = None,
-) -> dict[str, object]:
-    """Validate and complete the parameters one kernel uses.
-
-    ``gamma=None`` resolves to ``1 / n_features`` (scikit-learn's default).
-    For a callable kernel, ``kernel_params`` are passed to it as keyword
-    arguments and the other parameters are ignored.
-
-    Returns
-    -------
-    dict
-        Exactly the keyword arguments the kernel takes.
-
-    Examples
-    --------
-    >>> resolve_kernel_params("rbf", n_features=4)
-    {'gamma': 0.25}
-    >>> resolve_kernel_params("matern", 2, gamma=1.0, kernel_params={"nu": 2.5})
-    {'gamma': 1.0, 'nu': 2.5}
-    """
-    if kernel_params is not None and not isinstance(kernel_params, Mapping):
-        raise InvalidParameterError(
-            f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
-            f"{type(kernel_params).__name__} {kernel_params!r}.")
-    extra = dict(kernel_params or {})  # never write into the caller's dict
-    if callable(kernel):
-        return extra
-    spec = _spec(kernel)
-    values = {"gamma": gamma, "degree": degree, "coef0": coef0, "nu": 1.5}
-    for key, value in extra.items():
-        if key not in spec.parameters:
-            raise InvalidParameterError(
-                f"kernel_params has {key!r}, which the {kernel!r} kernel does not take; "
-                f"it takes {list(spec.parameters) or 'no parameters'}."
-            )
-        values[key] = value
-    params = {name: values[name] for name in spec.parameters}
-    if "gamma" in params:
-        if params["gamma"] is None:
-            params["gamma"] = 1.0 / n_features
-        params["gamma"] = _positive_number("gamma", params["gamma"])
-    if "degree" in params:
-        degree = params["degree"]
-        # A whole degree, as in scikit-learn: (gamma a.b + coef0) is negative for
-        # some pairs, and a negative number to a fractional power is NaN.
-        if not _is_real(degree) or not float(degree).is_integer() or degree < 1:
-            raise InvalidParameterError(
-                f"degree must be a whole number >= 1, got {degree!r}. The polynomial kernel "
-                "(gamma <a, b> + coef0)^degree is undefined for a fractional degree when "
-                "gamma <a, b> + coef0 < 0.")
-        params["degree"] = int(degree)
-    if "coef0" in params:
-        if not _is_real(params["coef0"]) or not math.isfinite(params["coef0"]):
-            raise InvalidParameterError(f"coef0 must be a finite number, got {params['coef0']!r}.")
-        params["coef0"] = float(params["coef0"])
-    if "nu" in params:
-        params["nu"] = _positive_number("nu", params["nu"], allow_inf=True)
-    return params
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _positive_number(name, value, allow_inf=False) -> float:
-    if not _is_real(value) or not value > 0 or (math.isinf(value) and not allow_inf):
-        raise InvalidParameterError(
-            f"{name} must be a positive finite number, got {value!r}."
-            + (" Use gamma='median' or a value such as 1 / n_features." if name == "gamma" else "")
-        )
-    return float(value)
 
 
 def pairwise_kernel(

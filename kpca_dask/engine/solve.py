@@ -38,6 +38,7 @@ from ..blocks.kernels import pairwise_kernel
 from ..blocks.signs import fix_signs
 from ..blocks.statistics import PassStatistics
 from ..errors import InvalidParameterError, TooFewComponentsError, ZeroEigenvalueWarning
+from ..validation import is_integer
 
 __all__ = ["NystromSolution", "LandmarkBasis", "landmark_kernel_matrix", "reference_row",
            "landmark_basis", "n_components_for", "solve", "ZERO_EIGENVALUE_RTOL",
@@ -245,7 +246,7 @@ def n_components_for(
     >>> n_components_for(3, lam, 2, 3.0, remove_zero_eig=True)
     2
     """
-    if n_positive == 0 and not (_is_int(n_components) and not remove_zero_eig):
+    if n_positive == 0 and not (is_integer(n_components) and not remove_zero_eig):
         if isinstance(n_components, float):  # no variance: no fraction of it to explain
             raise TooFewComponentsError(
                 f"n_components={n_components} asks for a fraction of the variance, but the "
@@ -291,10 +292,6 @@ _NO_VARIANCE = (
     "small that every kernel value rounds to 1.")
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
 def _leading_eigenpairs(C: np.ndarray, n_components, feature_gram_trace: float):
     """Eigenvalues (descending), eigenvectors and the number of positive eigenvalues of C.
 
@@ -310,7 +307,7 @@ def _leading_eigenpairs(C: np.ndarray, n_components, feature_gram_trace: float):
     (zero components, where the count of positive ones matters).
     """
     r = C.shape[0]
-    if _is_int(n_components) and 0 < n_components < r // 2:
+    if is_integer(n_components) and 0 < n_components < r // 2:
         q = int(n_components)
         lam, V = linalg.eigh(C, subset_by_index=[r - q, r - 1])
         lam, V = lam[::-1], V[:, ::-1]

@@ -23,7 +23,6 @@ import re
 import numpy as np
 import zarr
 
-from ..blocks.kernels import resolve_kernel_params
 from ..blocks.statistics import PassStatistics
 from ..errors import KPCAError, ModelFormatError
 from ..io.checksums import (
@@ -35,7 +34,9 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from .file_checks import check_array, check_landmark_path, check_statistics, damaged, is_count
+from ..validation import is_count
+from .file_checks import check_array, check_landmark_path, check_statistics, damaged
+from .parameters import resolve_kernel_params
 from .statistics_files import (
     read_statistics,
     statistics_arrays,

@@ -17,7 +17,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
 from ..io.frames import frame_feature_names
-from ..validation import check_random_state
 from .fitted import FITTED_ATTRIBUTES, FittedModel, fitted_attribute
 from .fitting import fit_model
 from .growing import GrowingMixin
@@ -29,6 +28,7 @@ from .parameters import check_params
 __all__ = ["KernelPCA"]
 
 _read_feature_names = fitted_attribute("feature_names_in_").fget
+
 
 class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
@@ -264,7 +264,6 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         """
         started = time.perf_counter()
         check_params(self.get_params(deep=False))
-        check_random_state(self.random_state)
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         model = fit_model(self.get_params(deep=False), as_fit_input(X), feature_names=names,
                           checkpoint=checkpoint, started=started)

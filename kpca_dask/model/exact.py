@@ -14,17 +14,13 @@ from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.kernels import (
-    canonical_kernel_name,
-    kernel_diagonal,
-    pairwise_kernel,
-    resolve_kernel_params,
-)
+from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import as_numpy_array, check_n_components, check_n_features
+from ..validation import as_numpy_array, check_n_features
+from .parameters import check_params, resolve_kernel_params
 
 __all__ = ["ExactKernelPCA"]
 
@@ -137,7 +133,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         -------
         self : ExactKernelPCA
         """
-        check_n_components(self.n_components)
+        # The same n_components as KernelPCA's, checked by its rule.
+        check_params({"n_components": self.n_components})
         # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
         X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
         if self.kernel == PRECOMPUTED:

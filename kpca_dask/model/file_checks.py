@@ -5,8 +5,9 @@ stores and people, and a model that is wrong in a way nobody sees returns
 wrong embeddings without a word. :func:`check_model` therefore holds a loaded
 model to the same rules a fit obeys:
 
-- the parameters go through the estimator's own checks (those ``fit`` makes,
-  not a copy of them), and the fitted kernel parameters through the kernel's;
+- the parameters go through the table ``fit`` checks them with
+  (:func:`~kpca_dask.model.parameters.check_params`, not a copy of it), and the
+  fitted kernel parameters through the kernel's;
 - every fitted number has its type and range;
 - the arrays agree with each other: m landmarks of p features, an m x q
   projection, q eigenvalues, an m x m Gram matrix, the pre-image map's m x q
@@ -22,20 +23,16 @@ file, the array or attribute, and what is wrong.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ..blocks.kernels import canonical_kernel_name, resolve_kernel_params
+from ..blocks.kernels import canonical_kernel_name
 from ..blocks.statistics import PassStatistics
-from ..engine.bandwidth import BANDWIDTH_RULES
 from ..errors import KPCAError, ModelFormatError
-from ..validation import check_random_state
+from ..validation import is_count, is_finite_real, is_real
 from .fitted import FITTED_ATTRIBUTES
-from .parameters import check_params
+from .parameters import check_params, resolve_kernel_params
 
-__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "is_count",
-           "damaged"]
+__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "damaged"]
 
 #: Fitted counts: integers, at least 1.
 _COUNTS = ("n_features_in_", "n_components_", "n_landmarks_", "landmark_rank_", "n_samples_fit_")
@@ -43,18 +40,6 @@ _COUNTS = ("n_features_in_", "n_components_", "n_landmarks_", "landmark_rank_", 
 _NUMBERS = {"trace_error_": None, "fit_seconds_": 0.0, "novelty_mean_norm2_": 0.0}
 #: Relative slack for sums that were rounded when written (ratios, symmetry).
 _ROUNDING = 1e-8
-
-
-def is_count(value, least: int = 1) -> bool:
-    """Whether ``value`` is an integer (not a bool) of at least ``least``.
-
-    Examples
-    --------
-    >>> is_count(3), is_count(3.0), is_count(True), is_count(0), is_count(0, least=0)
-    (True, False, False, False, True)
-    """
-    return (isinstance(value, numbers.Integral) and not isinstance(value, bool)
-            and value >= least)
 
 
 def check_array(value, name: str, shown: str, shape: tuple, *, kind: str = "f",
@@ -147,17 +132,12 @@ def check_model(model, shown: str) -> None:
 
 
 def _check_parameters(model, shown: str) -> None:
-    """The constructor's parameters, through the estimator's own checks (those of ``fit``)."""
+    """The constructor's parameters, through the table ``fit`` checks them with, and the
+    kernel's parameters through the kernel's."""
     try:
         check_params(model.get_params(deep=False))
-        check_random_state(model.random_state)
         kernel = canonical_kernel_name(model.kernel)
-        gamma = model.gamma
-        if isinstance(gamma, str):
-            if gamma not in BANDWIDTH_RULES:
-                raise ModelFormatError(
-                    f"gamma={gamma!r} is not a rule ({', '.join(BANDWIDTH_RULES)})")
-            gamma = None
+        gamma = None if isinstance(model.gamma, str) else model.gamma  # a rule, checked
         resolve_kernel_params(kernel, model.n_features_in_, gamma=gamma,
                               degree=model.degree, coef0=model.coef0,
                               kernel_params=model.kernel_params)
@@ -174,8 +154,7 @@ def _check_fitted_numbers(model, shown: str) -> None:
         value = FITTED_ATTRIBUTES[name](model.model_)
         if value is None:  # the novelty terms of a file of format version 1
             continue
-        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                or not np.isfinite(value) or (least is not None and value < least)):
+        if not is_finite_real(value) or (least is not None and value < least):
             bound = "" if least is None else f" >= {least}"
             raise damaged(shown, f"the attribute {name} is {value!r}, not a finite number{bound}")
     check_landmark_path(model.landmark_path_, shown)
@@ -228,7 +207,7 @@ def check_landmark_path(path, shown: str, source: str = "model") -> None:
     """
     if path is not None and not (isinstance(path, list) and all(
             isinstance(step, (list, tuple)) and len(step) == 2 and is_count(step[0])
-            and isinstance(step[1], numbers.Real) and not isinstance(step[1], bool)
+            and is_real(step[1])
             for step in path)):
         raise damaged(shown, "the landmark path must be a list of [m, trace error] pairs; "
                               f"got {path!r}", source)

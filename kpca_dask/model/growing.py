@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 
 from ..io.frames import check_feature_names
-from ..validation import check_n_components, check_n_features
+from ..validation import check_n_features
 from .fitting import solved, with_rows_added
 from .inputs import as_fit_input, row_range
-from .parameters import rcond_for
+from .parameters import check_params, rcond_for
 from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
@@ -142,13 +142,14 @@ class GrowingMixin:
         --------
         >>> import numpy as np, kpca_dask
         >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0).fit(X)
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50,
+        ...                            random_state=0).fit(X)
         >>> kpca.set_n_components(0.9).n_components_
         22
         >>> kpca.transform(X).shape
         (300, 22)
         """
-        check_n_components(n_components)
+        check_params({"n_components": n_components})
         stats = require_statistics(self, "re-solve")
         self.model_ = solved(self.model_, stats, n_components=n_components,
                              remove_zero_eig=self.remove_zero_eig,

@@ -31,8 +31,10 @@ stored losslessly, so a loaded model transforms bitwise identically.
 
 A model file is checked as it is read (docs/design.md §10): every chunk
 carries a crc32c checksum, every array and the attributes a digest
-(:mod:`kpca_dask.io.checksums`), and the model as a whole must be one a fit
-could have made (:mod:`kpca_dask.model.file_checks`). A file that fails is
+(:mod:`kpca_dask.io.checksums`), the stored constructor parameters must pass
+the checks a fit makes (:func:`kpca_dask.model.parameters.check_params`), and
+the model as a whole must be one a fit could have made
+(:mod:`kpca_dask.model.file_checks`). A file that fails is
 refused with a :class:`~kpca_dask.errors.ModelFormatError` naming the array
 or attribute. Attributes a user adds to the group later are not the model's
 and are left out of the digest.
@@ -63,8 +65,9 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from .file_checks import check_model
+from .file_checks import check_model, damaged
 from .model_fields import model_from_fields, stored_fields
+from .parameters import check_params
 from .statistics_files import (
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
@@ -259,7 +262,6 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int)
 
 def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats, shown: str
              ) -> BaseEstimator:
-    known = estimator_class().get_params(deep=False)
     for key in ("params", "fitted"):
         if not isinstance(attrs.get(key, {}), dict):
             raise ModelFormatError(f"The model at {shown} is damaged: the attribute {key!r} "
@@ -267,7 +269,13 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats, shown: str
     if not isinstance(attrs.get("unsaved_params", []), list):
         raise ModelFormatError(f"The model at {shown} is damaged: the attribute "
                                "'unsaved_params' must be a list of parameter names.")
-    params = {k: v for k, v in attrs.get("params", {}).items() if k in known}
+    params = attrs.get("params", {})
+    try:
+        # The table fit checks them with: a name the estimator does not take, or a
+        # value it refuses, is an edited or damaged file, named before it is used.
+        check_params(params)
+    except InvalidParameterError as exc:
+        raise damaged(shown, f"a parameter is invalid: {exc}") from None
     model = estimator_class(**params)
     model.model_ = model_from_fields(arrays, attrs["fitted"], stats, shown)
     if "landmarks" in attrs.get("unsaved_params", []) and model.model_.landmark_indices is None:

@@ -164,7 +164,8 @@ class OutputsMixin(TransformerMixin):
         --------
         >>> import numpy as np, kpca_dask
         >>> X = np.random.default_rng(0).normal(size=(300, 2))
-        >>> kpca = kpca_dask.KernelPCA(n_components=5, gamma=0.5, n_landmarks=100, random_state=0).fit(X)
+        >>> kpca = kpca_dask.KernelPCA(n_components=5, gamma=0.5, n_landmarks=100,
+        ...                            random_state=0).fit(X)
         >>> errors = kpca.reconstruction_error(np.array([[0.0, 0.0], [6.0, 6.0]]))
         >>> bool(errors[0] < errors[1])
         True

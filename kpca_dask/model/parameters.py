@@ -1,61 +1,330 @@
-"""The checks of KernelPCA's parameters, and the default cut-off of K_mm's eigenvalues."""
+"""What each parameter of :class:`~kpca_dask.KernelPCA` may be: one declared table, one check.
+
+:data:`CONSTRAINTS` holds one :class:`Constraint` per constructor parameter, as
+scikit-learn's ``_parameter_constraints`` does, and :func:`check_params` is the
+one function that reads it. ``fit``, ``set_n_components``, the model loader
+(:mod:`kpca_dask.model.file_checks`) and the command line all check through
+it, so they cannot disagree about what a valid parameter is.
+
+What the table cannot know without the data is checked where the data are:
+explicit landmark points against the number of features
+(:mod:`kpca_dask.landmarks.strategies`), a bandwidth rule against the kernel
+(:mod:`kpca_dask.engine.bandwidth`), and the parameters of the kernel chosen
+by :func:`resolve_kernel_params`, which completes them (gamma = 1 / n_features
+by default) from :data:`KERNEL_PARAMETERS` and :data:`KERNEL_VALUE_CONSTRAINTS`.
+
+Examples
+--------
+>>> check_params({"n_components": 2, "gamma": "median"})
+>>> check_params({"tol": 2})
+Traceback (most recent call last):
+...
+kpca_dask.errors.InvalidParameterError: tol must be a number in (0, 1); got 2.
+"""
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_RCOND", "rcond_for"]
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..blocks.kernels import KERNEL_NAMES, canonical_kernel_name
+from ..engine.bandwidth import BANDWIDTH_RULES
+from ..errors import InvalidParameterError
+from ..landmarks.strategies import landmark_strategy_names
+from ..validation import is_count, is_finite_real, is_real
+
+__all__ = ["Constraint", "CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_for",
+           "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
 
 #: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
 #: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
-DEFAULT_RCOND = {"float64": 1e-10, "float32": 1e-5}
+DEFAULT_RCOND = MappingProxyType({"float64": 1e-10, "float32": 1e-5})
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What one parameter may be: a test, and the words that finish "NAME must be ...".
+
+    Parameters
+    ----------
+    allows : callable
+        ``allows(value)`` is True for a valid value. It never raises.
+    must_be : str
+        The rule in words, for the error: "tol must be {must_be}; got 5.".
+    explain : callable, optional
+        ``explain(value)`` gives the whole message for a refused value that
+        deserves more than the rule (a name that is close to a valid one, a
+        known value with a better alternative), or None for the rule's words.
+
+    Examples
+    --------
+    >>> odd = Constraint(lambda v: v % 2 == 1, "an odd number")
+    >>> odd.allows(3), odd.message("k", 4)
+    (True, 'k must be an odd number; got 4.')
+    """
+
+    allows: Callable[[Any], bool]
+    must_be: str
+    explain: Callable[[Any], str | None] | None = None
+
+    def message(self, name: str, value: Any) -> str:
+        """The error message for ``name=value``, which ``allows`` refused."""
+        special = self.explain(value) if self.explain is not None else None
+        return special or f"{name} must be {self.must_be}; got {_shown(value)}."
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: an array by its shape, anything else by a short repr."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_flag(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_whole_degree(value) -> bool:
+    # A whole degree, as in scikit-learn: (gamma a.b + coef0) is negative for some
+    # pairs, and a negative number to a fractional power is NaN.
+    return is_finite_real(value) and float(value).is_integer() and value >= 1
+
+
+def _is_positive_finite(value) -> bool:
+    return is_finite_real(value) and value > 0
+
+
+#: What a kernel parameter may be once resolved, whichever way it was given (a
+#: constructor parameter or an entry of kernel_params).
+KERNEL_VALUE_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
+    "gamma": Constraint(_is_positive_finite, "a positive finite number (a rule such as "
+                                             "gamma='median', or a value such as 1 / n_features)"),
+    "degree": Constraint(_is_whole_degree, "a whole number >= 1 (the polynomial kernel (gamma "
+                                           "<a, b> + coef0)^degree is undefined for a fractional "
+                                           "degree when gamma <a, b> + coef0 < 0)"),
+    "coef0": Constraint(is_finite_real, "a finite number"),
+    "nu": Constraint(lambda v: is_real(v) and v > 0, "a positive number (inf: the rbf kernel)"),
+})
+
+
+def _is_n_components(value) -> bool:
+    return value is None or is_count(value) or (isinstance(value, float) and 0 < value < 1)
+
+
+def _is_kernel(value) -> bool:
+    return callable(value) or (isinstance(value, str) and value in KERNEL_NAMES)
+
+
+_KERNEL_CHOICES = (f"one of {', '.join(KERNEL_NAMES)}, or a callable k(A, B) -> ndarray of "
+                   "shape (len(A), len(B))")
+
+
+def _explain_kernel(value) -> str | None:
+    if isinstance(value, str) and value == "precomputed":
+        return ('kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
+                "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
+                "for data small enough for it, or pass the kernel as a callable "
+                "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
+    if isinstance(value, str):
+        return f"Unknown kernel {value!r}. Use {_KERNEL_CHOICES}."
+    return None
+
+
+def _is_gamma(value) -> bool:
+    return (value is None or (isinstance(value, str) and value in BANDWIDTH_RULES)
+            or _is_positive_finite(value))
+
+
+def _explain_gamma(value) -> str | None:
+    if isinstance(value, str):
+        return (f"gamma={value!r} is not a rule; use a positive number, None (1 / n_features), "
+                "'median' (median heuristic) or 'scale' (1 / (n_features * X.var())).")
+    return None
+
+
+def _is_kernel_params(value) -> bool:
+    return value is None or (isinstance(value, Mapping) and all(isinstance(k, str)
+                                                                 for k in value))
+
+
+def _is_landmarks(value) -> bool:
+    if isinstance(value, str):
+        return value in landmark_strategy_names()
+    if callable(value):
+        return True
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        try:  # nested lists of points; whether they fit X is checked at fit
+            value = np.asarray(value)
+        except (TypeError, ValueError):
+            return False
+    return len(value.shape) == 2 and np.dtype(value.dtype).kind in "biuf"
+
+
+def _explain_landmarks(value) -> str | None:
+    if isinstance(value, str):
+        return (f"Unknown landmarks strategy {value!r}. Use one of "
+                f"{', '.join(landmark_strategy_names())}, a strategy function, or an array of "
+                "landmark points of shape (n_landmarks, n_features).")
+    return None
+
+
+def _is_random_state(value) -> bool:
+    return (value is None or is_count(value, least=0)
+            or isinstance(value, (np.random.Generator, np.random.RandomState)))
+
+
+#: One entry per constructor parameter of KernelPCA, in the constructor's order.
+CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
+    "n_components": Constraint(_is_n_components, "None, an int >= 1 or a float in (0, 1)"),
+    "kernel": Constraint(_is_kernel, _KERNEL_CHOICES, _explain_kernel),
+    "gamma": Constraint(_is_gamma, "a positive finite number, None (1 / n_features) or a rule, "
+                                   f"{' or '.join(map(repr, BANDWIDTH_RULES))}", _explain_gamma),
+    "degree": KERNEL_VALUE_CONSTRAINTS["degree"],
+    "coef0": KERNEL_VALUE_CONSTRAINTS["coef0"],
+    "kernel_params": Constraint(_is_kernel_params, "None or a dict of kernel parameters such "
+                                                   "as {'nu': 2.5}"),
+    "remove_zero_eig": Constraint(_is_flag, "True or False"),
+    "n_landmarks": Constraint(lambda v: is_count(v) or (isinstance(v, str) and v == "auto"),
+                              "an int >= 1 or 'auto'"),
+    "landmarks": Constraint(_is_landmarks, "a landmark strategy name, a strategy function or an "
+                                           "array of landmark points of shape (n_landmarks, "
+                                           "n_features)", _explain_landmarks),
+    "tol": Constraint(lambda v: is_real(v) and 0 < v < 1, "a number in (0, 1)"),
+    "max_landmarks": Constraint(is_count, "an int >= 1"),
+    "dtype": Constraint(lambda v: isinstance(v, str) and v in DEFAULT_RCOND,
+                        "'float64' or 'float32'"),
+    "rcond": Constraint(lambda v: v is None or (is_real(v) and 0 <= v < 1),
+                        "None or a number in [0, 1)"),
+    "random_state": Constraint(_is_random_state, "None, an int >= 0 or a numpy Generator"),
+    "fit_inverse_transform": Constraint(_is_flag, "True or False"),
+    "alpha": Constraint(_is_positive_finite, "a finite number > 0 (the pre-image map's ridge "
+                                             "penalty)"),
+})
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """Raise InvalidParameterError unless every one of ``params`` is allowed by the table.
+
+    Parameters
+    ----------
+    params : mapping
+        Parameter names and values, e.g. ``estimator.get_params(deep=False)``;
+        any subset of the constructor's parameters. Each is checked against
+        its :data:`CONSTRAINTS` entry, in the constructor's order.
+
+    Raises
+    ------
+    InvalidParameterError
+        A name the constructor does not take, or the first value its
+        constraint refuses; the message names the parameter and what it must be.
+
+    Examples
+    --------
+    >>> check_params({"n_landmarks": "auto", "tol": 0.05, "random_state": 0})
+    >>> check_params({"n_landmarks": 0})
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: n_landmarks must be an int >= 1 or 'auto'; got 0.
+    >>> check_params({"bandwidth": 1.0})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: Unknown parameter(s) ['bandwidth'] of KernelPCA; ...
+    """
+    unknown = sorted(set(params) - set(CONSTRAINTS))
+    if unknown:
+        raise InvalidParameterError(
+            f"Unknown parameter(s) {unknown} of KernelPCA; it takes {', '.join(CONSTRAINTS)}.")
+    for name, constraint in CONSTRAINTS.items():
+        if name in params and not constraint.allows(params[name]):
+            raise InvalidParameterError(constraint.message(name, params[name]))
 
 
 def rcond_for(rcond: float | None, dtype: str) -> float:
-    """``rcond``, or the default for blocks of ``dtype`` when None."""
-    return DEFAULT_RCOND[str(dtype)] if rcond is None else rcond
+    """The eigenvalue cut-off of K_mm: ``rcond`` when given, else the default for ``dtype``.
+
+    Examples
+    --------
+    >>> rcond_for(None, "float32"), rcond_for(None, "float64"), rcond_for(1e-8, "float32")
+    (1e-05, 1e-10, 1e-08)
+    """
+    return rcond if rcond is not None else DEFAULT_RCOND[dtype]
 
 
-import numbers  # noqa: E402
+#: The parameters each named kernel takes: the keyword arguments of its function
+#: in :mod:`kpca_dask.blocks.kernels`, by canonical name (aliases resolved).
+KERNEL_PARAMETERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "rbf": ("gamma",),
+    "laplacian": ("gamma",),
+    "polynomial": ("gamma", "degree", "coef0"),
+    "linear": (),
+    "sigmoid": ("gamma", "coef0"),
+    "cosine": (),
+    "matern": ("gamma", "nu"),
+})
 
-import numpy as np  # noqa: E402
 
-from ..blocks.kernels import resolve_kernel_params  # noqa: E402,F401
-from ..errors import InvalidParameterError  # noqa: E402
-from ..validation import check_n_components  # noqa: E402
+def resolve_kernel_params(
+    kernel: str | Callable[..., np.ndarray],
+    n_features: int,
+    *,
+    gamma: float | None = None,
+    degree: int = 3,
+    coef0: float = 1.0,
+    kernel_params: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """Validate and complete the parameters one kernel uses.
 
+    ``gamma=None`` resolves to ``1 / n_features`` (scikit-learn's default), and
+    ``nu`` to 1.5. ``kernel_params`` may set any parameter the kernel takes
+    (it wins over ``gamma``, ``degree`` and ``coef0``). For a callable kernel,
+    ``kernel_params`` are passed to it as keyword arguments and the other
+    parameters are ignored.
 
-def _is_positive_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    Returns
+    -------
+    dict
+        Exactly the keyword arguments the kernel takes (floats; ``degree`` an int).
 
+    Raises
+    ------
+    InvalidParameterError
+        An unknown kernel, a key of ``kernel_params`` the kernel does not
+        take, or a value :data:`KERNEL_VALUE_CONSTRAINTS` refuses.
 
-def check_params(p) -> None:
-    """Raise InvalidParameterError unless the estimator parameters ``p`` are valid."""
-    check_n_components(p["n_components"])
-    if isinstance(p["kernel"], str) and p["kernel"] == "precomputed":
+    Examples
+    --------
+    >>> resolve_kernel_params("rbf", n_features=4)
+    {'gamma': 0.25}
+    >>> resolve_kernel_params("matern", 2, gamma=1.0, kernel_params={"nu": 2.5})
+    {'gamma': 1.0, 'nu': 2.5}
+    >>> resolve_kernel_params("poly", 2, degree=2.0)
+    {'gamma': 0.5, 'degree': 2, 'coef0': 1.0}
+    """
+    if not _is_kernel_params(kernel_params):
         raise InvalidParameterError(
-            'kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
-            "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
-            "for data small enough for it, or pass the kernel as a callable "
-            "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
-    m = p["n_landmarks"]
-    if m != "auto" and not _is_positive_int(m):
-        raise InvalidParameterError(f"n_landmarks must be an int >= 1 or 'auto'; got {m!r}.")
-    if not (isinstance(p["tol"], numbers.Real) and 0 < p["tol"] < 1):
-        raise InvalidParameterError(f"tol must be a number in (0, 1); got {p['tol']!r}.")
-    if not _is_positive_int(p["max_landmarks"]):
-        raise InvalidParameterError(
-            f"max_landmarks must be an int >= 1; got {p['max_landmarks']!r}.")
-    if p["dtype"] not in DEFAULT_RCOND:
-        raise InvalidParameterError(
-            f"dtype must be 'float64' or 'float32'; got {p['dtype']!r}.")
-    if p["rcond"] is not None and not (isinstance(p["rcond"], numbers.Real)
-                                       and 0 <= p["rcond"] < 1):
-        raise InvalidParameterError(f"rcond must be None or in [0, 1); got {p['rcond']!r}.")
-    if not isinstance(p["fit_inverse_transform"], (bool, np.bool_)):
-        raise InvalidParameterError(
-            "fit_inverse_transform must be True or False; got "
-            f"{p['fit_inverse_transform']!r}.")
-    a = p["alpha"]
-    if not (isinstance(a, numbers.Real) and np.isfinite(a) and a > 0):
-        raise InvalidParameterError(
-            f"alpha must be a finite number > 0 (the pre-image map's ridge penalty); "
-            f"got {a!r}.")
+            f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
+            f"{type(kernel_params).__name__} {_shown(kernel_params)}.")
+    extra = dict(kernel_params or {})  # never write into the caller's dict
+    if callable(kernel):
+        return extra
+    takes = KERNEL_PARAMETERS[canonical_kernel_name(kernel)]
+    values = {"gamma": gamma, "degree": degree, "coef0": coef0, "nu": 1.5}
+    for key, value in extra.items():
+        if key not in takes:
+            raise InvalidParameterError(
+                f"kernel_params has {key!r}, which the {kernel!r} kernel does not take; "
+                f"it takes {list(takes) or 'no parameters'}.")
+        values[key] = value
+    params = {name: values[name] for name in takes}
+    if params.get("gamma", 0.0) is None:
+        params["gamma"] = 1.0 / n_features
+    for name, value in params.items():
+        constraint = KERNEL_VALUE_CONSTRAINTS[name]
+        if not constraint.allows(value):
+            raise InvalidParameterError(constraint.message(name, value))
+        params[name] = int(value) if name == "degree" else float(value)
+    return params

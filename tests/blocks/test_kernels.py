@@ -13,9 +13,8 @@ from kpca_dask.blocks.kernels import (
     KERNEL_NAMES,
     kernel_diagonal,
     pairwise_kernel,
-    resolve_kernel_params,
 )
-from kpca_dask.errors import InvalidParameterError
+from kpca_dask.model.parameters import resolve_kernel_params
 
 SKLEARN_EQUIVALENTS = {
     "rbf": (pairwise.rbf_kernel, {"gamma": 0.3}),
@@ -116,45 +115,6 @@ def test_cosine_zero_row_is_zero(blocks):
     A = np.vstack([np.zeros((1, 4)), blocks[0]])
     K = pairwise_kernel(A, blocks[1], "cosine")
     np.testing.assert_array_equal(K[0], 0.0)
-
-
-def test_gamma_defaults_to_one_over_n_features():
-    """gamma=None resolves to 1 / n_features, as in scikit-learn."""
-    assert resolve_kernel_params("rbf", 8) == {"gamma": 0.125}
-
-
-def test_kernel_params_are_not_modified():
-    """The caller's kernel_params dict is copied, never written into."""
-    params = {"nu": 2.5}
-    resolve_kernel_params("matern", 3, kernel_params=params)
-    assert params == {"nu": 2.5}
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"kernel": "rbff"}, "Unknown kernel 'rbff'.*rbf"),
-        ({"kernel": "rbf", "gamma": -1.0}, "gamma must be a positive"),
-        ({"kernel": "rbf", "gamma": float("nan")}, "gamma must be a positive"),
-        ({"kernel": "polynomial", "degree": 0}, "degree must be a whole number >= 1"),
-        ({"kernel": "polynomial", "degree": 2.5}, "degree must be a whole number >= 1"),
-        ({"kernel": "polynomial", "degree": float("inf")}, "degree must be a whole number"),
-        ({"kernel": "sigmoid", "coef0": float("inf")}, "coef0 must be a finite"),
-        ({"kernel": "matern", "kernel_params": {"nu": 0}}, "nu must be a positive"),
-        ({"kernel": "rbf", "kernel_params": {"degree": 2}}, "does not take"),
-    ],
-)
-def test_invalid_kernel_parameters(kwargs, match):
-    """Bad kernel names and parameter values raise InvalidParameterError naming the fix."""
-    kernel = kwargs.pop("kernel")
-    with pytest.raises(InvalidParameterError, match=match):
-        resolve_kernel_params(kernel, 3, **kwargs)
-
-
-def test_whole_float_degree_becomes_an_int():
-    """degree=2.0 is accepted as the integer 2 (scikit-learn's integer degree)."""
-    params = resolve_kernel_params("polynomial", 3, degree=2.0)
-    assert params["degree"] == 2 and isinstance(params["degree"], int)
 
 
 def test_polynomial_kernel_is_finite_for_negative_bases(blocks):

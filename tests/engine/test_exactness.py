@@ -8,7 +8,8 @@ from sklearn.decomposition import PCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.blocks.kernels import pairwise_kernel, resolve_kernel_params
+from kpca_dask.blocks.kernels import pairwise_kernel
+from kpca_dask.model.parameters import resolve_kernel_params
 
 KERNELS = {
     "rbf": {"gamma": 0.3},

@@ -13,7 +13,8 @@ import pytest
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.blocks.kernels import pairwise_kernel, resolve_kernel_params
+from kpca_dask.blocks.kernels import pairwise_kernel
+from kpca_dask.model.parameters import resolve_kernel_params
 
 N, P = 120, 4
 
