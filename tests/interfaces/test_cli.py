@@ -240,12 +240,12 @@ def test_progress_bar_scheduler_is_recognised_as_the_client():
     from distributed import Client, LocalCluster
 
     from kpca_dask._parallel import blas_threads_for, distributed_client
-    from kpca_dask.cli import _ProgressGet
+    from kpca_dask.cli.compute import ProgressGet
 
     X = da.zeros((10, 2), chunks=5)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        with dask.config.set(scheduler=_ProgressGet(client)):
+        with dask.config.set(scheduler=ProgressGet(client)):
             assert distributed_client(X) is client
             assert blas_threads_for(X) is None
         with dask.config.set(scheduler="threads"):
