@@ -6,7 +6,10 @@ runs the estimator on a Dask client from :mod:`kpca_dask.dask_client` and
 writes its output atomically. Mistakes a user can make (bad parameters,
 missing or unreadable input, an output that exists) print one line,
 ``kpca-dask: error: ...``, and exit with status 2; they are found before any
-Dask worker starts.
+Dask worker starts. ``fit``'s options default to
+:class:`~kpca_dask.KernelPCA`'s own defaults: without ``--n-components`` it
+keeps every component with a positive eigenvalue, without ``--seed`` it
+draws its landmarks afresh.
 
 The parser is :mod:`kpca_dask.cli.parser`, where and how a command computes
 :mod:`kpca_dask.cli.compute`, the subcommands :mod:`kpca_dask.cli.commands`

@@ -1,8 +1,10 @@
 """The argument parser of ``kpca-dask``, and the argparse types of its options.
 
-Most options of ``fit`` that are estimator parameters default to
+The options of ``fit`` that are estimator parameters default to
 :class:`~kpca_dask.KernelPCA`'s own defaults, read from its signature
-(:data:`LIBRARY_DEFAULTS`).
+(:data:`LIBRARY_DEFAULTS`), so the command line and the library never
+disagree: a ``fit`` without ``--n-components`` keeps every component with a
+positive eigenvalue, and one without ``--seed`` draws its landmarks afresh.
 """
 
 from __future__ import annotations
@@ -143,10 +145,12 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_fit_options(fit: argparse.ArgumentParser) -> None:
-    """The estimator's parameters."""
+    """The estimator's parameters, each defaulting to KernelPCA's default."""
     default = LIBRARY_DEFAULTS
-    fit.add_argument("--n-components", type=_n_components, default=10, metavar="Q",
-                     help="int, a fraction of variance in (0, 1), or 'all' (default 10)")
+    fit.add_argument("--n-components", type=_n_components, default=default["n_components"],
+                     metavar="Q", help="int, a fraction of variance in (0, 1), or 'all' "
+                                       "(default: all, every component with a positive "
+                                       "eigenvalue)")
     fit.add_argument("--kernel", choices=KERNEL_NAMES, default=default["kernel"])
     fit.add_argument("--gamma", type=_gamma, default=default["gamma"], metavar="G",
                      help="kernel coefficient: a number, 'median' (median heuristic on a "
@@ -167,7 +171,9 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
                           ".npy, ...)")
     fit.add_argument("--dtype", choices=("float64", "float32"), default=default["dtype"],
                      help="precision of the kernel blocks")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the landmark choice")
+    fit.add_argument("--seed", type=int, default=default["random_state"],
+                     help="seed of the landmark choice (default: none, a fresh choice each "
+                          "run; give one to repeat a fit)")
     fit.add_argument("--fit-inverse-transform", action="store_true",
                      default=default["fit_inverse_transform"],
                      help="also learn the pre-image map (one more pass), for inverse-transform")
@@ -187,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     Examples
     --------
     >>> args = build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
-    >>> args.command, args.model
-    ('fit', 'model.zarr')
+    >>> args.command, args.n_components, args.seed
+    ('fit', None, None)
     """
     from .. import __version__
 
