@@ -165,7 +165,8 @@ def _bench_one(n, args, workdir, cluster, data, model, embedding) -> dict:
          *cluster], workdir)
     _, fit_wall, fit_peak = run_command(
         ["fit", str(data), "--model", str(model), "--n-components", str(args.n_components),
-         "--n-landmarks", str(args.n_landmarks), "--dtype", "float32", *cluster], workdir)
+         "--n-landmarks", str(args.n_landmarks), "--dtype", "float32", "--seed", "0",
+         *cluster], workdir)
     info, _, _ = run_command(["info", str(model), "--json"], workdir)
     fit_seconds = json.loads(info)["fit_seconds"]
     out, transform_wall, transform_peak = run_command(

@@ -207,6 +207,18 @@ def test_errors_in_a_subprocess_have_no_traceback(workdir):
     assert not (workdir / "never.zarr").exists()
 
 
+def test_fit_defaults_are_the_librarys():
+    """`fit` without options builds the estimator KernelPCA() is: every parameter the
+    command line has an option for defaults to KernelPCA's default."""
+    from kpca_dask.cli.commands import fit_params
+
+    args = cli.build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
+    params = fit_params(args)
+    defaults = kpca_dask.KernelPCA().get_params(deep=False)
+    assert set(defaults) - set(params) == {"max_landmarks", "rcond"}  # no option for these
+    assert params == {name: defaults[name] for name in params}
+
+
 def test_version_and_help(capsys):
     """--version names the package version; every subcommand has --help."""
     assert main("--version", capsys=capsys).stdout.strip() == f"kpca-dask {kpca_dask.__version__}"
@@ -218,8 +230,9 @@ def test_version_and_help(capsys):
 def test_fit_with_checkpoint_and_automatic_landmarks(workdir, tmp_path):
     """`--checkpoint` saves the pass and `--n-landmarks auto` records its growth path;
     running the same command again resumes from the checkpoint to the same model."""
-    args = ["fit", workdir / "data.zarr", "--n-landmarks", "auto", "--tol", "0.05",
-            "--checkpoint", tmp_path / "fit.ckpt", "--scheduler", "threads"]
+    args = ["fit", workdir / "data.zarr", "--n-components", "10", "--seed", "0",
+            "--n-landmarks", "auto", "--tol", "0.05", "--checkpoint", tmp_path / "fit.ckpt",
+            "--scheduler", "threads"]
     first = run(*args, "--model", tmp_path / "first.zarr", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "fit.ckpt").is_dir()
@@ -240,12 +253,12 @@ def test_progress_bar_scheduler_is_recognised_as_the_client():
     from distributed import Client, LocalCluster
 
     from kpca_dask._parallel import blas_threads_for, distributed_client
-    from kpca_dask.cli import _ProgressGet
+    from kpca_dask.cli.compute import ProgressGet
 
     X = da.zeros((10, 2), chunks=5)
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        with dask.config.set(scheduler=_ProgressGet(client)):
+        with dask.config.set(scheduler=ProgressGet(client)):
             assert distributed_client(X) is client
             assert blas_threads_for(X) is None
         with dask.config.set(scheduler="threads"):

@@ -1,0 +1,292 @@
+"""One function per subcommand of ``kpca-dask``, and :data:`COMMANDS`, which names them.
+
+Each function takes the parsed arguments (:func:`kpca_dask.cli.parser.build_parser`),
+checks what it can before anything is computed (outputs that exist, inputs
+that cannot be read, parameters), computes in
+:func:`~kpca_dask.cli.compute.compute_context` and writes its output
+atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+from types import MappingProxyType
+
+import numpy as np
+
+from ..datasets import make_dataset
+from ..errors import KPCAError
+from ..model.estimator import KernelPCA
+from .compute import CommandError, check_parameters, compute_context, open_data
+from .parser import PROG, UNSET
+from .summary import print_summary, shown_components, summary
+
+__all__ = ["COMMANDS", "fit_params"]
+
+
+def _generate(args) -> None:
+    from ..io import check_can_write, write_array
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    X, _ = make_dataset(args.kind, args.n_samples, n_features=args.n_features,
+                        chunk_rows=args.chunk_rows, seed=args.seed, dtype=args.dtype)
+    attrs = {"dataset": args.kind, "seed": args.seed, "generated_by": f"{PROG} generate"}
+    with compute_context(args):
+        started = time.perf_counter()
+        write_array(X, args.out, overwrite=args.overwrite, attrs=attrs)
+        seconds = time.perf_counter() - started
+    print(f"wrote {args.out}: {X.shape[0]} x {X.shape[1]} {X.dtype}, "
+          f"{X.numblocks[0]} chunk(s) of up to {X.chunks[0][0]} rows, in {seconds:.2f} s")
+
+
+def fit_params(args: argparse.Namespace) -> dict:
+    """The parameters of the KernelPCA that ``fit`` makes from its options.
+
+    ``landmarks`` is left as given: a strategy name, or the path of a file of
+    landmark points, which ``fit`` reads.
+
+    Examples
+    --------
+    >>> from kpca_dask.cli.parser import build_parser
+    >>> args = build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr",
+    ...                                   "--kernel", "matern", "--nu", "2.5", "--seed", "7"])
+    >>> params = fit_params(args)
+    >>> params["kernel_params"], params["random_state"]
+    ({'nu': 2.5}, 7)
+    """
+    return {
+        "n_components": args.n_components, "kernel": args.kernel, "gamma": args.gamma,
+        "degree": args.degree, "coef0": args.coef0,
+        "kernel_params": {"nu": args.nu} if args.nu is not None else None,
+        "remove_zero_eig": args.remove_zero_eig, "n_landmarks": args.n_landmarks,
+        "landmarks": args.landmarks, "tol": args.tol, "dtype": args.dtype,
+        "random_state": args.seed, "fit_inverse_transform": args.fit_inverse_transform,
+        "alpha": args.alpha,
+    }
+
+
+def _fit(args) -> None:
+    from ..io import check_can_write, open_array
+
+    check_can_write(args.model, overwrite=args.overwrite)
+    X = open_data(args)
+    params = fit_params(args)
+    landmarks = params["landmarks"]
+    if os.path.exists(landmarks) or "://" in landmarks:
+        params["landmarks"] = np.asarray(open_array(landmarks).compute(scheduler="threads"))
+    kpca = KernelPCA(**params)
+    check_parameters(kpca, X.shape[1])
+    with compute_context(args):
+        kpca.fit(X, checkpoint=args.checkpoint)
+    names = _table_names(args)
+    if names is not None:  # as a fit on the table's frame would set them
+        kpca.feature_names_in_ = names
+    kpca.save(args.model, overwrite=args.overwrite)
+    print(f"wrote {args.model}")
+    print_summary(summary(kpca, args.model))
+
+
+def _transform(args) -> None:
+    _write_model_output(args, "transform")
+
+
+def _inverse_transform(args) -> None:
+    _write_model_output(args, "inverse_transform")
+
+
+def _score(args) -> None:
+    _write_model_output(args, "reconstruction_error")
+
+
+def _write_model_output(args, method: str) -> None:
+    """Apply a fitted model's ``method`` to the data and write the result as Zarr or Parquet
+    (by the output's extension or --out-format); a table input may keep key columns."""
+    from .. import load
+    from ..io import check_can_write, write_array, write_embedding
+    from ..io.formats import file_format
+    from ..io.parquet_out import output_format, write_table
+    from ..model.table_outputs import output_dtype
+
+    out_format = output_format(args.out, args.out_format)
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model)
+    dtype = output_dtype(model, args.out_dtype)
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        kind = "other"  # e.g. a sparse .npz: open_data reads it or says why not
+    if args.keep_columns and kind not in ("parquet", "csv"):
+        raise CommandError(f"--keep-columns copies columns of a Parquet or CSV input; "
+                           f"{args.data} is {kind}.")
+    if args.keep_columns and out_format != "parquet":
+        raise CommandError("--keep-columns needs a Parquet output (--out NAME.parquet, or "
+                           "--out-format parquet).")
+    _columns_of_model(args, model, method, kind)
+    # Built lazily before any worker starts, so that a wrong file or shape fails at once.
+    started = time.perf_counter()
+    if out_format == "parquet":
+        result = _table_output(args, model, method, kind, dtype)
+        writer = write_table
+        shape = (f"{len(result.columns)} column(s) ({', '.join(map(str, result.columns[:6]))}"
+                 f"{', ...' if len(result.columns) > 6 else ''}), Parquet")
+    else:
+        with warnings.catch_warnings():
+            # A table's columns were matched to the model's names above; the array has none.
+            warnings.filterwarnings("ignore", message="X does not have valid feature names")
+            result = getattr(model, method)(open_data(args)).astype(dtype)
+        writer = write_embedding if method == "transform" else write_array
+        shape = " x ".join(str(n) for n in result.shape)
+    with compute_context(args):
+        writer(result, args.out, overwrite=args.overwrite)
+        seconds = time.perf_counter() - started
+    print(f"wrote {args.out}: {shape} {dtype}, in {seconds:.2f} s")
+
+
+def _table_names(args):
+    """The feature names of a Parquet or CSV input (string column names), or None."""
+    from ..io.formats import file_format
+    from ..io.frames import frame_feature_names
+    from ..io.tables import read_table
+
+    try:
+        kind = file_format(args.data, args.format)
+    except KPCAError:
+        return None  # e.g. a sparse .npz, read by its own reader
+    if kind not in ("parquet", "csv"):
+        return None
+    frame = read_table(args.data, kind, columns=args.columns, header=args.header,
+                       block_rows=1)
+    return frame_feature_names(frame)
+
+
+def _columns_of_model(args, model, method: str, kind: str) -> None:
+    """A table input's columns default to the model's feature names; other ones are refused
+    as scikit-learn refuses them."""
+    names = getattr(model, "feature_names_in_", None)
+    if kind not in ("parquet", "csv") or names is None or method == "inverse_transform":
+        return
+    if args.columns is None:
+        args.columns = [str(name) for name in names]
+        return
+    import pandas as pd
+
+    from ..io.frames import check_feature_names
+
+    check_feature_names(model, pd.DataFrame(columns=list(args.columns)), reset=False)
+
+
+def _table_output(args, model, method: str, kind: str, dtype):
+    """The lazy frame a Parquet output is written from."""
+    from ..model.table_outputs import output_names, transform_table
+
+    if kind in ("parquet", "csv"):
+        from ..io.tables import read_table
+        from ..validation import DEFAULT_BLOCK_ROWS
+
+        frame = read_table(args.data, kind, header=args.header, block_rows=DEFAULT_BLOCK_ROWS)
+        return transform_table(model, frame, method, columns=args.columns,
+                               keep_columns=args.keep_columns or (), dtype=dtype)
+    import dask.dataframe as dd
+
+    result = getattr(model, method)(open_data(args))
+    result = getattr(result, "data", result).astype(dtype)  # a DataArray's dask array
+    if result.ndim == 1:
+        result = result[:, None]
+    return dd.from_dask_array(result, columns=output_names(model, method))
+
+
+def _info(args) -> None:
+    from .. import load
+
+    model = load(args.model)
+    if args.n_components is not UNSET:
+        # Re-solved in memory from the stored statistics; the file is not touched.
+        model.set_n_components(args.n_components)
+    described = summary(model, args.model)
+    if args.n_components is not UNSET:
+        described["re_solved_for"] = args.n_components
+        if not args.json:
+            print(f"re-solved for n_components={shown_components(args.n_components)} from the "
+                  "stored statistics; the model file is unchanged")
+    if args.json:
+        print(json.dumps(described, indent=2))
+    else:
+        print_summary(described)
+
+
+def _resolve(args) -> None:
+    from .. import load
+    from ..io import check_can_write
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model).set_n_components(args.n_components)
+    model.save(args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: re-solved for n_components="
+          f"{shown_components(args.n_components)}, without reading the data")
+    print_summary(summary(model, args.out))
+
+
+def _update(args) -> None:
+    from .. import load
+    from ..io import check_can_write, open_array, store_location
+    from ..io.replacing import replace_unchanged, staging_path, version_of
+    from ..model.provenance import recorded_rows, source_of, with_rows
+
+    out = args.out or args.model
+    in_place = os.path.abspath(out) == os.path.abspath(args.model)
+    if not in_place:
+        check_can_write(out, overwrite=args.overwrite)
+    version = version_of(args.model) if store_location(args.model).local else None
+    model = load(args.model)
+    X = open_array(args.data, array=args.array)
+    start, stop, _ = slice(*args.rows).indices(X.shape[0])
+    if start >= stop:
+        raise CommandError(f"--rows {args.rows[0]}:{args.rows[1]} selects no rows of "
+                           f"{args.data}, which has {X.shape[0]}")
+    # Refused now, before a cluster starts, if the model holds some of these rows.
+    with_rows(recorded_rows(model), source_of(X), start, stop)
+    with compute_context(args):
+        started = time.perf_counter()
+        model.partial_fit(X, rows=(start, stop))
+        seconds = time.perf_counter() - started
+    if in_place and store_location(out).local:
+        # Written beside the model, then swapped in only if no other process replaced it
+        # meanwhile (it would hold rows this model lacks): a kill leaves the old model.
+        staged = staging_path(out)
+        model.save(staged)
+        replace_unchanged(staged, out, version)
+    else:
+        model.save(out, overwrite=in_place or args.overwrite)
+    print(f"wrote {out}: added rows {start}:{stop} of {args.data} in {seconds:.2f} s; "
+          f"{model.n_samples_fit_} rows seen in all")
+    print_summary(summary(model, out))
+
+
+def _merge(args) -> None:
+    from .. import load, merge
+    from ..io import check_can_write
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    merged = merge([load(path) for path in args.models], names=args.models)
+    merged.save(args.out, overwrite=args.overwrite)
+    print(f"wrote {args.out}: {len(args.models)} models merged, "
+          f"{merged.n_samples_fit_} rows seen in all")
+    print_summary(summary(merged, args.out))
+
+
+#: The function that runs each subcommand, by the name the parser gives it (``args.command``).
+COMMANDS = MappingProxyType({
+    "generate": _generate,
+    "fit": _fit,
+    "transform": _transform,
+    "inverse-transform": _inverse_transform,
+    "score": _score,
+    "info": _info,
+    "resolve": _resolve,
+    "update": _update,
+    "merge": _merge,
+})

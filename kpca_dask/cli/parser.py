@@ -1,0 +1,290 @@
+"""The argument parser of ``kpca-dask``, and the argparse types of its options.
+
+The options of ``fit`` that are estimator parameters default to
+:class:`~kpca_dask.KernelPCA`'s own defaults, read from its signature
+(:data:`LIBRARY_DEFAULTS`), so the command line and the library never
+disagree: a ``fit`` without ``--n-components`` keeps every component with a
+positive eigenvalue, and one without ``--seed`` draws its landmarks afresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+from types import MappingProxyType
+
+from ..blocks.kernels import KERNEL_NAMES
+from ..datasets import DATASETS
+from ..engine.bandwidth import BANDWIDTH_RULES
+from ..io.formats import FORMATS
+from ..model.estimator import KernelPCA
+from .compute import LOCAL_SCHEDULERS
+
+__all__ = ["build_parser", "PROG", "UNSET", "LIBRARY_DEFAULTS"]
+
+PROG = "kpca-dask"
+#: An option not given (None means "all components" for --n-components).
+UNSET = object()
+#: KernelPCA's defaults, from its signature: those of the options of ``fit``.
+LIBRARY_DEFAULTS = MappingProxyType({
+    name: parameter.default
+    for name, parameter in inspect.signature(KernelPCA).parameters.items()})
+
+_DATA_HELP = ("Zarr array, group or URL, or a .npy, Parquet (file or directory), CSV, HDF5 or "
+              "netCDF file")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types ----------------------------------------------------------
+
+
+def _n_components(text: str) -> int | float | None:
+    if text.lower() in ("all", "none"):
+        return None
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not an int, a fraction in (0, 1) or 'all'")
+
+
+def _gamma(text: str) -> float | str:
+    with contextlib.suppress(ValueError):
+        return float(text)
+    if text in BANDWIDTH_RULES:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is neither a number nor a rule ({', '.join(BANDWIDTH_RULES)})")
+
+
+def _column_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of columns")
+    return names
+
+
+def _landmark_count(text: str) -> int | str:
+    return "auto" if text == "auto" else _positive_int(text)
+
+
+def _row_range(text: str) -> tuple[int | None, int | None]:
+    start, colon, stop = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        return (int(start) if start.strip() else None, int(stop) if stop.strip() else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a row range START:STOP (e.g. 1000000:1100000, or 1000000: for "
+            "every row from there on)") from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(float(text))  # accepts 1e6
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1 or value != float(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+# -- option groups -------------------------------------------------------------
+
+
+def _add_compute_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where to compute")
+    group.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="Dask scheduler address (tcp://... or tls://...; TLS credentials from the Dask "
+             "config). Default: $DASK_SCHEDULER_ADDRESS, else a local cluster. "
+             f"{' or '.join(LOCAL_SCHEDULERS)} compute in this process instead.")
+    group.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="local cluster: worker processes (default: sized to the machine)")
+    group.add_argument("--threads-per-worker", type=_positive_int, metavar="T",
+                       help="local cluster: threads per worker")
+    group.add_argument("--memory-limit", metavar="BYTES",
+                       help="local cluster: memory per worker, e.g. 4GiB (default: auto)")
+    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("reading the data")
+    group.add_argument("--array", metavar="NAME",
+                       help="array in a Zarr group or an HDF5 file, or variable in a netCDF file "
+                            "(needed when there are several 2-D ones)")
+    group.add_argument("--format", choices=FORMATS,
+                       help="format of the data when its extension does not say it (.zarr, "
+                            ".npy, .parquet, .csv, .h5/.hdf5, .nc)")
+    group.add_argument("--columns", type=_column_list, metavar="A,B,...",
+                       help="Parquet or CSV: the columns to use (default: all); CSV columns "
+                            "without a header are numbered from 0")
+    group.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                       help="CSV: the first line names the columns (default: unless every "
+                            "field of it is a number)")
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("writing the output")
+    group.add_argument("--out-format", choices=("zarr", "parquet"),
+                       help="format of the output (default: Parquet for a .parquet/.pq --out, "
+                            "else Zarr)")
+    group.add_argument("--keep-columns", type=_column_list, metavar="ID,...",
+                       help="Parquet or CSV input, Parquet output: copy these columns (keys "
+                            "such as an id) beside the outputs, row for row")
+    group.add_argument("--out-dtype", choices=("float32", "float64"),
+                       help="dtype of the outputs (default: the model's, float32 for a "
+                            "--dtype float32 fit)")
+
+
+def _add_fit_options(fit: argparse.ArgumentParser) -> None:
+    """The estimator's parameters, each defaulting to KernelPCA's default."""
+    default = LIBRARY_DEFAULTS
+    fit.add_argument("--n-components", type=_n_components, default=default["n_components"],
+                     metavar="Q", help="int, a fraction of variance in (0, 1), or 'all' "
+                                       "(default: all, every component with a positive "
+                                       "eigenvalue)")
+    fit.add_argument("--kernel", choices=KERNEL_NAMES, default=default["kernel"])
+    fit.add_argument("--gamma", type=_gamma, default=default["gamma"], metavar="G",
+                     help="kernel coefficient: a number, 'median' (median heuristic on a "
+                          "sample: 2 / median squared distance) or 'scale' (1 / (n_features * "
+                          "variance)); default 1 / n_features")
+    fit.add_argument("--degree", type=int, default=default["degree"], help="polynomial degree")
+    fit.add_argument("--coef0", type=float, default=default["coef0"])
+    fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
+    fit.add_argument("--remove-zero-eig", action="store_true",
+                     default=default["remove_zero_eig"],
+                     help="drop components with eigenvalue 0 instead of keeping zero columns")
+    fit.add_argument("--n-landmarks", type=_landmark_count, default=default["n_landmarks"],
+                     metavar="M", help="number of landmarks, or 'auto' (grow until --tol)")
+    fit.add_argument("--tol", type=float, default=default["tol"],
+                     help="target trace error for --n-landmarks auto")
+    fit.add_argument("--landmarks", default=default["landmarks"], metavar="STRATEGY_OR_FILE",
+                     help="landmark strategy name, or a file of landmark points (Zarr, "
+                          ".npy, ...)")
+    fit.add_argument("--dtype", choices=("float64", "float32"), default=default["dtype"],
+                     help="precision of the kernel blocks")
+    fit.add_argument("--seed", type=int, default=default["random_state"],
+                     help="seed of the landmark choice (default: none, a fresh choice each "
+                          "run; give one to repeat a fit)")
+    fit.add_argument("--fit-inverse-transform", action="store_true",
+                     default=default["fit_inverse_transform"],
+                     help="also learn the pre-image map (one more pass), for inverse-transform")
+    fit.add_argument("--alpha", type=float, default=default["alpha"],
+                     help="ridge penalty of the pre-image map")
+
+
+# -- the parser ----------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``kpca-dask`` (exposed for documentation and tests).
+
+    Each subcommand's name is ``args.command``; :data:`kpca_dask.cli.commands.COMMANDS`
+    maps it to the function that runs it.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
+    >>> args.command, args.n_components, args.seed
+    ('fit', None, None)
+    """
+    from .. import __version__
+
+    parser = _Parser(prog=PROG,
+                     description="Out-of-core Nystrom kernel PCA: Zarr and files in, Zarr out.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_Parser)
+
+    gen = commands.add_parser("generate", help="write a synthetic data set to Zarr")
+    gen.add_argument("kind", choices=DATASETS)
+    gen.add_argument("--n-samples", type=_positive_int, required=True, metavar="N")
+    gen.add_argument("--n-features", type=_positive_int, metavar="P",
+                     help="default: 3 for two-shells, 2 for circles, 32 for blobs")
+    gen.add_argument("--out", required=True, metavar="DATA.zarr")
+    gen.add_argument("--chunk-rows", type=_positive_int, default=100_000, metavar="R")
+    gen.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_compute_options(gen)
+
+    fit = commands.add_parser("fit", help="fit kernel PCA on a data set and save the model")
+    fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    fit.add_argument("--model", required=True, metavar="MODEL.zarr")
+    _add_fit_options(fit)
+    fit.add_argument("--checkpoint", metavar="PATH",
+                     help="Zarr group where the pass saves progress; rerun to resume")
+    fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
+    _add_input_options(fit)
+    _add_compute_options(fit)
+
+    tr = commands.add_parser("transform", help="project a data set and write the embedding")
+    tr.add_argument("model", metavar="MODEL.zarr")
+    tr.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr|.parquet")
+    tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(tr)
+    _add_output_options(tr)
+    _add_compute_options(tr)
+
+    inv = commands.add_parser(
+        "inverse-transform", help="map a Zarr embedding back to input space (pre-images)")
+    inv.add_argument("model", metavar="MODEL.zarr",
+                     help="a model fitted with fit_inverse_transform=True")
+    inv.add_argument("data", metavar="EMBEDDING", help="a Zarr, Parquet or CSV embedding")
+    inv.add_argument("--out", required=True, metavar="X.zarr|.parquet")
+    inv.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(inv)
+    _add_output_options(inv)
+    _add_compute_options(inv)
+
+    score = commands.add_parser(
+        "score", help="write each row's reconstruction error (a novelty score) to Zarr")
+    score.add_argument("model", metavar="MODEL.zarr")
+    score.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    score.add_argument("--out", required=True, metavar="ERRORS.zarr|.parquet")
+    score.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(score)
+    _add_output_options(score)
+    _add_compute_options(score)
+
+    info = commands.add_parser("info", help="describe a saved model")
+    info.add_argument("model", metavar="MODEL.zarr")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument("--n-components", type=_n_components, default=UNSET, metavar="Q",
+                      help="show what Q (int, fraction of variance, or 'all') would keep, "
+                           "re-solved from the stored statistics; the model is not changed")
+
+    res = commands.add_parser(
+        "resolve", help="re-solve a model for another --n-components, without reading the data")
+    res.add_argument("model", metavar="MODEL.zarr")
+    res.add_argument("--n-components", type=_n_components, required=True, metavar="Q",
+                     help="int, a fraction of variance in (0, 1), or 'all'")
+    res.add_argument("--out", required=True, metavar="NEW.zarr")
+    res.add_argument("--overwrite", action="store_true", help="replace an existing output")
+
+    up = commands.add_parser("update", help="add rows of a Zarr array to a saved model")
+    up.add_argument("model", metavar="MODEL.zarr")
+    up.add_argument("data", metavar="DATA.zarr", help="Zarr array, group or URL")
+    up.add_argument("--rows", type=_row_range, default=(None, None), metavar="START:STOP",
+                    help="rows to add (default: all), e.g. the region just appended")
+    up.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    up.add_argument("--out", metavar="NEW.zarr",
+                    help="write the updated model here (default: replace MODEL.zarr)")
+    up.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    _add_compute_options(up)
+
+    mer = commands.add_parser(
+        "merge", help="merge models fitted on disjoint data with the same landmarks")
+    mer.add_argument("models", nargs="+", metavar="MODEL.zarr")
+    mer.add_argument("--out", required=True, metavar="MERGED.zarr")
+    mer.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    return parser

@@ -1,0 +1,122 @@
+"""The summary of a model that ``info`` prints, and every command that writes a model after it.
+
+:func:`summary` gathers it as plain JSON values (``info --json`` prints them
+as they are); :func:`print_summary` lays it out one line per topic.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["summary", "print_summary", "shown_components"]
+
+
+def summary(model, path: str | os.PathLike) -> dict:
+    """What ``info`` says about a fitted ``model`` saved at ``path``, as JSON values.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> model = KernelPCA(n_components=2, gamma=0.5, n_landmarks=20, random_state=0).fit(X)
+    >>> s = summary(model, "model.zarr")
+    >>> s["kernel"], s["n_components"], s["n_samples_fit"], s["can_invert"]
+    ('rbf', 2, 100, False)
+    """
+    from .. import __version__
+    from ..model.provenance import recorded_rows
+
+    ratio = np.asarray(model.explained_variance_ratio_)
+    return {
+        "model": os.fspath(path),
+        "kpca_dask_version": __version__,
+        "kernel": model.kernel_,
+        "kernel_params": model.kernel_params_,
+        "n_landmarks": int(model.n_landmarks_),
+        "landmarks": model.landmarks if isinstance(model.landmarks, str) else "explicit",
+        "landmark_rank": int(model.landmark_rank_),
+        "n_components": int(model.n_components_),
+        "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
+        "explained_variance_ratio": ratio.tolist(),
+        "explained_variance_total": float(ratio.sum()),
+        "trace_error": float(model.trace_error_),
+        "n_samples_fit": int(model.n_samples_fit_),
+        "n_features_in": int(model.n_features_in_),
+        "feature_names_in": _names(model),
+        "fit_seconds": float(model.fit_seconds_),
+        "dtype": model.dtype,
+        "statistics_kept": getattr(model, "statistics_", None) is not None,
+        "can_invert": hasattr(model, "preimage_coefficients_"),
+        "row_provenance": recorded_rows(model),
+    }
+
+
+def print_summary(s: dict) -> None:
+    """Print a :func:`summary` one topic a line, as ``info`` does.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> model = KernelPCA(n_components=2, gamma=0.5, n_landmarks=20, random_state=0).fit(X)
+    >>> print_summary(summary(model, "model.zarr"))  # doctest: +ELLIPSIS
+    kernel       rbf(gamma=0.5)
+    landmarks    m = 20 (kmeans), rank 20, float64 blocks
+    trained on   n = 100 rows x 3 features
+    ...
+    components   2, explaining ... % of the variance
+    ...
+    """
+    from ..model.provenance import describe
+
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in s["kernel_params"].items())
+    rows = [
+        ("kernel", f"{s['kernel']}({params})"),
+        ("landmarks", f"m = {s['n_landmarks']} ({s['landmarks']}), rank {s['landmark_rank']}, "
+                      f"{s['dtype']} blocks"),
+        ("trained on", f"n = {s['n_samples_fit']} rows x {s['n_features_in']} features"),
+        ("fit time", f"{s['fit_seconds']:.2f} s"),
+        ("trace error", f"{s['trace_error']:.3e}  (relative error of the Nystrom trace)"),
+        ("components", f"{s['n_components']}, explaining "
+                       f"{100 * s['explained_variance_total']:.2f} % of the variance"),
+        ("eigenvalues", _short_list(s["eigenvalues"])),
+        ("explained", _short_list(s["explained_variance_ratio"])),
+        ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
+                    else "none: no statistics kept (model format version 1)"),
+    ]
+    if s.get("feature_names_in"):
+        names = s["feature_names_in"]
+        rows.insert(3, ("features", ", ".join(names[:10])
+                        + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
+    if "can_invert" in s:
+        rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
+                     "no: fit with fit_inverse_transform=True to invert"))
+    if "row_provenance" in s:
+        rows += [("rows" if i == 0 else "", line)
+                 for i, line in enumerate(describe(s["row_provenance"]))]
+    for label, text in rows:
+        print(f"{label:<12} {text}")
+
+
+def shown_components(n_components: int | float | None) -> str:
+    """``n_components`` as the command line writes it: None is "all".
+
+    Examples
+    --------
+    >>> shown_components(None), shown_components(0.95), shown_components(3)
+    ('all', '0.95', '3')
+    """
+    return "all" if n_components is None else str(n_components)
+
+
+def _names(model) -> list[str] | None:
+    names = getattr(model, "feature_names_in_", None)
+    return None if names is None else [str(name) for name in names]
+
+
+def _short_list(values, shown=10) -> str:
+    text = " ".join(f"{v:.4g}" for v in values[:shown])
+    return text + (f" ... ({len(values)} in all)" if len(values) > shown else "")
