@@ -47,6 +47,7 @@ __all__ = [
     "pairwise_kernel_into",
     "kernel_diagonal",
     "kernel_name",
+    "kernel_parameters",
     "canonical_kernel_name",
     "is_translation_invariant",
 ]
@@ -93,6 +94,17 @@ def _spec(kernel: str) -> _KernelSpec:
             f"Unknown kernel {kernel!r}. Use one of {', '.join(KERNEL_NAMES)}, "
             "or a callable k(A, B) -> ndarray of shape (len(A), len(B))."
         ) from None
+
+
+def kernel_parameters(kernel: str) -> tuple[str, ...]:
+    """The keyword arguments the named ``kernel`` takes (aliases resolved).
+
+    Examples
+    --------
+    >>> kernel_parameters("poly")
+    ('gamma', 'degree', 'coef0')
+    """
+    return _spec(kernel).parameters
 
 
 def kernel_name(kernel: str | KernelCallable) -> str | None:

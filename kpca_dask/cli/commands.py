@@ -166,7 +166,7 @@ def _table_names(args):
 def _columns_of_model(args, model, method: str, kind: str) -> None:
     """A table input's columns default to the model's feature names; other ones are refused
     as scikit-learn refuses them."""
-    names = getattr(model, "feature_names_in_", None)
+    names = model.model_.feature_names
     if kind not in ("parquet", "csv") or names is None or method == "inverse_transform":
         return
     if args.columns is None:

@@ -184,6 +184,19 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
 # -- the parser ----------------------------------------------------------------
 
 
+def _add_output_command(commands, name: str, help: str, *, data: tuple[str, str], out: str,
+                        model_help: str | None = None) -> None:
+    """A subcommand that applies a model to a data set and writes one output."""
+    sub = commands.add_parser(name, help=help)
+    sub.add_argument("model", metavar="MODEL.zarr", help=model_help)
+    sub.add_argument("data", metavar=data[0], help=data[1])
+    sub.add_argument("--out", required=True, metavar=out)
+    sub.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(sub)
+    _add_output_options(sub)
+    _add_compute_options(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kpca-dask`` (exposed for documentation and tests).
 
@@ -226,35 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(fit)
     _add_compute_options(fit)
 
-    tr = commands.add_parser("transform", help="project a data set and write the embedding")
-    tr.add_argument("model", metavar="MODEL.zarr")
-    tr.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    tr.add_argument("--out", required=True, metavar="EMBEDDING.zarr|.parquet")
-    tr.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    _add_input_options(tr)
-    _add_output_options(tr)
-    _add_compute_options(tr)
-
-    inv = commands.add_parser(
-        "inverse-transform", help="map a Zarr embedding back to input space (pre-images)")
-    inv.add_argument("model", metavar="MODEL.zarr",
-                     help="a model fitted with fit_inverse_transform=True")
-    inv.add_argument("data", metavar="EMBEDDING", help="a Zarr, Parquet or CSV embedding")
-    inv.add_argument("--out", required=True, metavar="X.zarr|.parquet")
-    inv.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    _add_input_options(inv)
-    _add_output_options(inv)
-    _add_compute_options(inv)
-
-    score = commands.add_parser(
-        "score", help="write each row's reconstruction error (a novelty score) to Zarr")
-    score.add_argument("model", metavar="MODEL.zarr")
-    score.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    score.add_argument("--out", required=True, metavar="ERRORS.zarr|.parquet")
-    score.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    _add_input_options(score)
-    _add_output_options(score)
-    _add_compute_options(score)
+    _add_output_command(commands, "transform", "project a data set and write the embedding",
+                        data=("DATA", _DATA_HELP), out="EMBEDDING.zarr|.parquet")
+    _add_output_command(commands, "inverse-transform",
+                        "map an embedding back to input space (pre-images)",
+                        data=("EMBEDDING", "a Zarr, Parquet or CSV embedding"),
+                        out="X.zarr|.parquet",
+                        model_help="a model fitted with fit_inverse_transform=True")
+    _add_output_command(commands, "score",
+                        "write each row's reconstruction error (a novelty score)",
+                        data=("DATA", _DATA_HELP), out="ERRORS.zarr|.parquet")
 
     info = commands.add_parser("info", help="describe a saved model")
     info.add_argument("model", metavar="MODEL.zarr")

@@ -47,8 +47,8 @@ def summary(model, path: str | os.PathLike) -> dict:
         "feature_names_in": _names(model),
         "fit_seconds": float(model.fit_seconds_),
         "dtype": model.dtype,
-        "statistics_kept": getattr(model, "statistics_", None) is not None,
-        "can_invert": hasattr(model, "preimage_coefficients_"),
+        "statistics_kept": model.model_.statistics is not None,
+        "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),
     }
 
@@ -113,7 +113,7 @@ def shown_components(n_components: int | float | None) -> str:
 
 
 def _names(model) -> list[str] | None:
-    names = getattr(model, "feature_names_in_", None)
+    names = model.model_.feature_names
     return None if names is None else [str(name) for name in names]
 
 

@@ -205,9 +205,8 @@ def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
 def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_info=None):
     """x_hat = k(y, Y_Z) (W_Y B) for one row block of embeddings."""
     y = np.asarray(block, dtype=np.float64)
-    if not np.isfinite(y).all():
-        start = block_info[0]["array-location"][0][0] if block_info else 0
-        row = start + int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
+    row = _first_nonfinite_row(y, block_info)
+    if row is not None:
         raise NonFiniteInputError(
             f"The embedding contains NaN or infinite values (first in row {row}); "
             "inverse_transform needs finite embeddings.")
@@ -243,9 +242,8 @@ def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, param
                  dtype_kernel, origin=None, block_info=None):
     """``e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2`` for one row block."""
     x = np.asarray(block)
-    if not np.isfinite(x).all():
-        start = block_info[0]["array-location"][0][0] if block_info else 0
-        row = start + int(np.flatnonzero(~np.isfinite(x).all(axis=1))[0])
+    row = _first_nonfinite_row(x, block_info)
+    if row is not None:
         raise NonFiniteInputError(
             f"X contains NaN or infinite values (first in row {row}); "
             "remove or impute them before scoring.")
@@ -306,3 +304,11 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
         mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,
         origin=shared[3], chunks=(X.chunks[0],), drop_axis=1, dtype=np.float64,
         meta=np.empty((0,), np.float64))
+
+
+def _first_nonfinite_row(values: np.ndarray, block_info) -> int | None:
+    """The global row of the block's first NaN or infinite value; None if all are finite."""
+    if np.isfinite(values).all():
+        return None
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    return start + int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])

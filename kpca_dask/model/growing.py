@@ -142,9 +142,8 @@ class GrowingMixin:
         --------
         >>> import numpy as np, kpca_dask
         >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50,
-        ...                            random_state=0).fit(X)
-        >>> kpca.set_n_components(0.9).n_components_
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
+        >>> kpca.fit(X).set_n_components(0.9).n_components_
         22
         >>> kpca.transform(X).shape
         (300, 22)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..blocks.kernels import KERNEL_NAMES, canonical_kernel_name
+from ..blocks.kernels import KERNEL_NAMES, canonical_kernel_name, kernel_parameters
 from ..engine.bandwidth import BANDWIDTH_RULES
 from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
@@ -257,14 +257,7 @@ def rcond_for(rcond: float | None, dtype: str) -> float:
 #: The parameters each named kernel takes: the keyword arguments of its function
 #: in :mod:`kpca_dask.blocks.kernels`, by canonical name (aliases resolved).
 KERNEL_PARAMETERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "rbf": ("gamma",),
-    "laplacian": ("gamma",),
-    "polynomial": ("gamma", "degree", "coef0"),
-    "linear": (),
-    "sigmoid": ("gamma", "coef0"),
-    "cosine": (),
-    "matern": ("gamma", "nu"),
-})
+    name: kernel_parameters(name) for name in KERNEL_NAMES if canonical_kernel_name(name) == name})
 
 
 def resolve_kernel_params(
