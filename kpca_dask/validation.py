@@ -40,7 +40,8 @@ def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
 
 
 def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
-                  block_rows: int = DEFAULT_BLOCK_ROWS) -> tuple[da.Array, bool]:
+                  block_rows: int = DEFAULT_BLOCK_ROWS,
+                  unknown_rows: bool = False) -> tuple[da.Array, bool]:
     """Validate ``X`` and return it as a lazy 2-D float array, plus ``is_lazy``.
 
     numpy input is checked eagerly (it is in memory anyway); dask input is
@@ -50,6 +51,10 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
     numpy input is wrapped without a copy, so a caller given ``is_lazy=False``
     must compute before it returns (every estimator method does), while the
     values it was named after are still those in memory.
+
+    ``unknown_rows=True`` accepts a dask array whose row blocks have unknown
+    lengths (e.g. from a DataFrame without row counts): a block-by-block map
+    such as a transform does not need them, a fit does.
     """
     if not isinstance(X, da.Array):
         X = as_numpy_array(X, what=what, min_samples=min_samples)
@@ -57,7 +62,7 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
         if sparse.issparse(X):
             return da.from_array(X, chunks=(rows, X.shape[1]), asarray=False), False
         return _wrapped(X, rows), False
-    X = _checked(X, what, min_samples)
+    X = _checked(X, what, min_samples, unknown_rows)
     return one_feature_chunk(X, what, stacklevel=4), True
 
 
@@ -93,7 +98,7 @@ def one_feature_chunk(X: da.Array, what: str = "X", stacklevel: int = 3) -> da.A
     return X
 
 
-def _checked(X, what, min_samples):
+def _checked(X, what, min_samples, unknown_rows=False):
     if X.ndim != 2:
         raise InvalidInputError(
             f"{what} must be a 2-D array of shape (n_samples, n_features); got {X.ndim}-D "
@@ -102,7 +107,7 @@ def _checked(X, what, min_samples):
         )
     X = _as_float(X, what)
     n, p = X.shape
-    if isinstance(X, da.Array) and any(np.isnan(c) for c in X.chunks[0]):
+    if isinstance(X, da.Array) and not unknown_rows and any(np.isnan(c) for c in X.chunks[0]):
         raise InvalidInputError(
             f"{what} has unknown chunk sizes; call {what}.compute_chunk_sizes() first."
         )

@@ -311,4 +311,5 @@ def _first_nonfinite_row(values: np.ndarray, block_info) -> int | None:
     if np.isfinite(values).all():
         return None
     start = block_info[0]["array-location"][0][0] if block_info else 0
-    return start + int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+    start = 0 if start is None or np.isnan(start) else start  # rows of unknown blocks
+    return int(start) + int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])

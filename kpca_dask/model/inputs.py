@@ -48,8 +48,8 @@ def computed(Y: da.Array):
 def as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
     """``X`` as a lazy float array and whether the input was lazy.
 
-    A dask frame's blocks may have unknown lengths, which a lazy projection
-    does not need, so its array is taken as it is.
+    Row blocks may have unknown lengths (a dask frame's, or an array made
+    from one): a lazy projection does not need them.
 
     Examples
     --------
@@ -59,7 +59,7 @@ def as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
     """
     if isinstance(frame, Partitions):
         return X, True
-    return as_dask_array(X, what=what, min_samples=1)
+    return as_dask_array(X, what=what, min_samples=1, unknown_rows=True)
 
 
 def open_input(X: Any) -> Any:

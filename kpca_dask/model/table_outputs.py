@@ -119,7 +119,9 @@ def transform_table(model: Any, frame: Any, method: str = "transform", *,
         from ..io.frames import frame_to_array
 
         parts = Partitions.of(frame[features + [k for k in keep if k not in features]])
-        X = frame_to_array(parts, what=what, features=features)
+        # No row counts: a transform maps block by block, and counting rows the
+        # metadata does not keep would read the whole table once more.
+        X = frame_to_array(parts, what=what, features=features, lengths=False)
         with warnings.catch_warnings():
             # The names were checked above on the frame; the array has none.
             warnings.filterwarnings("ignore", message="X does not have valid feature names")

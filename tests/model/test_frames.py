@@ -307,3 +307,34 @@ def test_fit_transform_of_a_dask_frame_is_a_dask_frame(parquet):
     """fit_transform of a dask DataFrame returns a lazy dask DataFrame of the components."""
     Y = KernelPCA(**_params()).fit_transform(_features(parquet))
     assert isinstance(Y, dd.DataFrame) and Y.npartitions == 8
+
+
+def test_transform_table_of_a_csv_frame_computes_nothing(tmp_path, table):
+    """transform_table of a frame whose row counts are unknown (CSV) counts no rows: the
+    output is lazy and equal to the numpy transform, ids beside it."""
+    from kpca_dask import transform_table
+
+    kpca = KernelPCA(**_params()).fit(table[NAMES])
+    table[NAMES + ["id"]].to_csv(tmp_path / "t.csv", index=False)
+    frame = dd.read_csv(tmp_path / "t.csv", blocksize=20_000)
+    with CountComputes() as counted:
+        out = transform_table(kpca, frame, keep_columns=["id"])
+    assert counted.computes == 0
+    result = out.compute()
+    np.testing.assert_array_equal(result["id"], table["id"])
+    np.testing.assert_allclose(result[kpca.get_feature_names_out()].to_numpy(),
+                               kpca.transform(table[NAMES].to_numpy()), atol=1e-12)
+
+
+def test_array_of_unknown_row_counts_transforms_but_does_not_fit(table):
+    """A dask array with unknown block lengths transforms lazily; a fit asks for the lengths."""
+    import dask.array as da
+
+    kpca = KernelPCA(**_params()).fit(table[NAMES].to_numpy())
+    X = da.from_array(table[NAMES].to_numpy(), chunks=(300, P))
+    unknown = X[da.isfinite(X[:, 0])]  # a boolean mask: dask no longer knows the lengths
+    assert np.isnan(unknown.chunks[0]).all()
+    np.testing.assert_allclose(kpca.transform(unknown).compute(), kpca.transform(X).compute(),
+                               atol=1e-12)
+    with pytest.raises(InvalidInputError, match="unknown chunk sizes"):
+        KernelPCA(**_params()).fit(unknown)
