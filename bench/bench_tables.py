@@ -8,7 +8,16 @@ rows (what the Parquet reader merges row groups up to). The server is moto's
 its PID. Compute is dask's threaded scheduler in this process, so the peak
 resident memory sampled here is that of the whole computation.
 
+Bytes read are the loopback interface's traffic during a step (the server's
+responses; requests are a few hundred bytes each), so run it on an otherwise
+quiet machine: for the whole fit, for the pass alone (a second fit given the
+first one's landmarks and gamma, so it samples nothing) and their difference,
+the sampling read (gamma, landmarks); and for the transform (which also
+writes its output over loopback).
+
     python bench/bench_tables.py --rows 200000 --features 32
+    python bench/bench_tables.py --rows 10000000 --row-group 100000 --block-rows 100000 \
+        --landmarks 1000          # the table in the documentation (~15 min, ~8 GiB)
 """
 
 from __future__ import annotations
@@ -73,24 +82,37 @@ def _write_data(fs, options, n, p, row_group, block_rows, seed=0):
     return names
 
 
-def _timed(step):
+def _served(server: subprocess.Popen) -> int:
+    """Bytes sent over loopback so far: the server's responses and the requests."""
+    import psutil
+
+    return psutil.net_io_counters(pernic=True)["lo"].bytes_sent
+
+
+def _timed(step, server):
     memory = PeakMemory()
+    served = _served(server)
     started = time.perf_counter()
     step()
     seconds = time.perf_counter() - started
-    return seconds, memory.stop().above_start_gib
+    return seconds, memory.stop().above_start_gib, _served(server) - served
 
 
-def _run(kind, model, names, options, args):
-    """Fit from the URL of ``kind``, then transform and write beside it: seconds and GiB."""
+def _run(kind, model, names, options, args, server):
+    """Fit from the URL of ``kind``, then transform and write beside it: seconds, GiB, bytes."""
     from kpca_dask.io import open_array, write_embedding
     from kpca_dask.io.parquet_out import write_table
     from kpca_dask.model.table_outputs import transform_table
 
     url = f"s3://bench/t.{kind}"
     extra = {"columns": names} if kind == "parquet" else {}
-    fit_s, fit_gib = _timed(lambda: model.fit(open_array(
-        url, storage_options=options, block_rows=args.block_rows, **extra)))
+    def data():
+        return open_array(url, storage_options=options, block_rows=args.block_rows, **extra)
+
+    fit_s, fit_gib, fit_bytes = _timed(lambda: model.fit(data()), server)
+    again = type(model)(**{**model.get_params(), "landmarks": model.landmarks_,
+                           "n_landmarks": model.n_landmarks_, "gamma": model.gamma_})
+    _, _, pass_bytes = _timed(lambda: again.fit(data()), server)
     if kind == "zarr":
         def out():
             write_embedding(model.transform(open_array(url, storage_options=options)),
@@ -105,8 +127,8 @@ def _run(kind, model, names, options, args):
         def out():
             write_table(transform_table(model, frame, columns=names, keep_columns=["id"]),
                         "s3://bench/emb.parquet", storage_options=options)
-    tr_s, tr_gib = _timed(out)
-    return kind, fit_s, fit_gib, tr_s, tr_gib
+    tr_s, tr_gib, tr_bytes = _timed(out, server)
+    return kind, fit_s, fit_gib, tr_s, tr_gib, (fit_bytes - pass_bytes, pass_bytes, tr_bytes)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,23 +159,29 @@ def main(argv: list[str] | None = None) -> None:
         with dask.config.set(scheduler="threads"):
             for kind in ("zarr", "parquet"):
                 models[kind] = KernelPCA(**params)
-                rows.append(_run(kind, models[kind], names, options, args))
+                rows.append(_run(kind, models[kind], names, options, args, server))
         same = np.allclose(models["zarr"].eigenvalues_, models["parquet"].eigenvalues_,
                            rtol=1e-5)
+        stored = {kind: sum(info["size"] for info in fs.find(f"bench/t.{kind}",
+                                                               detail=True).values())
+                  for kind in ("zarr", "parquet")}
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(10)
 
-    base = {kind: (fit_s, tr_s) for kind, fit_s, _, tr_s, _ in rows}
+    base = {kind: (fit_s, tr_s) for kind, fit_s, _, tr_s, _, _ in rows}
     lines = [f"{args.rows} rows x {args.features} float32 + int64 id, Parquet row groups of "
              f"{args.row_group}, Zarr chunks of {args.block_rows}, m = {args.landmarks}, "
              f"threaded scheduler, S3-compatible server (moto) on loopback; "
              f"{os.cpu_count()} CPU(s). Same eigenvalues (1e-5): {same}.", "",
-             "| input | fit s | fit peak GiB above start | transform + write s | "
-             "transform peak GiB | time / Zarr's (fit, transform) |",
-             "|---|---|---|---|---|---|"]
-    for kind, fit_s, fit_gib, tr_s, tr_gib in rows:
-        lines.append(f"| {kind} | {fit_s:.2f} | {fit_gib:.2f} | {tr_s:.2f} | {tr_gib:.2f} | "
+             "| input | stored MB | fit s | fit peak GiB above start | read by sampling MB | "
+             "read by the pass MB | transform + write s | transform peak GiB | "
+             "read by transform MB | time / Zarr's (fit, transform) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for kind, fit_s, fit_gib, tr_s, tr_gib, (sample_b, pass_b, tr_b) in rows:
+        lines.append(f"| {kind} | {stored[kind] / 1e6:.0f} | {fit_s:.2f} | {fit_gib:.2f} | "
+                     f"{sample_b / 1e6:.0f} | {pass_b / 1e6:.0f} | {tr_s:.2f} | {tr_gib:.2f} | "
+                     f"{tr_b / 1e6:.0f} | "
                      f"{fit_s / base['zarr'][0]:.2f}, {tr_s / base['zarr'][1]:.2f} |")
     text = "\n".join(lines)
     print(text)
