@@ -112,16 +112,30 @@ def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = 
            if not (np.issubdtype(np.dtype(dtype), np.number)
                    if isinstance(dtype, np.dtype) else _numeric_extension(dtype))]
     if bad:
-        numeric = [name for name in dtypes.index if name not in bad]
-        listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
-        how = (f"choose numeric columns with columns={numeric!r} (--columns "
-               f"{','.join(map(str, numeric))})" if file else
-               f"choose the feature columns, X[{numeric!r}], or convert those to numbers")
-        raise NonNumericInputError(
-            f"{what} has non-numeric column(s) {listed}; kernel PCA needs numbers: {how}.")
+        raise NonNumericInputError(_non_numeric_message(dtypes, bad, what, file))
     if len(dtypes) == 0:
         raise InvalidInputError(f"{what} has no columns; choose feature columns with columns=.")
     return X
+
+
+def _non_numeric_message(dtypes, bad: list, what: str, file: bool) -> str:
+    """Which columns are not numbers, and which to choose instead. Integer columns are
+    suggested only when there are no float ones: they are most often keys (an ``id``),
+    which a fit on them would treat as a feature."""
+    numeric = [name for name in dtypes.index if name not in bad]
+    floats = [name for name in numeric if np.dtype(getattr(dtypes[name], "numpy_dtype",
+                                                            dtypes[name])).kind == "f"]
+    chosen = floats or numeric
+    left = [name for name in numeric if name not in chosen]
+    listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
+    how = (f"choose numeric columns with columns={chosen!r} (--columns "
+           f"{','.join(map(str, chosen))})" if file else
+           f"choose the feature columns, X[{chosen!r}], or convert those to numbers")
+    if left:
+        keep = "--keep-columns" if file else "keep_columns="
+        how += (f"; the integer column(s) {left!r} are left out as likely keys: add them if "
+                f"they are features, or carry them beside the output with {keep}")
+    return f"{what} has non-numeric column(s) {listed}; kernel PCA needs numbers: {how}."
 
 
 def _numeric_extension(dtype) -> bool:
