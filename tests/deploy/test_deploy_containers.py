@@ -366,6 +366,42 @@ def test_image_version_matches_the_package(image):
     assert result.stdout.strip() == f"kpca-dask {kpca_dask.__version__}"
 
 
+#: Run in a worker's container: every built-in kernel in both dtypes, then how many of the
+#: compiled epilogue's signatures numba loaded from its cache and how many it had to compile.
+_COMPILE_PROBE = """
+import json, numba, numpy as np, warnings
+from kpca_dask import KernelPCA
+from kpca_dask.blocks import epilogue
+warnings.simplefilter("ignore")
+X = np.random.default_rng(0).normal(size=(500, 4))
+for dtype in ("float64", "float32"):
+    for kernel in ("rbf", "laplacian", "matern", "polynomial", "sigmoid", "cosine", "linear"):
+        KernelPCA(n_components=2, kernel=kernel, n_landmarks=20, landmarks="uniform",
+                  dtype=dtype, random_state=0).fit_transform(X)
+stats = {name: [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
+         for name, f in vars(epilogue).items()
+         if isinstance(f, numba.core.dispatcher.Dispatcher) and f.signatures}
+print("STATS" + json.dumps(stats))
+"""
+
+
+def test_worker_container_starts_warm(cluster):
+    """A worker's container (read-only root, /tmp an emptyDir) runs every built-in kernel
+    in float64 and float32 with the epilogue compiled when the image was built: numba
+    loads every signature from its cache and compiles none."""
+    containers = cluster["containers"]
+    options, _ = pod_options(WORKER_POD, containers.name("compile-probe"),
+                             secret_dir=cluster["secrets"]["cluster"])
+    code, output = containers.run_to_end(containers.name("compile-probe"), options,
+                                         ["python", "-c", _COMPILE_PROBE], timeout=300)
+    assert code == 0, output
+    stats = json.loads(output.split("STATS", 1)[1].splitlines()[0])
+    assert stats, output
+    compiled = {name: misses for name, (hits, misses) in stats.items() if misses}
+    assert not compiled, f"compiled at run time: {compiled} (all: {stats})"
+    assert all(hits >= 2 for hits, _ in stats.values()), stats  # float32 and float64
+
+
 # -- the cluster -------------------------------------------------------------------------
 
 
