@@ -17,7 +17,12 @@ writes its output over loopback).
 
     python bench/bench_tables.py --rows 200000 --features 32
     python bench/bench_tables.py --rows 10000000 --row-group 100000 --block-rows 100000 \
-        --landmarks 1000          # the table in the documentation (~15 min, ~8 GiB)
+        --rows-per-file 100000 --landmarks 1000     # the documentation's table (~15 min)
+
+moto answers a ranged GET by reading the whole object (moto/s3/models.py,
+``FakeKey.value``), so a ranged read of one 2 GB Parquet file costs what
+reading all of it does; S3 itself reads only the range. ``--rows-per-file``
+writes the table as a dataset of files, as ``dask.dataframe.to_parquet`` does.
 """
 
 from __future__ import annotations
@@ -57,8 +62,9 @@ def _moto() -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def _write_data(fs, options, n, p, row_group, block_rows, seed=0):
-    """The same rows as Parquet (row groups of row_group) and as Zarr (chunks of block_rows)."""
+def _write_data(fs, options, n, p, row_group, block_rows, rows_per_file, seed=0):
+    """The same rows as Parquet (files of rows_per_file rows in row groups of row_group,
+    ``part.<i>.parquet`` as dask writes them) and as Zarr (chunks of block_rows)."""
     import dask.array as da
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -69,14 +75,17 @@ def _write_data(fs, options, n, p, row_group, block_rows, seed=0):
     names = [f"f{i}" for i in range(p)]
     schema = pa.schema([("id", pa.int64())] + [(name, pa.float32()) for name in names])
     pieces = []
-    with fs.open("bench/t.parquet", "wb") as f, pq.ParquetWriter(f, schema) as writer:
-        for start in range(0, n, row_group):
-            rows = min(row_group, n - start)
-            X = rng.standard_normal((rows, p), dtype=np.float32)
-            pieces.append(X)
-            columns = [pa.array(np.arange(start, start + rows, dtype=np.int64))]
-            columns += [pa.array(X[:, j]) for j in range(p)]
-            writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+    for part, first in enumerate(range(0, n, rows_per_file)):
+        last = min(first + rows_per_file, n)
+        with (fs.open(f"bench/t.parquet/part.{part}.parquet", "wb") as f,
+              pq.ParquetWriter(f, schema) as writer):
+            for start in range(first, last, row_group):
+                rows = min(row_group, last - start)
+                X = rng.standard_normal((rows, p), dtype=np.float32)
+                pieces.append(X)
+                columns = [pa.array(np.arange(start, start + rows, dtype=np.int64))]
+                columns += [pa.array(X[:, j]) for j in range(p)]
+                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
     X = da.from_array(np.concatenate(pieces), chunks=(block_rows, p))
     write_array(X, "s3://bench/t.zarr", storage_options=options)
     return names
@@ -137,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--features", type=int, default=32)
     parser.add_argument("--row-group", type=int, default=2_000)
     parser.add_argument("--block-rows", type=int, default=20_000)
+    parser.add_argument("--rows-per-file", type=int, default=None,
+                        help="rows in each Parquet file (default: one file). moto reads a whole "
+                             "object for each ranged GET, so large single files measure moto")
     parser.add_argument("--landmarks", type=int, default=500)
     args = parser.parse_args(argv)
 
@@ -152,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
         fs = s3fs.S3FileSystem(**options)
         fs.mkdir("bench")
         names = _write_data(fs, options, args.rows, args.features, args.row_group,
-                            args.block_rows)
+                            args.block_rows, args.rows_per_file or args.rows)
         params = {"n_components": 10, "n_landmarks": args.landmarks, "dtype": "float32",
                   "random_state": 0}
         rows, models = [], {}
@@ -170,8 +182,10 @@ def main(argv: list[str] | None = None) -> None:
         server.wait(10)
 
     base = {kind: (fit_s, tr_s) for kind, fit_s, _, tr_s, _, _ in rows}
+    files = -(-args.rows // (args.rows_per_file or args.rows))
     lines = [f"{args.rows} rows x {args.features} float32 + int64 id, Parquet row groups of "
-             f"{args.row_group}, Zarr chunks of {args.block_rows}, m = {args.landmarks}, "
+             f"{args.row_group} in {files} file(s), Zarr chunks of {args.block_rows}, "
+             f"m = {args.landmarks}, "
              f"threaded scheduler, S3-compatible server (moto) on loopback; "
              f"{os.cpu_count()} CPU(s). Same eigenvalues (1e-5): {same}.", "",
              "| input | stored MB | fit s | fit peak GiB above start | read by sampling MB | "
