@@ -50,10 +50,11 @@ from kpca_dask._parallel import capped_blas
 from kpca_dask.blocks import statistics as block_statistics
 from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine import passes
+from kpca_dask.engine import solve as small_problem_solver
 from kpca_dask.engine.sampling import as_generator
 from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
-from kpca_dask.model.parameters import resolve_kernel_params
+from kpca_dask.model.parameters import rcond_for, resolve_kernel_params
 from kpca_dask.validation import as_dask_array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -106,8 +107,8 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
 
     def small_problem():
         kmm = pairwise_kernel(chosen.points, chosen.points, "rbf", **params)
-        basis = small_problem.landmark_basis(kmm, 1e-10 if dtype == "float64" else 1e-5)
-        return basis, small_problem.reference_row(chosen.points, "rbf", params, kmm)
+        basis = small_problem_solver.landmark_basis(kmm, rcond_for(None, dtype))
+        return basis, small_problem_solver.reference_row(chosen.points, "rbf", params, kmm)
 
     solve_kmm, (basis, reference) = best_of(args.repeats, small_problem)
     stats = passes.pass_statistics(Xl, chosen.points, "rbf", params, np.dtype(dtype),
@@ -118,8 +119,8 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
             return dask.compute(stats)[0]
 
     t_pass, computed = best_of(args.repeats, run_pass)
-    solve_small, _ = best_of(args.repeats, lambda: small_problem.solve(computed, basis,
-                                                                 args.n_components))
+    solve_small, _ = best_of(args.repeats, lambda: small_problem_solver.solve(
+        computed, basis, args.n_components))
     # The same blocks the pass sees, with the landmarks shifted as the pass shifts them.
     origin = block_statistics.kernel_origin(chosen.points, "rbf")
     Z = (chosen.points - origin).astype(dtype)
