@@ -48,7 +48,9 @@ from kpca_dask.datasets import load_mnist
 from kpca_dask.engine.bandwidth import resolve_gamma
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "bench" / "results"
+#: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
+RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
+                              Path(__file__).resolve().parent / "results"))
 N_TOP = 10
 METHODS = ("uniform", "kmeans", "rpcholesky", "sklearn Nystroem+PCA")
 

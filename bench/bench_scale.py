@@ -49,7 +49,9 @@ from threadpoolctl import threadpool_limits
 
 from kpca_dask.blocks.kernels import pairwise_kernel
 
-RESULTS = Path(__file__).resolve().parent / "results"
+#: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
+RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
+                              Path(__file__).resolve().parent / "results"))
 KPCA_DASK = [sys.executable, "-m", "kpca_dask"]
 
 

@@ -19,6 +19,7 @@ their largest relative eigenvalue difference.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +27,9 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-RESULTS = Path(__file__).resolve().parent / "results"
+#: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
+RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
+                              Path(__file__).resolve().parent / "results"))
 
 
 def _timed(function):

@@ -1,0 +1,69 @@
+"""Every benchmark script runs to its table at a tiny size.
+
+The benchmarks are not timed here (their figures come from full-size runs on a
+quiet machine, docs/benchmarks.md); this only keeps them runnable as the code
+under them moves. Each runs as a subprocess of this interpreter, its tables
+written to a temporary folder (``KPCA_DASK_BENCH_RESULTS``), not over the real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+BENCH = REPOSITORY / "bench"
+DATA = Path(os.environ.get("KPCA_DASK_DATA", REPOSITORY.parent / "shared" / "data"))
+MOTO_SERVER = Path(sys.executable).parent / "moto_server"
+
+#: The script, its arguments at a tiny size ({tmp} a scratch folder), and what it needs.
+RUNS = {
+    "bench_floor": (["--n-samples", "4000", "--n-landmarks", "50", "--repeats", "1",
+                     "--schedulers", "threads", "--dtypes", "float64", "--landmarks",
+                     "uniform"], None),
+    "bench_vs_sklearn": (["--n-samples", "2000", "--n-landmarks", "50", "--repeats", "1"], None),
+    "bench_sparse_memory": (["--n", "2000", "--p", "500", "--m", "20", "--block-rows", "500"],
+                            None),
+    "bench_scale": (["--sizes", "2e4", "--n-landmarks", "50", "--chunk-rows", "5000",
+                     "--workdir", "{tmp}"], None),
+    "bench_update": (["--n-samples", "20000", "--n-landmarks", "50", "--chunk-rows", "5000",
+                      "--repeats", "1"], None),
+    "bench_sampling_read": (["--n", "2e4", "--chunk-rows", "2000", "--n-landmarks", "50",
+                             "--workdir", "{tmp}"], "moto"),
+    "bench_tables": (["--rows", "4000", "--row-group", "1000", "--block-rows", "1000",
+                      "--rows-per-file", "2000", "--landmarks", "50"], "moto"),
+    "bench_accuracy": (["--n", "1000", "--m", "50", "--seeds", "0", "--methods", "uniform"],
+                       "mnist"),
+    "bench_novelty": (["--n-landmarks", "50", "--digits", "0", "--n-components", "5"], "mnist"),
+    "bench_denoising": (["--subset", "300", "--n-landmarks", "50", "--components", "8"],
+                        "mnist"),
+    "bench_mnist": (["--n-landmarks", "50", "--n-components", "5"], "mnist"),
+}
+
+
+def test_every_benchmark_has_a_run():
+    """A new script in bench/ gets a tiny run here."""
+    assert {path.stem for path in BENCH.glob("bench_*.py")} == set(RUNS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
+    """The script exits 0 and prints its results (a Markdown table, or JSON lines)."""
+    args, needs = RUNS[name]
+    if needs == "moto" and not MOTO_SERVER.is_file():
+        pytest.skip("needs moto_server beside this interpreter (pip install 'kpca-dask[deploy]')")
+    if needs == "mnist" and not (DATA / "mnist").is_dir():
+        pytest.skip(f"MNIST not found in {DATA / 'mnist'}; set KPCA_DASK_DATA")
+    env = {**os.environ, "KPCA_DASK_BENCH_RESULTS": str(tmp_path / "results"),
+           "KPCA_DASK_DATA": str(DATA), "PYTHONPATH": str(REPOSITORY)}
+    result = subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py"),
+         *[arg.replace("{tmp}", str(tmp_path)) for arg in args]],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "|---" in result.stdout or result.stdout.lstrip().startswith("{"), result.stdout[-3000:]
