@@ -263,9 +263,10 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         self : KernelPCA
         """
         started = time.perf_counter()
-        check_params(self.get_params(deep=False))
+        params = self.get_params(deep=False)
+        check_params(params)
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
-        model = fit_model(self.get_params(deep=False), as_fit_input(X), feature_names=names,
+        model = fit_model(params, as_fit_input(X), feature_names=names,
                           checkpoint=checkpoint, started=started)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self

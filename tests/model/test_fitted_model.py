@@ -54,9 +54,13 @@ def test_every_way_of_making_a_model_replaces_it_whole():
     grown = kpca.model_
     kpca.set_n_components(2)
     assert grown.n_components == 3 and kpca.model_.n_components == 2
-    merged = kpca_dask.merge([_fitted(), KernelPCA(
-        n_components=3, gamma=0.3, landmarks=first.landmarks).fit(_data(40, seed=2))])
+    shards = [_fitted(), KernelPCA(n_components=3, gamma=0.3,
+                                   landmarks=first.landmarks).fit(_data(40, seed=2))]
+    before = [shard.model_ for shard in shards]
+    merged = kpca_dask.merge(shards)
     assert merged.n_samples_fit_ == 240
+    assert all(shard.model_ is model for shard, model in zip(shards, before))
+    assert [model.n_samples for model in before] == [200, 40]
 
 
 def test_refit_without_the_map_drops_it():
