@@ -17,8 +17,10 @@ from threadpoolctl import ThreadpoolController, threadpool_limits
 _LOCAL_SCHEDULERS = (dask.threaded.get, dask.local.get_sync, dask.multiprocessing.get)
 
 
-def distributed_client(collection):
+def distributed_client(collection=None):
     """The ``distributed.Client`` that will compute ``collection``, or None for a local scheduler.
+
+    Without a collection: the client that computes collections by default now.
 
     The scheduler in effect may be a client's ``get`` (the default once a
     client exists), or a wrapper around it set with
@@ -34,7 +36,8 @@ def distributed_client(collection):
     ...     distributed_client(da.zeros(3)) is None
     True
     """
-    scheduler = dask.base.get_scheduler(collections=[collection])
+    scheduler = dask.base.get_scheduler(
+        collections=None if collection is None else [collection])
     if scheduler is None or scheduler in _LOCAL_SCHEDULERS:
         return None
     try:

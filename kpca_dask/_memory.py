@@ -1,0 +1,84 @@
+"""How much memory the work on a collection may use: a worker's limit, or this machine's.
+
+On a ``distributed`` cluster each worker process has a ``memory_limit`` (and
+pauses at 80 % of it, restarts at 95 %); its threads run tasks at once and
+share it. With a local scheduler the process shares the machine's memory.
+:func:`memory_budget` says which applies to a collection, so that the block
+sizes, the landmark problem's refusal and the choice of where the m x m work
+runs all read one answer.
+
+The local figure can be fixed with dask's configuration, key
+``kpca-dask.memory-limit`` (a number of bytes or a string such as
+``"4 GiB"``; environment variable ``DASK_KPCA_DASK__MEMORY_LIMIT``), for a
+machine whose other tenants the operating system does not show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import psutil
+from dask.utils import format_bytes, parse_bytes
+
+from ._parallel import distributed_client, local_threads
+
+__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY"]
+
+#: dask configuration key of a fixed local memory figure (bytes or a string).
+CONFIG_KEY = "kpca-dask.memory-limit"
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The memory of the place where tasks over a collection run.
+
+    ``process_bytes`` is what one process may hold (the smallest worker's
+    ``memory_limit`` on a cluster; the memory available on this machine, or
+    the configured figure, otherwise); ``threads`` how many tasks run there at
+    once; ``where`` words it for messages.
+    """
+
+    process_bytes: int
+    threads: int
+    on_cluster: bool
+    where: str
+
+    @property
+    def task_bytes(self) -> int:
+        """A fair share of the process for one task: the process's bytes over its threads."""
+        return self.process_bytes // max(1, self.threads)
+
+    def describe(self) -> str:
+        """``"4.00 GiB (the smallest worker's memory_limit)"``, for messages."""
+        return f"{format_bytes(self.process_bytes)} ({self.where})"
+
+
+def memory_budget(collection=None) -> MemoryBudget:
+    """The :class:`MemoryBudget` of whatever will compute ``collection``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with dask.config.set({"kpca-dask.memory-limit": "2 GiB", "scheduler": "threads",
+    ...                       "num_workers": 2}):
+    ...     budget = memory_budget(da.zeros(3))
+    >>> budget.process_bytes, budget.threads, budget.on_cluster
+    (2147483648, 2, False)
+    """
+    client = distributed_client(collection)
+    if client is not None:
+        workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+        if workers:
+            total = psutil.virtual_memory().total
+            limits = [w.get("memory_limit") or total for w in workers]
+            return MemoryBudget(int(min(limits)), int(max(w.get("nthreads", 1) for w in workers)),
+                                True, "the smallest worker's memory_limit")
+    configured = dask.config.get(CONFIG_KEY, None)
+    if configured is not None:
+        return MemoryBudget(int(parse_bytes(configured) if isinstance(configured, str)
+                                else configured), local_threads(), False,
+                            f"the configured {CONFIG_KEY}")
+    return MemoryBudget(int(psutil.virtual_memory().available), local_threads(), False,
+                        "the memory available on this machine")
+

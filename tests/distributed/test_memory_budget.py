@@ -1,0 +1,39 @@
+"""memory_budget: the memory that work on a collection may use, on a cluster and locally."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import psutil
+import pytest
+from distributed import Client, LocalCluster
+
+from kpca_dask._memory import memory_budget
+from kpca_dask.dask_client import environment_kept
+
+
+@pytest.mark.slow
+def test_a_cluster_budget_is_the_smallest_worker_limit():
+    """On a LocalCluster the budget is a worker's memory_limit and its threads, not the
+    client machine's memory."""
+    with environment_kept():
+        cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                               host="127.0.0.1", dashboard_address=None,
+                               memory_limit="700MiB")
+    with environment_kept(), cluster, Client(cluster):
+        budget = memory_budget(da.zeros(10, chunks=5))
+        assert (budget.process_bytes, budget.threads, budget.on_cluster) == (
+            700 * 2**20, 2, True)
+        assert budget.task_bytes == 350 * 2**20
+        assert "worker" in budget.describe()
+
+
+def test_a_local_budget_is_the_available_memory_or_the_configured_figure():
+    """With the threaded scheduler the budget is this machine's available memory, unless
+    kpca-dask.memory-limit fixes it."""
+    with dask.config.set(scheduler="threads", num_workers=2):
+        budget = memory_budget(da.zeros(3))
+        assert not budget.on_cluster and budget.threads == 2
+        assert 0 < budget.process_bytes <= psutil.virtual_memory().total
+        with dask.config.set({"kpca-dask.memory-limit": "1.5 GiB"}):
+            assert memory_budget(da.zeros(3)).process_bytes == int(1.5 * 2**30)
