@@ -12,7 +12,7 @@ q = 10, rbf) this times, for each dtype, landmark strategy and scheduler:
   rest of the block function;
 - **landmarks**: the landmark selection; **pass**: the pass through Dask;
   **dask** = pass - blocks, the scheduling overhead; **solve**: K_mm, its
-  eigendecomposition and the small problem;
+  factorisation and the small problem;
 - **fit**: ``KernelPCA.fit`` end to end, best of ``--repeats`` warm runs;
 - **transform**: ``transform`` of the same rows, against its floor (the
   distance GEMM plus B P).
@@ -46,11 +46,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from kpca_dask import KernelPCA
-from kpca_dask._parallel import capped_blas
 from kpca_dask.blocks import statistics as block_statistics
-from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine import passes
 from kpca_dask.engine import solve as small_problem_solver
+from kpca_dask.engine.landmark_factor import reference_row
 from kpca_dask.engine.sampling import as_generator
 from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
@@ -105,22 +104,13 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
     landmarks, chosen = best_of(args.repeats, lambda: select_landmarks(
         Xl, args.n_landmarks, strategy, rng=as_generator(0), kernel="rbf", params=params))
 
-    def small_problem():
-        kmm = pairwise_kernel(chosen.points, chosen.points, "rbf", **params)
-        basis = small_problem_solver.landmark_basis(kmm, rcond_for(None, dtype))
-        return basis, small_problem_solver.reference_row(chosen.points, "rbf", params, kmm)
-
-    solve_kmm, (basis, reference) = best_of(args.repeats, small_problem)
-    stats = passes.pass_statistics(Xl, chosen.points, "rbf", params, np.dtype(dtype),
-                                    reference=reference)
-
-    def run_pass():
-        with capped_blas(Xl):
-            return dask.compute(stats)[0]
-
-    t_pass, computed = best_of(args.repeats, run_pass)
+    solve_kmm, reference = best_of(args.repeats, lambda: reference_row(
+        chosen.points, "rbf", params))
+    t_pass, computed = best_of(args.repeats, lambda: passes.compute_pass(
+        Xl, chosen.points, "rbf", params, np.dtype(dtype), reference))
     solve_small, _ = best_of(args.repeats, lambda: small_problem_solver.solve(
-        computed, basis, args.n_components))
+        computed, chosen.points, "rbf", params, rcond_for(None, dtype), args.n_components,
+        pass_dtype=np.dtype(dtype)))
     # The same blocks the pass sees, with the landmarks shifted as the pass shifts them.
     origin = block_statistics.kernel_origin(chosen.points, "rbf")
     Z = (chosen.points - origin).astype(dtype)
@@ -131,8 +121,9 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
         xs, lambda x: floor_blocks(x, Z, inner), threads))
     t_blocks, _ = best_of(args.repeats, lambda: in_pool(
         list(zip(chunks, np.cumsum((0,) + Xd.chunks[0][:-1]))),
-        lambda item: block_statistics.statistics_of_block(item[0], item[1], Z, "rbf", params,
-                                               np.dtype(dtype), reference, origin), threads))
+        lambda item: block_statistics.statistics_of_block(
+            None, item[0], item[1], Z, "rbf", params, np.dtype(dtype), reference, origin),
+        threads))
     P = model.projection_.astype(dtype)
     t_transform_floor, _ = best_of(args.repeats, lambda: in_pool(
         xs, lambda x: transform_floor_block(x, Z, P), threads))

@@ -15,6 +15,7 @@ from ._version import __version__
 from .errors import (
     CheckpointMismatchError,
     ConcurrentWriteError,
+    InsufficientMemoryError,
     InvalidInputError,
     InvalidParameterError,
     KPCAError,
@@ -59,6 +60,7 @@ __all__ = [
     "NonFiniteInputError",
     "NonNumericInputError",
     "TooFewComponentsError",
+    "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
     "CheckpointMismatchError",

@@ -167,6 +167,13 @@ def single_blas_thread():
     return _BLAS_LIMIT(1)
 
 
+def blas_limit(threads: int | None):
+    """Context for a block function given its share of the cores (None: as
+    :func:`task_blas_limit`): a chain of the pass that runs alone in a process
+    uses every core's BLAS thread (docs/design.md §8)."""
+    return _BLAS_LIMIT(task_blas_threads() if threads is None else threads)
+
+
 def task_blas_limit():
     """Context for the body of a block function: Dask threads x BLAS threads <= cores.
 

@@ -17,6 +17,7 @@ __all__ = [
     "NonFiniteInputError",
     "InvalidParameterError",
     "TooFewComponentsError",
+    "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
     "ConcurrentWriteError",
@@ -52,6 +53,10 @@ class InvalidParameterError(KPCAError, ValueError):
 
 class TooFewComponentsError(InvalidParameterError):
     """More components were asked for than the kernel has positive eigenvalues."""
+
+
+class InsufficientMemoryError(KPCAError, MemoryError):
+    """The landmark problem asked for needs more memory than the fit may use."""
 
 
 class ModelFormatError(KPCAError, ValueError):

@@ -1,13 +1,16 @@
-"""One row block of the Nyström pass, in numpy: its kernel rows and their statistics.
+"""Row blocks of the Nyström pass, in numpy: their kernel rows, summed in place.
 
 For a block X_b of rows and the landmarks Z (docs/design.md §2)::
 
-    n_b,  s_b = D_b^T 1,  G_b = D_b^T D_b,  t_b = sum_i k(x_i, x_i)
+    n += n_b,  s += D_b^T 1,  G += D_b^T D_b,  t += sum_i k(x_i, x_i)
 
 with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, the kernel rows shifted by the
-reference row r (see :mod:`kpca_dask.engine.solve`). The kernel rows are made
-one cache-sized sub-block at a time by the compiled epilogue
-(docs/design.md §8); nothing here knows about dask.
+reference row r (see :mod:`kpca_dask.engine.solve`). The sums are a
+:class:`RunningStatistics`, one per chain of blocks of the pass
+(:mod:`kpca_dask.engine.passes`), added to in place: G is the one m x m
+float64 array of a chain, whatever the number of its blocks (docs/design.md
+§11). The kernel rows are made one cache-sized sub-block at a time by the
+compiled epilogue (docs/design.md §8); nothing here knows about dask.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._parallel import task_blas_limit
+from .._parallel import blas_limit
 from ..errors import InvalidInputError
 from .kernels import is_translation_invariant, kernel_diagonal
 from .landmark_kernel import LandmarkKernel
 from .sparse_rows import as_block, first_nonfinite, is_sparse
 
-__all__ = ["PassStatistics", "statistics_of_block", "combine_statistics", "kernel_rows_into",
+__all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
+           "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
+           "kernel_rows_into",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
            "shifted_to_origin"]
 
@@ -40,57 +45,161 @@ class PassStatistics:
     reference: np.ndarray  # r: D_b = B_b - 1 r^T (kpca_dask.engine.solve), shape (m,)
 
 
-def statistics_of_block(block, row_offset, landmarks, kernel, params, dtype, reference,
-                        origin=None):
-    """Statistics of one row block; module level so the dashboard names it."""
+@dataclass
+class RunningStatistics:
+    """The sums of the row blocks counted so far, added to in place.
+
+    ``gram`` holds the lower triangle of G = sum D_b^T D_b in Fortran order (the
+    layout BLAS's rank-k update writes in place); :meth:`finished` fills the
+    upper one and returns the :class:`PassStatistics`.
+
+    Maintenance note: a chain of the pass hands its accumulator from one task
+    to the next, and each task adds to the array it received rather than to a
+    copy (a copy per block would be m^2 words each). That is safe because each
+    accumulator is the input of exactly one task: dask releases it once that
+    task has run, a lost worker recomputes the chain from its start, and no
+    task reads an accumulator after handing it on.
+    """
+
+    reference: np.ndarray  # r, (m,)
+    gram: np.ndarray  # lower triangle of G, (m, m), Fortran order
+    column_sums: np.ndarray  # s, (m,)
+    n_samples: int = 0
+    diagonal_sum: float = 0.0
+    n_nonfinite: int = 0
+    first_nonfinite_row: int = -1
+
+    @classmethod
+    def empty(cls, reference: np.ndarray) -> "RunningStatistics":
+        """No rows yet: zero sums for the m landmarks of ``reference``."""
+        m = reference.shape[0]
+        return cls(np.asarray(reference, np.float64), np.zeros((m, m), order="F"), np.zeros(m))
+
+    def add(self, other: "RunningStatistics") -> "RunningStatistics":
+        """Add another chain's sums to these, in place; returns self."""
+        self.gram += other.gram
+        self.column_sums += other.column_sums
+        self.n_samples += other.n_samples
+        self.diagonal_sum += other.diagonal_sum
+        rows = [row for row in (self.first_nonfinite_row, other.first_nonfinite_row) if row >= 0]
+        self.first_nonfinite_row = min(rows) if rows else -1
+        self.n_nonfinite += other.n_nonfinite
+        return self
+
+    def finished(self) -> PassStatistics:
+        """The sums as :class:`PassStatistics`, G made symmetric in place (no copy)."""
+        _fill_upper(self.gram)
+        return PassStatistics(self.n_samples, self.column_sums, self.gram, self.diagonal_sum,
+                              self.n_nonfinite, self.first_nonfinite_row, self.reference)
+
+
+def _fill_upper(gram: np.ndarray) -> None:
+    """Copy the lower triangle of a Fortran-ordered square array onto its upper, by panels."""
+    m = gram.shape[0]
+    step = max(1, PANEL_BYTES // (8 * max(m, 1)))
+    for start in range(0, m, step):
+        stop = min(m, start + step)
+        block = gram[start:stop, start:stop]
+        block[...] = np.tril(block) + np.tril(block, -1).T
+        gram[start:stop, stop:] = gram[stop:, start:stop].T
+
+
+def statistics_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,
+                        origin=None, blas_threads=None):
+    """Add one row block's statistics to ``running`` (None: start a chain) and return it.
+
+    Module level, so the dashboard names the task; ``blas_threads`` is the
+    chain's share of the cores (docs/design.md §8).
+    """
+    if running is None:
+        running = RunningStatistics.empty(reference)
     x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
-    m = landmarks.shape[0]
+    running.n_samples += x.shape[0]
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
-        return PassStatistics(
-            x.shape[0], np.zeros(m), np.zeros((m, m)), 0.0,
-            n_bad, int(row_offset + first_bad), reference,
-        )
+        running.n_nonfinite += n_bad
+        row = int(row_offset + first_bad)
+        running.first_nonfinite_row = (row if running.first_nonfinite_row < 0
+                                       else min(row, running.first_nonfinite_row))
+        return running
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
-    column_sums, gram = np.zeros(m), np.zeros((m, m))
+    m = landmarks.shape[0]
     shift = reference.astype(dtype, copy=False)
     # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
     # keep a task's memory O(rows x m) whatever the chunking, and keep float32
-    # SYRK sums short before they are added up in float64.
-    rows = even_block_rows(x.shape[0], kernel_block_rows(m))
+    # sums short before they are added up in float64.
+    rows = even_block_rows(x.shape[0], kernel_block_rows(m, np.dtype(dtype).itemsize))
     buffer = np.empty((min(rows, x.shape[0]), m), dtype)
     kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
-    with task_blas_limit():
+    with blas_limit(blas_threads):
         for start in range(0, x.shape[0], rows):
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
-                                  x[start : start + rows], kernel_rows, shift, column_sums)
-            # D.T @ D with the same buffer is dispatched by numpy to BLAS SYRK, half
-            # the flops of a general product.
-            gram += D.T @ D
-    return PassStatistics(
-        n_samples=x.shape[0],
-        column_sums=column_sums,
-        gram=gram,
-        diagonal_sum=float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64)),
-        n_nonfinite=0,
-        first_nonfinite_row=-1,
-        reference=reference,
-    )
+                                  x[start : start + rows], kernel_rows, shift,
+                                  running.column_sums)
+            add_gram(running.gram, D)
+    running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
+    return running
+
+
+def merge_running(*chains: RunningStatistics) -> RunningStatistics:
+    """The sums of several chains, added into the first in place: a node of the pass's tree."""
+    for chain in chains[1:]:
+        chains[0].add(chain)
+    return chains[0]
+
+
+def finish_statistics(running: RunningStatistics) -> PassStatistics:
+    """The pass's result: :meth:`RunningStatistics.finished`, as a named task."""
+    return running.finished()
+
+
+#: Bytes of the product of one column panel of a block, added to G at a time.
+PANEL_BYTES = 2**25
+
+
+def add_gram(gram: np.ndarray, D: np.ndarray) -> None:
+    """``gram += D^T D`` on the lower triangle of the Fortran-ordered float64 ``gram``.
+
+    One column panel at a time: the panel's product with itself (numpy sends
+    it to BLAS ``syrk``) and with the columns after it (a GEMM), each added
+    into the float64 sums at once, so no second m x m array exists. Products
+    of float32 rows sum the block's rows in float32, as one float32 rank-k
+    update would. (numpy's products release the GIL, so the pass's chains run
+    side by side; scipy's BLAS wrappers hold it.)
+
+    Examples
+    --------
+    >>> G = np.zeros((2, 2), order="F")
+    >>> add_gram(G, np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> np.tril(G)
+    array([[10.,  0.],
+           [14., 20.]])
+    """
+    m = D.shape[1]
+    width = max(64, PANEL_BYTES // (D.dtype.itemsize * max(m, 1)))
+    for start in range(0, m, width):
+        stop = min(m, start + width)
+        panel = D[:, start:stop]
+        gram[start:stop, start:stop] += panel.T @ panel
+        if stop < m:
+            gram[stop:, start:stop] += D[:, stop:].T @ panel
 
 
 #: Bytes of one kernel block inside a task (rows x m, float64): 128 MiB.
 KERNEL_BLOCK_BYTES = 2**27
 
 
-def kernel_block_rows(n_landmarks: int) -> int:
-    """Rows of data per kernel block: ~128 MiB, but 1024 to 65 536 rows.
+def kernel_block_rows(n_landmarks: int, itemsize: int = 8) -> int:
+    """Rows of data per kernel block: ~128 MiB of kernel values, but 1024 to 65 536 rows.
 
     Examples
     --------
     >>> kernel_block_rows(1000), kernel_block_rows(4096), kernel_block_rows(10)
     (16777, 4096, 65536)
+    >>> kernel_block_rows(10_000, itemsize=4)  # float32: twice the rows in the same bytes
+    3355
     """
-    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (8 * max(n_landmarks, 1)))))
+    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (itemsize * max(n_landmarks, 1)))))
 
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in
@@ -164,6 +273,24 @@ def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
     if not is_translation_invariant(kernel) or (X is not None and is_sparse(X._meta)):
         return None
     return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
+
+
+def add_statistics(into: PassStatistics, other: PassStatistics) -> PassStatistics:
+    """``into`` plus ``other``, added into ``into``'s arrays (which the caller owns).
+
+    Examples
+    --------
+    >>> a = PassStatistics(2, np.ones(1), np.ones((1, 1)), 2.0, 0, -1, np.zeros(1))
+    >>> add_statistics(a, a).gram, a.gram  # a's arrays now hold the sum
+    (array([[2.]]), array([[2.]]))
+    """
+    np.add(into.gram, other.gram, out=into.gram)
+    np.add(into.column_sums, other.column_sums, out=into.column_sums)
+    bad_rows = [p.first_nonfinite_row for p in (into, other) if p.first_nonfinite_row >= 0]
+    return PassStatistics(into.n_samples + other.n_samples, into.column_sums, into.gram,
+                          into.diagonal_sum + other.diagonal_sum,
+                          into.n_nonfinite + other.n_nonfinite,
+                          min(bad_rows) if bad_rows else -1, into.reference)
 
 
 def combine_statistics(*parts):

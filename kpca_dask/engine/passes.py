@@ -1,35 +1,55 @@
-"""The dask graph of the Nyström pass and of the projection (docs/design.md §2).
+"""The dask graph of the Nyström pass and of the projection (docs/design.md §2, §11).
 
-:func:`pass_statistics` maps every row block of X to its statistics
-(:func:`kpca_dask.blocks.statistics.statistics_of_block`) and tree-reduces
-them, so only m-sized and m x m arrays leave the workers; :func:`project`
-maps every row block to its embedding. The small arrays every task needs
-(landmarks, P, c) are shared once per graph, not copied into each task.
+:func:`pass_statistics` adds the statistics of every row block of X
+(:func:`kpca_dask.blocks.statistics.statistics_of_block`) into a few running
+sums, one per *chain* of consecutive blocks: each task of a chain adds its
+block to the m x m float64 sums it receives and hands them on, so a chain
+holds one m x m array however many blocks it has. :func:`pass_plan` chooses
+how many chains run at once from the memory of the place they run
+(:mod:`kpca_dask._memory`): one per thread while m is small, fewer (each
+with the cores' BLAS threads) once m^2 is large, down to one. The chains are
+then added pairwise. Only m-sized and m x m arrays leave the workers.
+
+:func:`project` maps every row block to its embedding. The small arrays every
+task needs (landmarks, P, c) are shared once per graph, not copied into each
+task.
 """
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+
 import dask
 import dask.array as da
+import dask.threaded
 import numpy as np
 from dask.delayed import Delayed
+from threadpoolctl import threadpool_limits
 
-from .._parallel import distributed_client
+from .._memory import memory_budget
+from .._parallel import capped_blas, distributed_client
 from ..blocks.projection import project_block
 from ..blocks.statistics import (
     PassStatistics,
-    combine_statistics,
+    finish_statistics,
     kernel_origin,
+    merge_running,
     statistics_of_block,
 )
 from ..errors import InvalidParameterError, NonFiniteInputError
-from .solve import OVERFLOW_MESSAGE, reference_row
+from .landmark_factor import OVERFLOW_MESSAGE, reference_row
 
-__all__ = ["pass_statistics", "block_statistics", "reduce_statistics", "project",
-           "shared_values", "row_offsets", "raise_if_nonfinite", "SPLIT_EVERY"]
+__all__ = ["pass_statistics", "compute_pass", "pass_plan", "pass_threads", "PassPlan", "project",
+           "shared_values", "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
+           "SPLIT_EVERY"]
 
-#: How many partial results one node of the tree reduction adds up.
+#: How many partial results one node of a tree reduction adds up (the pre-image pass's).
 SPLIT_EVERY = 8
+
+#: The most bytes of running m x m sums a process holds at once while there are
+#: threads to spare: past it, fewer chains run, each with more BLAS threads.
+ACCUMULATOR_BYTES = 2**28
 
 
 def row_offsets(X: da.Array) -> np.ndarray:
@@ -37,33 +57,130 @@ def row_offsets(X: da.Array) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
 
 
-def block_statistics(
+@dataclass(frozen=True)
+class PassPlan:
+    """How the pass runs: chains at once, each task's BLAS threads, the local pool's threads."""
+
+    chains: int
+    blas_threads: int
+    local_threads: int | None  # threads of dask's local pool for the pass; None: a cluster's
+
+
+def pass_plan(X: da.Array, n_landmarks: int) -> PassPlan:
+    """Chains per process: one per thread while their m x m sums fit :data:`ACCUMULATOR_BYTES`
+    (and an eighth of the process's memory), fewer past that, at least one.
+
+    Examples
+    --------
+    >>> X = da.zeros((100, 2), chunks=10)
+    >>> with dask.config.set(scheduler="threads", num_workers=2):
+    ...     pass_plan(X, 500)
+    PassPlan(chains=2, blas_threads=1, local_threads=2)
+    >>> with dask.config.set(scheduler="threads", num_workers=2):
+    ...     pass_plan(X, 10_000)  # m^2 words over its share: one chain, both cores' BLAS
+    PassPlan(chains=1, blas_threads=2, local_threads=1)
+    """
+    budget = memory_budget(X)
+    room = min(ACCUMULATOR_BYTES, budget.process_bytes // 8)
+    per_process = int(max(1, min(budget.threads, room // (8 * max(n_landmarks, 1) ** 2))))
+    blas_threads = max(1, budget.threads // per_process)
+    client = distributed_client(X)
+    processes = len(client.scheduler_info(n_workers=-1)["workers"]) if client else 1
+    threaded = dask.base.get_scheduler(collections=[X]) is dask.threaded.get
+    return PassPlan(max(1, per_process * processes), blas_threads,
+                    per_process if threaded else None)
+
+
+def pass_statistics(
     X: da.Array,
     landmarks: np.ndarray,
     kernel,
     params: dict,
     dtype=np.float64,
     reference: np.ndarray | None = None,
-) -> list[Delayed]:
-    """One lazy :class:`PassStatistics` per row block of ``X``, in block order.
+    *,
+    blocks: slice | None = None,
+    plan: PassPlan | None = None,
+) -> Delayed:
+    """Lazy one-pass statistics of ``X`` (or of its row ``blocks``) against the landmarks.
 
-    ``X`` must have a single chunk along the feature axis.
+    ``X`` must have a single chunk along the feature axis. The result is a
+    ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
+    every chunk of ``X`` exactly once (compute it with :func:`compute_pass`,
+    which runs the plan's threads). ``reference`` is the row r subtracted from
+    every kernel row (default: :func:`kpca_dask.engine.landmark_factor.reference_row`).
+
+    Examples
+    --------
+    >>> X = da.ones((10, 2), chunks=(4, 2))
+    >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
+    >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
+    (10, 2.0, 0.0)
     """
     if X.numblocks[1] != 1:
         raise ValueError("pass_statistics needs one chunk along the feature axis")
     if reference is None:
         reference = reference_row(landmarks, kernel, params)
+    plan = plan or pass_plan(X, len(landmarks))
     origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
     shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
-    statistics_of = dask.delayed(statistics_of_block, pure=True)
-    return [
-        statistics_of(block, int(offset), shared[0], kernel, params, dtype, shared[1],
-                      shared[2])
-        for block, offset in zip(X.to_delayed().ravel(), row_offsets(X))
-    ]
+    chosen = slice(None) if blocks is None else blocks
+    items = list(zip(X.to_delayed().ravel()[chosen], row_offsets(X)[chosen]))
+    add = dask.delayed(statistics_of_block, pure=True)
+    heads = []
+    for run in np.array_split(np.arange(len(items)), min(plan.chains, len(items))):
+        running = None
+        for i in run:
+            block, offset = items[i]
+            running = add(running, block, int(offset), shared[0], kernel, params, dtype,
+                          shared[1], shared[2], plan.blas_threads)
+        heads.append(running)
+    merge = dask.delayed(merge_running, pure=True)
+    while len(heads) > 1:  # pairwise: a node holds two chains' sums, not all of them
+        heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
+    return dask.delayed(finish_statistics, pure=True)(heads[0])
+
+
+def compute_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype=np.float64,
+                 reference: np.ndarray | None = None, *, blocks: slice | None = None
+                 ) -> PassStatistics:
+    """:func:`pass_statistics` computed: on dask's local pool with the plan's threads.
+
+    With fewer chains than threads, a pool of one thread per chain keeps the
+    spare threads from reading blocks far ahead of the chains that add them up.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.arange(6.0).reshape(3, 2), chunks=(1, 2))
+    >>> compute_pass(X, np.zeros((1, 2)), "linear", {}).n_samples
+    3
+    """
+    plan = pass_plan(X, len(landmarks))
+    statistics = pass_statistics(X, landmarks, kernel, params, dtype, reference,
+                                 blocks=blocks, plan=plan)
+    with pass_threads(X, plan) as options:
+        (result,) = dask.compute(statistics, **options)
+    return result
+
+
+@contextlib.contextmanager
+def pass_threads(X: da.Array, plan: PassPlan):
+    """Context for computing a pass on ``plan``'s threads; yields dask.compute's options.
+
+    On dask's local pool the BLAS threads are set here, in the calling thread:
+    OpenBLAS takes a lower thread count from a pool thread but not a higher one
+    (a chain running alone needs every core's), so the block functions cannot
+    raise it themselves.
+    """
+    if plan.local_threads is None:
+        with capped_blas(X):
+            yield {}
+        return
+    with threadpool_limits(limits=plan.blas_threads, user_api="blas"):
+        yield {"num_workers": plan.local_threads}
 
 
 def shared_values(X: da.Array, *values):
@@ -84,42 +201,6 @@ def shared_values(X: da.Array, *values):
             for v in values]
 
 
-def reduce_statistics(partials: list, split_every: int = SPLIT_EVERY):
-    """Tree-reduce lazy partial statistics to one (``split_every`` per node)."""
-    combine = dask.delayed(combine_statistics, pure=True)
-    while len(partials) > 1:
-        partials = [combine(*partials[i : i + split_every])
-                    for i in range(0, len(partials), split_every)]
-    return partials[0]
-
-
-def pass_statistics(
-    X: da.Array,
-    landmarks: np.ndarray,
-    kernel,
-    params: dict,
-    dtype=np.float64,
-    split_every: int = SPLIT_EVERY,
-    reference: np.ndarray | None = None,
-) -> Delayed:
-    """Lazy one-pass statistics of ``X`` against the landmarks.
-
-    ``X`` must have a single chunk along the feature axis. The result is a
-    ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
-    every chunk of ``X`` exactly once. ``reference`` is the row r subtracted
-    from every kernel row (default: :func:`reference_row`).
-
-    Examples
-    --------
-    >>> X = da.ones((10, 2), chunks=(4, 2))
-    >>> stats = pass_statistics(X, np.ones((3, 2)), "linear", {}).compute()
-    >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
-    (10, 2.0, 0.0)
-    """
-    return reduce_statistics(
-        block_statistics(X, landmarks, kernel, params, dtype, reference), split_every)
-
-
 def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
     """Turn the pass's NaN/inf count, or kernel values that overflowed, into a clear error."""
     if stats.n_nonfinite:
@@ -128,7 +209,9 @@ def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
             f"row {stats.first_nonfinite_row}. Remove or impute them first, e.g. "
             f"X[~da.isfinite(X).all(axis=1)] to find the rows."
         )
-    if not (np.isfinite(stats.gram).all() and np.isfinite(stats.column_sums).all()
+    # Column sums of G: a NaN or an infinity anywhere in G reaches them, and they take
+    # m words where a mask of G would take m^2 bytes.
+    if not (np.isfinite(stats.gram.sum(axis=0)).all() and np.isfinite(stats.column_sums).all()
             and np.isfinite(stats.diagonal_sum)):
         raise InvalidParameterError(OVERFLOW_MESSAGE.format(where=f"{what} and the landmarks"))
 

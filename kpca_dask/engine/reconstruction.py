@@ -42,13 +42,13 @@ from scipy import linalg
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.projection import project_block
-from ..blocks.statistics import PassStatistics, kernel_block_rows, kernel_origin
+from ..blocks.statistics import kernel_block_rows, kernel_origin
 from ..errors import InvalidParameterError, NonFiniteInputError
+from .landmark_factor import factor_landmarks
 from .passes import SPLIT_EVERY, row_offsets, shared_values
-from .solve import LandmarkBasis, landmark_basis
+from .solve import NoveltyTerms
 
-__all__ = ["PreimageStatistics", "NoveltyTerms", "novelty_terms", "embed_landmarks",
-           "preimage_basis",
+__all__ = ["PreimageStatistics", "NoveltyTerms", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
 
 
@@ -61,38 +61,12 @@ class PreimageStatistics:
     cross: np.ndarray  # R = sum_i g(y_i) x_i^T, (r, p)
 
 
-@dataclass(frozen=True)
-class NoveltyTerms:
-    """v = W mu and ``|mu|^2``: with the projection, all that e(x) needs (module docstring)."""
-
-    mean_weights: np.ndarray  # v = W mu, (m,)
-    mean_norm2: float  # |mu|^2
-
-
-def novelty_terms(stats: PassStatistics, basis: LandmarkBasis) -> NoveltyTerms:
-    """The mean feature's weights on the landmarks, from the fit's pass statistics.
-
-    mu = W^T (s / n + r) as in :func:`kpca_dask.engine.solve.solve`.
-
-    Examples
-    --------
-    >>> from kpca_dask.engine.passes import pass_statistics
-    >>> X = da.from_array(np.array([[0.0], [2.0]]), chunks=1)
-    >>> Z = np.array([[1.0]])
-    >>> terms = novelty_terms(pass_statistics(X, Z, "linear", {}).compute(),
-    ...                       landmark_basis(Z @ Z.T, 1e-10))
-    >>> terms.mean_weights, terms.mean_norm2
-    (array([1.]), 1.0)
-    """
-    mean_feature = basis.W.T @ (stats.column_sums / stats.n_samples + stats.reference)
-    return NoveltyTerms(mean_weights=basis.W @ mean_feature,
-                        mean_norm2=float(mean_feature @ mean_feature))
-
-
 def preimage_basis(centres: np.ndarray, kernel, params: dict, rcond: float) -> np.ndarray:
-    """W_Y of the centres' kernel matrix K_ZZ = k(Y_Z, Y_Z), dropping its noise."""
-    centres = np.asarray(centres, dtype=np.float64)
-    return landmark_basis(pairwise_kernel(centres, centres, kernel, **params), rcond).W
+    """W_Y of the centres' kernel matrix K_ZZ = k(Y_Z, Y_Z), dropping its noise.
+
+    Formed (m x r): the pre-image pass applies it to every row block's kernel rows.
+    """
+    return factor_landmarks(np.asarray(centres, dtype=np.float64), kernel, params, rcond).W
 
 
 def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.ndarray,

@@ -54,9 +54,9 @@ import numpy as np
 import zarr
 import zarr.errors
 
-from .._parallel import capped_blas, distributed_client, local_threads
-from ..blocks.statistics import PassStatistics, combine_statistics
-from ..engine.passes import SPLIT_EVERY, block_statistics, reduce_statistics
+from .._parallel import distributed_client
+from ..blocks.statistics import PassStatistics, add_statistics
+from ..engine.passes import PassPlan, pass_plan, pass_statistics, pass_threads
 from ..errors import CheckpointMismatchError, ModelFormatError
 from ..io import PathOrURL, store_location
 from ..io.checksums import CHECKSUMS_ATTRIBUTE
@@ -77,6 +77,9 @@ FORMAT_VERSION = 4
 #: Version 3 wrote no checksums; version 4 always does (kpca_dask.model.checkpoint_files).
 READABLE_VERSIONS = (3, 4)
 _ATTRIBUTE = "kpca_dask_checkpoint"
+
+#: At least this many row blocks per segment (saving the total costs a write of G).
+MIN_SEGMENT_BLOCKS = 8
 
 #: At most this many segments: the total is rewritten once per segment, so
 #: this bounds the checkpoint I/O at about MAX_SEGMENTS x 8 m^2 bytes.
@@ -181,14 +184,17 @@ class FitCheckpoint:
             check_checkpoint_state(total, finished, self.reference, X.chunks[0],
                                    segment_blocks, repr(self.path))
 
-        partials = block_statistics(X, self.landmarks.points, kernel, params, dtype,
-                                    self.reference)
-        segments = [reduce_statistics(partials[i * segment_blocks:(i + 1) * segment_blocks],
-                                      SPLIT_EVERY)
+        # Each segment is one chain of the pass; as many run at once as the pass
+        # would run chains (kpca_dask.engine.passes.pass_plan).
+        plan = pass_plan(X, len(self.landmarks.points))
+        one_chain = PassPlan(1, plan.blas_threads, plan.local_threads)
+        segments = [pass_statistics(X, self.landmarks.points, kernel, params, dtype,
+                                    self.reference, plan=one_chain,
+                                    blocks=slice(i * segment_blocks, (i + 1) * segment_blocks))
                     for i in range(n_segments)]
         todo = [i for i in range(n_segments) if not finished[i]]
-        for done, part in _completed_segments(X, segments, todo, segment_blocks):
-            total = part if total is None else combine_statistics(total, part)
+        for done, part in _completed_segments(X, segments, todo, plan):
+            total = part if total is None else add_statistics(total, part)
             finished[done] = True
             self._save_state(total, finished)
         if created and not _usable(total):
@@ -207,7 +213,7 @@ class FitCheckpoint:
 
     def _create(self, X, landmarks: Landmarks, params: dict, reference: np.ndarray) -> None:
         n_blocks = X.numblocks[0]
-        segment_blocks = max(SPLIT_EVERY, math.ceil(n_blocks / MAX_SEGMENTS))
+        segment_blocks = max(MIN_SEGMENT_BLOCKS, math.ceil(n_blocks / MAX_SEGMENTS))
         meta = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -257,7 +263,7 @@ class FitCheckpoint:
             del group[previous]
 
 
-def _completed_segments(X, segments, todo, segment_blocks):
+def _completed_segments(X, segments, todo, plan: PassPlan):
     """Yield ``(segment index, statistics)`` as segments finish, on any scheduler."""
     if not todo:
         return
@@ -275,19 +281,19 @@ def _completed_segments(X, segments, todo, segment_blocks):
         finally:
             client.cancel(futures)
         return
-    # Local schedulers have no futures: compute waves of segments that keep
-    # every thread busy (about two blocks per thread), saving after each wave.
-    per_wave = max(1, math.ceil(2 * local_threads() / segment_blocks))
-    with capped_blas(X):
+    # Local schedulers have no futures: compute waves of as many segments as
+    # the pass runs chains, one thread each, saving after each wave.
+    per_wave = plan.chains
+    with pass_threads(X, plan) as options:
         for start in range(0, len(todo), per_wave):
             wave = todo[start:start + per_wave]
-            parts = dask.compute(*[segments[i] for i in wave])
+            parts = dask.compute(*[segments[i] for i in wave], **options)
             yield from zip(wave, parts)
 
 
 def _usable(total: PassStatistics | None) -> bool:
     return total is not None and total.n_nonfinite == 0 and bool(
-        np.isfinite(total.gram).all() and np.isfinite(total.diagonal_sum))
+        np.isfinite(total.gram.sum(axis=0)).all() and np.isfinite(total.diagonal_sum))
 
 
 def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:

@@ -37,7 +37,8 @@ __all__ = ["check_model", "check_statistics", "check_array", "check_landmark_pat
 #: Fitted counts: integers, at least 1.
 _COUNTS = ("n_features_in_", "n_components_", "n_landmarks_", "landmark_rank_", "n_samples_fit_")
 #: Fitted numbers: finite floats; the value is the least allowed (None: any).
-_NUMBERS = {"trace_error_": None, "fit_seconds_": 0.0, "novelty_mean_norm2_": 0.0}
+_NUMBERS = {"trace_error_": None, "trace_error_std_": 0.0, "fit_seconds_": 0.0,
+            "novelty_mean_norm2_": 0.0}
 #: Relative slack for sums that were rounded when written (ratios, symmetry).
 _ROUNDING = 1e-8
 
@@ -256,6 +257,10 @@ def _check_arrays(model, shown: str) -> None:
                                                       rtol=_ROUNDING, atol=0))):
         raise damaged(shown, "the array 'explained_variance_ratio' is not the eigenvalues' "
                               "share of one total variance")
+    residuals = model.model_.solution.residuals
+    if residuals is not None and (check_array(residuals, "eigenvalue_residuals", shown,
+                                              (q,)) < 0).any():
+        raise damaged(shown, "the array 'eigenvalue_residuals' holds negative norms")
     if model.landmark_indices_ is not None:
         indices = check_array(model.landmark_indices_, "landmark_indices", shown, (m,), kind="i")
         if (indices < 0).any() or (indices >= model.n_samples_fit_).any():

@@ -22,8 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..blocks.statistics import PassStatistics
-from ..engine.reconstruction import NoveltyTerms
-from ..engine.solve import NystromSolution
+from ..engine.solve import NoveltyTerms, NystromSolution
 
 __all__ = ["FittedModel", "Preimage", "FITTED_ATTRIBUTES", "OPTIONAL_ATTRIBUTES",
            "fitted_attribute"]
@@ -111,6 +110,8 @@ FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
     "eigenvalues_": _solution("eigenvalues"),
     "explained_variance_ratio_": _solution("explained_variance_ratio"),
     "trace_error_": _solution("trace_error"),
+    "trace_error_std_": _solution("trace_error_std"),
+    "eigenvalue_residuals_": _solution("residuals"),
     "n_components_": lambda model: model.n_components,
     "n_features_in_": lambda model: model.n_features,
     "feature_names_in_": lambda model: model.feature_names,
@@ -127,7 +128,8 @@ FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
 #: Attributes that are absent (``hasattr`` is False), not None, when the model has no such part:
 #: scikit-learn's habit for what only some fits learn.
 OPTIONAL_ATTRIBUTES = frozenset({"feature_names_in_", "novelty_weights_", "novelty_mean_norm2_",
-                                 "preimage_centres_", "preimage_coefficients_"})
+                                 "preimage_centres_", "preimage_coefficients_",
+                                 "eigenvalue_residuals_"})
 
 
 def fitted_attribute(name: str) -> property:

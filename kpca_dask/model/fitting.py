@@ -24,18 +24,17 @@ import numpy as np
 from .._parallel import capped_blas
 from ..blocks.kernels import canonical_kernel_name
 from ..blocks.row_pair_kernels import block_kernel
-from ..blocks.statistics import PassStatistics, combine_statistics
+from ..blocks.statistics import PassStatistics, add_statistics
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
-from ..engine.passes import pass_statistics, raise_if_nonfinite
+from ..engine.landmark_factor import reference_row
+from ..engine.passes import compute_pass, raise_if_nonfinite
 from ..engine.reconstruction import (
     embed_landmarks,
-    novelty_terms,
     preimage_basis,
     preimage_statistics,
     solve_preimage,
 )
 from ..engine.sampling import RowSampler, as_generator, independent_generators, sample_indices
-from ..engine.solve import LandmarkBasis, landmark_basis, landmark_kernel_matrix, reference_row
 from ..engine.solve import solve as solve_small_problem
 from ..errors import NonFiniteInputError
 from ..landmarks.auto import grow_landmarks, planned_samples
@@ -46,7 +45,7 @@ from .fitted import FittedModel, Preimage
 from .parameters import rcond_for, resolve_kernel_params
 from .provenance import source_of, with_rows
 
-__all__ = ["fit_model", "solved", "with_rows_added", "landmark_system"]
+__all__ = ["fit_model", "solved", "with_rows_added"]
 
 
 @dataclass(frozen=True)
@@ -55,21 +54,6 @@ class _Kernel:
 
     function: Any  # a canonical name or a callable
     params: dict
-
-
-def landmark_system(landmarks: np.ndarray, kernel, params: dict,
-                    rcond: float) -> tuple[np.ndarray, LandmarkBasis]:
-    """K_mm and its whitening basis W: built once per fit, and again alike for a re-solve.
-
-    Examples
-    --------
-    >>> Z = np.eye(3)
-    >>> kmm, basis = landmark_system(Z, "rbf", {"gamma": 1.0}, 1e-10)
-    >>> kmm.shape, basis.W.shape
-    ((3, 3), (3, 3))
-    """
-    kmm = landmark_kernel_matrix(landmarks, kernel, params)
-    return kmm, landmark_basis(kmm, rcond)
 
 
 def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = None,
@@ -115,17 +99,19 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
         if saved is not None:
             saved.landmark_path = path  # stored with the landmarks
     _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
-    kmm, basis = landmark_system(chosen.points, kernel.function, kernel.params, rcond)
-    reference = reference_row(chosen.points, kernel.function, kernel.params, kmm)
+    # The reference row by panels of K_mm: K_mm itself is built and factorised
+    # after the pass, in the memory the pass's sums leave (docs/design.md §11).
+    reference = reference_row(chosen.points, kernel.function, kernel.params)
     stats = _pass(X, chosen, kernel, np.dtype(params["dtype"]), reference, saved)
     raise_if_nonfinite(stats)
-    solution = solve_small_problem(stats, basis, params["n_components"],
-                                   bool(params["remove_zero_eig"]))
+    small = solve_small_problem(stats, chosen.points, kernel.function, kernel.params, rcond,
+                                params["n_components"], bool(params["remove_zero_eig"]),
+                                pass_dtype=params["dtype"])
     model = FittedModel(
         kernel=kernel.function, kernel_params=kernel.params, landmarks=chosen.points,
-        landmark_indices=chosen.indices, landmark_rank=basis.W.shape[1], solution=solution,
-        n_features=X.shape[1], n_samples=X.shape[0], statistics=stats,
-        novelty=novelty_terms(stats, basis), feature_names=feature_names, landmark_path=path,
+        landmark_indices=chosen.indices, landmark_rank=small.landmark_rank,
+        solution=small.solution, n_features=X.shape[1], n_samples=X.shape[0], statistics=stats,
+        novelty=small.novelty, feature_names=feature_names, landmark_path=path,
         row_provenance=with_rows(None, source_of(X), 0, X.shape[0]))
     if params["fit_inverse_transform"]:
         model = model.replace(preimage=_fit_preimage(X, model, params, rcond))
@@ -133,7 +119,7 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
 
 
 def solved(model: FittedModel, stats: PassStatistics, *, n_components, remove_zero_eig: bool,
-           rcond: float) -> FittedModel:
+           rcond: float, dtype="float64") -> FittedModel:
     """``model`` with the statistics ``stats``, the small problem solved again (landmarks kept).
 
     The same K_mm and basis as the fit's, so a re-solve repeats it exactly. The
@@ -150,12 +136,12 @@ def solved(model: FittedModel, stats: PassStatistics, *, n_components, remove_ze
     ...        rcond=1e-10).n_components
     3
     """
-    _, basis = landmark_system(np.asarray(model.landmarks), model.kernel, model.kernel_params,
-                               rcond)
+    small = solve_small_problem(stats, np.asarray(model.landmarks), model.kernel,
+                                model.kernel_params, rcond, n_components,
+                                bool(remove_zero_eig), pass_dtype=dtype)
     return model.replace(
-        solution=solve_small_problem(stats, basis, n_components, bool(remove_zero_eig)),
-        landmark_rank=basis.W.shape[1], statistics=stats, n_samples=int(stats.n_samples),
-        novelty=novelty_terms(stats, basis), preimage=None)
+        solution=small.solution, landmark_rank=small.landmark_rank, statistics=stats,
+        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None)
 
 
 def with_rows_added(model: FittedModel, X: da.Array, *, dtype: str) -> PassStatistics:
@@ -171,12 +157,10 @@ def with_rows_added(model: FittedModel, X: da.Array, *, dtype: str) -> PassStati
     50
     """
     total = model.statistics
-    batch = pass_statistics(X, model.landmarks, model.kernel, model.kernel_params,
-                            np.dtype(dtype), reference=total.reference)
-    with capped_blas(X):
-        (batch,) = dask.compute(batch)
+    batch = compute_pass(X, model.landmarks, model.kernel, model.kernel_params,
+                         np.dtype(dtype), reference=total.reference)
     raise_if_nonfinite(batch)
-    return combine_statistics(total, batch)
+    return add_statistics(batch, total)  # into the batch's own arrays: the model's stay as they are
 
 
 def _kernel_params(params: dict, X: da.Array, kernel, gamma) -> dict:
@@ -222,11 +206,8 @@ def _pass(X, chosen: Landmarks, kernel: _Kernel, dtype, reference, saved) -> Pas
     """The one pass over X: checkpointed when asked, else a single compute."""
     if saved is not None:
         return saved.run_pass(X, chosen, kernel.function, kernel.params, dtype, reference)
-    stats = pass_statistics(X, chosen.points, kernel.function, kernel.params, dtype,
-                            reference=reference)
-    with capped_blas(X):
-        (stats,) = dask.compute(stats)
-    return stats
+    return compute_pass(X, chosen.points, kernel.function, kernel.params, dtype,
+                        reference=reference)
 
 
 def _fit_preimage(X, model: FittedModel, params: dict, rcond: float) -> Preimage:

@@ -98,7 +98,7 @@ class GrowingMixin:
         stats = with_rows_added(self.model_, X, dtype=self.dtype)
         model = solved(self.model_, stats, n_components=self.n_components,
                        remove_zero_eig=self.remove_zero_eig,
-                       rcond=rcond_for(self.rcond, self.dtype))
+                       rcond=rcond_for(self.rcond, self.dtype), dtype=self.dtype)
         self.model_ = model.replace(row_provenance=provenance,
                                     fit_seconds=model.fit_seconds + time.perf_counter() - started)
         return self
@@ -152,6 +152,6 @@ class GrowingMixin:
         stats = require_statistics(self, "re-solve")
         self.model_ = solved(self.model_, stats, n_components=n_components,
                              remove_zero_eig=self.remove_zero_eig,
-                             rcond=rcond_for(self.rcond, self.dtype))
+                             rcond=rcond_for(self.rcond, self.dtype), dtype=self.dtype)
         self.n_components = n_components
         return self

@@ -20,8 +20,7 @@ import numpy as np
 
 from .._json import jsonable
 from ..blocks.statistics import PassStatistics
-from ..engine.reconstruction import NoveltyTerms
-from ..engine.solve import NystromSolution
+from ..engine.solve import NoveltyTerms, NystromSolution
 from ..errors import InvalidParameterError, ModelFormatError
 from .file_checks import damaged
 from .fitted import FITTED_ATTRIBUTES, OPTIONAL_ATTRIBUTES, FittedModel, Preimage
@@ -31,11 +30,12 @@ __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS
 
 #: The arrays of a model file; each holds the fitted attribute of its name plus "_".
 MODEL_ARRAYS = ("landmarks", "landmark_indices", "projection", "offset", "eigenvalues",
-                "explained_variance_ratio", "novelty_weights", "preimage_centres",
-                "preimage_coefficients")
+                "explained_variance_ratio", "eigenvalue_residuals", "novelty_weights",
+                "preimage_centres", "preimage_coefficients")
 #: The fitted attributes a model file holds as JSON, in the ``fitted`` attribute.
 MODEL_ATTRIBUTES = ("kernel_", "kernel_params_", "gamma_", "n_landmarks_", "landmark_rank_",
-                    "n_components_", "trace_error_", "n_features_in_", "n_samples_fit_",
+                    "n_components_", "trace_error_", "trace_error_std_", "n_features_in_",
+                    "n_samples_fit_",
                     "novelty_mean_norm2_", "landmark_path_", "fit_seconds_", "row_provenance_",
                     "feature_names_in_")
 #: Attributes that follow from other fields, and how (from the other fields read).
@@ -53,7 +53,7 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
     >>> kpca = KernelPCA(n_components=2, n_landmarks=10, landmarks="kmeans", random_state=0)
     >>> arrays, attributes = stored_fields(kpca.fit(np.eye(12)).model_)
     >>> sorted(arrays)[:3], attributes["landmark_indices_"], attributes["n_components_"]
-    (['eigenvalues', 'explained_variance_ratio', 'landmarks'], None, 2)
+    (['eigenvalue_residuals', 'eigenvalues', 'explained_variance_ratio'], None, 2)
     """
     arrays, attributes = {}, {}
     for name in MODEL_ARRAYS:
@@ -104,7 +104,10 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
         landmarks=arrays["landmarks"], landmark_indices=arrays.get("landmark_indices"),
         landmark_rank=attributes["landmark_rank_"],
         solution=NystromSolution(arrays["projection"], arrays["offset"], arrays["eigenvalues"],
-                                 arrays["explained_variance_ratio"], attributes["trace_error_"]),
+                                 arrays["explained_variance_ratio"], attributes["trace_error_"],
+                                 residuals=arrays.get("eigenvalue_residuals"),
+                                 # absent from files written before the iterative solve
+                                 trace_error_std=attributes.get("trace_error_std_", 0.0)),
         n_features=attributes["n_features_in_"], n_samples=attributes["n_samples_fit_"],
         statistics=statistics, novelty=None if novelty is None else NoveltyTerms(*novelty),
         preimage=None if preimage is None else Preimage(*preimage),

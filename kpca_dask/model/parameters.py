@@ -41,7 +41,7 @@ __all__ = ["Constraint", "CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_
 
 #: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
 #: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
-DEFAULT_RCOND = MappingProxyType({"float64": 1e-10, "float32": 1e-5})
+DEFAULT_RCOND = MappingProxyType({"float64": 1e-10, "float32": 1e-3})
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
                                            "array of landmark points of shape (n_landmarks, "
                                            "n_features)", _explain_landmarks),
     "tol": Constraint(lambda v: is_real(v) and 0 < v < 1, "a number in (0, 1)"),
-    "max_landmarks": Constraint(is_count, "an int >= 1"),
+    "max_landmarks": Constraint(lambda v: v is None or is_count(v), "None or an int >= 1"),
     "dtype": Constraint(lambda v: isinstance(v, str) and v in DEFAULT_RCOND,
                         "'float64' or 'float32'"),
     "rcond": Constraint(lambda v: v is None or (is_real(v) and 0 <= v < 1),
@@ -249,7 +249,7 @@ def rcond_for(rcond: float | None, dtype: str) -> float:
     Examples
     --------
     >>> rcond_for(None, "float32"), rcond_for(None, "float64"), rcond_for(1e-8, "float32")
-    (1e-05, 1e-10, 1e-08)
+    (0.001, 1e-10, 1e-08)
     """
     return rcond if rcond is not None else DEFAULT_RCOND[dtype]
 

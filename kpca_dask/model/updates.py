@@ -179,7 +179,7 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
     provenance = combined([recorded_rows(model) for model in models], names=names)
     model = solved(first.model_, combine_statistics(*totals), n_components=first.n_components,
                    remove_zero_eig=first.remove_zero_eig,
-                   rcond=rcond_for(first.rcond, first.dtype))
+                   rcond=rcond_for(first.rcond, first.dtype), dtype=first.dtype)
     merged = copy.deepcopy(first)  # the first model's parameters and output settings
     merged.model_ = model.replace(
         row_provenance=provenance, fit_seconds=float(sum(m.fit_seconds_ for m in models)))

@@ -91,7 +91,7 @@ def test_explicit_points_cannot_grow(blobs_2d):
         ({"n_landmarks": "many"}, "n_landmarks must be an int >= 1 or 'auto'"),
         ({"tol": 0.0}, "tol must be a number in"),
         ({"tol": 1.5}, "tol must be a number in"),
-        ({"max_landmarks": 0}, "max_landmarks must be an int"),
+        ({"max_landmarks": 0}, "max_landmarks must be None or an int"),
     ],
 )
 def test_bad_auto_parameters_raise(blobs_2d, params, message):

@@ -35,8 +35,8 @@ N, P, M, Q = 120, 3, 20, 3
 
 MODEL_ARRAYS = (
     "landmarks", "landmark_indices", "projection", "offset", "eigenvalues",
-    "explained_variance_ratio", "novelty_weights", "preimage_centres", "preimage_coefficients",
-    "statistics_gram", "statistics_column_sums", "statistics_reference",
+    "explained_variance_ratio", "eigenvalue_residuals", "novelty_weights", "preimage_centres",
+    "preimage_coefficients", "statistics_gram", "statistics_column_sums", "statistics_reference",
 )
 MODEL_ATTRIBUTES = (
     "format", "format_version", "kpca_dask_version", "estimator", "unsaved_params", "checksums",
@@ -46,6 +46,7 @@ MODEL_ATTRIBUTES = (
     "params.rcond", "params.remove_zero_eig", "params.tol",
     "fitted.kernel_", "fitted.kernel_params_", "fitted.gamma_", "fitted.n_landmarks_",
     "fitted.landmark_rank_", "fitted.n_components_", "fitted.trace_error_",
+    "fitted.trace_error_std_",
     "fitted.n_features_in_", "fitted.n_samples_fit_", "fitted.novelty_mean_norm2_",
     "fitted.landmark_path_", "fitted.fit_seconds_", "fitted.row_provenance_",
     "statistics.n_samples", "statistics.diagonal_sum", "statistics.n_nonfinite",

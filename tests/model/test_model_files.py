@@ -72,7 +72,8 @@ def test_store_layout_is_arrays_and_json(tmp_path, fitted):
     group = zarr.open_group(str(tmp_path / "model.zarr"), mode="r")
     row_landmarks = {"landmark_indices"} if fitted.landmark_indices_ is not None else set()
     statistics = {"statistics_gram", "statistics_column_sums", "statistics_reference"}
-    kept = set(REQUIRED_ARRAYS) | row_landmarks | statistics | {"novelty_weights"}
+    kept = set(REQUIRED_ARRAYS) | row_landmarks | statistics | {"novelty_weights",
+                                                               "eigenvalue_residuals"}
     assert kept == set(group.array_keys())
     attrs = group.attrs.asdict()
     json.dumps(attrs)

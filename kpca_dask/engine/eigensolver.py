@@ -1,0 +1,188 @@
+"""The leading eigenpairs of a symmetric operator given only its products (docs/design.md §11).
+
+The small problem's matrix M = W^T S W (r x r) is never formed when r is
+large: :mod:`kpca_dask.engine.solve` hands over a function that applies it to
+a block of vectors (two triangular solves and one symmetric product, each
+reading an m x m array once). :func:`leading_eigenpairs` finds the top q
+eigenpairs with a block Krylov method:
+
+- a block of b = q + p orthonormal vectors (seeded), extended by ``depth``
+  products to the Krylov basis [Q, MQ, M^2 Q, ...], each new block
+  orthogonalised twice against the basis (classical Gram-Schmidt, twice is
+  enough in floating point);
+- Rayleigh-Ritz on that basis: the eigenpairs of H = B^T M B give Ritz values
+  theta and vectors u = B y, and since M B is known, the residuals
+  ``|M u - theta u|`` come for free;
+- a restart from the b best Ritz vectors until the q leading residuals are at
+  most ``tol`` times the largest Ritz value, or stop improving (the rounding
+  floor of the products).
+
+Each product reads M's arrays once for the whole block, so the cost is that of
+a few passes over m x m memory, not of an O(m^3) tridiagonal reduction. The
+residuals are the certificate of the result: an eigenvalue is within
+``|r|^2 / gap`` of the true one, an eigenvector within ``|r| / gap``.
+
+:func:`estimate_trace` estimates trace(M) from the same basis (the exact part
+trace(B^T M B)) plus a Hutchinson estimate of the rest with seeded Rademacher
+probes, and the estimate's standard error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy import linalg
+
+__all__ = ["Eigenpairs", "leading_eigenpairs", "estimate_trace", "DEFAULT_TOL"]
+
+#: Residual tolerance, relative to the largest eigenvalue: embeddings agree with
+#: a dense eigendecomposition's to ~tol / (relative gap).
+DEFAULT_TOL = 1e-12
+
+Operator = Callable[[np.ndarray], np.ndarray]
+
+#: Cycles without a tenth off the worst residual before the solver stops there.
+_PATIENCE = 5
+
+#: A new Krylov direction keeps at least this fraction of its image's norm.
+_NEW_DIRECTION = 1e-13
+
+
+@dataclass(frozen=True)
+class Eigenpairs:
+    """The leading eigenpairs found, with their residual norms ``|M v - lambda v|``."""
+
+    values: np.ndarray  # (k,), descending
+    vectors: np.ndarray  # (size, k), orthonormal columns
+    residuals: np.ndarray  # (k,)
+    basis: np.ndarray  # the last Krylov basis B (size, K), orthonormal
+    basis_trace: float  # trace(B^T M B)
+    products: int  # columns M was applied to, in all
+
+
+def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = DEFAULT_TOL,
+                       seed: int = 0, oversample: int | None = None, depth: int = 12,
+                       max_cycles: int = 60, start: np.ndarray | None = None) -> Eigenpairs:
+    """The ``count`` leading eigenpairs of the symmetric ``size`` x ``size`` operator ``apply``.
+
+    Parameters
+    ----------
+    apply : callable
+        ``apply(V)`` returns M V for V of shape (size, b).
+    size, count : int
+        The order of M and how many eigenpairs are wanted (count <= size).
+    tol : float
+        Stop when the ``count`` leading residuals are at most ``tol`` times the
+        largest Ritz value.
+    seed : int
+        Seeds the starting block, so the result is reproducible.
+    oversample : int, optional
+        Extra vectors in the block (default max(10, count // 2)): more make
+        clustered eigenvalues converge in fewer cycles.
+    depth : int
+        Blocks of the Krylov basis per cycle.
+    start : ndarray, optional
+        Vectors to start from (e.g. the result of an earlier, smaller call).
+
+    Examples
+    --------
+    >>> M = np.diag(np.arange(100.0, 0.0, -1.0))
+    >>> pairs = leading_eigenpairs(lambda V: M @ V, 100, 3)
+    >>> pairs.values.round(8).tolist(), bool(pairs.residuals.max() < 1e-9)
+    ([100.0, 99.0, 98.0], True)
+    """
+    block = min(size, count + (max(10, count // 2) if oversample is None else oversample))
+    depth = max(2, min(depth, size // block))
+    basis = _orthonormal_start(size, block, seed, start)
+    images = apply(basis)
+    best, stalled, products = np.inf, 0, block
+    for _ in range(max_cycles):
+        before = basis.shape[1]
+        basis, images = _krylov(apply, basis, images, block, depth)
+        products += basis.shape[1] - before
+        H = basis.T @ images
+        # M is symmetric, so H = B^T M B would be too but for the rounding of the
+        # products: its asymmetry is the floor the residuals can reach.
+        floor = np.abs(H - H.T).max()
+        theta, Y = linalg.eigh(0.5 * (H + H.T))
+        theta, Y = theta[::-1], Y[:, ::-1]
+        # Thick restart: the best 2 b Ritz vectors, whose images M U = (M B) Y are
+        # known, start the next cycle; the residuals of the best b extend it.
+        keep = min(2 * block, theta.size)
+        U, MU = basis @ Y[:, :keep], images @ Y[:, :keep]
+        residuals = np.linalg.norm(MU[:, :count] - U[:, :count] * theta[:count], axis=0)
+        scale = max(abs(theta[0]), np.finfo(float).tiny)
+        worst = residuals.max(initial=0.0) / scale
+        # The whole space at once: then Rayleigh-Ritz is exact.
+        if worst <= max(tol, floor / scale) or basis.shape[1] >= size:
+            break
+        # Past the rounding floor of the products the residual stops falling.
+        stalled = stalled + 1 if worst > 0.9 * best else 0
+        best = min(best, worst)
+        if stalled >= _PATIENCE:
+            break
+        basis, images = U, MU
+    return Eigenpairs(theta[:count], U[:, :count], residuals, basis,
+                      float(np.trace(H)), products)
+
+
+def _orthonormal_start(size: int, block: int, seed: int, start) -> np.ndarray:
+    Q = np.random.default_rng(seed).standard_normal((size, block))
+    if start is not None and start.size:
+        Q[:, : start.shape[1]] = start[:, :block]
+    return np.linalg.qr(Q)[0]
+
+
+def _krylov(apply: Operator, basis: np.ndarray, images: np.ndarray, block: int,
+            depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """``basis`` (orthonormal, with its ``images`` M basis) extended by up to ``depth - 1``
+    blocks of Krylov directions, each grown from the image of the last block's first
+    ``block`` columns; returns the basis B and M B."""
+    blocks, products = [basis], [images]
+    grow = images[:, :block]
+    for _ in range(depth - 1):
+        B = np.hstack(blocks)
+        new = grow
+        for _ in range(2):  # twice is enough (Giraud et al., 2005)
+            new = new - B @ (B.T @ new)
+        Qn, R = np.linalg.qr(new)
+        # A direction left with a tiny part of its image's norm is rounding noise in
+        # the span already: dropped, or it would spoil the basis's orthogonality.
+        scale = np.linalg.norm(grow, axis=0).max(initial=0.0)
+        Qn = Qn[:, np.abs(np.diagonal(R)) > _NEW_DIRECTION * scale]
+        if not Qn.shape[1] or B.shape[1] + Qn.shape[1] > B.shape[0]:
+            break
+        Qn, _ = np.linalg.qr(Qn - B @ (B.T @ Qn))
+        blocks.append(Qn)
+        grow = apply(Qn)
+        products.append(grow)
+    return np.hstack(blocks), np.hstack(products)
+
+
+def estimate_trace(apply: Operator, pairs: Eigenpairs, *, probes: int = 64,
+                   seed: int = 1) -> tuple[float, float]:
+    """trace(M) and its standard error: exact on the Krylov basis, sampled on the rest.
+
+    trace(M) = trace(B^T M B) + trace((I - BB^T) M (I - BB^T)); the second
+    term is a Hutchinson estimate with ``probes`` seeded Rademacher vectors,
+    projected off B (Meyer et al., "Hutch++", 2021, with the Krylov basis as
+    the low-rank part). Its standard error is that of the probe mean.
+
+    Examples
+    --------
+    >>> M = np.diag(np.linspace(1.0, 0.0, 400) ** 4)
+    >>> pairs = leading_eigenpairs(lambda V: M @ V, 400, 5)
+    >>> estimate, error = estimate_trace(lambda V: M @ V, pairs)
+    >>> bool(abs(estimate - np.trace(M)) < 4 * error + 1e-12)
+    True
+    """
+    size, basis = pairs.basis.shape[0], pairs.basis
+    if basis.shape[1] >= size:
+        return pairs.basis_trace, 0.0
+    omega = np.random.default_rng(seed).choice([-1.0, 1.0], size=(size, probes))
+    omega -= basis @ (basis.T @ omega)
+    samples = np.einsum("ij,ij->j", omega, apply(omega))
+    return (pairs.basis_trace + float(samples.mean()),
+            float(samples.std(ddof=1) / np.sqrt(probes)))

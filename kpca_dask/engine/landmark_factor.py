@@ -1,0 +1,266 @@
+"""The landmark kernel matrix K_mm, factorised once (docs/design.md §11).
+
+The Nyström features are f(x) = W^T k_m(x) with W W^T = K_mm^+ on the
+landmarks' span (docs/design.md §2). Here W comes from one Cholesky
+factorisation of K_mm, in place, in float64:
+
+- K_mm = L L^T (LAPACK ``potrf``) when every pivot L_jj^2 is above the
+  cut-off tau = rcond max_j k(z_j, z_j); then W = L^{-T}.
+- Otherwise a pivoted Cholesky factorisation (``pstrf``) stops at the first
+  landmark whose residual variance ``k(z, z) - |f(z)|^2``, given the landmarks
+  kept before it, is at most tau: K_kk = L L^T on the r kept landmarks k, and
+  W = L^{-T} on their rows, zero on the others.
+
+Either way a kept landmark adds a direction with variance above tau given the
+ones before it, and a left-out landmark is within tau of their span: that is
+what ``rcond`` means, relative to the largest variance of one landmark's
+feature. (It is per landmark: a cut-off on K_mm's eigenvalues would add up
+what many landmarks share, and with gamma = 1e-9, where every residual is
+~1e-8 but three eigenvalues are ~5e-7, it dropped directions exact kernel
+PCA keeps.) A kernel that is not positive semi-definite on the landmarks
+(sigmoid, some callables) shows a clearly negative residual; then, and only
+then, K_mm is eigendecomposed (O(m^3) and m x m more memory) and its positive
+part kept, with a warning.
+
+W is never formed: :meth:`LandmarkFactor.whiten` applies W^T and
+:meth:`LandmarkFactor.unwhiten` applies W, each one triangular solve. K_mm is
+computed by row panels into the one m x m buffer that the factorisation then
+overwrites, so the factor costs m^2 float64 words and no more.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from scipy.linalg import blas, lapack
+
+from .._parallel import single_blas_thread
+from ..blocks.kernels import pairwise_kernel_into
+from ..blocks.sparse_rows import dense
+from ..errors import InvalidParameterError
+
+__all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
+           "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION"]
+
+OVERFLOW_MESSAGE = (
+    "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
+    "returned NaN/inf). Scale the data down (e.g. standardize the features) or use a "
+    "smaller gamma, degree or coef0; with dtype='float32', values above 3e38 overflow, "
+    "so use dtype='float64'."
+)
+
+NO_POSITIVE_DIRECTION = (
+    "The kernel matrix of the landmarks has no positive eigenvalue, so the kernel gives no "
+    "features here. Check the kernel and its parameters (e.g. a gamma that is not so large "
+    "that every kernel value underflows)."
+)
+
+#: Bytes of one row panel of K_mm while it is computed.
+PANEL_BYTES = 2**25
+
+#: A residual below -NEGATIVE_MARGIN * tau shows a kernel that is not positive
+#: semi-definite on the landmarks (rounding alone stays within tau).
+NEGATIVE_MARGIN = 10.0
+
+
+def _panel_rows(m: int) -> int:
+    return max(1, min(m, PANEL_BYTES // (8 * max(m, 1))))
+
+
+def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | None = None):
+    """K_mm = k(Z, Z) in float64, row panel by row panel: its column sums and max row sum.
+
+    With ``out`` (an m x m C-ordered float64 array) the panels are written
+    there; without, only the sums are kept, so the reference row of the pass
+    costs O(m) memory. Returns ``(column_sums, max_abs_row_sum)``.
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0]])
+    >>> sums, norm = landmark_kernel_panels(Z, "linear", {})
+    >>> sums.tolist(), norm
+    ([0.0, 1.0], 1.0)
+    """
+    Z = np.asarray(dense(landmarks), dtype=np.float64)
+    m = Z.shape[0]
+    sums, norm = np.zeros(m), 0.0
+    step = _panel_rows(m)
+    panel = None if out is not None else np.empty((min(step, m), m))
+    # One BLAS thread: K_mm comes just before LAPACK (scipy's BLAS, a library apart
+    # from numpy's), whose threads numpy's, spinning after a threaded product, would slow.
+    with single_blas_thread():
+        for start in range(0, m, step):
+            rows = slice(start, min(m, start + step))
+            target = out[rows] if out is not None else panel[: rows.stop - start]
+            pairwise_kernel_into(target, Z[rows], Z, kernel, **params)
+            sums += target.sum(axis=0)
+            norm = max(norm, float(np.abs(target).sum(axis=1).max()))
+    return sums, norm
+
+
+def reference_row(landmarks, kernel, params: dict) -> np.ndarray:
+    """The shift r = K_mm 1 / m of the pass's kernel rows (docs/design.md §2), in O(m) memory.
+
+    Examples
+    --------
+    >>> reference_row(np.array([[0.0], [2.0]]), "linear", {})
+    array([0., 2.])
+    """
+    sums, _ = landmark_kernel_panels(landmarks, kernel, params)
+    return sums / max(len(sums), 1)
+
+
+@dataclass(frozen=True)
+class LandmarkFactor:
+    """W with W W^T = K_kk^{-1} on the kept landmarks, applied without being formed.
+
+    ``lower`` is the Cholesky factor L of K_kk (r x r, Fortran order) and
+    ``kept`` the indices of the r kept landmarks (None: all, in order); or,
+    for a kernel that is not positive semi-definite on the landmarks,
+    ``eigen_basis`` is W itself (m x r).
+    """
+
+    size: int
+    cutoff: float
+    method: str  # "cholesky", "pivoted cholesky" or "eigen"
+    lower: np.ndarray | None = None
+    kept: np.ndarray | None = None
+    eigen_basis: np.ndarray | None = None
+
+    @property
+    def rank(self) -> int:
+        """r, the dimension of the features."""
+        basis = self.lower if self.lower is not None else self.eigen_basis
+        return int(basis.shape[1])
+
+    def whiten(self, Y: np.ndarray) -> np.ndarray:
+        """W^T Y for Y of shape (m, b): one triangular solve, L^{-1} Y_k.
+
+        Examples
+        --------
+        >>> factor = factor_landmarks(np.array([[1.0, 0.0], [0.0, 2.0]]), "linear", {}, 1e-10)
+        >>> factor.whiten(np.array([[1.0], [4.0]]))
+        array([[1.],
+               [2.]])
+        """
+        Y = np.asarray(Y, dtype=np.float64)
+        if self.eigen_basis is not None:
+            return self.eigen_basis.T @ Y
+        rows = Y if self.kept is None else Y[self.kept]
+        return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
+
+    def unwhiten(self, V: np.ndarray) -> np.ndarray:
+        """W V for V of shape (r, b): L^{-T} V on the kept rows, zero on the others."""
+        V = np.asarray(V, dtype=np.float64)
+        if self.eigen_basis is not None:
+            return self.eigen_basis @ V
+        solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
+        if self.kept is None:
+            return solved
+        out = np.zeros((self.size, V.shape[1]))
+        out[self.kept] = solved
+        return out
+
+    def inverse_gram(self) -> np.ndarray:
+        """K_kk^{-1} (r x r), computed in place of L: the factor cannot be used after this.
+
+        LAPACK ``potri`` (2 m^3 / 3 flops), for the exact trace of the
+        features' covariance (:mod:`kpca_dask.engine.solve`); only its lower
+        triangle is meaningful.
+        """
+        if self.eigen_basis is not None:
+            return self.eigen_basis @ self.eigen_basis.T
+        inverse, info = lapack.dpotri(self.lower, lower=1, overwrite_c=1)
+        if info != 0:  # pragma: no cover - L came from a successful factorisation
+            raise np.linalg.LinAlgError(f"potri failed with info={info}")
+        return inverse
+
+    @property
+    def W(self) -> np.ndarray:
+        """W itself (m x r): for small m only (tests, the automatic m's estimates)."""
+        return self.unwhiten(np.eye(self.rank))
+
+
+def factor_landmarks(landmarks, kernel, params: dict, rcond: float) -> LandmarkFactor:
+    """K_mm computed and factorised in one m x m float64 buffer (module docstring).
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0], [1.0]])  # the last two landmarks coincide
+    >>> factor = factor_landmarks(Z, "rbf", {"gamma": 1.0}, 1e-10)
+    >>> factor.method, factor.rank, factor.kept.tolist()
+    ('pivoted cholesky', 2, [0, 1])
+    >>> K = np.exp(-(Z - Z.T) ** 2)
+    >>> bool(np.allclose(K @ factor.W @ factor.W.T @ K, K))  # K W W^T K = K: exact on Z
+    True
+    """
+    m = len(landmarks)
+    buffer = np.empty((m, m))
+    _, norm = landmark_kernel_panels(landmarks, kernel, params, out=buffer)
+    if not np.isfinite(norm):
+        raise InvalidParameterError(OVERFLOW_MESSAGE.format(where="the landmarks"))
+    cutoff = rcond * float(np.diagonal(buffer).max(initial=0.0))
+    # K_mm is symmetric, so its C-ordered buffer read in Fortran order (.T) is the
+    # same matrix: LAPACK factorises it where it lies, with no copy.
+    L, info = lapack.dpotrf(buffer.T, lower=1, overwrite_a=1, clean=0)
+    if info == 0 and np.min(np.diagonal(L)) ** 2 > cutoff:
+        return LandmarkFactor(m, cutoff, "cholesky", lower=L)
+    landmark_kernel_panels(landmarks, kernel, params, out=buffer)  # potrf wrote over it
+    factor = _pivoted(buffer.T, cutoff)
+    if factor is not None:
+        return factor
+    landmark_kernel_panels(landmarks, kernel, params, out=buffer)
+    return _eigen(buffer, cutoff)
+
+
+def _pivoted(A: np.ndarray, cutoff: float) -> LandmarkFactor | None:
+    """Pivoted Cholesky of the Fortran-ordered ``A`` in place; None if A is indefinite."""
+    m = A.shape[0]
+    diagonal = np.diagonal(A).copy()
+    if not diagonal.max(initial=0.0) > cutoff:
+        raise InvalidParameterError(NO_POSITIVE_DIRECTION)
+    L, pivots, rank, info = lapack.dpstrf(A, tol=cutoff, lower=1, overwrite_a=1)
+    if info < 0:  # pragma: no cover - the arguments are valid
+        raise np.linalg.LinAlgError(f"pstrf failed with info={info}")
+    order = pivots[:m] - 1  # LAPACK counts from 1
+    # Each left-out landmark's residual variance given the kept ones: in
+    # [0, cutoff] for a positive semi-definite K_mm, up to rounding.
+    below = L[rank:, :rank]
+    residual = diagonal[order[rank:]] - np.einsum("ij,ij->i", below, below)
+    if residual.size and residual.min() < -NEGATIVE_MARGIN * cutoff:
+        return None
+    kept = None if rank == m and np.array_equal(order, np.arange(m)) else order[:rank]
+    return LandmarkFactor(m, cutoff, "pivoted cholesky", lower=_leading_block(L, rank),
+                          kept=kept)
+
+
+def _leading_block(L: np.ndarray, r: int) -> np.ndarray:
+    """The leading r x r block of the Fortran-ordered m x m ``L``, moved to its first r^2
+    words so that BLAS reads it as a contiguous matrix (no second m x m buffer)."""
+    m = L.shape[0]
+    if r == m:
+        return L
+    flat = L.reshape(-1, order="F")  # a view: L is Fortran-contiguous
+    for j in range(1, r):  # column j moves down from j * m to j * r; numpy copes with overlap
+        flat[j * r:(j + 1) * r] = flat[j * m:j * m + r]
+    return flat[: r * r].reshape((r, r), order="F")
+
+
+def _eigen(kmm: np.ndarray, cutoff: float) -> LandmarkFactor:
+    """The documented exception: K_mm not positive semi-definite, eigendecomposed (O(m^3))."""
+    s, U = linalg.eigh(kmm, overwrite_a=True, driver="evd")
+    s, U = s[::-1], U[:, ::-1]
+    if not s[0] > 0:
+        raise InvalidParameterError(NO_POSITIVE_DIRECTION)
+    keep = s > cutoff
+    n_negative = int(np.sum(s < -cutoff))
+    warnings.warn(
+        f"The kernel is not positive semi-definite on the landmarks: {n_negative} of "
+        f"{s.size} eigenvalues of K_mm are negative (smallest {s[-1]:.3g}). They are "
+        "excluded; the model uses the kernel's positive semi-definite part.",
+        UserWarning, stacklevel=4)
+    return LandmarkFactor(kmm.shape[0], cutoff, "eigen",
+                          eigen_basis=np.ascontiguousarray(U[:, keep] / np.sqrt(s[keep])))

@@ -1,0 +1,76 @@
+"""The block Krylov eigensolver against LAPACK's dense eigendecomposition on hard spectra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kpca_dask.engine.eigensolver import estimate_trace, leading_eigenpairs
+
+
+def _operator(values, seed=0):
+    """A dense symmetric matrix with the given eigenvalues in a random basis."""
+    Q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(values.size, values.size)))
+    M = (Q * values) @ Q.T
+    return 0.5 * (M + M.T)
+
+
+SPECTRA = {
+    # 1 / j: the slow decay of a wide rbf or a laplacian kernel
+    "slow decay": 1.0 / np.arange(1, 601),
+    # tight groups: ten pairs of eigenvalues 1e-7 apart, then a tail
+    "clustered": np.concatenate([np.repeat(np.linspace(2.0, 1.0, 10), 2)
+                                 + np.tile([0.0, 1e-7], 10), 0.5 / np.arange(1, 581)]),
+    # fast decay to the rounding floor
+    "geometric": np.geomspace(1.0, 1e-16, 600),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECTRA))
+def test_leading_eigenpairs_equal_the_dense_ones_with_small_residuals(name):
+    values = SPECTRA[name]
+    M = _operator(values)
+    q = 10
+    pairs = leading_eigenpairs(lambda V: M @ V, M.shape[0], q)
+    exact_values, exact_vectors = np.linalg.eigh(M)
+    exact_values, exact_vectors = exact_values[::-1][:q], exact_vectors[:, ::-1][:, :q]
+    np.testing.assert_allclose(pairs.values, exact_values, rtol=1e-10)
+    # The certificate: the stored residuals are the true ones, and small.
+    true = np.linalg.norm(M @ pairs.vectors - pairs.vectors * pairs.values, axis=0)
+    np.testing.assert_allclose(pairs.residuals, true, rtol=1e-3, atol=1e-15)
+    assert pairs.residuals.max() <= 1e-11 * values.max()
+    # The leading subspace (within a cluster only the span is defined).
+    np.testing.assert_allclose(np.linalg.svd(exact_vectors.T @ pairs.vectors)[1], 1.0,
+                               atol=1e-9)
+
+
+def test_the_result_is_reproducible_with_its_seed():
+    M = _operator(SPECTRA["slow decay"])
+    a = leading_eigenpairs(lambda V: M @ V, 600, 5, seed=3)
+    b = leading_eigenpairs(lambda V: M @ V, 600, 5, seed=3)
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.vectors, b.vectors)
+
+
+def test_a_rank_deficient_operator_gives_zero_eigenvalues_without_breaking_down():
+    values = np.concatenate([np.arange(5.0, 0.0, -1.0), np.zeros(195)])
+    M = _operator(values)
+    pairs = leading_eigenpairs(lambda V: M @ V, 200, 8)
+    np.testing.assert_allclose(pairs.values[:5], [5, 4, 3, 2, 1], rtol=1e-12)
+    np.testing.assert_allclose(pairs.values[5:], 0.0, atol=1e-12)
+
+
+def test_a_small_operator_is_solved_exactly_on_its_whole_space():
+    M = _operator(np.arange(12.0, 0.0, -1.0))
+    pairs = leading_eigenpairs(lambda V: M @ V, 12, 4)
+    np.testing.assert_allclose(pairs.values, [12, 11, 10, 9], rtol=1e-12)
+    assert estimate_trace(lambda V: M @ V, pairs) == (pytest.approx(78.0), 0.0)
+
+
+@pytest.mark.parametrize("name", list(SPECTRA))
+def test_the_trace_estimate_is_within_its_standard_error(name):
+    M = _operator(SPECTRA[name])
+    pairs = leading_eigenpairs(lambda V: M @ V, M.shape[0], 10)
+    estimate, error = estimate_trace(lambda V: M @ V, pairs)
+    assert abs(estimate - np.trace(M)) <= 4 * error + 1e-12 * np.trace(M)
+    assert error <= 0.05 * np.trace(M)
