@@ -16,11 +16,22 @@ seeds:
   embedding of the n rows and the approximate one (1 = same subspace);
 - trace error: (trace K - trace K_nys) / trace K, docs/design.md §2;
 - fit s: wall time of the fit (sklearn: Nystroem fit + transform + PCA fit,
-  since its PCA needs the n x m features).
+  since its PCA needs the n x m features);
+- peak GiB: resident memory the fit held above what the process held before.
+
+``--plot PATH`` draws the figure of docs/guide/choosing-m.md from the same
+rows: eigenvalue error, trace error (with the sqrt(n) rule marked), fit time
+and memory against m, one line per landmark strategy. Strategies whose
+landmark selection costs grow past m = ``--most-m-sampled`` (kmeans,
+rpcholesky) stop there; uniform landmarks go on to every m given.
 
 Run (full study, ~20 min on 2 cores):
 
     nice .venv/bin/python bench/bench_accuracy.py --n 20000 --m 100 300 1000 3000
+    # docs/guide/choosing-m.md (~25 min on 2 cores):
+    nice .venv/bin/python bench/bench_accuracy.py --n 20000 --m 500 1000 2000 5000 10000 20000 \
+        --seeds 0 --methods uniform kmeans rpcholesky \
+        --plot docs/_static/choosing-m.png
 
 MNIST is read from ../shared/data/mnist beside the repository, or from
 $KPCA_DASK_DATA/mnist.
@@ -31,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -47,6 +59,7 @@ from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.datasets import load_mnist
 from kpca_dask.engine.bandwidth import resolve_gamma
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 REPO = Path(__file__).resolve().parents[1]
 #: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
 RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
@@ -107,13 +120,17 @@ def subspace_alignment(exact: np.ndarray, approximate: np.ndarray) -> float:
     return float(np.mean(np.minimum(cosines, 1.0) ** 2))
 
 
-def fit_kpca_dask(X, gamma, m, strategy, seed):
+def fit_kpca_dask(X, gamma, m, strategy, seed, dtype="float64"):
+    from _common import PeakMemory
+
+    memory = PeakMemory()
     started = time.perf_counter()
     kpca = KernelPCA(n_components=N_TOP, gamma=gamma, n_landmarks=m, landmarks=strategy,
-                     random_state=seed).fit(X)
+                     random_state=seed, dtype=dtype).fit(X)
     seconds = time.perf_counter() - started
-    embedding = kpca.transform(X)
-    return kpca.eigenvalues_, embedding, kpca.trace_error_, seconds
+    peak = memory.stop().above_start_gib
+    embedding = np.asarray(kpca.transform(X))
+    return kpca.eigenvalues_, embedding, kpca.trace_error_, seconds, peak
 
 
 def fit_sklearn(X, gamma, m, seed):
@@ -123,38 +140,74 @@ def fit_sklearn(X, gamma, m, seed):
     seconds = time.perf_counter() - started
     eigenvalues = pca.explained_variance_ * (X.shape[0] - 1)
     trace_error = (X.shape[0] - float(np.einsum("ij,ij->", features, features))) / X.shape[0]
-    return eigenvalues, pca.transform(features), trace_error, seconds
+    return eigenvalues, pca.transform(features), trace_error, seconds, float("nan")
 
 
-def measure(X, gamma, reference, m, method, seed) -> dict:
+def measure(X, gamma, reference, m, method, seed, dtype="float64") -> dict:
     if method.startswith("sklearn"):
-        eigenvalues, embedding, trace_error, seconds = fit_sklearn(X, gamma, m, seed)
+        eigenvalues, embedding, trace_error, seconds, peak = fit_sklearn(X, gamma, m, seed)
     else:
-        eigenvalues, embedding, trace_error, seconds = fit_kpca_dask(X, gamma, m, method, seed)
+        eigenvalues, embedding, trace_error, seconds, peak = fit_kpca_dask(
+            X, gamma, m, method, seed, dtype)
     exact = reference["eigenvalues"]
     relative = np.abs(eigenvalues[:N_TOP] - exact) / exact
     return {
         "m": m, "method": method, "seed": seed,
         "eig_max": float(relative.max()), "eig_mean": float(relative.mean()),
         "alignment": subspace_alignment(reference["eigenvectors"], embedding),
-        "trace_error": float(trace_error), "fit_seconds": seconds,
+        "trace_error": float(trace_error), "fit_seconds": seconds, "peak_gib": peak,
     }
 
 
 def markdown_table(rows: list[dict]) -> str:
     lines = ["| m | landmarks | top-10 eig. error, max | mean | 10-D alignment "
-             "| trace error | fit s |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
+             "| trace error | fit s | peak GiB |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
     keys = sorted({(r["m"], METHODS.index(r["method"])) for r in rows})
     for m, method_index in keys:
         group = [r for r in rows if r["m"] == m and r["method"] == METHODS[method_index]]
         mean = {k: np.mean([r[k] for r in group])
-                for k in ("eig_max", "eig_mean", "alignment", "trace_error", "fit_seconds")}
+                for k in ("eig_max", "eig_mean", "alignment", "trace_error", "fit_seconds",
+                          "peak_gib")}
         lines.append(
             f"| {m} | {METHODS[method_index]} | {100 * mean['eig_max']:.2f} % "
             f"| {100 * mean['eig_mean']:.2f} % | {mean['alignment']:.5f} "
-            f"| {mean['trace_error']:.4f} | {mean['fit_seconds']:.1f} |")
+            f"| {mean['trace_error']:.4f} | {mean['fit_seconds']:.1f} "
+            f"| {mean['peak_gib']:.2f} |")
     return "\n".join(lines)
+
+
+#: Errors below this (m = n, exact to rounding) are drawn at it.
+FLOOR_SHOWN = 1e-4
+
+
+def plot(rows: list[dict], n: int, path: Path) -> None:
+    """Eigenvalue error, trace error, fit time and memory against m, one line per strategy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("eig_max", "largest relative error\nof the top-10 eigenvalues"),
+              ("trace_error", "trace error (the certificate)"),
+              ("fit_seconds", "fit time, s"), ("peak_gib", "peak memory of the fit, GiB")]
+    figure, axes = plt.subplots(1, 4, figsize=(16, 3.8), constrained_layout=True)
+    for method in [m for m in METHODS if any(r["method"] == m for r in rows)]:
+        ms = sorted({r["m"] for r in rows if r["method"] == method})
+        for axis, (key, title) in zip(axes, panels):
+            values = [np.mean([r[key] for r in rows if r["m"] == m and r["method"] == method])
+                      for m in ms]
+            axis.plot(ms, np.maximum(values, FLOOR_SHOWN), marker="o", label=method)
+            axis.set(xscale="log", yscale="log", xlabel="landmarks m", title=title)
+    if any(r["m"] >= n for r in rows):  # every row a landmark: exact, to rounding
+        for axis in axes[:2]:
+            axis.annotate("m = n: exact", (n, FLOOR_SHOWN), textcoords="offset points",
+                          xytext=(-70, 8), fontsize=8)
+    for axis in axes[:2]:
+        axis.axvline(np.sqrt(n), color="grey", linestyle=":", label=f"√n = {np.sqrt(n):.0f}")
+    axes[0].legend(fontsize=8)
+    figure.suptitle(f"MNIST, n = {n}: Nyström kernel PCA against exact kernel PCA")
+    figure.savefig(path, dpi=110)
 
 
 def main(argv=None) -> None:
@@ -166,6 +219,12 @@ def main(argv=None) -> None:
     parser.add_argument("--gamma", type=float, default=None,
                         help="fix gamma (default: the median heuristic on a sample), e.g. to "
                              "compare two versions of kpca_dask against one exact reference")
+    parser.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    parser.add_argument("--most-m-sampled", type=int, default=10_000,
+                        help="the largest m for kmeans and rpcholesky landmarks")
+    parser.add_argument("--plot", type=Path, help="draw the figure to this PNG")
+    parser.add_argument("--replot", type=Path,
+                        help="only draw --plot again from the rows of an earlier run (JSON)")
     parser.add_argument("--run-rows", type=int, default=None,
                         help="force the slots of the row samples to this many rows (default "
                              "n // 1000): long runs, as a fit of millions of rows draws them")
@@ -175,6 +234,9 @@ def main(argv=None) -> None:
 
         sampling.MAX_RUN_ROWS, sampling.RUNS_PER_DATA = args.run_rows, 1
 
+    if args.replot:
+        plot(json.loads(args.replot.read_text()), args.n, args.plot)
+        return
     dask.config.set(scheduler="threads")
     X = mnist_subset(args.n)
     gamma = (args.gamma if args.gamma is not None else
@@ -187,8 +249,10 @@ def main(argv=None) -> None:
     rows = []
     for m in args.m:
         for method in args.methods:
+            if method in ("kmeans", "rpcholesky") and m > args.most_m_sampled:
+                continue
             for seed in args.seeds:
-                rows.append(measure(X, gamma, reference, m, method, seed))
+                rows.append(measure(X, gamma, reference, m, method, seed, args.dtype))
                 r = rows[-1]
                 print(f"  m={m} {method} seed={seed}: eig max {100 * r['eig_max']:.2f} %, "
                       f"alignment {r['alignment']:.4f}, trace error {r['trace_error']:.4f}, "
@@ -198,6 +262,8 @@ def main(argv=None) -> None:
     print()
     print(f"Seeds {args.seeds}; figures are means over the seeds.")
     print(markdown_table(rows))
+    if args.plot:
+        plot(rows, args.n, args.plot)
 
 
 if __name__ == "__main__":

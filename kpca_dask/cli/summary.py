@@ -42,6 +42,8 @@ def summary(model, path: str | os.PathLike) -> dict:
         "explained_variance_ratio": ratio.tolist(),
         "explained_variance_total": float(ratio.sum()),
         "trace_error": float(model.trace_error_),
+        "trace_error_std": float(getattr(model, "trace_error_std_", 0.0)),
+        "eigenvalue_residuals": _residuals(model),
         "n_samples_fit": int(model.n_samples_fit_),
         "n_features_in": int(model.n_features_in_),
         "feature_names_in": _names(model),
@@ -51,6 +53,28 @@ def summary(model, path: str | os.PathLike) -> dict:
         "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),
     }
+
+
+def _residuals(model) -> list | None:
+    """|M v - lambda v| of each component (the solve's certificate); None in older files."""
+    residuals = getattr(model, "eigenvalue_residuals_", None)
+    return None if residuals is None else np.asarray(residuals).tolist()
+
+
+def _certificate(s: dict) -> str:
+    residuals, eigenvalues = s.get("eigenvalue_residuals"), s["eigenvalues"]
+    if residuals is None:
+        return "not recorded (a model saved before kpca-dask recorded it)"
+    top = max(eigenvalues, default=0.0)
+    worst = max(residuals, default=0.0)
+    relative = f"{worst / top:.1e} of the largest eigenvalue" if top > 0 else f"{worst:.1e}"
+    return f"|M v - lambda v| <= {relative}"
+
+
+def _trace_error(s: dict) -> str:
+    std = s.get("trace_error_std", 0.0)
+    spread = f" +/- {std:.1e} (trace estimated)" if std > 0 else ""
+    return f"{s['trace_error']:.3e}{spread}  (relative error of the Nystrom trace)"
 
 
 def print_summary(s: dict) -> None:
@@ -79,11 +103,12 @@ def print_summary(s: dict) -> None:
                       f"{s['dtype']} blocks"),
         ("trained on", f"n = {s['n_samples_fit']} rows x {s['n_features_in']} features"),
         ("fit time", f"{s['fit_seconds']:.2f} s"),
-        ("trace error", f"{s['trace_error']:.3e}  (relative error of the Nystrom trace)"),
+        ("trace error", _trace_error(s)),
         ("components", f"{s['n_components']}, explaining "
                        f"{100 * s['explained_variance_total']:.2f} % of the variance"),
         ("eigenvalues", _short_list(s["eigenvalues"])),
         ("explained", _short_list(s["explained_variance_ratio"])),
+        ("residuals", _certificate(s)),
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
     ]

@@ -59,7 +59,7 @@ NO_POSITIVE_DIRECTION = (
 )
 
 #: Bytes of one row panel of K_mm while it is computed.
-PANEL_BYTES = 2**25
+PANEL_BYTES = 2**22
 
 #: A residual below -NEGATIVE_MARGIN * tau shows a kernel that is not positive
 #: semi-definite on the landmarks (rounding alone stays within tau).

@@ -27,7 +27,7 @@ import numpy as np
 from dask.delayed import Delayed
 from threadpoolctl import threadpool_limits
 
-from .._memory import memory_budget
+from .._memory import memory_budget, release_freed_memory
 from .._parallel import capped_blas, distributed_client
 from ..blocks.projection import project_block
 from ..blocks.statistics import (
@@ -163,6 +163,7 @@ def compute_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype
                                  blocks=blocks, plan=plan)
     with pass_threads(X, plan) as options:
         (result,) = dask.compute(statistics, **options)
+    release_freed_memory()  # the row blocks' memory, before the m x m work that follows
     return result
 
 

@@ -41,8 +41,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
+from ..engine.landmark_factor import factor_landmarks
 from ..engine.sampling import RowSampler, sample_indices
-from ..engine.solve import landmark_basis
 from ..errors import InvalidParameterError
 from .strategies import Landmarks, planned_sample, select_landmarks
 
@@ -70,8 +70,8 @@ def estimated_trace_error(sample: np.ndarray, points: np.ndarray, kernel, params
     sample = (sample.astype(np.float64) if is_sparse(sample)
               else np.asarray(sample, dtype=np.float64))
     points = np.asarray(points, dtype=np.float64)
-    basis = landmark_basis(pairwise_kernel(points, points, kernel, **params), rcond)
-    features = pairwise_kernel(sample, points, kernel, **params) @ basis.W
+    factor = factor_landmarks(points, kernel, params, rcond)
+    features = factor.whiten(pairwise_kernel(sample, points, kernel, **params).T)  # f(x) columns
     total = float(kernel_diagonal(sample, kernel, **params).sum(dtype=np.float64))
     if not total > 0:
         return 0.0
@@ -107,7 +107,7 @@ def grow_landmarks(
     X: da.Array, strategy, *, rng: np.random.Generator, validation_rng: np.random.Generator,
     kernel, params: dict, tol: float, max_landmarks: int, rcond: float,
     start: int = START_LANDMARKS, validation_rows: int = VALIDATION_ROWS,
-    sampler: RowSampler | None = None,
+    sampler: RowSampler | None = None, cap_reason: str | None = None,
 ) -> tuple[Landmarks, list[tuple[int, float]]]:
     """Double m from ``start`` until the estimated trace error is below ``tol``.
 
@@ -127,9 +127,11 @@ def grow_landmarks(
     max_landmarks : int
         The cap on m (or n if smaller); ending there above ``tol`` warns (ConvergenceWarning).
     rcond : float
-        Cut-off for the eigenvalues of K_mm, as in the fit.
+        The landmark cut-off, as in the fit (docs/design.md §11).
     sampler : RowSampler, optional
         Draws the rows (and may hold them already); by default one over ``X``.
+    cap_reason : str, optional
+        What set ``max_landmarks`` (e.g. the memory), for the warning at the cap.
 
     Returns
     -------
@@ -161,7 +163,9 @@ def grow_landmarks(
         # A strategy returning fewer than m has exhausted the kernel's rank.
         if error < tol or chosen.points.shape[0] < m:
             break
-    _warn_if_above_tol(path, tol, cap)
+    reason = ("n, the number of rows" if cap == X.shape[0] and cap < max_landmarks
+              else cap_reason or f"max_landmarks={max_landmarks}")
+    _warn_if_above_tol(path, tol, cap, reason)
     return chosen, path
 
 
@@ -185,14 +189,15 @@ def _check_strategy(strategy) -> None:
             "not explicit landmark points; pass n_landmarks=len(points) with the points.")
 
 
-def _warn_if_above_tol(path: list[tuple[int, float]], tol: float, cap: int) -> None:
+def _warn_if_above_tol(path: list[tuple[int, float]], tol: float, cap: int,
+                      reason: str) -> None:
     error = path[-1][1]
     if error < tol:
         return
     warnings.warn(
-        f"n_landmarks='auto' stopped at the cap of {cap} landmarks with an estimated "
-        f"trace error of {error:.3g}, above tol={tol:g}. Raise max_landmarks, "
-        "raise tol, or choose a smoother kernel (smaller gamma).",
+        f"n_landmarks='auto' stopped at the cap of {cap} landmarks ({reason}) with an "
+        f"estimated trace error of {error:.3g}, above tol={tol:g}. Raise max_landmarks or "
+        "the memory available, raise tol, or choose a smoother kernel (smaller gamma).",
         ConvergenceWarning,
         stacklevel=4,
     )

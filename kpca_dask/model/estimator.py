@@ -81,7 +81,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         Number of landmarks m. Cost is O(n m^2); accuracy grows with m, and
         ``trace_error_`` says whether m is large enough. ``"auto"`` doubles m
         from 128 until the trace error, estimated on 2000 held-out sampled
-        rows, is below ``tol``, or m reaches ``max_landmarks``; the path is
+        rows, is below ``tol``, or m reaches its cap (``max_landmarks``, or the
+        most landmarks whose 2.2 m^2 float64 words fit in memory); the path is
         ``landmark_path_`` (see :mod:`kpca_dask.landmarks.auto`).
     landmarks : {"uniform", "kmeans", "rpcholesky"}, callable or array-like of shape \
 (n_landmarks, n_features), default="kmeans"
@@ -94,13 +95,17 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         error where the kernel matrix is close to low rank.
     tol : float, default=1e-2
         Target relative trace error for ``n_landmarks="auto"``.
-    max_landmarks : int, default=4096
-        The largest m ``n_landmarks="auto"`` tries.
+    max_landmarks : int or None, default=None
+        The largest m ``n_landmarks="auto"`` tries. None: as many as fit in the
+        memory the fit may use (a worker's ``memory_limit`` on a cluster, this
+        machine's available memory otherwise); an int is capped there too.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the kernel blocks; statistics are always summed in float64.
     rcond : float, default=None
-        Eigenvalues of K_mm at or below ``rcond`` times the largest are dropped,
-        not inverted. None: 1e-10 for float64 blocks, 1e-5 for float32.
+        A landmark whose residual variance given the landmarks kept before it is
+        at most ``rcond`` times the largest k(z, z) is left out (pivoted
+        Cholesky, docs/design.md §11); ``landmark_rank_`` counts those kept.
+        None: 1e-10 for float64 blocks, 1e-3 for float32.
     random_state : int, numpy Generator or None, default=None
         Seeds landmark selection. The same seed gives the same model for any
         chunking, scheduler and number of workers.
@@ -139,7 +144,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         For ``n_landmarks="auto"``: each number of landmarks tried and its
         estimated trace error, in order. None for an int ``n_landmarks``.
     landmark_rank_ : int
-        Eigenvalues of K_mm kept (the dimension of the Nyström features).
+        Landmarks kept by the factorisation of K_mm (the dimension of the
+        Nyström features; see ``rcond``).
     gamma_ : float or None
         The resolved gamma (None for kernels without one).
     kernel_params_ : dict
@@ -147,6 +153,14 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     trace_error_ : float
         Relative trace error of the Nyström approximation,
         ``(trace K - trace K_nys) / trace K``, from the same pass.
+    trace_error_std_ : float
+        Standard error of ``trace_error_`` and of ``explained_variance_ratio_``'s
+        denominator: 0 when trace(M) is computed exactly, positive when m is so
+        large beside n that it is estimated (docs/design.md §11).
+    eigenvalue_residuals_ : ndarray of shape (``n_components_``,)
+        The solve's certificate: ``|M v_j - lambda_j v_j|`` for each component of
+        the whitened covariance M; an eigenvalue is within residual^2 / gap of
+        the exact one. None for models saved before it was recorded.
     projection_ : ndarray of shape (``n_landmarks_``, ``n_components_``)
         P = W V_q: y(x) = P^T k_m(x) - ``offset_``.
     offset_ : ndarray of shape (``n_components_``,)
@@ -215,7 +229,7 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         n_landmarks: int | Literal["auto"] = 1000,
         landmarks: str | Callable | np.ndarray = "kmeans",
         tol: float = 1e-2,
-        max_landmarks: int = 4096,
+        max_landmarks: int | None = None,
         dtype: Literal["float64", "float32"] = "float64",
         rcond: float | None = None,
         random_state: int | np.random.Generator | None = None,

@@ -54,7 +54,7 @@ class FittedModel:
     kernel_params: dict  # every resolved kernel parameter
     landmarks: np.ndarray  # Z, (m, p)
     landmark_indices: np.ndarray | None  # global rows of Z, None when not data rows
-    landmark_rank: int  # eigenvalues of K_mm kept
+    landmark_rank: int  # landmark directions kept by the factorisation of K_mm
     solution: NystromSolution  # P, c, eigenvalues, ratios, trace error
     n_features: int
     n_samples: int

@@ -27,6 +27,7 @@ from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.statistics import PassStatistics, add_statistics
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
 from ..engine.landmark_factor import reference_row
+from ..engine.landmark_memory import landmark_cap, refuse_landmarks_beyond_memory
 from ..engine.passes import compute_pass, raise_if_nonfinite
 from ..engine.reconstruction import (
     embed_landmarks,
@@ -81,6 +82,9 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     # gamma or m are estimated from the data.
     bandwidth_rng, validation_rng = independent_generators(rng, 2)
     rcond = rcond_for(params["rcond"], params["dtype"])
+    # Refused before any data is read: m landmarks need 2.2 m^2 words (docs/design.md §11).
+    if params["n_landmarks"] != "auto":
+        refuse_landmarks_beyond_memory(_landmark_count(params, X.shape[0]), X)
     saved = None if checkpoint is None else FitCheckpoint.open(
         checkpoint, _identity(params, X, kernel_function))
     if saved is not None and saved.landmarks is not None:
@@ -91,7 +95,7 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     else:
         # The samples for gamma, the landmarks and the automatic m, read in one go.
         sampler = RowSampler.reading_ahead(X, _planned_samples(
-            params, X.shape[0], kernel_function, rng, bandwidth_rng, validation_rng))
+            params, X, kernel_function, rng, bandwidth_rng, validation_rng))
         gamma = resolve_gamma(params["gamma"], X, kernel_function, rng=bandwidth_rng,
                               sampler=sampler)
         kernel = _Kernel(kernel_function, _kernel_params(params, X, kernel_function, gamma))
@@ -178,14 +182,34 @@ def _identity(params: dict, X: da.Array, kernel) -> dict:
         tol=params["tol"], max_landmarks=params["max_landmarks"])
 
 
-def _planned_samples(params: dict, n: int, kernel, rng, bandwidth_rng, validation_rng):
+def _landmark_count(params: dict, n: int) -> int:
+    """m for an int ``n_landmarks``: the points given, or n_landmarks capped at n."""
+    if isinstance(params["landmarks"], str) or callable(params["landmarks"]):
+        return min(int(params["n_landmarks"]), n)
+    return len(params["landmarks"])
+
+
+def _auto_cap(params: dict, X) -> tuple[int, str]:
+    """The cap on m for ``n_landmarks="auto"``, and what sets it (for the warning at the cap)."""
+    cap, where = landmark_cap(X)
+    if params["max_landmarks"] is not None and params["max_landmarks"] <= cap:
+        return int(params["max_landmarks"]), f"max_landmarks={params['max_landmarks']}"
+    return cap, f"the most landmarks that fit in {where}"
+
+
+#: Automatic m reads ahead the samples of every m up to this one; larger m read as they go.
+READ_AHEAD_LANDMARKS = 4096
+
+
+def _planned_samples(params: dict, X, kernel, rng, bandwidth_rng, validation_rng):
     """The row samples gamma and the landmarks will draw, from copies of their generators."""
+    n = X.shape[0]
     samples = [sample_indices(n, gamma_sample_size(params["gamma"], kernel),
                               copy.deepcopy(bandwidth_rng))]
     if params["n_landmarks"] == "auto":
+        cap = min(_auto_cap(params, X)[0], READ_AHEAD_LANDMARKS)
         return samples + planned_samples(n, params["landmarks"], rng=rng,
-                                         validation_rng=validation_rng,
-                                         max_landmarks=params["max_landmarks"])
+                                         validation_rng=validation_rng, max_landmarks=cap)
     return samples + [planned_sample(n, params["n_landmarks"], params["landmarks"], rng)]
 
 
@@ -193,10 +217,11 @@ def _choose_landmarks(params: dict, X, kernel: _Kernel, rng, validation_rng, rco
                       sampler) -> tuple[Landmarks, list | None]:
     """The landmarks, and the growth path when m is chosen automatically."""
     if params["n_landmarks"] == "auto":
+        cap, reason = _auto_cap(params, X)
         return grow_landmarks(
             X, params["landmarks"], rng=rng, validation_rng=validation_rng,
             kernel=kernel.function, params=kernel.params, tol=params["tol"],
-            max_landmarks=params["max_landmarks"], rcond=rcond, sampler=sampler)
+            max_landmarks=cap, rcond=rcond, sampler=sampler, cap_reason=reason)
     chosen = select_landmarks(X, params["n_landmarks"], params["landmarks"], rng=rng,
                               kernel=kernel.function, params=kernel.params, sampler=sampler)
     return chosen, None

@@ -39,8 +39,9 @@ from ..validation import is_count, is_finite_real, is_real
 __all__ = ["Constraint", "CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_for",
            "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
 
-#: Default relative cut-off for eigenvalues of K_mm, by kernel-block dtype:
-#: float32 blocks carry ~1e-7 relative noise, which W = U s^{-1/2} must not amplify.
+#: Default cut-off on each landmark's residual variance, relative to the largest
+#: k(z, z), by kernel-block dtype (docs/design.md §11): float32 blocks carry ~1e-7
+#: relative noise, which the features multiply by up to 1 / rcond.
 DEFAULT_RCOND = MappingProxyType({"float64": 1e-10, "float32": 1e-3})
 
 

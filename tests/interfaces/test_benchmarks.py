@@ -36,11 +36,12 @@ RUNS = {
                              "--workdir", "{tmp}"], "moto"),
     "bench_tables": (["--rows", "4000", "--row-group", "1000", "--block-rows", "1000",
                       "--rows-per-file", "2000", "--landmarks", "50"], "moto"),
-    "bench_accuracy": (["--n", "1000", "--m", "50", "--seeds", "0", "--methods", "uniform"],
-                       "mnist"),
+    "bench_accuracy": (["--n", "1000", "--m", "50", "--seeds", "0", "--methods", "uniform",
+                        "--plot", "{tmp}/choosing-m.png"], "mnist"),
     "bench_novelty": (["--n-landmarks", "50", "--digits", "0", "--n-components", "5"], "mnist"),
     "bench_denoising": (["--subset", "300", "--n-landmarks", "50", "--components", "8"],
                         "mnist"),
+    "bench_large_m": (["--n", "3000", "--m", "200,1600"], None),
     "bench_mnist": (["--n-landmarks", "50", "--n-components", "5"], "mnist"),
 }
 

@@ -1,0 +1,147 @@
+"""Fits with many landmarks against their floor: the pass SYRK plus one Cholesky (design §11).
+
+For each m, in a fresh process (so that its peak memory is its own), on
+n x 32 float32 uniform data (rbf, gamma 0.01 or ``--gamma``, uniform
+landmarks, q = 10, the threaded scheduler):
+
+- **fit**: ``KernelPCA.fit`` end to end;
+- **floor**: in the same process and on the same block shapes, the float32
+  SYRK D_b^T D_b of every row block the pass makes, plus one float64 Cholesky
+  (LAPACK ``potrf``) of K_mm: the work a fit cannot avoid;
+- **ratio** fit / floor (goal <= 1.3 at m = 10 000);
+- **peak**: resident memory above what the process held before the fit (after
+  a warm-up fit, so numba's one-off ~100 MiB is not counted), in GiB and in
+  m^2 float64 words (goal <= 2.2 for m >= 5000).
+
+``--before PATH`` repeats each fit with the kpca_dask package found at PATH
+(e.g. a worktree of an older commit), in its own process too.
+
+    python bench/bench_large_m.py                                  # m = 1000 ... 10 000, n = 1e5
+    python bench/bench_large_m.py --n 3e4 --m 30000 --no-floor      # every row a landmark
+    python bench/bench_large_m.py --m 2000,5000 --before ../old     # before and after
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import machine, write_results  # noqa: E402
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def measure(spec: dict) -> dict:
+    """One fit (and its floor) in this process; run by :func:`run` in a fresh one."""
+    import dask
+    import numpy as np
+    from _common import PeakMemory
+    from scipy.linalg import lapack
+
+    from kpca_dask import KernelPCA
+    from kpca_dask.blocks.kernels import pairwise_kernel
+    from kpca_dask.blocks.statistics import kernel_block_rows
+
+    n, m, p = spec["n"], spec["m"], 32
+    X = np.random.default_rng(0).uniform(size=(n, p)).astype(np.float32)
+    kpca = KernelPCA(10, n_landmarks=m, landmarks="uniform", gamma=spec["gamma"],
+                     dtype="float32", random_state=0)
+    # A warm-up fit loads what a first fit loads once (numba's runtime and compiled
+    # kernels, ~100 MiB), so that the peak below is what this m costs.
+    with dask.config.set(scheduler="threads"):
+        KernelPCA(2, n_landmarks=20, gamma=0.01, dtype="float32").fit(X[:500])
+    memory = PeakMemory()
+    started = time.perf_counter()
+    with dask.config.set(scheduler="threads"):
+        kpca.fit(X)
+    fit = time.perf_counter() - started
+    memory.stop()
+    result = {"m": m, "n": n, "fit": fit, "peak_gib": memory.above_start_gib,
+              "rank": int(kpca.landmark_rank_),
+              "relative_residual": float(np.max(getattr(kpca, "eigenvalue_residuals_", [np.nan]))
+                                         / kpca.eigenvalues_[0])}
+    if not spec["floor"]:
+        return result
+    del kpca
+    # The floor: the pass's SYRKs on blocks of the shape it uses, then one Cholesky.
+    Z = X[:m].astype(np.float64)
+    rows = kernel_block_rows(m, 4)
+    D = pairwise_kernel(X[:rows], X[:m], "rbf", gamma=spec["gamma"]).astype(np.float32)
+    started = time.perf_counter()
+    for start in range(0, n, rows):
+        block = D[: min(rows, n - start)]
+        block.T @ block  # numpy calls SYRK for a product with its own transpose
+    syrk = time.perf_counter() - started
+    del D
+    K = pairwise_kernel(Z, Z, "rbf", gamma=spec["gamma"])
+    started = time.perf_counter()
+    lapack.dpotrf(K, lower=1, overwrite_a=1)
+    cholesky = time.perf_counter() - started
+    return {**result, "syrk": syrk, "cholesky": cholesky}
+
+
+def run(spec: dict, package: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), str(Path(__file__).parent)])}
+    done = subprocess.run([sys.executable, "-X", "faulthandler", __file__, "--measure",
+                           json.dumps(spec)], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"m = {spec['m']} ended with {done.returncode}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| code | n | m | rank | fit s | floor s (SYRK + Cholesky) | **fit / floor** "
+             "| peak GiB | **peak in m² words** | max residual / λ₁ |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        floor = r.get("syrk", 0.0) + r.get("cholesky", 0.0)
+        shown_floor = (f"{floor:.1f} ({r['syrk']:.1f} + {r['cholesky']:.1f})" if floor
+                       else "–")
+        ratio = f"**{r['fit'] / floor:.2f}**" if floor else "–"
+        words = r["peak_gib"] * 2**30 / (8 * r["m"] ** 2)
+        lines.append(f"| {r['code']} | {r['n']:.0e} | {r['m']} | {r.get('rank', '?')} "
+                     f"| {r['fit']:.1f} | {shown_floor} "
+                     f"| {ratio} | {r['peak_gib']:.2f} | **{words:.2f}** "
+                     f"| {r.get('relative_residual', float('nan')):.1e} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=float, default=1e5)
+    parser.add_argument("--m", default="1000,2000,5000,10000")
+    parser.add_argument("--gamma", type=float, default=0.01,
+                        help="rbf gamma: 0.01 gives a landmark rank of a few hundred (the "
+                             "dense small problem), 1.0 a full rank (the iterative one)")
+    parser.add_argument("--no-floor", action="store_true", help="time the fits only")
+    parser.add_argument("--before", type=Path, help="a checkout of older code to compare")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.measure:
+        print(json.dumps(measure(json.loads(args.measure))))
+        return 0
+    print(f"# {machine()}", file=sys.stderr)
+    rows = []
+    for m in (int(float(v)) for v in args.m.split(",")):
+        spec = {"n": int(args.n), "m": m, "floor": not args.no_floor, "gamma": args.gamma}
+        codes = [("this", REPOSITORY)] + ([("before", args.before)] if args.before else [])
+        for code, package in codes:
+            row = {"code": code, **run(spec if code == "this" else {**spec, "floor": False},
+                                       package)}
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    text = f"{machine()}\n\n{table(rows)}"
+    print(text)
+    write_results("bench_large_m", text, argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
