@@ -201,15 +201,43 @@ class Partitions:
             return tuple(int(n) for n in simplified.value)
         if not compute:
             return None
+        return tuple(int(n) for n in self.counted_lengths().compute())
+
+    def counted_lengths(self):
+        """The rows per partition as a dask Delayed that counts them.
+
+        One small task per partition, so a partition is released as soon as
+        it is counted and no task takes more than one partition as its input
+        (on a cluster, no worker is handed the whole table to count it); the
+        counts, one int each, are gathered in a tree of
+        :data:`LENGTHS_SPLIT_EVERY`.
+        """
         from dask.delayed import Delayed
 
-        key = "partition-lengths-" + tokenize(self.keys)
-        graph = {**self.graph, key: (_lengths, *self.keys)}
-        return tuple(Delayed(key, graph).compute())
+        token = tokenize(self.keys)
+        graph = dict(self.graph)
+        keys = []
+        for i, key in enumerate(self.keys):
+            graph[("partition-length-" + token, i)] = (len, key)
+            keys.append(("partition-length-" + token, i))
+        level = 0
+        while len(keys) > 1 or level == 0:
+            name = f"partition-lengths-{level}-" + token
+            groups = [keys[i:i + LENGTHS_SPLIT_EVERY]
+                      for i in range(0, len(keys), LENGTHS_SPLIT_EVERY)]
+            for j, group in enumerate(groups):
+                graph[(name, j)] = (_joined_lengths, group) if level else (tuple, group)
+            keys = [(name, j) for j in range(len(groups))]
+            level += 1
+        return Delayed(keys[0], graph)
 
 
-def _lengths(*parts) -> tuple[int, ...]:
-    return tuple(len(part) for part in parts)
+#: Row counts gathered this many at a time (a count is one int: any tree works).
+LENGTHS_SPLIT_EVERY = 32
+
+
+def _joined_lengths(groups: list) -> tuple[int, ...]:
+    return tuple(n for group in groups for n in group)
 
 
 def frame_to_array(X: Any, *, lengths: bool = True, what: str = "X",
