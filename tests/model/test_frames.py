@@ -101,6 +101,28 @@ def test_csv_lengths_are_computed_without_values(tmp_path, table):
     assert sum(X.chunks[0]) == N and len(X.chunks[0]) == frame.npartitions > 1
 
 
+def _numbered_partition(i: int) -> pd.DataFrame:
+    return pd.DataFrame({"a": np.arange(10 + i % 7, dtype=float)})
+
+
+@pytest.mark.parametrize("n_partitions", [1, 33, 1100])
+def test_unknown_lengths_are_counted_partition_by_partition(n_partitions):
+    """No task of the count takes more than one partition (a task that took them all
+    held the whole table in one place); the counts are right through every level of
+    the tree that gathers them."""
+    from dask.core import get_dependencies
+
+    from kpca_dask.io.frames import Partitions
+
+    parts = Partitions.of(dd.from_map(_numbered_partition, range(n_partitions)))
+    counting = parts.counted_lengths()
+    graph, partitions = dict(counting.__dask_graph__()), set(parts.keys)
+    most = max(len(get_dependencies(graph, key) & partitions)
+               for key in graph if key not in partitions)
+    assert most == 1
+    assert parts.lengths() == tuple(10 + i % 7 for i in range(n_partitions))
+
+
 def test_fit_of_parquet_frame_reads_each_partition_once(parquet, table):
     """With given landmarks, the fit is one compute that reads each row group once."""
     landmarks = table[NAMES].to_numpy()[::20]
