@@ -57,6 +57,18 @@ class MemoryBudget:
         """A fair share of the process for one task: the process's bytes over its threads."""
         return self.process_bytes // max(1, self.threads)
 
+    @property
+    def block_bytes(self) -> int:
+        """The most one task's working block (a kernel block) may take: a quarter of a
+        thread's share of the free memory, between 4 MiB and 128 MiB.
+
+        A pass task holds its input chunk, a float copy of it, the kernel block and
+        the running m x m sums at once (docs/guide/memory.md); a quarter leaves room for
+        the rest and for the chunks distributed keeps in memory beside it.
+        """
+        share = self.free_bytes // (4 * max(1, self.threads))
+        return int(min(BLOCK_BYTES_MOST, max(BLOCK_BYTES_LEAST, share)))
+
     def describe(self) -> str:
         """``"4.00 GiB (the smallest worker's memory_limit)"``, for messages."""
         return f"{format_bytes(self.process_bytes)} ({self.where})"
@@ -91,6 +103,10 @@ def memory_budget(collection=None) -> MemoryBudget:
     return MemoryBudget(int(psutil.virtual_memory().available), local_threads(), False,
                         "the memory available on this machine")
 
+
+#: Bounds of :attr:`MemoryBudget.block_bytes`: below 4 MiB BLAS is slow; above
+#: 128 MiB a block gains nothing (it is far beyond the caches already).
+BLOCK_BYTES_LEAST, BLOCK_BYTES_MOST = 2**22, 2**27
 
 #: What a worker holds once it has imported kpca-dask and its dependencies
 #: (275 MiB measured on Linux x86-64 with numpy 2.4, scipy, numba, distributed).

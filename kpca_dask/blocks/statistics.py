@@ -105,11 +105,13 @@ def _fill_upper(gram: np.ndarray) -> None:
 
 
 def statistics_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,
-                        origin=None, blas_threads=None):
+                        origin=None, blas_threads=None, block_bytes=None):
     """Add one row block's statistics to ``running`` (None: start a chain) and return it.
 
     Module level, so the dashboard names the task; ``blas_threads`` is the
-    chain's share of the cores (docs/design.md §8).
+    chain's share of the cores (docs/design.md §8), ``block_bytes`` the most
+    a kernel block may take (default :data:`KERNEL_BLOCK_BYTES`; the pass
+    sets it from the worker's memory, docs/guide/memory.md).
     """
     if running is None:
         running = RunningStatistics.empty(reference)
@@ -128,7 +130,8 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
     # keep a task's memory O(rows x m) whatever the chunking, and keep float32
     # sums short before they are added up in float64.
-    rows = even_block_rows(x.shape[0], kernel_block_rows(m, np.dtype(dtype).itemsize))
+    rows = even_block_rows(x.shape[0], kernel_block_rows(m, np.dtype(dtype).itemsize,
+                                                         block_bytes))
     buffer = np.empty((min(rows, x.shape[0]), m), dtype)
     kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
     with blas_limit(blas_threads):
@@ -185,12 +188,17 @@ def add_gram(gram: np.ndarray, D: np.ndarray) -> None:
             gram[stop:, start:stop] += D[:, stop:].T @ panel
 
 
-#: Bytes of one kernel block inside a task (rows x m, float64): 128 MiB.
+#: Bytes of one kernel block inside a task (rows x m) where memory is plentiful: 128 MiB.
 KERNEL_BLOCK_BYTES = 2**27
 
+#: Rows of a kernel block are kept between these: fewer make BLAS slow, more
+#: gain nothing once the block is far larger than the caches.
+KERNEL_BLOCK_ROWS = (256, 65_536)
 
-def kernel_block_rows(n_landmarks: int, itemsize: int = 8) -> int:
-    """Rows of data per kernel block: ~128 MiB of kernel values, but 1024 to 65 536 rows.
+
+def kernel_block_rows(n_landmarks: int, itemsize: int = 8, block_bytes: int | None = None) -> int:
+    """Rows of data per kernel block: ``block_bytes`` of kernel values (default 128 MiB),
+    but 256 to 65 536 rows.
 
     Examples
     --------
@@ -198,8 +206,12 @@ def kernel_block_rows(n_landmarks: int, itemsize: int = 8) -> int:
     (16777, 4096, 65536)
     >>> kernel_block_rows(10_000, itemsize=4)  # float32: twice the rows in the same bytes
     3355
+    >>> kernel_block_rows(1000, block_bytes=2**23)  # a small worker's share: 8 MiB
+    1048
     """
-    return int(min(65_536, max(1024, KERNEL_BLOCK_BYTES // (itemsize * max(n_landmarks, 1)))))
+    most = KERNEL_BLOCK_BYTES if block_bytes is None else block_bytes
+    low, high = KERNEL_BLOCK_ROWS
+    return int(min(high, max(low, most // (itemsize * max(n_landmarks, 1)))))
 
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in

@@ -40,6 +40,7 @@ import numpy as np
 from dask.delayed import Delayed
 from scipy import linalg
 
+from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.projection import project_block
 from ..blocks.statistics import kernel_block_rows, kernel_origin
@@ -88,12 +89,12 @@ def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.nd
 
 
 def _preimage_block_statistics(block, landmarks, projection, offset, kernel, params, dtype,
-                               origin, centres, centre_basis):
+                               origin, centres, centre_basis, block_bytes=None):
     """H_b and R_b of one training row block; module level so the dashboard names it."""
     x = np.asarray(block, dtype=np.float64)
     r, p = centre_basis.shape[1], x.shape[1]
     gram, cross = np.zeros((r, r)), np.zeros((r, p))
-    step = kernel_block_rows(landmarks.shape[0])
+    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
         y = project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
@@ -146,7 +147,7 @@ def preimage_statistics(
     shared = shared_values(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
     statistics_of = dask.delayed(_preimage_block_statistics, pure=True)
     partials = [statistics_of(block, shared[0], shared[1], shared[2], kernel, params, dtype,
-                              shared[3], shared[4], shared[5])
+                              shared[3], shared[4], shared[5], memory_budget(X).block_bytes)
                 for block, _ in zip(X.to_delayed().ravel(), row_offsets(X))]
     combine = dask.delayed(combine_preimage_statistics, pure=True)
     while len(partials) > 1:
@@ -176,7 +177,8 @@ def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
     return centre_basis @ B
 
 
-def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_info=None):
+def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_bytes=None,
+                       block_info=None):
     """x_hat = k(y, Y_Z) (W_Y B) for one row block of embeddings."""
     y = np.asarray(block, dtype=np.float64)
     row = _first_nonfinite_row(y, block_info)
@@ -185,7 +187,7 @@ def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_in
             f"The embedding contains NaN or infinite values (first in row {row}); "
             "inverse_transform needs finite embeddings.")
     out = np.empty((y.shape[0], coefficients.shape[1]))
-    step = kernel_block_rows(centres.shape[0])
+    step = kernel_block_rows(centres.shape[0], block_bytes=block_bytes)
     for start in range(0, y.shape[0], step):
         K = pairwise_kernel(y[start : start + step], centres, kernel, **params)
         out[start : start + step] = K @ coefficients
@@ -208,12 +210,13 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
     shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
     return Y.map_blocks(
         _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
-        params=params, chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
+        params=params, block_bytes=memory_budget(Y).block_bytes,
+        chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
         meta=np.empty((0, 0), np.float64))
 
 
 def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
-                 dtype_kernel, origin=None, block_info=None):
+                 dtype_kernel, origin=None, block_bytes=None, block_info=None):
     """``e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2`` for one row block."""
     x = np.asarray(block)
     row = _first_nonfinite_row(x, block_info)
@@ -226,7 +229,7 @@ def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, param
     # [P, v]: the projection and the mean's weights in one product per kernel block.
     weights = weights.astype(x.dtype, copy=False)
     e = np.empty(x.shape[0])
-    step = kernel_block_rows(landmarks.shape[0])
+    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
         Bw = (pairwise_kernel(rows, landmarks, kernel, **params) @ weights).astype(np.float64)
@@ -276,7 +279,8 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
     return X.map_blocks(
         _error_block, landmarks=shared[0], weights=shared[1], offset=shared[2],
         mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,
-        origin=shared[3], chunks=(X.chunks[0],), drop_axis=1, dtype=np.float64,
+        origin=shared[3], block_bytes=memory_budget(X).block_bytes, chunks=(X.chunks[0],),
+        drop_axis=1, dtype=np.float64,
         meta=np.empty((0,), np.float64))
 
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import dask
 import dask.array as da
@@ -187,7 +187,7 @@ class FitCheckpoint:
         # Each segment is one chain of the pass; as many run at once as the pass
         # would run chains (kpca_dask.engine.passes.pass_plan).
         plan = pass_plan(X, len(self.landmarks.points))
-        one_chain = PassPlan(1, plan.blas_threads, plan.local_threads)
+        one_chain = replace(plan, chains=1)
         segments = [pass_statistics(X, self.landmarks.points, kernel, params, dtype,
                                     self.reference, plan=one_chain,
                                     blocks=slice(i * segment_blocks, (i + 1) * segment_blocks))

@@ -25,6 +25,9 @@ def test_a_cluster_budget_is_the_smallest_worker_limit():
         assert (budget.process_bytes, budget.threads, budget.on_cluster) == (
             700 * 2**20, 2, True)
         assert budget.task_bytes == 350 * 2**20
+        # A quarter of a thread's share of what the worker has free below its pause
+        # threshold (560 MiB less the ~300 MiB it holds): ~30 MiB, not 128.
+        assert 4 * 2**20 <= budget.block_bytes <= (560 - 300) * 2**20 // 8
         assert "worker" in budget.describe()
 
 
@@ -37,3 +40,25 @@ def test_a_local_budget_is_the_available_memory_or_the_configured_figure():
         assert 0 < budget.process_bytes <= psutil.virtual_memory().total
         with dask.config.set({"kpca-dask.memory-limit": "1.5 GiB"}):
             assert memory_budget(da.zeros(3)).process_bytes == int(1.5 * 2**30)
+
+
+def test_kernel_blocks_follow_the_budget_and_leave_the_statistics_unchanged():
+    """A small memory figure makes a task's kernel blocks small (a quarter of a thread's
+    share, at least 4 MiB); the pass's sums are those of the default blocks."""
+    import numpy as np
+
+    from kpca_dask.engine.passes import compute_pass, pass_plan
+
+    X = da.random.default_rng(0).standard_normal((30_000, 8), chunks=(15_000, 8))
+    landmarks = np.random.default_rng(1).standard_normal((300, 8))
+    with dask.config.set(scheduler="threads", num_workers=2):
+        assert pass_plan(X, 300).block_bytes == 2**27
+        default = compute_pass(X, landmarks, "rbf", {"gamma": 0.1})
+        with dask.config.set({"kpca-dask.memory-limit": "64 MiB"}):
+            assert memory_budget(X).block_bytes == 8 * 2**20
+            assert pass_plan(X, 300).block_bytes == 8 * 2**20
+            small = compute_pass(X, landmarks, "rbf", {"gamma": 0.1})
+        with dask.config.set({"kpca-dask.memory-limit": "1 MiB"}):
+            assert memory_budget(X).block_bytes == 4 * 2**20  # never below 4 MiB
+    np.testing.assert_allclose(small.gram, default.gram, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(small.column_sums, default.column_sums, rtol=1e-12)
