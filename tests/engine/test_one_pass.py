@@ -156,3 +156,24 @@ def test_each_strategy_samples_exactly_the_rows_planned_for_it(strategy):
     select_landmarks(X, 10, strategy, rng=rng, kernel="rbf", params={"gamma": 0.5},
                      sampler=sampler)
     assert sum(source.reads.values()) == reads_before
+
+
+def test_each_block_is_read_inside_the_task_that_adds_it(tmp_path):
+    """No chunk of a Zarr array, nor partition of a DataFrame, is a task of its own in
+    the pass: a scheduler cannot read blocks ahead of the chains that add them."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from kpca_dask.engine.passes import pass_statistics
+    from kpca_dask.io import open_array, write_array
+    from kpca_dask.io.frames import frame_to_array
+
+    write_array(da.ones((400, 3), chunks=(50, 3)), str(tmp_path / "x.zarr"))
+    frame = dd.from_pandas(pd.DataFrame(np.ones((400, 3)), columns=list("abc")),
+                           npartitions=8)
+    for X in (open_array(str(tmp_path / "x.zarr")), frame_to_array(frame)):
+        statistics = pass_statistics(X, np.ones((5, 3)), "rbf", {"gamma": 0.5})
+        keys = set(dict(statistics.__dask_graph__()))
+        assert not keys & set(X.__dask_keys__()[i][0] for i in range(X.numblocks[0]))
+        with dask.config.set(scheduler="threads"):
+            assert statistics.compute().n_samples == 400
