@@ -86,7 +86,10 @@ class NystromSolution:
 
 @dataclass(frozen=True)
 class NoveltyTerms:
-    """v = W mu and ``|mu|^2``: with the projection, all the novelty score needs (docs/design.md §6)."""
+    """v = W mu and ``|mu|^2``: with the projection, all the novelty score needs.
+
+    See docs/design.md §6.
+    """
 
     mean_weights: np.ndarray  # v = W mu, (m,)
     mean_norm2: float  # |mu|^2
