@@ -100,3 +100,109 @@ def test_fit_survives_a_worker_killed_mid_pass(client):
 
 def _clear_transition_log(dask_scheduler) -> None:
     dask_scheduler.transition_log.clear()
+
+
+# -- a DataFrame's pass and a Parquet write ------------------------------------
+
+N_PARTITIONS = 32
+
+
+def _partition(i: int):
+    """Partition i of a table: an id column and N_FEATURES values fixed by i."""
+    import pandas as pd
+
+    values = np.random.default_rng(i).standard_normal((ROWS_PER_BLOCK, N_FEATURES))
+    frame = pd.DataFrame(values, columns=[f"f{j}" for j in range(N_FEATURES)])
+    frame.insert(0, "id", np.arange(i * ROWS_PER_BLOCK, (i + 1) * ROWS_PER_BLOCK))
+    return frame
+
+
+def _table():
+    """The table as a dask DataFrame without row counts in its metadata."""
+    import dask.dataframe as dd
+
+    return dd.from_map(_partition, range(N_PARTITIONS), enforce_metadata=False)
+
+
+def _key_name(key) -> str:
+    """A task key's name: the first element of a tuple key (a partition's), else the key."""
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _kill_when_held(client: Client, prefix: str, run, at_kill=lambda: None) -> dict:
+    """Run ``run()`` in a thread; SIGKILL the first worker to hold a ``prefix`` result.
+
+    Returns what ``run`` returned (``"result"``) or raised (``"error"``), and
+    whether the kill came while it ran (``"killed_mid_run"``); ``at_kill()``'s
+    return value, called just before the kill, is ``"at_kill"``.
+    """
+    pids = client.run(os.getpid)
+    outcome: dict = {}
+
+    def in_background():
+        try:
+            outcome["result"] = run()
+        except BaseException as error:  # reported by the main thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=in_background, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        victim = next((address for address, keys in client.has_what().items()
+                       if any(_key_name(key).startswith(prefix) for key in keys)), None)
+        time.sleep(0.01)
+    assert victim is not None, f"no worker held a {prefix} result within 60 s"
+    outcome["at_kill"] = at_kill()
+    os.kill(pids[victim], signal.SIGKILL)
+    outcome["killed_mid_run"] = thread.is_alive()
+    thread.join(FIT_TIMEOUT_S)
+    assert not thread.is_alive(), f"it did not finish within {FIT_TIMEOUT_S} s"
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["killed_mid_run"]
+    return outcome
+
+
+def test_fit_of_a_table_survives_a_worker_killed_mid_pass(client):
+    """A DataFrame of unknown lengths, a worker killed in the pass: the undisturbed model."""
+    features = [f"f{j}" for j in range(N_FEATURES)]
+    with dask.config.set(scheduler="threads"):
+        reference = KernelPCA(**PARAMS).fit(_table()[features].compute())
+    client.run_on_scheduler(_clear_transition_log)
+    outcome = _kill_when_held(client, BLOCK_TASK,
+                              lambda: KernelPCA(**PARAMS).fit(_table()[features]))
+    recomputed = client.run_on_scheduler(_keys_computed_more_than_once)
+    assert any(key.startswith(BLOCK_TASK) for key in recomputed)
+    np.testing.assert_allclose(outcome["result"].eigenvalues_, reference.eigenvalues_,
+                               rtol=1e-10)
+
+
+def test_parquet_write_survives_a_worker_killed_mid_write(client, tmp_path):
+    """A worker killed while the embedding is written: until the write ends no output
+    exists at its path; then it is whole and equal to the undisturbed one."""
+    import pandas as pd
+
+    from kpca_dask import transform_table, write_table
+
+    features = [f"f{j}" for j in range(N_FEATURES)]
+    with dask.config.set(scheduler="threads"):
+        model = KernelPCA(**PARAMS).fit(_table()[features].compute())
+    out = tmp_path / "embedding.parquet"
+
+    def write():
+        write_table(transform_table(model, _table(), keep_columns=["id"]), out)
+
+    def what_exists():
+        return out.exists(), [path.name for path in tmp_path.iterdir()]
+
+    outcome = _kill_when_held(client, "toparquetdata", write, what_exists)
+    final_existed, names = outcome["at_kill"]
+    assert not final_existed, "the output was readable before its write ended"
+    assert any(name.startswith(".embedding.parquet.tmp-") for name in names), names
+    written = pd.read_parquet(out).sort_values("id")
+    with dask.config.set(scheduler="threads"):  # in this process: the rows are here
+        expected = np.asarray(model.transform(_table()[features].compute()))
+    assert (written["id"].to_numpy() == np.arange(N_PARTITIONS * ROWS_PER_BLOCK)).all()
+    np.testing.assert_allclose(written[model.get_feature_names_out()].to_numpy(), expected,
+                               atol=1e-10)
