@@ -42,6 +42,7 @@ RUNS = {
     "bench_denoising": (["--subset", "300", "--n-landmarks", "50", "--components", "8"],
                         "mnist"),
     "bench_large_m": (["--n", "3000", "--m", "200,1600"], None),
+    "bench_frame_memory": (["--n", "20000", "--rows-per-partition", "5000"], None),
     "bench_mnist": (["--n-landmarks", "50", "--n-components", "5"], "mnist"),
 }
 

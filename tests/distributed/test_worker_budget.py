@@ -1,0 +1,335 @@
+"""Every public path within a worker's memory, on data twice a worker's limit.
+
+Two worker processes whose ``memory_limit`` is half the data's size run, on
+the same cluster and the same rows (a Zarr array on disk, and the same rows
+as a dask DataFrame whose partition lengths are unknown): fit with each
+landmark method, median gamma and automatic m; transform to Zarr and to
+Parquet with a key column; score_samples; reconstruction_error;
+inverse_transform to Zarr; partial_fit on halves and merge; set_n_components;
+the command line's fit and transform. For each path it asserts that no
+worker paused or was restarted (worker logs, process ids, and the worker's
+status sampled every 20 ms), that each worker's resident memory stayed below
+distributed's pause threshold, that this process (the client) grew by at most
+0.5 GiB, and that the results equal the fit on the threaded scheduler.
+
+The data are small in the default suite (see :data:`WORKER_LIMIT`);
+``KPCA_DASK_BUDGET_BYTES`` makes them larger (2.4e9: workers of 1.1 GiB). Run alone with
+``pytest -m budget -s``: ``-s`` prints a table per path (time, worker peak,
+client growth). The memory model these figures check is docs/guide/memory.md.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import psutil
+import pytest
+from distributed import Client, LocalCluster
+
+from kpca_dask import KernelPCA, load, merge, transform_table, write_table
+from kpca_dask.dask_client import environment_kept
+from kpca_dask.io import open_array, write_array
+
+pytestmark = [pytest.mark.slow, pytest.mark.budget]
+
+N_FEATURES = 256
+ROWS_PER_CHUNK = 8192  # 8 MiB float32 chunks
+CHUNK_BYTES = ROWS_PER_CHUNK * N_FEATURES * 4
+#: What a worker may hold in results during a fit's pass: its chain's sums and a
+#: chunk or two in transfer, never chunks read ahead of the chains.
+PASS_HELD = 3 * CHUNK_BYTES
+DATA_BYTES = int(float(os.environ.get("KPCA_DASK_BUDGET_BYTES", 3e8)))
+#: A worker may hold half the data, but never less than 576 MiB: a worker process that
+#: has loaded kpca-dask (numpy, scipy, numba's runtime, pandas, zarr, distributed)
+#: holds ~350 MiB before any task, and distributed pauses it at 80 % of its limit.
+#: So the default suite's 0.28 GiB of data is half a worker's limit, not twice it;
+#: KPCA_DASK_BUDGET_BYTES=2.4e9 gives the figures of docs/guide/memory.md.
+WORKER_LIMIT = max(DATA_BYTES // 2, 576 * 2**20)
+PAUSE_FRACTION = dask.config.get("distributed.worker.memory.pause")
+CLIENT_GROWTH_LIMIT = 0.5 * 2**30
+N_ROWS = DATA_BYTES // (4 * N_FEATURES) // ROWS_PER_CHUNK * ROWS_PER_CHUNK
+PARAMS = dict(n_components=5, kernel="rbf", gamma=1 / N_FEATURES, n_landmarks=200,
+              landmarks="uniform", dtype="float32", random_state=0)
+
+FIGURES: list[tuple[str, float, float, float, float]] = []
+
+
+# -- what is watched ---------------------------------------------------------
+
+class _Watch:
+    """This process's peak RSS, sampled by a thread (the worker's twin runs there)."""
+
+    def __init__(self, is_paused=lambda: False, held=lambda: 0):
+        self.process = psutil.Process()
+        self.start = self.peak = self.process.memory_info().rss
+        self.paused = False
+        self.most_held = 0
+        self._is_paused, self._held = is_paused, held
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            self.paused = self.paused or self._is_paused()
+            self.most_held = max(self.most_held, self._held())
+
+    def stop(self) -> "_Watch":
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.process.memory_info().rss)
+        return self
+
+
+def _start_watch(dask_worker) -> None:
+    """Run on each worker: a watch of its RSS and of its paused status."""
+    old = getattr(dask_worker, "budget_watch", None)
+    if old is not None:
+        old.stop()
+    dask_worker.budget_watch = _Watch(lambda: dask_worker.status.name == "paused",
+                                      lambda: dask_worker.state.nbytes)
+
+
+def _stop_watch(dask_worker) -> dict:
+    watch = dask_worker.budget_watch.stop()
+    return {"peak": watch.peak, "start": watch.start, "paused": watch.paused, "pid": os.getpid(),
+            "held": watch.most_held,
+            "limit": dask_worker.memory_manager.memory_limit}
+
+
+def _load_library() -> None:
+    """Load what a task loads (numba's runtime, compiled kernels) before measuring."""
+    from kpca_dask.blocks import epilogue
+
+    epilogue.compile_all()
+
+
+class _Budget:
+    """Runs each path under watch and asserts it stayed within the budget."""
+
+    def __init__(self, client: Client):
+        self.client = client
+        self.pids = client.run(os.getpid)
+
+    def run(self, name: str, path, *args, held_at_most: int | None = None, **kwargs):
+        """``path(*args, **kwargs)`` under watch; ``held_at_most``: the most bytes of task
+        results (chunks read ahead, partial sums) a worker may hold meanwhile."""
+        self.client.run(_start_watch)
+        log_lengths = {w: len(lines) for w, lines in self.client.get_worker_logs().items()}
+        client = _Watch()
+        started = time.perf_counter()
+        result = path(*args, **kwargs)
+        seconds = time.perf_counter() - started
+        client.stop()
+        workers = self.client.run(_stop_watch)
+        FIGURES.append((name, seconds, max(w["start"] for w in workers.values()) / 2**30,
+                        max(w["peak"] for w in workers.values()) / 2**30,
+                        (client.peak - client.start) / 2**30))
+        self.check(name, workers, log_lengths, client)
+        most = max(w["held"] for w in workers.values())
+        assert held_at_most is None or most <= held_at_most, (
+            f"{name}: a worker held {most / 2**20:.0f} MiB of results (chunks read ahead of "
+            f"the pass?), more than {held_at_most / 2**20:.0f} MiB")
+        return result
+
+    def check(self, name, workers, log_lengths, client):
+        assert {w: v["pid"] for w, v in workers.items()} == self.pids, (
+            f"{name}: a worker was restarted")
+        logs = self.client.get_worker_logs()
+        for address, watched in workers.items():
+            new = [line for _, line in logs[address][log_lengths.get(address, 0):]]
+            assert not watched["paused"] and not any("Pausing worker" in line for line in new), (
+                f"{name}: worker {address} paused")
+            threshold = PAUSE_FRACTION * watched["limit"]
+            assert watched["peak"] < threshold, (
+                f"{name}: worker {address} peaked at {watched['peak'] / 2**20:.0f} MiB, "
+                f"above the pause threshold {threshold / 2**20:.0f} MiB")
+        assert client.peak - client.start <= CLIENT_GROWTH_LIMIT, (
+            f"{name}: the client grew by {(client.peak - client.start) / 2**30:.2f} GiB")
+
+
+# -- the data and the cluster ------------------------------------------------
+
+def _chunk(i: int) -> np.ndarray:
+    """Row chunk i: two clusters and noise, fixed by i."""
+    rng = np.random.default_rng(i)
+    centre = np.where(np.arange(ROWS_PER_CHUNK)[:, None] % 2 == 0, 0.5, -0.5)
+    return (centre + rng.standard_normal((ROWS_PER_CHUNK, N_FEATURES))).astype(np.float32)
+
+
+def _lazy_data() -> da.Array:
+    n_chunks = N_ROWS // ROWS_PER_CHUNK
+    blocks = [da.from_delayed(dask.delayed(_chunk, pure=True)(i), (ROWS_PER_CHUNK, N_FEATURES),
+                              np.float32) for i in range(n_chunks)]
+    return da.concatenate(blocks, axis=0)
+
+
+def _frame_partition(i: int, path: str):
+    """Partition i of the table: rows of the Zarr store, 0 to 2 chunks' worth, an id column."""
+    import pandas as pd
+    import zarr
+
+    array = zarr.open_array(path, mode="r")
+    start, stop = i * ROWS_PER_CHUNK, min((i + 1) * ROWS_PER_CHUNK, array.shape[0])
+    frame = pd.DataFrame(array[start:stop], columns=[f"f{j}" for j in range(N_FEATURES)])
+    frame.insert(0, "id", np.arange(start, stop, dtype=np.int64))
+    return frame
+
+
+def _frame(path: str):
+    """The data as a dask DataFrame built with from_map: its partition lengths are unknown."""
+    import dask.dataframe as dd
+
+    return dd.from_map(_frame_partition, range(N_ROWS // ROWS_PER_CHUNK), path=path,
+                       enforce_metadata=False)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("budget") / "data.zarr")
+    with dask.config.set(scheduler="threads"):
+        write_array(_lazy_data(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def budget(tmp_path_factory, data):
+    with environment_kept():
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None,
+                               memory_limit=WORKER_LIMIT,
+                               local_directory=str(tmp_path_factory.mktemp("workers")))
+    with environment_kept(), cluster, Client(cluster) as client:
+        client.run(_load_library)
+        yield _Budget(client)
+    if FIGURES:
+        print(f"\nworkers 2 x {WORKER_LIMIT / 2**30:.2f} GiB, data {DATA_BYTES / 2**30:.2f} GiB "
+              f"({N_ROWS} x {N_FEATURES} float32)")
+        print("| path | seconds | worker before (GiB) | worker peak (GiB) | client growth (GiB) |")
+        print("|---|---|---|---|---|")
+        for name, seconds, before, worker, client in FIGURES:
+            print(f"| {name} | {seconds:.1f} | {before:.2f} | {worker:.2f} | {client:.2f} |")
+
+
+@pytest.fixture(scope="module")
+def reference(data):
+    """The same fit on the threaded scheduler, in this process."""
+    with dask.config.set(scheduler="threads"):
+        return KernelPCA(**PARAMS).fit(open_array(data))
+
+
+@pytest.fixture(scope="module")
+def fitted(budget, data):
+    return budget.run("fit, uniform landmarks (Zarr)", KernelPCA(**PARAMS).fit, open_array(data),
+                      held_at_most=PASS_HELD)
+
+
+# -- the paths -----------------------------------------------------------------
+
+def test_fit_equals_the_threaded_fit(fitted, reference):
+    np.testing.assert_allclose(fitted.eigenvalues_, reference.eigenvalues_, rtol=1e-8)
+
+
+def test_fit_of_a_frame_of_unknown_lengths(budget, data, fitted):
+    """The frame's row counts are counted per partition: no task is handed the table."""
+    frame = _frame(data)
+    model = budget.run("fit, dask DataFrame of unknown lengths",
+                       KernelPCA(**PARAMS).fit, frame.drop(columns="id"), held_at_most=PASS_HELD)
+    np.testing.assert_allclose(model.eigenvalues_, fitted.eigenvalues_, rtol=1e-8)
+
+
+@pytest.mark.parametrize("landmarks", ["kmeans", "rpcholesky"])
+def test_fit_with_each_landmark_method(budget, data, landmarks):
+    model = budget.run(f"fit, {landmarks} landmarks", KernelPCA(
+        **{**PARAMS, "landmarks": landmarks}).fit, open_array(data))
+    assert model.eigenvalues_[0] > 0
+
+
+def test_fit_with_median_gamma_and_automatic_m(budget, data):
+    model = budget.run("fit, median gamma, automatic m", KernelPCA(
+        **{**PARAMS, "gamma": "median", "n_landmarks": "auto", "max_landmarks": 400}).fit,
+        open_array(data))
+    assert 0 < model.gamma_ and model.n_landmarks_ <= 400
+
+
+def test_transform_to_zarr(budget, data, fitted, reference, tmp_path):
+    out = str(tmp_path / "embedding.zarr")
+    budget.run("transform to Zarr", write_array, fitted.transform(open_array(data)), out)
+    rows = slice(0, 1000)
+    np.testing.assert_allclose(open_array(out)[rows].compute(),
+                               reference.transform(open_array(data)[rows]).compute(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_transform_of_the_frame_to_parquet_with_a_key(budget, data, fitted, tmp_path):
+    import pandas as pd
+
+    out = str(tmp_path / "embedding.parquet")
+    table = transform_table(fitted, _frame(data), keep_columns=["id"])
+    budget.run("transform, frame to Parquet with an id", write_table, table, out)
+    written = pd.read_parquet(out).sort_values("id")
+    assert len(written) == N_ROWS and (written["id"].to_numpy() == np.arange(N_ROWS)).all()
+    head = written.iloc[:1000]
+    np.testing.assert_allclose(head[fitted.get_feature_names_out()].to_numpy(),
+                               fitted.transform(open_array(data)[:1000]).compute(),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["score_samples", "reconstruction_error"])
+def test_scores(budget, data, fitted, reference, method):
+    scores = budget.run(method, lambda: getattr(fitted, method)(open_array(data)).compute())
+    assert scores.shape == (N_ROWS,)
+    np.testing.assert_allclose(scores[:1000], getattr(reference, method)(
+        open_array(data)[:1000]).compute(), rtol=1e-4)
+
+
+def test_inverse_transform_to_zarr(budget, data, tmp_path):
+    model = budget.run("fit with the pre-image map", KernelPCA(
+        **{**PARAMS, "fit_inverse_transform": True}).fit, open_array(data))
+    out = str(tmp_path / "preimages.zarr")
+    Y = model.transform(open_array(data))
+    budget.run("inverse_transform to Zarr", write_array, model.inverse_transform(Y), out)
+    assert open_array(out).shape == (N_ROWS, N_FEATURES)
+
+
+def test_partial_fit_on_halves_merge_and_set_n_components(budget, data, fitted):
+    """Halves of the store (rows recorded), merged and grown: each equals the one fit."""
+    half = N_ROWS // 2 // ROWS_PER_CHUNK * ROWS_PER_CHUNK
+    params = {**PARAMS, "landmarks": fitted.landmarks_,
+              "n_landmarks": fitted.landmarks_.shape[0], "gamma": fitted.gamma_}
+    first = budget.run("partial_fit, first half", KernelPCA(**params).partial_fit, data,
+                       rows=(0, half))
+    other = budget.run("partial_fit, second half", KernelPCA(**params).partial_fit, data,
+                       rows=(half, N_ROWS))
+    merged = budget.run("merge", merge, [first, other])
+    grown = budget.run("partial_fit, second half added", first.partial_fit, data,
+                       rows=(half, N_ROWS))
+    np.testing.assert_allclose(merged.eigenvalues_, fitted.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(grown.eigenvalues_, fitted.eigenvalues_, rtol=1e-8)
+    budget.run("set_n_components", merged.set_n_components, 8)
+    assert merged.eigenvalues_.shape == (8,)
+
+
+def test_command_line_fit_and_transform(budget, data, fitted, tmp_path):
+    """The CLI, a subprocess of its own, on this cluster through --scheduler."""
+    address = budget.client.scheduler.address
+    common = ["--scheduler", address, "--no-progress"]
+    model, out = str(tmp_path / "model.zarr"), str(tmp_path / "cli-embedding.zarr")
+    fit = [sys.executable, "-m", "kpca_dask", "fit", data, "--model", model, "--n-components",
+           "5", "--gamma", str(PARAMS["gamma"]), "--n-landmarks", "200", "--landmarks",
+           "uniform", "--dtype", "float32", "--seed", "0", *common]
+    transform = [sys.executable, "-m", "kpca_dask", "transform", model, data, "--out", out,
+                 *common]
+    for name, command in (("CLI fit", fit), ("CLI transform", transform)):
+        budget.run(name, subprocess.run, command, check=True, capture_output=True, timeout=600)
+    np.testing.assert_allclose(load(model).eigenvalues_, fitted.eigenvalues_, rtol=1e-8)
+    assert Path(out).exists()
