@@ -46,7 +46,7 @@ from ..blocks.projection import project_block
 from ..blocks.statistics import kernel_block_rows, kernel_origin
 from ..errors import InvalidParameterError, NonFiniteInputError
 from .landmark_factor import factor_landmarks
-from .passes import SPLIT_EVERY, row_offsets, shared_values
+from .passes import SPLIT_EVERY, shared_values
 from .solve import NoveltyTerms
 
 __all__ = ["PreimageStatistics", "NoveltyTerms", "embed_landmarks", "preimage_basis",
@@ -146,9 +146,10 @@ def preimage_statistics(
         Z = Z - origin
     shared = shared_values(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
     statistics_of = dask.delayed(_preimage_block_statistics, pure=True)
+    block_bytes = memory_budget(X).block_bytes
     partials = [statistics_of(block, shared[0], shared[1], shared[2], kernel, params, dtype,
-                              shared[3], shared[4], shared[5], memory_budget(X).block_bytes)
-                for block, _ in zip(X.to_delayed().ravel(), row_offsets(X))]
+                              shared[3], shared[4], shared[5], block_bytes)
+                for block in X.to_delayed().ravel()]
     combine = dask.delayed(combine_preimage_statistics, pure=True)
     while len(partials) > 1:
         partials = [combine(*partials[i : i + split_every])

@@ -216,18 +216,16 @@ class Partitions:
 
         token = tokenize(self.keys)
         graph = dict(self.graph)
-        keys = []
-        for i, key in enumerate(self.keys):
-            graph[("partition-length-" + token, i)] = (len, key)
-            keys.append(("partition-length-" + token, i))
+        keys = [("partition-length-" + token, i) for i in range(len(self.keys))]
+        for key, partition in zip(keys, self.keys):
+            graph[key] = (_length, partition)
         level = 0
-        while len(keys) > 1 or level == 0:
+        while len(keys) > 1:
             name = f"partition-lengths-{level}-" + token
             groups = [keys[i:i + LENGTHS_SPLIT_EVERY]
                       for i in range(0, len(keys), LENGTHS_SPLIT_EVERY)]
-            for j, group in enumerate(groups):
-                graph[(name, j)] = (_joined_lengths, group) if level else (tuple, group)
             keys = [(name, j) for j in range(len(groups))]
+            graph.update({key: (_joined, group) for key, group in zip(keys, groups)})
             level += 1
         return Delayed(keys[0], graph)
 
@@ -236,7 +234,11 @@ class Partitions:
 LENGTHS_SPLIT_EVERY = 32
 
 
-def _joined_lengths(groups: list) -> tuple[int, ...]:
+def _length(partition) -> tuple[int]:
+    return (len(partition),)
+
+
+def _joined(groups: list) -> tuple[int, ...]:
     return tuple(n for group in groups for n in group)
 
 

@@ -54,76 +54,6 @@ def client():
             yield client
 
 
-def _worker_holding_block_results(client: Client, timeout: float = 60.0) -> str:
-    """Address of the first worker to hold the statistics of a row block."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for address, keys in client.has_what().items():
-            if any(str(key).startswith(BLOCK_TASK) for key in keys):
-                return address
-        time.sleep(0.02)
-    raise AssertionError(f"no worker held a {BLOCK_TASK} result within {timeout} s")
-
-
-def test_fit_survives_a_worker_killed_mid_pass(client):
-    """SIGKILL of a worker mid-fit: the fit completes with the undisturbed eigenvalues (1e-10)."""
-    reference = KernelPCA(**PARAMS).fit(_data())
-    client.run_on_scheduler(_clear_transition_log)
-    pids = client.run(os.getpid)
-
-    outcome: dict = {}
-
-    def fit_in_background():
-        try:
-            outcome["model"] = KernelPCA(**PARAMS).fit(_data())
-        except BaseException as error:  # reported by the main thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=fit_in_background, daemon=True)
-    thread.start()
-    victim = _worker_holding_block_results(client)
-    os.kill(pids[victim], signal.SIGKILL)
-    killed_mid_fit = thread.is_alive()
-    thread.join(FIT_TIMEOUT_S)
-
-    assert not thread.is_alive(), f"the fit did not finish within {FIT_TIMEOUT_S} s"
-    assert "error" not in outcome, outcome.get("error")
-    assert killed_mid_fit
-    recomputed = client.run_on_scheduler(_keys_computed_more_than_once)
-    assert any(key.startswith(BLOCK_TASK) for key in recomputed), \
-        "no block was recomputed: the kill came too late to test anything"
-    model = outcome["model"]
-    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10, atol=0)
-    np.testing.assert_allclose(model.projection_, reference.projection_, rtol=1e-10,
-                               atol=1e-10 * np.abs(reference.projection_).max())
-
-
-def _clear_transition_log(dask_scheduler) -> None:
-    dask_scheduler.transition_log.clear()
-
-
-# -- a DataFrame's pass and a Parquet write ------------------------------------
-
-N_PARTITIONS = 32
-
-
-def _partition(i: int):
-    """Partition i of a table: an id column and N_FEATURES values fixed by i."""
-    import pandas as pd
-
-    values = np.random.default_rng(i).standard_normal((ROWS_PER_BLOCK, N_FEATURES))
-    frame = pd.DataFrame(values, columns=[f"f{j}" for j in range(N_FEATURES)])
-    frame.insert(0, "id", np.arange(i * ROWS_PER_BLOCK, (i + 1) * ROWS_PER_BLOCK))
-    return frame
-
-
-def _table():
-    """The table as a dask DataFrame without row counts in its metadata."""
-    import dask.dataframe as dd
-
-    return dd.from_map(_partition, range(N_PARTITIONS), enforce_metadata=False)
-
-
 def _key_name(key) -> str:
     """A task key's name: the first element of a tuple key (a partition's), else the key."""
     return str(key[0] if isinstance(key, tuple) else key)
@@ -162,6 +92,45 @@ def _kill_when_held(client: Client, prefix: str, run, at_kill=lambda: None) -> d
     assert "error" not in outcome, outcome.get("error")
     assert outcome["killed_mid_run"]
     return outcome
+
+
+def test_fit_survives_a_worker_killed_mid_pass(client):
+    """SIGKILL of a worker mid-fit: the fit completes with the undisturbed eigenvalues (1e-10)."""
+    reference = KernelPCA(**PARAMS).fit(_data())
+    client.run_on_scheduler(_clear_transition_log)
+    model = _kill_when_held(client, BLOCK_TASK, lambda: KernelPCA(**PARAMS).fit(_data()))["result"]
+    recomputed = client.run_on_scheduler(_keys_computed_more_than_once)
+    assert any(key.startswith(BLOCK_TASK) for key in recomputed), \
+        "no block was recomputed: the kill came too late to test anything"
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(model.projection_, reference.projection_, rtol=1e-10,
+                               atol=1e-10 * np.abs(reference.projection_).max())
+
+
+def _clear_transition_log(dask_scheduler) -> None:
+    dask_scheduler.transition_log.clear()
+
+
+# -- a DataFrame's pass and a Parquet write ------------------------------------
+
+N_PARTITIONS = 32
+
+
+def _partition(i: int):
+    """Partition i of a table: an id column and N_FEATURES values fixed by i."""
+    import pandas as pd
+
+    values = np.random.default_rng(i).standard_normal((ROWS_PER_BLOCK, N_FEATURES))
+    frame = pd.DataFrame(values, columns=[f"f{j}" for j in range(N_FEATURES)])
+    frame.insert(0, "id", np.arange(i * ROWS_PER_BLOCK, (i + 1) * ROWS_PER_BLOCK))
+    return frame
+
+
+def _table():
+    """The table as a dask DataFrame without row counts in its metadata."""
+    import dask.dataframe as dd
+
+    return dd.from_map(_partition, range(N_PARTITIONS), enforce_metadata=False)
 
 
 def test_fit_of_a_table_survives_a_worker_killed_mid_pass(client):
