@@ -37,7 +37,10 @@ class MemoryBudget:
     ``process_bytes`` is what one process may hold (the smallest worker's
     ``memory_limit`` on a cluster; the memory available on this machine, or
     the configured figure, otherwise); ``threads`` how many tasks run there at
-    once; ``where`` words it for messages.
+    once; ``where`` words it for messages. ``headroom_bytes`` is what a worker
+    has free now (for refusals); ``sizing_bytes`` the fixed figure block sizes
+    are cut from (a worker's limit below its pause threshold less its code; this
+    machine's total memory), so that blocks do not change from run to run.
     """
 
     process_bytes: int
@@ -45,6 +48,7 @@ class MemoryBudget:
     on_cluster: bool
     where: str
     headroom_bytes: int | None = None  # None: all of process_bytes
+    sizing_bytes: int | None = None  # None: process_bytes
 
     @property
     def free_bytes(self) -> int:
@@ -60,13 +64,14 @@ class MemoryBudget:
     @property
     def block_bytes(self) -> int:
         """The most one task's working block (a kernel block) may take: a quarter of a
-        thread's share of the free memory, between 4 MiB and 128 MiB.
+        thread's share of :attr:`sizing_bytes`, between 4 MiB and 128 MiB.
 
         A pass task holds its input chunk, a float copy of it, the kernel block and
         the running m x m sums at once (docs/guide/memory.md); a quarter leaves room for
         the rest and for the chunks distributed keeps in memory beside it.
         """
-        share = self.free_bytes // (4 * max(1, self.threads))
+        basis = self.process_bytes if self.sizing_bytes is None else self.sizing_bytes
+        share = basis // (4 * max(1, self.threads))
         return int(min(BLOCK_BYTES_MOST, max(BLOCK_BYTES_LEAST, share)))
 
     def describe(self) -> str:
@@ -94,14 +99,16 @@ def memory_budget(collection=None) -> MemoryBudget:
             limits = [w.get("memory_limit") or total for w in workers]
             return MemoryBudget(int(min(limits)), int(max(w.get("nthreads", 1) for w in workers)),
                                 True, "the smallest worker's memory_limit",
-                                int(min(_worker_headroom(w, total) for w in workers)))
+                                int(min(_worker_headroom(w, total) for w in workers)),
+                                int(min(_worker_room(w, total) for w in workers)))
     configured = dask.config.get(CONFIG_KEY, None)
     if configured is not None:
         return MemoryBudget(int(parse_bytes(configured) if isinstance(configured, str)
                                 else configured), local_threads(), False,
                             f"the configured {CONFIG_KEY}")
-    return MemoryBudget(int(psutil.virtual_memory().available), local_threads(), False,
-                        "the memory available on this machine")
+    memory = psutil.virtual_memory()
+    return MemoryBudget(int(memory.available), local_threads(), False,
+                        "the memory available on this machine", None, int(memory.total))
 
 
 #: Bounds of :attr:`MemoryBudget.block_bytes`: below 4 MiB BLAS is slow; above
@@ -115,10 +122,22 @@ WORKER_CODE_BYTES = 300 * 2**20
 
 def _worker_headroom(worker: dict, total: int) -> int:
     """A worker's memory_limit up to its pause threshold, less what it holds (at least its code)."""
+    held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_CODE_BYTES)
+    return max(0, _below_pause(worker, total) - held)
+
+
+def _worker_room(worker: dict, total: int) -> int:
+    """A worker's memory_limit up to its pause threshold, less its code: what block sizes
+    are cut from. Fixed for a given cluster, unlike what the worker holds at the moment, so
+    that the same data are cut into the same blocks and a float32 fit's sums (rounded per
+    block) do not depend on when it ran."""
+    return max(0, _below_pause(worker, total) - WORKER_CODE_BYTES)
+
+
+def _below_pause(worker: dict, total: int) -> int:
     limit = worker.get("memory_limit") or total
     pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
-    held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_CODE_BYTES)
-    return max(0, int(pause * limit) - held)
+    return int(pause * limit)
 
 
 def release_freed_memory() -> None:
