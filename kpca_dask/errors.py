@@ -23,6 +23,8 @@ __all__ = [
     "ConcurrentWriteError",
     "CheckpointMismatchError",
     "NoStatisticsError",
+    "ParametersChangedWarning",
+    "RepeatedRowsWarning",
     "ModelMismatchError",
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
@@ -93,6 +95,23 @@ class ZeroEigenvalueWarning(UserWarning):
     An int n_components above the number of positive eigenvalues keeps zero
     columns; with no positive eigenvalue at all, n_components=None or
     remove_zero_eig=True give 0 components (an (n, 0) embedding).
+    """
+
+
+class ParametersChangedWarning(UserWarning):
+    """A parameter set after the fit, which a call on the fitted model does not use.
+
+    A fitted model keeps the settings it was fitted with (``fit_settings_``);
+    parameters take effect at the next fit, as in scikit-learn.
+    """
+
+
+class RepeatedRowsWarning(UserWarning):
+    """The same in-memory rows were given to partial_fit again: they now count twice.
+
+    As scikit-learn's incremental estimators do with a batch passed twice.
+    Stored arrays and explicit ``rows=`` ranges are refused instead
+    (:class:`OverlappingRowsError`): there a repeat is a mistake.
     """
 
 

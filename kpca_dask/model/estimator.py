@@ -100,7 +100,9 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         memory the fit may use (a worker's ``memory_limit`` on a cluster, this
         machine's available memory otherwise); an int is capped there too.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the kernel blocks; statistics are always summed in float64.
+        Precision of the kernel blocks and of every output (float32 input
+        gives float32 outputs either way); statistics are always summed in
+        float64.
     rcond : float, default=None
         A landmark whose residual variance given the landmarks kept before it is
         at most ``rcond`` times the largest k(z, z) is left out (pivoted
@@ -180,6 +182,12 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     fit_seconds_ : float
         Wall time of the last fit, plus that of every later
         :meth:`partial_fit`.
+    fit_settings_ : FitSettings
+        The parameters the model was solved with (``n_components`` as asked,
+        ``remove_zero_eig``, ``dtype``, and ``rcond`` resolved): what outputs,
+        :meth:`partial_fit` and :func:`kpca_dask.merge` use. Parameters set
+        after a fit change no output until the next fit, as in scikit-learn;
+        :meth:`set_n_components` changes ``n_components`` of the fitted model.
     novelty_weights_ : ndarray of shape (``n_landmarks_``,)
         v = W mu, the mean feature's weights on the landmarks, used by
         :meth:`reconstruction_error`.
@@ -335,7 +343,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64"]
+        # float32 in, float32 out (and a float32 model gives float32 for any input).
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.input_tags.sparse = True
         return tags
 

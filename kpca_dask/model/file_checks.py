@@ -30,7 +30,7 @@ from ..blocks.statistics import PassStatistics
 from ..errors import KPCAError, ModelFormatError
 from ..validation import is_count, is_finite_real, is_real
 from .fitted import FITTED_ATTRIBUTES
-from .parameters import check_params, resolve_kernel_params
+from .parameters import resolve_kernel_params
 
 __all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "damaged"]
 
@@ -126,24 +126,12 @@ def check_model(model, shown: str) -> None:
     ...
     kpca_dask.errors.ModelFormatError: ... the array 'eigenvalues' holds negative values ...
     """
+    # The constructor's parameters are not checked against the fitted values: they may
+    # have been set since the fit, and take effect only at the next one (a file's are
+    # checked by the loader through the parameter table).
     _check_fitted_numbers(model, shown)
-    _check_parameters(model, shown)
     _check_kernel(model, shown)
     _check_arrays(model, shown)
-
-
-def _check_parameters(model, shown: str) -> None:
-    """The constructor's parameters, through the table ``fit`` checks them with, and the
-    kernel's parameters through the kernel's."""
-    try:
-        check_params(model.get_params(deep=False))
-        kernel = canonical_kernel_name(model.kernel)
-        gamma = None if isinstance(model.gamma, str) else model.gamma  # a rule, checked
-        resolve_kernel_params(kernel, model.n_features_in_, gamma=gamma,
-                              degree=model.degree, coef0=model.coef0,
-                              kernel_params=model.kernel_params)
-    except KPCAError as exc:
-        raise damaged(shown, f"a parameter is invalid: {exc}") from None
 
 
 def _check_fitted_numbers(model, shown: str) -> None:
@@ -181,8 +169,10 @@ def check_row_provenance(provenance, n_samples, shown: str) -> None:
         isinstance(r, list) and len(r) == 2 and is_count(r[0], 0) and is_count(r[1], 0)
         and r[0] < r[1] for r in rows)
     if not (isinstance(provenance, dict)
-            and set(provenance) == {"sources", "unrecorded_rows"}
+            and {"sources", "unrecorded_rows"} <= set(provenance)
+            <= {"sources", "unrecorded_rows", "repeated_rows"}
             and is_count(provenance["unrecorded_rows"], 0)
+            and is_count(provenance.get("repeated_rows", 0), 0)
             and isinstance(provenance["sources"], list)
             and all(isinstance(source, dict)
                     and isinstance(source.get("fingerprint"), str)
@@ -191,8 +181,9 @@ def check_row_provenance(provenance, n_samples, shown: str) -> None:
                     for source in provenance["sources"])):
         raise damaged(shown, "row_provenance_ must be {'sources': [{'fingerprint', "
                              "'description', 'rows': [[start, stop], ...]}], "
-                             f"'unrecorded_rows': int}}; got {provenance!r}")
-    counted = provenance["unrecorded_rows"] + sum(
+                             f"'unrecorded_rows': int, optionally 'repeated_rows': int}}; "
+                             f"got {provenance!r}")
+    counted = provenance["unrecorded_rows"] + provenance.get("repeated_rows", 0) + sum(
         stop - start for source in provenance["sources"] for start, stop in source["rows"])
     if n_samples is not None and counted != n_samples:
         raise damaged(shown, f"the record of counted rows holds {counted} rows, but the model "
@@ -224,9 +215,6 @@ def _check_kernel(model, shown: str) -> None:
     try:
         if not isinstance(kernel, str) or canonical_kernel_name(kernel) != kernel:
             raise ModelFormatError(f"kernel_ is {kernel!r}, not the name of a kernel")
-        if callable(model.kernel) or canonical_kernel_name(model.kernel) != kernel:
-            raise ModelFormatError(f"kernel_ is {kernel!r} but the parameter kernel is "
-                                   f"{model.kernel!r}")
         if not isinstance(params, dict):
             raise ModelFormatError(f"kernel_params_ is {params!r}, not a mapping")
         resolved = resolve_kernel_params(kernel, model.n_features_in_, kernel_params=params)

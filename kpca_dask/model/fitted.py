@@ -23,9 +23,38 @@ import numpy as np
 
 from ..blocks.statistics import PassStatistics
 from ..engine.solve import NoveltyTerms, NystromSolution
+from .parameters import rcond_for
 
-__all__ = ["FittedModel", "Preimage", "FITTED_ATTRIBUTES", "OPTIONAL_ATTRIBUTES",
-           "fitted_attribute"]
+__all__ = ["FittedModel", "FitSettings", "Preimage", "FITTED_ATTRIBUTES",
+           "OPTIONAL_ATTRIBUTES", "fitted_attribute"]
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The parameters a model was solved with: what its outputs and re-solves use.
+
+    Fixed at fit, as every fitted value is: ``set_params`` after a fit changes
+    none of them (scikit-learn's contract: a parameter takes effect at the
+    next fit). :meth:`~kpca_dask.KernelPCA.set_n_components` is the one call
+    that changes ``n_components`` of a fitted model.
+
+    Examples
+    --------
+    >>> FitSettings(n_components=0.9, remove_zero_eig=False, dtype="float32", rcond=1e-3)
+    FitSettings(n_components=0.9, remove_zero_eig=False, dtype='float32', rcond=0.001)
+    """
+
+    n_components: int | float | None  # as asked: a re-solve with more rows asks it again
+    remove_zero_eig: bool
+    dtype: str  # the kernel blocks' precision, and that of every output
+    rcond: float  # the landmark cut-off, resolved (docs/design.md §11)
+
+    @classmethod
+    def from_params(cls, params: dict) -> "FitSettings":
+        """The settings of a fit with the estimator parameters ``params``."""
+        return cls(n_components=params["n_components"],
+                   remove_zero_eig=bool(params["remove_zero_eig"]), dtype=str(params["dtype"]),
+                   rcond=float(rcond_for(params["rcond"], params["dtype"])))
 
 
 @dataclass(frozen=True)
@@ -60,6 +89,7 @@ class FittedModel:
     n_samples: int
     statistics: PassStatistics | None  # None for a model file of format version 1
     novelty: NoveltyTerms | None  # None for a model file of format version 1
+    settings: FitSettings  # the parameters it was solved with; outputs read only these
     preimage: Preimage | None = None  # only with fit_inverse_transform=True
     feature_names: np.ndarray | None = None  # the column names of a table fit
     landmark_path: list | None = None  # m tried and its trace error, for n_landmarks="auto"
@@ -119,6 +149,7 @@ FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
     "statistics_": lambda model: model.statistics,
     "row_provenance_": lambda model: model.row_provenance,
     "fit_seconds_": lambda model: model.fit_seconds,
+    "fit_settings_": lambda model: model.settings,
     "novelty_weights_": _novelty("mean_weights"),
     "novelty_mean_norm2_": _novelty("mean_norm2"),
     "preimage_centres_": _preimage("centres"),

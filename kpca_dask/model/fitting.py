@@ -12,6 +12,7 @@ Every function returns a new model; nothing is changed in place.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import time
 from dataclasses import dataclass
@@ -42,8 +43,8 @@ from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks
 from .checkpoints import FitCheckpoint
 from .fingerprints import fit_identity
-from .fitted import FittedModel, Preimage
-from .parameters import rcond_for, resolve_kernel_params
+from .fitted import FitSettings, FittedModel, Preimage
+from .parameters import resolve_kernel_params
 from .provenance import source_of, with_rows
 
 __all__ = ["fit_model", "solved", "with_rows_added"]
@@ -81,7 +82,8 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     # Child streams, so the landmarks drawn from rng do not depend on whether
     # gamma or m are estimated from the data.
     bandwidth_rng, validation_rng = independent_generators(rng, 2)
-    rcond = rcond_for(params["rcond"], params["dtype"])
+    settings = FitSettings.from_params(params)
+    rcond = settings.rcond
     # Refused before any data is read: m landmarks need 2.2 m^2 words (docs/design.md §11).
     if params["n_landmarks"] != "auto":
         refuse_landmarks_beyond_memory(_landmark_count(params, X.shape[0]), X)
@@ -115,40 +117,45 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
         kernel=kernel.function, kernel_params=kernel.params, landmarks=chosen.points,
         landmark_indices=chosen.indices, landmark_rank=small.landmark_rank,
         solution=small.solution, n_features=X.shape[1], n_samples=X.shape[0], statistics=stats,
-        novelty=small.novelty, feature_names=feature_names, landmark_path=path,
-        row_provenance=with_rows(None, source_of(X), 0, X.shape[0]))
+        novelty=small.novelty, settings=settings, feature_names=feature_names,
+        landmark_path=path, row_provenance=with_rows(None, source_of(X), 0, X.shape[0]))
     if params["fit_inverse_transform"]:
         model = model.replace(preimage=_fit_preimage(X, model, params, rcond))
     return model.replace(fit_seconds=time.perf_counter() - started)
 
 
-def solved(model: FittedModel, stats: PassStatistics, *, n_components, remove_zero_eig: bool,
-           rcond: float, dtype="float64") -> FittedModel:
+def solved(model: FittedModel, stats: PassStatistics, *,
+           n_components: int | float | None | str = "fitted") -> FittedModel:
     """``model`` with the statistics ``stats``, the small problem solved again (landmarks kept).
 
-    The same K_mm and basis as the fit's, so a re-solve repeats it exactly. The
-    novelty terms follow the statistics; a pre-image map was learnt by a pass
-    over the rows of the old solution and cannot follow without another, so it
-    is dropped.
+    The same K_mm, basis and settings (:class:`~kpca_dask.model.fitted.FitSettings`)
+    as the fit's, so a re-solve repeats it exactly; ``n_components`` other than
+    ``"fitted"`` asks for another number of components and becomes the model's.
+    The novelty terms follow the statistics; a pre-image map was learnt by a
+    pass over the rows of the old solution and cannot follow without another,
+    so it is dropped.
 
     Examples
     --------
     >>> from kpca_dask import KernelPCA
     >>> kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=10, random_state=0)
     >>> model = kpca.fit(np.random.default_rng(0).normal(size=(50, 2))).model_
-    >>> solved(model, model.statistics, n_components=3, remove_zero_eig=False,
-    ...        rcond=1e-10).n_components
+    >>> solved(model, model.statistics, n_components=3).n_components
     3
     """
+    settings = model.settings
+    if n_components != "fitted":
+        settings = dataclasses.replace(settings, n_components=n_components)
     small = solve_small_problem(stats, np.asarray(model.landmarks), model.kernel,
-                                model.kernel_params, rcond, n_components,
-                                bool(remove_zero_eig), pass_dtype=dtype)
+                                model.kernel_params, settings.rcond, settings.n_components,
+                                settings.remove_zero_eig, pass_dtype=settings.dtype)
     return model.replace(
         solution=small.solution, landmark_rank=small.landmark_rank, statistics=stats,
-        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None)
+        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None,
+        settings=settings)
 
 
-def with_rows_added(model: FittedModel, X: da.Array, *, dtype: str) -> PassStatistics:
+def with_rows_added(model: FittedModel, X: da.Array) -> PassStatistics:
     """The model's statistics plus those of one pass over the rows ``X`` (its landmarks kept).
 
     Examples
@@ -157,12 +164,12 @@ def with_rows_added(model: FittedModel, X: da.Array, *, dtype: str) -> PassStati
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
     >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X[:30]).model_
-    >>> with_rows_added(model, da.from_array(X[30:]), dtype="float64").n_samples
+    >>> with_rows_added(model, da.from_array(X[30:])).n_samples
     50
     """
     total = model.statistics
     batch = compute_pass(X, model.landmarks, model.kernel, model.kernel_params,
-                         np.dtype(dtype), reference=total.reference)
+                         np.dtype(model.settings.dtype), reference=total.reference)
     raise_if_nonfinite(batch)
     return add_statistics(batch, total)  # into the batch's own arrays: the model's stay as they are
 

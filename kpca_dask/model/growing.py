@@ -9,16 +9,43 @@ call makes a new :class:`~kpca_dask.model.fitted.FittedModel`.
 from __future__ import annotations
 
 import time
+import warnings
 
+from ..errors import ParametersChangedWarning
 from ..io.frames import check_feature_names
 from ..validation import check_n_features
 from .fitting import solved, with_rows_added
-from .inputs import as_fit_input, row_range
+from .inputs import as_fit_input, held_in_memory, row_range
 from .parameters import check_params, rcond_for
 from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
-__all__ = ["GrowingMixin"]
+__all__ = ["GrowingMixin", "warn_of_parameters_set_since"]
+
+#: The parameters a re-solve with more rows would read, and where the fitted model keeps them.
+_SETTINGS_READ_BY_UPDATES = ("n_components", "remove_zero_eig", "dtype", "rcond")
+
+
+def warn_of_parameters_set_since(estimator) -> None:
+    """Warn when a parameter that adding rows would use differs from the fitted model's.
+
+    The fitted settings win (they are what the statistics were made and solved
+    with); the warning says so and how to use the new value.
+    """
+    settings = estimator.model_.settings
+    changed = []
+    for name in _SETTINGS_READ_BY_UPDATES:
+        value, fitted = getattr(estimator, name), getattr(settings, name)
+        if name == "rcond":
+            value = rcond_for(value, settings.dtype) if value is None else value
+        if value != fitted:
+            changed.append(f"{name}={value!r} (fitted with {fitted!r})")
+    if changed:
+        warnings.warn(
+            "partial_fit adds rows to the model as it was fitted; parameters set since the fit "
+            f"are not used: {', '.join(changed)}. Call fit to use them (set_n_components "
+            "re-solves for another n_components without a pass).",
+            ParametersChangedWarning, stacklevel=3)
 
 
 class GrowingMixin:
@@ -30,9 +57,13 @@ class GrowingMixin:
         The first call on an unfitted model is :meth:`fit` on the batch: it
         chooses the landmarks from it (with the configured strategy, or takes
         the explicit points) and resolves ``gamma`` from it. Every later call
-        keeps landmarks and kernel parameters, adds the batch's pass
-        statistics to the model's (one pass over the batch) and solves the
-        small m x m problem again. After any sequence of batches the model
+        keeps the landmarks, the kernel parameters and the settings of the fit
+        (``fit_settings_``: n_components, remove_zero_eig, dtype, rcond), adds
+        the batch's pass statistics to the model's (one pass over the batch)
+        and solves the small m x m problem again. A parameter set since the
+        fit takes effect at the next :meth:`fit`, as in scikit-learn; one that
+        this call would have used is named in a
+        :class:`~kpca_dask.errors.ParametersChangedWarning`. After any sequence of batches the model
         equals a :meth:`fit` on their concatenation with
         ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
         it can transform and be saved after every call. A fitted or loaded
@@ -60,8 +91,14 @@ class GrowingMixin:
         NoStatisticsError
             The model keeps no statistics (loaded from a version-1 file).
         OverlappingRowsError
-            The model has counted some of these rows already (the same
-            in-memory batch again, or rows of a stored array it holds).
+            The model has counted some of these rows already: rows of a
+            stored array or URL it holds, or ``rows=`` it holds.
+
+        Warns
+        -----
+        RepeatedRowsWarning
+            An in-memory batch (numpy, pandas, scipy.sparse) given whole
+            again: its rows count once more, as in scikit-learn.
 
         Examples
         --------
@@ -93,12 +130,13 @@ class GrowingMixin:
             return self
         require_statistics(self, "add rows to")
         check_n_features(X, self.model_.n_features, type(self).__name__)
-        # Refused before the pass: rows counted already would be weighted twice.
-        provenance = with_rows(recorded_rows(self), source, start, stop)
-        stats = with_rows_added(self.model_, X, dtype=self.dtype)
-        model = solved(self.model_, stats, n_components=self.n_components,
-                       remove_zero_eig=self.remove_zero_eig,
-                       rcond=rcond_for(self.rcond, self.dtype), dtype=self.dtype)
+        # Refused before the pass: rows counted already would be weighted twice, unless
+        # they are an in-memory batch given whole again (scikit-learn's partial_fit).
+        provenance = with_rows(recorded_rows(self), source, start, stop,
+                               repeatable=rows is None and held_in_memory(table))
+        warn_of_parameters_set_since(self)
+        stats = with_rows_added(self.model_, X)
+        model = solved(self.model_, stats)
         self.model_ = model.replace(row_provenance=provenance,
                                     fit_seconds=model.fit_seconds + time.perf_counter() - started)
         return self
@@ -150,8 +188,6 @@ class GrowingMixin:
         """
         check_params({"n_components": n_components})
         stats = require_statistics(self, "re-solve")
-        self.model_ = solved(self.model_, stats, n_components=n_components,
-                             remove_zero_eig=self.remove_zero_eig,
-                             rcond=rcond_for(self.rcond, self.dtype), dtype=self.dtype)
+        self.model_ = solved(self.model_, stats, n_components=n_components)
         self.n_components = n_components
         return self

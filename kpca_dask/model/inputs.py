@@ -11,6 +11,7 @@ import numbers
 import os
 from typing import Any
 
+import dask
 import dask.array as da
 
 from .._parallel import capped_blas
@@ -111,3 +112,20 @@ def row_range(rows: Any, n: int) -> tuple[int, int]:
             f"rows must be (start, stop) with 0 <= start < stop <= {n} (the rows of X); "
             f"got {rows!r}.")
     return int(rows[0]), int(rows[1])
+
+
+def held_in_memory(X: Any) -> bool:
+    """Whether ``X`` is data in this process (numpy, pandas, scipy.sparse, lists, an
+    xarray object without dask), not a dask collection, a store or a path.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> held_in_memory(np.eye(2)), held_in_memory(da.eye(2)), held_in_memory("x.zarr")
+    (True, False, False)
+    """
+    if isinstance(X, (str, os.PathLike)) or dask.is_dask_collection(X):
+        return False
+    if is_xarray(X):
+        return X.chunks is None
+    return not hasattr(X, "store_path") and type(X).__module__.split(".")[0] != "zarr"

@@ -14,6 +14,7 @@ when it is read.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,14 @@ from ..blocks.statistics import PassStatistics
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..errors import InvalidParameterError, ModelFormatError
 from .file_checks import damaged
-from .fitted import FITTED_ATTRIBUTES, OPTIONAL_ATTRIBUTES, FittedModel, Preimage
+from .fitted import (
+    FITTED_ATTRIBUTES,
+    OPTIONAL_ATTRIBUTES,
+    FitSettings,
+    FittedModel,
+    Preimage,
+)
+from .parameters import check_params
 
 __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS_NULL",
            "stored_fields", "model_from_fields"]
@@ -37,7 +45,7 @@ MODEL_ATTRIBUTES = ("kernel_", "kernel_params_", "gamma_", "n_landmarks_", "land
                     "n_components_", "trace_error_", "trace_error_std_", "n_features_in_",
                     "n_samples_fit_",
                     "novelty_mean_norm2_", "landmark_path_", "fit_seconds_", "row_provenance_",
-                    "feature_names_in_")
+                    "feature_names_in_", "fit_settings_")
 #: Attributes that follow from other fields, and how (from the other fields read).
 DERIVED_ATTRIBUTES = ("gamma_", "n_components_", "n_landmarks_")
 #: Arrays a model may lack, written then as a JSON null attribute of their name.
@@ -69,6 +77,8 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
         if name == "feature_names_in_":  # strings, as scikit-learn keeps them
             attributes[name] = [str(feature) for feature in value]
             continue
+        if name == "fit_settings_":
+            value = dataclasses.asdict(value)
         try:
             attributes[name] = jsonable(value)
         except TypeError:
@@ -79,11 +89,13 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
 
 
 def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
-                      statistics: PassStatistics | None, shown: str) -> FittedModel:
+                      statistics: PassStatistics | None, shown: str,
+                      params: dict | None = None) -> FittedModel:
     """The fitted model a file's arrays and attributes hold; a name no file holds is refused.
 
     Values are taken as they are stored: :func:`kpca_dask.model.file_checks.check_model`
-    then holds them to what a fit could make.
+    then holds them to what a fit could make. A file written before the fitted
+    settings were recorded takes them from the saved estimator ``params``.
 
     Examples
     --------
@@ -110,6 +122,7 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
                                  trace_error_std=attributes.get("trace_error_std_", 0.0)),
         n_features=attributes["n_features_in_"], n_samples=attributes["n_samples_fit_"],
         statistics=statistics, novelty=None if novelty is None else NoveltyTerms(*novelty),
+        settings=_settings(attributes.get("fit_settings_"), params or {}, shown),
         preimage=None if preimage is None else Preimage(*preimage),
         feature_names=None if names is None else _feature_names(names, shown),
         landmark_path=attributes.get("landmark_path_"),
@@ -148,6 +161,21 @@ def _pair(first_source: dict, second_source: dict, first: str, second: str, what
         raise damaged(shown, f"{what} are incomplete: {first} and {second.rstrip('_')} are "
                              "stored together")
     return first_source[first], second_source[second]
+
+
+def _settings(stored, params: dict, shown: str) -> FitSettings:
+    if stored is None:  # written before the settings were recorded: the saved parameters
+        defaults = {"n_components": None, "remove_zero_eig": False, "dtype": "float64",
+                    "rcond": None}
+        return FitSettings.from_params({**defaults, **params})
+    names = [field.name for field in dataclasses.fields(FitSettings)]
+    if not (isinstance(stored, dict) and sorted(stored) == sorted(names)):
+        raise damaged(shown, f"fit_settings_ must be a mapping of {names}; got {stored!r}")
+    try:
+        check_params({name: stored[name] for name in names})
+    except InvalidParameterError as exc:
+        raise damaged(shown, f"fit_settings_ is invalid: {exc}") from None
+    return FitSettings(**stored)
 
 
 def _feature_names(names, shown: str) -> np.ndarray:

@@ -277,7 +277,7 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats, shown: str
     except InvalidParameterError as exc:
         raise damaged(shown, f"a parameter is invalid: {exc}") from None
     model = estimator_class(**params)
-    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, shown)
+    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, shown, params)
     if "landmarks" in attrs.get("unsaved_params", []) and model.model_.landmark_indices is None:
         # Explicit landmark points were passed to the constructor: they are landmarks_.
         model.set_params(landmarks=model.model_.landmarks)

@@ -28,14 +28,31 @@ from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .inputs import as_rows, computed, is_xarray, open_input
 
-__all__ = ["OutputsMixin"]
+__all__ = ["OutputsMixin", "output_dtype"]
+
+
+def output_dtype(model, input_dtype) -> np.dtype:
+    """float32 when the model or the input is float32, float64 otherwise.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(settings=SimpleNamespace(dtype="float64"))
+    >>> output_dtype(model, np.float32), output_dtype(model, np.int64)
+    (dtype('float32'), dtype('float64'))
+    """
+    single = model.settings.dtype == "float32" or np.dtype(input_dtype) == np.float32
+    return np.dtype(np.float32 if single else np.float64)
 
 
 class OutputsMixin(TransformerMixin):
     """transform, inverse_transform, reconstruction_error and score_samples of a fitted model.
 
-    The estimator that mixes it in keeps its fitted model in ``model_`` and its
-    kernel-block precision in ``dtype``.
+    The estimator that mixes it in keeps its fitted model in ``model_``; every
+    output reads that model only (its settings, not the estimator's
+    parameters, which take effect at the next fit). Outputs are float32 when
+    the model is (``dtype="float32"``) or the input is, as scikit-learn's
+    transformers keep float32; float64 otherwise.
     """
 
     def transform(self, X):
@@ -65,7 +82,8 @@ class OutputsMixin(TransformerMixin):
         X, is_lazy = as_rows(X, frame)
         check_n_features(X, model.n_features, type(self).__name__)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
-                    model.kernel, model.kernel_params, np.dtype(self.dtype))
+                    model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
+        Y = Y.astype(output_dtype(model, X.dtype), copy=False)
         if is_lazy:
             return Y if frame is None else frame_like(Y, frame, self.get_feature_names_out())
         return computed(Y)
@@ -125,6 +143,7 @@ class OutputsMixin(TransformerMixin):
                 f"(n_samples, {model.n_components})).")
         X_hat = reconstruct(Y, model.preimage.centres, model.preimage.coefficients,
                             model.kernel, model.kernel_params)
+        X_hat = X_hat.astype(output_dtype(model, Y.dtype), copy=False)
         if frame is not None:
             names = model.feature_names
             names = list(names) if names is not None else [
@@ -184,7 +203,8 @@ class OutputsMixin(TransformerMixin):
         check_n_features(X, model.n_features, type(self).__name__)
         errors = reconstruction_error(
             X, model.landmarks, model.solution.projection, model.solution.offset,
-            model.novelty, model.kernel, model.kernel_params, np.dtype(self.dtype))
+            model.novelty, model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
+        errors = errors.astype(output_dtype(model, X.dtype), copy=False)
         if frame is not None:
             return series_like(errors if is_lazy else computed(errors), frame,
                                "reconstruction_error")

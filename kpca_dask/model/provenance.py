@@ -9,6 +9,9 @@ it has counted: per *source*, a fingerprint and the half-open row ranges::
                   "rows": [[0, 1000000], [1500000, 1600000]]}, ...],
      "unrecorded_rows": 0}
 
+(and ``"repeated_rows"``: rows of in-memory batches given to ``partial_fit``
+again, which count once more each time, as in scikit-learn.)
+
 A source is identified the way a fit checkpoint identifies its data
 (:func:`kpca_dask.model.fingerprints.fit_identity`), from metadata only:
 
@@ -33,11 +36,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 
 import dask.array as da
 
-from ..errors import OverlappingRowsError
+from ..errors import OverlappingRowsError, RepeatedRowsWarning
 from .fingerprints import data_identity
 
 __all__ = ["source_of", "recorded_rows", "with_rows", "combined", "describe"]
@@ -89,8 +93,12 @@ def recorded_rows(model) -> dict:
 
 
 def with_rows(provenance: dict | None, source: dict, start: int, stop: int, *,
-              name: str = "this model") -> dict:
+              name: str = "this model", repeatable: bool = False) -> dict:
     """``provenance`` plus rows ``[start, stop)`` of ``source``; refused if it holds any of them.
+
+    With ``repeatable`` (an in-memory batch given whole, as scikit-learn's
+    ``partial_fit`` takes it) rows held already are counted again, in
+    ``repeated_rows``, with a :class:`~kpca_dask.errors.RepeatedRowsWarning`.
 
     Raises
     ------
@@ -110,11 +118,14 @@ def with_rows(provenance: dict | None, source: dict, start: int, stop: int, *,
     """
     added = {"sources": [{**source, "rows": [[int(start), int(stop)]]}], "unrecorded_rows": 0}
     base = provenance or {"sources": [], "unrecorded_rows": 0}
-    return combined([base, added], names=[name, "the new rows"])
+    return combined([base, added], names=[name, "the new rows"], repeatable=repeatable)
 
 
-def combined(provenances: Sequence[dict], *, names: Sequence[str]) -> dict:
+def combined(provenances: Sequence[dict], *, names: Sequence[str],
+             repeatable: bool = False) -> dict:
     """The rows of all ``provenances`` together; refused where two of them share a row.
+
+    With ``repeatable``, shared rows are counted again (``repeated_rows``) and warned of.
 
     Examples
     --------
@@ -125,22 +136,37 @@ def combined(provenances: Sequence[dict], *, names: Sequence[str]) -> dict:
     """
     sources: dict[str, dict] = {}
     owners: dict[str, list[tuple[int, int, str]]] = {}
+    repeated = sum(int(p.get("repeated_rows", 0)) for p in provenances)
     for provenance, name in zip(provenances, names):
         for source in provenance["sources"]:
             key = source["fingerprint"]
             entry = sources.setdefault(key, copy.deepcopy({**source, "rows": []}))
             for start, stop in source["rows"]:
-                for other_start, other_stop, other in owners.get(key, []):
-                    low, high = max(start, other_start), min(stop, other_stop)
-                    if low < high:
-                        raise OverlappingRowsError(_overlap_message(
-                            source["description"], low, high, other, name))
+                held = _joined([[a, b] for a, b, _ in owners.get(key, [])])
+                again = sum(max(0, min(stop, b) - max(start, a)) for a, b in held)
+                if again and not repeatable:
+                    other_start, other_stop, other = next(
+                        (a, b, o) for a, b, o in owners[key] if min(stop, b) > max(start, a))
+                    raise OverlappingRowsError(_overlap_message(
+                        source["description"], max(start, other_start),
+                        min(stop, other_stop), other, name))
+                if again:
+                    repeated += again
+                    warnings.warn(
+                        f"{again} rows of {source['description']} are counted in the model "
+                        "already and now count again (twice or more in the statistics), as "
+                        "a batch given twice to scikit-learn's partial_fit does. To count "
+                        "each row once, give each batch once.", RepeatedRowsWarning,
+                        stacklevel=4)
                 owners.setdefault(key, []).append((start, stop, name))
                 entry["rows"].append([start, stop])
     for entry in sources.values():
         entry["rows"] = _joined(entry["rows"])
-    return {"sources": list(sources.values()),
-            "unrecorded_rows": sum(int(p["unrecorded_rows"]) for p in provenances)}
+    result = {"sources": list(sources.values()),
+              "unrecorded_rows": sum(int(p["unrecorded_rows"]) for p in provenances)}
+    if repeated:
+        result["repeated_rows"] = repeated
+    return result
 
 
 def _overlap_message(description: str, low: int, high: int, holder: str, adding: str) -> str:
@@ -174,6 +200,9 @@ def describe(provenance: dict) -> list[str]:
     """
     lines = [f"rows {', '.join(f'{a}:{b}' for a, b in source['rows'])} of "
              f"{source['description']}" for source in provenance["sources"]]
+    if provenance.get("repeated_rows"):
+        lines.append(f"{provenance['repeated_rows']} of them counted more than once (in-memory "
+                     "batches given again to partial_fit)")
     if provenance["unrecorded_rows"]:
         lines.append(f"{provenance['unrecorded_rows']} rows of unrecorded origin (saved before "
                      "kpca-dask recorded row provenance; they cannot be checked for overlap)")

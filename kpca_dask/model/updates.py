@@ -25,7 +25,6 @@ from ..blocks.statistics import PassStatistics, combine_statistics
 from ..errors import InvalidParameterError, ModelMismatchError, NoStatisticsError
 from .file_checks import check_model
 from .fitting import solved
-from .parameters import rcond_for
 from .provenance import combined, recorded_rows
 
 __all__ = ["merge", "require_statistics", "model_differences"]
@@ -90,10 +89,10 @@ def model_differences(first, other) -> list[str]:
         if a.get(name) != b.get(name):
             found.append(f"kernel parameter {name} is {a.get(name)!r} in one model but "
                          f"{b.get(name)!r} in the other")
-    for name in ("dtype", "rcond"):
-        if getattr(first, name) != getattr(other, name):
-            found.append(f"{name} is {getattr(first, name)!r} in one model but "
-                         f"{getattr(other, name)!r} in the other")
+    for name in ("dtype", "rcond"):  # as fitted: a parameter set since changes neither
+        mine, theirs = getattr(first.fit_settings_, name), getattr(other.fit_settings_, name)
+        if mine != theirs:
+            found.append(f"{name} is {mine!r} in one model but {theirs!r} in the other")
     Z, Z_other = np.asarray(first.landmarks_), np.asarray(other.landmarks_)
     if Z.shape != Z_other.shape:
         found.append(f"the landmarks differ: {Z.shape[0]} in one model, {Z_other.shape[0]} "
@@ -177,9 +176,7 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
                 "same kernel, dtype and rcond).")
     # Refused before anything is solved: an overlap would weight its rows twice.
     provenance = combined([recorded_rows(model) for model in models], names=names)
-    model = solved(first.model_, combine_statistics(*totals), n_components=first.n_components,
-                   remove_zero_eig=first.remove_zero_eig,
-                   rcond=rcond_for(first.rcond, first.dtype), dtype=first.dtype)
+    model = solved(first.model_, combine_statistics(*totals))  # the first model's settings
     merged = copy.deepcopy(first)  # the first model's parameters and output settings
     merged.model_ = model.replace(
         row_provenance=provenance, fit_seconds=float(sum(m.fit_seconds_ for m in models)))

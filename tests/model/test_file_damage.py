@@ -49,6 +49,7 @@ MODEL_ATTRIBUTES = (
     "fitted.trace_error_std_",
     "fitted.n_features_in_", "fitted.n_samples_fit_", "fitted.novelty_mean_norm2_",
     "fitted.landmark_path_", "fitted.fit_seconds_", "fitted.row_provenance_",
+    "fitted.fit_settings_",
     "statistics.n_samples", "statistics.diagonal_sum", "statistics.n_nonfinite",
     "statistics.first_nonfinite_row",
 )

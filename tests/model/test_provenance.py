@@ -1,21 +1,24 @@
 """Row provenance of growing models: no row is counted twice (docs/design.md §10).
 
-Updates with rows a model holds and merges of overlapping shards are refused,
-naming the overlap; the record survives saving; files without it still load.
+Updates with rows of a store or row ranges a model holds, and merges of
+overlapping shards, are refused, naming the overlap; an in-memory batch given
+again counts again with a warning (scikit-learn's partial_fit); the record
+survives saving; files without it still load.
 """
 
 from __future__ import annotations
 
 import json
 
+import dask.array as da
 import numpy as np
 import pytest
 import zarr
 
 import kpca_dask
 from kpca_dask import KernelPCA
-from kpca_dask.errors import InvalidParameterError, OverlappingRowsError
-from kpca_dask.model.provenance import recorded_rows
+from kpca_dask.errors import InvalidParameterError, OverlappingRowsError, RepeatedRowsWarning
+from kpca_dask.model.provenance import describe, recorded_rows
 
 P = 3
 
@@ -33,14 +36,41 @@ def _model(**params):
     return KernelPCA(n_components=2, gamma=0.5, n_landmarks=20, random_state=0, **params)
 
 
-def test_the_same_in_memory_batch_twice_is_refused():
-    """A numpy batch passed to partial_fit again is refused, and the model is unchanged."""
+def test_the_same_in_memory_batch_again_counts_twice_with_a_warning(tmp_path):
+    """A numpy batch passed to partial_fit again counts again, as in scikit-learn: the model
+    equals a fit on the rows with that batch repeated, warns, records the repeat, and the
+    record survives saving."""
     X = np.random.default_rng(1).normal(size=(200, P))
     model = _model().partial_fit(X[:100]).partial_fit(X[100:])
-    eigenvalues = model.eigenvalues_.copy()
-    with pytest.raises(OverlappingRowsError, match=r"Rows 0:100 of in-memory .* 100 x 3"):
+    with pytest.warns(RepeatedRowsWarning, match="100 rows of in-memory .* count again"):
         model.partial_fit(X[100:].copy())
-    assert model.n_samples_fit_ == 200
+    assert model.n_samples_fit_ == 300
+    assert model.row_provenance_["repeated_rows"] == 100
+    twice = KernelPCA(2, gamma=0.5, landmarks=model.landmarks_).fit(
+        np.vstack([X, X[100:]]))
+    np.testing.assert_allclose(model.eigenvalues_, twice.eigenvalues_, rtol=1e-10)
+    loaded = kpca_dask.load(model.save(tmp_path / "model.zarr"))
+    assert loaded.row_provenance_ == model.row_provenance_
+    assert any("counted more than once" in line
+               for line in describe(loaded.row_provenance_))
+
+
+@pytest.mark.parametrize("how", ["dask array", "rows="])
+def test_the_same_lazy_rows_or_row_range_again_is_refused(how):
+    """A dask array, or an explicit rows= range, given again is still refused: there a
+    repeat is a mistake; the model is unchanged."""
+    X = np.random.default_rng(1).normal(size=(200, P))
+    if how == "rows=":
+        model = _model().partial_fit(X, rows=(0, 100))
+        again = dict(rows=(50, 150))
+        data = X
+    else:
+        data = da.from_array(X, chunks=50)
+        model = _model().partial_fit(data)
+        again = {}
+    eigenvalues = model.eigenvalues_.copy()
+    with pytest.raises(OverlappingRowsError, match=r"Rows \d+:\d+ of in-memory"):
+        model.partial_fit(data, **again)
     np.testing.assert_array_equal(model.eigenvalues_, eigenvalues)
 
 

@@ -219,7 +219,7 @@ def test_merge_equals_fit_on_the_union(fitted):
     ({"gamma": 0.25}, "kernel parameter gamma is 0.5 in one model but 0.25"),
     ({"kernel": "laplacian"}, "the kernel is 'rbf' in one model but 'laplacian'"),
     ({"dtype": "float32"}, "dtype is 'float64' in one model but 'float32'"),
-    ({"rcond": 1e-6}, "rcond is None in one model but 1e-06"),
+    ({"rcond": 1e-6}, "rcond is 1e-10 in one model but 1e-06"),
 ])
 def test_merge_refuses_other_parameters(fitted, change, named):
     """Models with another kernel, kernel parameter, dtype or rcond are refused, named."""
