@@ -48,7 +48,7 @@ def summary(model, path: str | os.PathLike) -> dict:
         "n_features_in": int(model.n_features_in_),
         "feature_names_in": _names(model),
         "fit_seconds": float(model.fit_seconds_),
-        "dtype": model.dtype,
+        "dtype": model.fit_settings_.dtype,
         "statistics_kept": model.model_.statistics is not None,
         "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),

@@ -20,7 +20,7 @@ from ..blocks.signs import fix_signs
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import as_numpy_array, check_n_features
-from .parameters import check_params, resolve_kernel_params
+from .parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 
 __all__ = ["ExactKernelPCA"]
 
@@ -133,8 +133,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         -------
         self : ExactKernelPCA
         """
-        # The same n_components as KernelPCA's, checked by its rule.
-        check_params({"n_components": self.n_components})
+        # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
+        check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
+                     estimator=type(self).__name__)
         # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
         X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
         if self.kernel == PRECOMPUTED:

@@ -28,17 +28,17 @@ from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .inputs import as_rows, computed, is_xarray, open_input
 
-__all__ = ["OutputsMixin", "output_dtype"]
+__all__ = ["OutputsMixin"]
 
 
-def output_dtype(model, input_dtype) -> np.dtype:
+def _result_dtype(model, input_dtype) -> np.dtype:
     """float32 when the model or the input is float32, float64 otherwise.
 
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> model = SimpleNamespace(settings=SimpleNamespace(dtype="float64"))
-    >>> output_dtype(model, np.float32), output_dtype(model, np.int64)
+    >>> _result_dtype(model, np.float32), _result_dtype(model, np.int64)
     (dtype('float32'), dtype('float64'))
     """
     single = model.settings.dtype == "float32" or np.dtype(input_dtype) == np.float32
@@ -83,7 +83,7 @@ class OutputsMixin(TransformerMixin):
         check_n_features(X, model.n_features, type(self).__name__)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
                     model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
-        Y = Y.astype(output_dtype(model, X.dtype), copy=False)
+        Y = Y.astype(_result_dtype(model, X.dtype), copy=False)
         if is_lazy:
             return Y if frame is None else frame_like(Y, frame, self.get_feature_names_out())
         return computed(Y)
@@ -143,7 +143,7 @@ class OutputsMixin(TransformerMixin):
                 f"(n_samples, {model.n_components})).")
         X_hat = reconstruct(Y, model.preimage.centres, model.preimage.coefficients,
                             model.kernel, model.kernel_params)
-        X_hat = X_hat.astype(output_dtype(model, Y.dtype), copy=False)
+        X_hat = X_hat.astype(_result_dtype(model, Y.dtype), copy=False)
         if frame is not None:
             names = model.feature_names
             names = list(names) if names is not None else [
@@ -204,7 +204,7 @@ class OutputsMixin(TransformerMixin):
         errors = reconstruction_error(
             X, model.landmarks, model.solution.projection, model.solution.offset,
             model.novelty, model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
-        errors = errors.astype(output_dtype(model, X.dtype), copy=False)
+        errors = errors.astype(_result_dtype(model, X.dtype), copy=False)
         if frame is not None:
             return series_like(errors if is_lazy else computed(errors), frame,
                                "reconstruction_error")

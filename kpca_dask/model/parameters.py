@@ -36,7 +36,7 @@ from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
 from ..validation import is_count, is_finite_real, is_real
 
-__all__ = ["Constraint", "CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_for",
+__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_for",
            "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
 
 #: Default cut-off on each landmark's residual variance, relative to the largest
@@ -207,7 +207,21 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
 })
 
 
-def check_params(params: Mapping[str, Any]) -> None:
+#: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules, but
+#: ``kernel`` may be "precomputed" (the n x n Gram matrix is what it works on).
+EXACT_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
+    **{name: CONSTRAINTS[name] for name in ("n_components", "gamma", "degree", "coef0",
+                                            "kernel_params", "remove_zero_eig")},
+    "kernel": Constraint(lambda v: v == "precomputed" or _is_kernel(v),
+                         f"{_KERNEL_CHOICES}, or 'precomputed'",
+                         lambda v: None if not isinstance(v, str)
+                         else f"Unknown kernel {v!r}. Use {_KERNEL_CHOICES}, or 'precomputed'."),
+})
+
+
+def check_params(params: Mapping[str, Any], *,
+                 constraints: Mapping[str, Constraint] = CONSTRAINTS,
+                 estimator: str = "KernelPCA") -> None:
     """Raise InvalidParameterError unless every one of ``params`` is allowed by the table.
 
     Parameters
@@ -215,7 +229,11 @@ def check_params(params: Mapping[str, Any]) -> None:
     params : mapping
         Parameter names and values, e.g. ``estimator.get_params(deep=False)``;
         any subset of the constructor's parameters. Each is checked against
-        its :data:`CONSTRAINTS` entry, in the constructor's order.
+        its entry of ``constraints`` (:data:`CONSTRAINTS`, or
+        :data:`EXACT_CONSTRAINTS` for ``ExactKernelPCA``), in the table's order.
+    constraints : mapping, default=CONSTRAINTS
+    estimator : str, default="KernelPCA"
+        The estimator's name, for the message about an unknown parameter.
 
     Raises
     ------
@@ -235,11 +253,11 @@ def check_params(params: Mapping[str, Any]) -> None:
     ...
     kpca_dask.errors.InvalidParameterError: Unknown parameter(s) ['bandwidth'] of KernelPCA; ...
     """
-    unknown = sorted(set(params) - set(CONSTRAINTS))
+    unknown = sorted(set(params) - set(constraints))
     if unknown:
         raise InvalidParameterError(
-            f"Unknown parameter(s) {unknown} of KernelPCA; it takes {', '.join(CONSTRAINTS)}.")
-    for name, constraint in CONSTRAINTS.items():
+            f"Unknown parameter(s) {unknown} of {estimator}; it takes {', '.join(constraints)}.")
+    for name, constraint in constraints.items():
         if name in params and not constraint.allows(params[name]):
             raise InvalidParameterError(constraint.message(name, params[name]))
 

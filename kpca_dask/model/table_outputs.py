@@ -34,7 +34,7 @@ METHODS = {"transform": None, "reconstruction_error": "reconstruction_error",
 
 
 def output_dtype(model: Any, dtype: Any = None) -> np.dtype:
-    """``dtype`` if given, else float32 for a float32 model and float64 otherwise.
+    """``dtype`` if given, else float32 for a model fitted in float32 and float64 otherwise.
 
     Examples
     --------
@@ -42,7 +42,9 @@ def output_dtype(model: Any, dtype: Any = None) -> np.dtype:
     >>> output_dtype(KernelPCA(dtype="float32")), output_dtype(KernelPCA(), "float32")
     (dtype('float32'), dtype('float32'))
     """
-    chosen = np.dtype(dtype if dtype is not None else getattr(model, "dtype", "float64"))
+    fitted = model.__dict__.get("model_")
+    own = fitted.settings.dtype if fitted is not None else getattr(model, "dtype", "float64")
+    chosen = np.dtype(dtype if dtype is not None else own)
     if chosen not in (np.float32, np.float64):
         raise InvalidInputError(f"The output dtype must be float32 or float64; got {chosen}.")
     return chosen

@@ -20,6 +20,7 @@ from kpca_dask.blocks.kernels import (
 from kpca_dask.errors import InvalidParameterError, ModelFormatError
 from kpca_dask.model.parameters import (
     CONSTRAINTS,
+    EXACT_CONSTRAINTS,
     KERNEL_PARAMETERS,
     check_params,
     resolve_kernel_params,
@@ -67,6 +68,27 @@ def test_a_bad_value_is_refused_by_fit_naming_the_parameter(X, name):
     with pytest.raises(InvalidParameterError) as caught:
         KernelPCA(**{name: BAD_VALUES[name]}).fit(X)
     assert re.search(rf"\b{name}\b", str(caught.value)), str(caught.value)
+
+
+def test_exact_constraints_cover_exactly_its_constructor_parameters():
+    assert set(EXACT_CONSTRAINTS) == set(inspect.signature(kpca_dask.ExactKernelPCA).parameters)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT_CONSTRAINTS))
+def test_exact_kernel_pca_refuses_what_kernel_pca_refuses(X, name):
+    """ExactKernelPCA checks every parameter by the same rules (remove_zero_eig="no" was
+    taken as true before), and its fitted state is untouched."""
+    model = kpca_dask.ExactKernelPCA(**{name: BAD_VALUES[name]})
+    with pytest.raises(InvalidParameterError) as caught:
+        model.fit(X)
+    assert re.search(rf"\b{name}\b", str(caught.value)), str(caught.value)
+    assert not hasattr(model, "eigenvalues_")
+
+
+def test_exact_kernel_pca_takes_precomputed(X):
+    check_params({"kernel": "precomputed"}, constraints=EXACT_CONSTRAINTS)
+    with pytest.raises(InvalidParameterError, match="'precomputed'"):
+        check_params({"kernel": "precomputd"}, constraints=EXACT_CONSTRAINTS)
 
 
 def test_an_unknown_name_is_refused():
