@@ -36,7 +36,8 @@ from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
 from ..validation import is_count, is_finite_real, is_real
 
-__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND", "rcond_for",
+__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND",
+           "rcond_for",
            "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
 
 #: Default cut-off on each landmark's residual variance, relative to the largest
