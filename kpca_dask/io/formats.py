@@ -192,14 +192,14 @@ def _read_table(request: ReadRequest) -> da.Array:
     import pandas as pd
 
     from .frames import frame_to_array
-    from .tables import read_table
+    from .tables import TableLocation, read_table
 
     shown = request.shown
     frame = read_table(shown, request.kind, columns=request.columns, header=request.header,
                        filters=request.filters, storage_options=request.storage_options,
                        block_rows=request.block_rows)
     try:
-        return frame_to_array(frame, what=shown, file=True)
+        return frame_to_array(frame, what=TableLocation.of(shown), file=True)
     except pd.errors.ParserError as exc:  # CSV lengths are computed: the parse runs here
         raise InvalidInputError(
             f"{shown} is ragged or malformed: {' '.join(str(exc).split())}. Every line must "

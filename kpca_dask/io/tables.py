@@ -29,10 +29,42 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["read_table", "url_filesystem"]
+__all__ = ["read_table", "url_filesystem", "TableLocation"]
 
 #: Bytes read from the head of a CSV file for its header and line length.
 _HEAD_BYTES = 2**16
+
+
+class TableLocation(str):
+    """Where a table was read from, as a URL without credentials or query string.
+
+    A ``str`` that the read tasks of a table's array carry (it is also the name
+    their messages use), so that a model fitted on the array records the table
+    by its location (:func:`kpca_dask.model.provenance.source_of`).
+
+    Examples
+    --------
+    >>> TableLocation.of("s3://user:secret@bucket/data.parquet?token=x")
+    's3://bucket/data.parquet'
+    >>> TableLocation.of("/tmp/t.csv")
+    'file:///tmp/t.csv'
+    """
+
+    @classmethod
+    def of(cls, source: str | os.PathLike) -> "TableLocation":
+        from pathlib import Path
+        from urllib.parse import urlsplit, urlunsplit
+
+        text = os.fspath(source)
+        if "://" not in text or text.startswith("file://"):
+            path = Path(text.removeprefix("file://")).expanduser().absolute()
+            return cls(path.as_uri())
+        parts = urlsplit(text)
+        host = parts.netloc.rsplit("@", 1)[-1]  # user:password@ never recorded
+        return cls(urlunsplit((parts.scheme, host, parts.path, "", "")))
+
+    def __dask_tokenize__(self):
+        return ("TableLocation", str(self))
 
 
 def url_filesystem(source: str, storage_options: dict | None):

@@ -22,9 +22,10 @@ import zarr.storage
 
 from .._json import array_digest, jsonable
 from ..errors import InvalidParameterError
+from ..io.tables import TableLocation
 
 __all__ = ["fit_identity", "data_identity", "recorded", "callable_identity", "seed_identity",
-           "zarr_sources"]
+           "zarr_sources", "table_locations"]
 
 #: Names of the dask layers that only read a Zarr array: ``kpca_dask.io.open_array``
 #: and ``dask.array.from_zarr`` (whose array sits in a layer of its own).
@@ -136,22 +137,40 @@ def data_identity(X: da.Array) -> dict:
 
 def zarr_sources(X: da.Array) -> list[dict]:
     """Identities of the Zarr arrays the tasks of ``X`` read (from the graph; nothing is read)."""
-    found = {}
-    stack = list(dict(X.__dask_graph__()).values())
+    found = {id(item): item for item in _graph_items(X, zarr.Array)}
+    # One array opened twice is one source.
+    unique = {json.dumps(identity, sort_keys=True): identity
+              for identity in map(_zarr_identity, found.values())}
+    return list(unique.values())
+
+
+def table_locations(X: da.Array) -> list[str]:
+    """The URLs of the Parquet or CSV tables the tasks of ``X`` read, sorted (from the graph).
+
+    Examples
+    --------
+    >>> table_locations(da.zeros(3))
+    []
+    """
+    return sorted({str(item) for item in _graph_items(X, TableLocation)})
+
+
+def _graph_items(X: da.Array, kind: type) -> list:
+    """Every object of type ``kind`` held by the tasks of ``X``."""
+    found, stack = [], list(dict(X.__dask_graph__()).values())
     while stack:
         item = stack.pop()
-        if isinstance(item, zarr.Array):
-            found[id(item)] = item
+        if isinstance(item, kind):
+            found.append(item)
+        elif isinstance(item, str):
+            continue
         elif isinstance(item, (tuple, list)):
             stack.extend(item)
         elif isinstance(item, dict):
             stack.extend(item.values())
         else:
             stack.extend(_task_parts(item))
-    # One array opened twice is one source.
-    unique = {json.dumps(identity, sort_keys=True): identity
-              for identity in map(_zarr_identity, found.values())}
-    return list(unique.values())
+    return found
 
 
 def _task_parts(node) -> list:

@@ -20,9 +20,10 @@ A source is identified the way a fit checkpoint identifies its data
   features, but *not* its number of rows, so that rows appended to the
   store later are the same source; its ranges are row positions in the array
   (``partial_fit(X, rows=(start, stop))``, ``kpca-dask update --rows``);
-* anything else (numpy arrays, dask arrays computed from something) is its
-  dask name, which for in-memory data is a hash of the values: a batch
-  passed again is the same source, rows ``[0, n_batch)``. A batch that only
+* anything else (numpy arrays, dask arrays computed from something, tables
+  read from Parquet or CSV, described by their URLs) is its dask name, which
+  for in-memory data is a hash of the values: a batch passed again is the
+  same source, rows ``[0, n_batch)``. A batch that only
   shares some rows with an earlier one is a different source; such partial
   overlaps of in-memory batches are not detected.
 
@@ -42,7 +43,7 @@ from collections.abc import Sequence
 import dask.array as da
 
 from ..errors import OverlappingRowsError, RepeatedRowsWarning
-from .fingerprints import data_identity
+from .fingerprints import data_identity, table_locations
 
 __all__ = ["source_of", "recorded_rows", "with_rows", "combined", "describe"]
 
@@ -69,7 +70,10 @@ def source_of(X: da.Array) -> dict:
         description = f"{store['url']}{array}"
     else:
         key = {"data": identity["name"], "shape": identity["shape"], "dtype": identity["dtype"]}
-        description = (f"in-memory or computed data of {identity['shape'][0]} x "
+        tables = table_locations(X)
+        description = (f"{', '.join(tables)} (a table of {identity['shape'][0]} rows x "
+                       f"{identity['shape'][1]} columns)" if tables else
+                       f"in-memory or computed data of {identity['shape'][0]} x "
                        f"{identity['shape'][1]} {identity['dtype']} (dask name "
                        f"{identity['name'][:40]})")
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()

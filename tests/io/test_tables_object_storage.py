@@ -6,6 +6,7 @@ reached through s3fs as AWS or any S3 store would be.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -133,3 +134,10 @@ def test_command_line_fits_a_parquet_url(storage_options, s3_endpoint, table, tm
 
     loaded = kpca_dask.load(tmp_path / "m.zarr")
     np.testing.assert_allclose(loaded.eigenvalues_, _reference(table).eigenvalues_, rtol=1e-10)
+    # The rows held are named by the table's URL (no credentials), in the file and by info.
+    [source] = loaded.row_provenance_["sources"]
+    assert source["description"].startswith(f"s3://{BUCKET}/t.parquet (a table of {N} rows")
+    info = subprocess.run([sys.executable, "-m", "kpca_dask", "info", str(tmp_path / "m.zarr")],
+                          env=env, capture_output=True, text=True, timeout=300, check=True)
+    assert f"rows 0:{N} of s3://{BUCKET}/t.parquet" in info.stdout, info.stdout
+    assert S3_CREDENTIALS["AWS_SECRET_ACCESS_KEY"] not in json.dumps(loaded.row_provenance_)
