@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._compat import meta_of
 from .._parallel import blas_limit
 from ..errors import InvalidInputError
 from .kernels import is_translation_invariant, kernel_diagonal
@@ -282,7 +283,7 @@ def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
     data far from the origin, in float32 too. Sparse data (``X`` with a
     scipy.sparse meta) are never shifted: x - origin would be dense.
     """
-    if not is_translation_invariant(kernel) or (X is not None and is_sparse(X._meta)):
+    if not is_translation_invariant(kernel) or (X is not None and is_sparse(meta_of(X))):
         return None
     return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
 

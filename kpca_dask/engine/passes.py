@@ -27,6 +27,7 @@ import numpy as np
 from dask.delayed import Delayed
 from threadpoolctl import threadpool_limits
 
+from .._compat import task_spec
 from .._memory import memory_budget, release_freed_memory
 from .._parallel import capped_blas, distributed_client
 from ..blocks.projection import project_block
@@ -157,8 +158,7 @@ def reads_inlined(result: Delayed, block_keys: set) -> Delayed:
     a block's task depends on alone (a DataFrame partition it converts) is
     inlined with it; what it shares (the Zarr array object) stays a task.
     """
-    from dask._task_spec import Alias, Task, TaskRef, convert_legacy_graph
-
+    Task, TaskRef, Alias, convert_legacy_graph = task_spec()
     graph = convert_legacy_graph(dict(result.__dask_graph__()))
     dependents: dict = {}
     for key, node in graph.items():

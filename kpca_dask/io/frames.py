@@ -27,6 +27,8 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from .. import _compat
+from .._compat import get_feature_names, known_lengths, meta_of
 from ..errors import InvalidInputError, NonFiniteInputError, NonNumericInputError
 
 __all__ = [
@@ -62,7 +64,7 @@ def is_frame(X: Any) -> bool:
 
 def _pandas_view(X):
     """A pandas frame with the columns and dtypes of ``X``: a dask frame's empty meta."""
-    return X._meta if is_dask_frame(X) else X
+    return meta_of(X) if is_dask_frame(X) else X
 
 
 def frame_feature_names(X: Any):
@@ -77,9 +79,7 @@ def frame_feature_names(X: Any):
     >>> frame_feature_names(pd.DataFrame({"a": [1.0], "b": [2.0]})).tolist()
     ['a', 'b']
     """
-    from sklearn.utils.validation import _get_feature_names
-
-    return _get_feature_names(_pandas_view(X)) if is_frame(X) else None
+    return get_feature_names(_pandas_view(X)) if is_frame(X) else None
 
 
 def select_columns(X: Any, columns: Sequence[str] | None = None, *, what: str = "X",
@@ -192,13 +192,9 @@ class Partitions:
     def lengths(self, *, compute: bool = True) -> tuple[int, ...] | None:
         """Rows per partition: from metadata, else computed (reading each partition
         once, only its length reaching the client) or None."""
-        from dask.dataframe.dask_expr._expr import Lengths, Literal
-
-        # dask simplifies Lengths to a Literal when the reader knows them (Parquet
-        # statistics, from_pandas): no task runs.
-        simplified = Lengths(self.frame.expr).optimize()
-        if isinstance(simplified, Literal) and len(simplified.value) == len(self.keys):
-            return tuple(int(n) for n in simplified.value)
+        known = known_lengths(self.frame)  # from metadata: no task runs
+        if known is not None and len(known) == len(self.keys):
+            return known
         if not compute:
             return None
         return tuple(int(n) for n in self.counted_lengths().compute())
@@ -324,10 +320,9 @@ def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
     >>> est.feature_names_in_.tolist()
     ['a']
     """
-    from sklearn.utils.validation import _check_feature_names
-
     try:
-        _check_feature_names(estimator, _pandas_view(X) if is_frame(X) else X, reset=reset)
+        _compat.check_feature_names(estimator, _pandas_view(X) if is_frame(X) else X,
+                                    reset=reset)
     except ValueError as exc:  # scikit-learn's message, as a kpca-dask error (a ValueError)
         raise InvalidInputError(
             f"{exc}Pass the columns the model was fitted on, in that order "

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 from dask.base import tokenize
 
+from .._compat import frame_from_graph, meta_of
 from .frames import Partitions
 
 __all__ = ["label_rows", "label_embedding", "frame_like", "series_like"]
@@ -85,7 +86,7 @@ def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str],
     columns, keep = list(columns), list(keep)
     if not isinstance(like, Partitions):
         return _labelled(np.asarray(Y), like, columns, keep)
-    meta = _labelled(np.empty((0, len(columns)), Y.dtype), like.frame._meta, columns, keep)
+    meta = _labelled(np.empty((0, len(columns)), Y.dtype), meta_of(like.frame), columns, keep)
     return _by_partition(Y, like, meta, (columns, keep))
 
 
@@ -102,14 +103,12 @@ def series_like(e: da.Array | np.ndarray, like: Any, name: str):
 
     if not isinstance(like, Partitions):
         return pd.Series(np.asarray(e), index=like.index, name=name)
-    meta = pd.Series(np.empty(0, e.dtype), index=like.frame._meta.index, name=name)
+    meta = pd.Series(np.empty(0, e.dtype), index=meta_of(like.frame).index, name=name)
     return _by_partition(e, like, meta, (name,))
 
 
 def _by_partition(Y: da.Array, like: Partitions, meta, args: tuple):
     """Block i of ``Y`` beside the index of partition i: one graph, each partition read once."""
-    from dask.dataframe.dask_expr import from_graph
-
     name = "kpca-" + tokenize(Y.name, like.keys, args)
     graph = {**like.graph, **dict(Y.__dask_graph__())}
     keys = []
@@ -117,7 +116,7 @@ def _by_partition(Y: da.Array, like: Partitions, meta, args: tuple):
         block = (Y.name, i) + (0,) * (Y.ndim - 1)
         graph[(name, i)] = (_labelled, block, key, *args)
         keys.append((name, i))
-    return from_graph(graph, meta, like.divisions, keys, "kpca")
+    return frame_from_graph(graph, meta, like.divisions, keys, "kpca")
 
 
 def _labelled(values: np.ndarray, part, label, keep=()):

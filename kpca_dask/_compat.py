@@ -1,0 +1,98 @@
+"""Every private API of another library that kpca-dask uses, in one place.
+
+Each is wrapped here and nowhere else is it imported, so that a release of
+dask or scikit-learn that changes one breaks this module alone, and
+:data:`PRIVATE_APIS` says which versions each was checked against:
+tests/test_compat.py fails when an installed version is newer than the one
+recorded, so the API is read again before the record is raised.
+
+Why each is private and still used:
+
+* scikit-learn's feature-name checks (``_check_feature_names``,
+  ``_get_feature_names``): what ``validate_data`` does for in-memory arrays,
+  which kpca-dask cannot call on a lazy table without reading it; using them
+  keeps the messages and rules identical to scikit-learn's estimators.
+* dask-expr's ``Lengths`` expression: the partition lengths a reader knows
+  from metadata (Parquet footers, ``from_pandas``) without running a task.
+* ``from_graph``: a dask DataFrame from a graph that reads each partition
+  once beside the array block it labels.
+* dask's task spec (``Task``, ``TaskRef``, ``Alias``,
+  ``convert_legacy_graph``): to read a row block inside the task that adds
+  it to the pass's sums (:func:`kpca_dask.engine.passes.reads_inlined`).
+* ``_meta``: the empty object a dask collection carries for its type and
+  dtype; documented by dask, named as private.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PRIVATE_APIS", "check_feature_names", "get_feature_names", "known_lengths",
+           "frame_from_graph", "task_spec", "meta_of"]
+
+#: Each private API: (distribution, oldest version supported, newest version checked).
+PRIVATE_APIS: dict[str, tuple[str, str, str]] = {
+    "sklearn.utils.validation._check_feature_names": ("scikit-learn", "1.6", "1.9.1"),
+    "sklearn.utils.validation._get_feature_names": ("scikit-learn", "1.6", "1.9.1"),
+    "dask.dataframe.dask_expr._expr.Lengths": ("dask", "2025.1", "2026.7.0"),
+    "dask.dataframe.dask_expr._expr.Literal": ("dask", "2025.1", "2026.7.0"),
+    "dask.dataframe.dask_expr.from_graph": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.Task": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.TaskRef": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.Alias": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.convert_legacy_graph": ("dask", "2025.1", "2026.7.0"),
+    "dask collections' _meta": ("dask", "2025.1", "2026.7.0"),
+}
+
+
+def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
+    """scikit-learn's feature-name check of ``X`` against ``estimator`` (sets them on reset)."""
+    from sklearn.utils.validation import _check_feature_names
+
+    _check_feature_names(estimator, X, reset=reset)
+
+
+def get_feature_names(X: Any):
+    """The string column names of a pandas-like ``X`` as scikit-learn reads them, or None."""
+    from sklearn.utils.validation import _get_feature_names
+
+    return _get_feature_names(X)
+
+
+def known_lengths(frame: Any) -> tuple[int, ...] | None:
+    """The rows of each partition of a dask DataFrame if its reader knows them, else None.
+
+    Nothing is computed: dask simplifies the lengths to a literal when the
+    metadata holds them (Parquet statistics, ``from_pandas``).
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> known_lengths(dd.from_pandas(pd.DataFrame({"a": range(5)}), npartitions=2))
+    (3, 2)
+    """
+    from dask.dataframe.dask_expr._expr import Lengths, Literal
+
+    simplified = Lengths(frame.expr).optimize()
+    if isinstance(simplified, Literal) and len(simplified.value) == frame.npartitions:
+        return tuple(int(n) for n in simplified.value)
+    return None
+
+
+def frame_from_graph(graph: dict, meta: Any, divisions: tuple, keys: list, name: str) -> Any:
+    """A dask DataFrame whose partitions are the tasks ``keys`` of ``graph``."""
+    from dask.dataframe.dask_expr import from_graph
+
+    return from_graph(graph, meta, divisions, keys, name)
+
+
+def task_spec():
+    """dask's task classes: ``(Task, TaskRef, Alias, convert_legacy_graph)``."""
+    from dask._task_spec import Alias, Task, TaskRef, convert_legacy_graph
+
+    return Task, TaskRef, Alias, convert_legacy_graph
+
+
+def meta_of(collection: Any) -> Any:
+    """The empty object of a dask collection's type and dtype (its ``_meta``)."""
+    return collection._meta
