@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kpca_dask"
 #: Rank of each layer: a module may import only modules of the same or a lower rank.
 LAYERS = {
     "errors": 0, "_json": 0, "_parallel": 0, "_memory": 0, "_version": 0, "validation": 0,
+    "_compat": 0,
     "blocks": 1, "io": 1,
     "engine": 2,
     "landmarks": 3,

@@ -27,7 +27,7 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from .. import _compat
+from .._compat import check_feature_names as sklearn_check_feature_names
 from .._compat import get_feature_names, known_lengths, meta_of
 from ..errors import InvalidInputError, NonFiniteInputError, NonNumericInputError
 
@@ -321,7 +321,7 @@ def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
     ['a']
     """
     try:
-        _compat.check_feature_names(estimator, _pandas_view(X) if is_frame(X) else X,
+        sklearn_check_feature_names(estimator, _pandas_view(X) if is_frame(X) else X,
                                     reset=reset)
     except ValueError as exc:  # scikit-learn's message, as a kpca-dask error (a ValueError)
         raise InvalidInputError(
