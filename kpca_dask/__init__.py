@@ -27,6 +27,8 @@ from .errors import (
     NotInvertibleError,
     OutputExistsError,
     OverlappingRowsError,
+    ParametersChangedWarning,
+    RepeatedRowsWarning,
     SlowKernelWarning,
     TooFewComponentsError,
     ZeroEigenvalueWarning,
@@ -71,5 +73,7 @@ __all__ = [
     "NotInvertibleError",
     "ZeroEigenvalueWarning",
     "SlowKernelWarning",
+    "ParametersChangedWarning",
+    "RepeatedRowsWarning",
     "__version__",
 ]
