@@ -41,7 +41,8 @@ def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
 
 def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
                   block_rows: int = DEFAULT_BLOCK_ROWS,
-                  unknown_rows: bool = False) -> tuple[da.Array, bool]:
+                  unknown_rows: bool = False, whole_rows: bool = True
+                  ) -> tuple[da.Array, bool]:
     """Validate ``X`` and return it as a lazy 2-D float array, plus ``is_lazy``.
 
     numpy input is checked eagerly (it is in memory anyway); dask input is
@@ -55,6 +56,9 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
     ``unknown_rows=True`` accepts a dask array whose row blocks have unknown
     lengths (e.g. from a DataFrame without row counts): a block-by-block map
     such as a transform does not need them, a fit does.
+
+    ``whole_rows=False`` keeps a dask array's chunks along the features (a
+    precomputed kernel matrix, of which only some columns are read).
     """
     if not isinstance(X, da.Array):
         X = as_numpy_array(X, what=what, min_samples=min_samples)
@@ -63,7 +67,7 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
             return da.from_array(X, chunks=(rows, X.shape[1]), asarray=False), False
         return _wrapped(X, rows), False
     X = _checked(X, what, min_samples, unknown_rows)
-    return one_feature_chunk(X, what, stacklevel=4), True
+    return (one_feature_chunk(X, what, stacklevel=4) if whole_rows else X), True
 
 
 def _wrapped(X: np.ndarray, rows: int) -> da.Array:

@@ -43,6 +43,8 @@ from .sparse_rows import dense
 
 __all__ = [
     "KERNEL_NAMES",
+    "POINT_KERNEL_NAMES",
+    "precomputed_block",
     "pairwise_kernel",
     "pairwise_kernel_into",
     "kernel_diagonal",
@@ -57,6 +59,24 @@ KernelCallable = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def _ones(A, **_):
     return np.ones(A.shape[0], dtype=A.dtype)
+
+
+def precomputed_block(A, B):
+    """A kernel block read off rows that hold it: the first len(B) columns of A.
+
+    With ``kernel="precomputed"`` a row is ``[k(x, z_1), ..., k(x, z_m), k(x, x)]``
+    (:mod:`kpca_dask.model.precomputed`); the landmarks are rows of the same kind.
+
+    Examples
+    --------
+    >>> precomputed_block(np.array([[0.5, 0.25, 1.0]]), np.zeros((2, 3))).tolist()
+    [[0.5, 0.25]]
+    """
+    return np.array(A[:, : B.shape[0]], dtype=A.dtype)
+
+
+def _precomputed_diagonal(A, **_):
+    return np.array(A[:, -1], dtype=A.dtype)
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,7 @@ _KERNELS: Mapping[str, _KernelSpec] = {
     "sigmoid": _KernelSpec(sigmoid_kernel, sigmoid_diagonal, ("gamma", "coef0")),
     "cosine": _KernelSpec(cosine_kernel, cosine_diagonal, ()),
     "matern": _KernelSpec(matern_kernel, _ones, ("gamma", "nu")),
+    "precomputed": _KernelSpec(precomputed_block, _precomputed_diagonal, ()),
 }
 _ALIASES = {"gaussian": "rbf", "poly": "polynomial"}
 
@@ -83,6 +104,9 @@ _TRANSLATION_INVARIANT = frozenset({"rbf", "laplacian", "matern"})
 
 #: Names accepted for ``kernel`` (besides a callable).
 KERNEL_NAMES: tuple[str, ...] = tuple(sorted([*_KERNELS, *_ALIASES]))
+#: The kernels of points: all but "precomputed", whose rows hold kernel values already.
+POINT_KERNEL_NAMES: tuple[str, ...] = tuple(name for name in KERNEL_NAMES
+                                             if name != "precomputed")
 
 
 def _spec(kernel: str) -> _KernelSpec:

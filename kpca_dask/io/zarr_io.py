@@ -83,6 +83,7 @@ def open_array(
     feature_dim: str | None = None, storage_options: dict | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS, format: str | None = None,
     columns: Sequence[str | int] | None = None, header: bool | None = None, filters: Any = None,
+    whole_rows: bool = True,
 ) -> da.Array | xr.DataArray:
     """Open data for fitting or transforming as a lazy (n_samples, n_features) array.
 
@@ -107,6 +108,10 @@ def open_array(
         Tables: the columns to use, in order (default: all, numeric); Parquet
         row filters (as ``dask.dataframe.read_parquet``); whether a CSV's
         first line names the columns. See the guide's "Data formats" page.
+    whole_rows : bool, default=True
+        One chunk of features, as every fit of points needs. False keeps the
+        stored chunks along the features of a Zarr array or dask array: a
+        precomputed kernel matrix, of which only the landmark columns are read.
 
     Returns
     -------
@@ -125,7 +130,7 @@ def open_array(
     if isinstance(source, (xr.Dataset, xr.DataArray)):
         return _open_labelled(source, array, sample_dim, feature_dim)
     if isinstance(source, da.Array):
-        return one_feature_chunk(source, "The dask array", stacklevel=4)
+        return one_feature_chunk(source, "The dask array", stacklevel=4) if whole_rows else source
     if is_frame(source):  # pandas or dask DataFrame: kpca_dask.io.frames
         return _open_frame(select_columns(source, columns), block_rows)
     if is_sparse_source(source):  # a scipy.sparse matrix or a save_npz file
@@ -133,9 +138,11 @@ def open_array(
     if isinstance(source, (str, os.PathLike)):
         return _open_path(source, format=format, array=array, columns=columns, header=header,
                           sample_dim=sample_dim, feature_dim=feature_dim, block_rows=block_rows,
-                          filters=filters, storage_options=storage_options)
+                          filters=filters, storage_options=storage_options,
+                          whole_rows=whole_rows)
     if isinstance(source, (zarr.Array, zarr.Group)):
-        return _from_zarr_node(source, repr(source), array, None, sample_dim, feature_dim)
+        return _from_zarr_node(source, repr(source), array, None, sample_dim, feature_dim,
+                               whole_rows)
     return _wrap_numpy(np.asarray(source), block_rows)
 
 
@@ -156,7 +163,7 @@ def _open_frame(frame, block_rows: int) -> da.Array:
 
 
 def _open_path(source, *, format, array, columns, header, sample_dim, feature_dim, block_rows,
-               filters, storage_options):
+               filters, storage_options, whole_rows=True):
     """A path or URL: a file of :mod:`kpca_dask.io.formats`, else a Zarr store."""
     opened = open_file(source, format=format, array=array, columns=columns, header=header,
                        sample_dim=sample_dim, block_rows=block_rows, filters=filters,
@@ -168,10 +175,10 @@ def _open_path(source, *, format, array, columns, header, sample_dim, feature_di
     shown = os.fspath(source)
     where = store_location(source, storage_options)
     return _from_zarr_node(_open_node(where, shown), shown, array, where, sample_dim,
-                           feature_dim)
+                           feature_dim, whole_rows)
 
 
-def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim):
+def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim, whole_rows=True):
     if isinstance(node, zarr.Group):
         z = _group_array(node, name, shown)
         if z.metadata.zarr_format == 3 and z.metadata.dimension_names and where is not None:
@@ -187,6 +194,9 @@ def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim):
         raise InvalidInputError(
             f"The Zarr array {shown} has shape {z.shape}; a 2-D (n_samples, n_features) "
             "array is needed.")
+    if not whole_rows:  # the stored chunks: only the columns used are read
+        return da.from_array(z, chunks=z.chunks, name=f"zarr-{_token(z, shown)}",
+                             inline_array=True)
     if z.chunks[1] < z.shape[1]:
         warnings.warn(
             f"The Zarr array {shown} is chunked along the feature axis ({z.chunks[1]} of "

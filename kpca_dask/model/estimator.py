@@ -24,6 +24,7 @@ from .inputs import as_fit_input
 from .model_files import save_model
 from .outputs import OutputsMixin
 from .parameters import check_params
+from .precomputed import PRECOMPUTED, fit_precomputed
 
 __all__ = ["KernelPCA"]
 
@@ -56,6 +57,11 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         A callable written for scikit-learn, ``k(x, y) -> float`` on two 1-D
         rows, also works: it is called pair by pair within each block, n x m
         Python calls per pass, with a :class:`~kpca_dask.errors.SlowKernelWarning`.
+        ``"precomputed"``: ``fit`` takes the n x n kernel matrix of the training
+        points (numpy, dask or Zarr; only its landmark columns and its diagonal
+        are read), ``transform`` the (n_new, n) kernel of new points against
+        them; landmarks are ``"uniform"`` column indices or given as a 1-D array
+        of ints (see :mod:`kpca_dask.model.precomputed`).
     gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
         None means ``1 / n_features``. ``"median"`` is the median heuristic
@@ -288,8 +294,11 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         params = self.get_params(deep=False)
         check_params(params)
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
-        model = fit_model(params, as_fit_input(X), feature_names=names,
-                          checkpoint=checkpoint, started=started)
+        precomputed = params["kernel"] == PRECOMPUTED
+        fit = fit_precomputed if precomputed else fit_model
+        # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
+        model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
+                    checkpoint=checkpoint, started=started)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
 

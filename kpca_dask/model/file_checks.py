@@ -228,7 +228,9 @@ def _check_kernel(model, shown: str) -> None:
 def _check_arrays(model, shown: str) -> None:
     p, q = model.n_features_in_, model.n_components_
     m = model.n_landmarks_
-    check_array(model.landmarks_, "landmarks", shown, (m, p), kind="x")
+    # A precomputed kernel's landmarks are rows [K[J, J], diag K[J, J]] (model.precomputed).
+    width = m + 1 if model.kernel_ == "precomputed" else p
+    check_array(model.landmarks_, "landmarks", shown, (m, width), kind="x")
     check_array(model.projection_, "projection", shown, (m, q))
     check_array(model.offset_, "offset", shown, (q,))
     eigenvalues = check_array(model.eigenvalues_, "eigenvalues", shown, (q,))

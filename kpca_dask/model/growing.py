@@ -17,6 +17,7 @@ from ..validation import check_n_features
 from .fitting import solved, with_rows_added
 from .inputs import as_fit_input, held_in_memory, row_range
 from .parameters import check_params, rcond_for
+from .precomputed import PRECOMPUTED, refuse_growth
 from .provenance import recorded_rows, source_of, with_rows
 from .updates import require_statistics
 
@@ -128,6 +129,8 @@ class GrowingMixin:
             self.fit(table if whole else X)  # a whole table keeps its feature names
             self.model_ = self.model_.replace(row_provenance=with_rows(None, source, start, stop))
             return self
+        if self.model_.kernel == PRECOMPUTED:
+            refuse_growth()
         require_statistics(self, "add rows to")
         check_n_features(X, self.model_.n_features, type(self).__name__)
         # Refused before the pass: rows counted already would be weighted twice, unless

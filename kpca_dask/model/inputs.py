@@ -46,7 +46,8 @@ def computed(Y: da.Array):
         return Y.compute()
 
 
-def as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
+def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = True
+            ) -> tuple[da.Array, bool]:
     """``X`` as a lazy float array and whether the input was lazy.
 
     Row blocks may have unknown lengths (a dask frame's, or an array made
@@ -60,10 +61,10 @@ def as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
     """
     if isinstance(frame, Partitions):
         return X, True
-    return as_dask_array(X, what=what, min_samples=1, unknown_rows=True)
+    return as_dask_array(X, what=what, min_samples=1, unknown_rows=True, whole_rows=whole_rows)
 
 
-def open_input(X: Any) -> Any:
+def open_input(X: Any, whole_rows: bool = True) -> Any:
     """Zarr paths and xarray objects go through :mod:`kpca_dask.io`; anything else unchanged.
 
     Examples
@@ -74,12 +75,13 @@ def open_input(X: Any) -> Any:
     if isinstance(X, (str, os.PathLike)) or is_xarray(X):
         from ..io import open_array
 
-        return open_array(X)
+        return open_array(X, whole_rows=whole_rows)
     return X
 
 
-def as_fit_input(X: Any, min_samples: int = 2) -> da.Array:
-    """The training data as a validated dask array with one chunk of features.
+def as_fit_input(X: Any, min_samples: int = 2, whole_rows: bool = True) -> da.Array:
+    """The training data as a validated dask array with one chunk of features (or, with
+    ``whole_rows=False``, the stored chunks of a precomputed kernel matrix).
 
     Examples
     --------
@@ -90,8 +92,9 @@ def as_fit_input(X: Any, min_samples: int = 2) -> da.Array:
         X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
     elif is_frame(X):
         X = frame_to_numpy(X)
-    X = open_input(X)
-    X, _ = as_dask_array(X.data if is_xarray(X) else X, min_samples=min_samples)
+    X = open_input(X, whole_rows)
+    X, _ = as_dask_array(X.data if is_xarray(X) else X, min_samples=min_samples,
+                         whole_rows=whole_rows)
     return X
 
 

@@ -27,6 +27,7 @@ from ..io.frames import (
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .inputs import as_rows, computed, is_xarray, open_input
+from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["OutputsMixin"]
 
@@ -73,14 +74,17 @@ class OutputsMixin(TransformerMixin):
         """
         check_is_fitted(self)
         X, frame = table_input(self, X)
-        X = open_input(X)
         model = self.model_
+        whole_rows = model.kernel != PRECOMPUTED  # kernel rows: only landmark columns read
+        X = open_input(X, whole_rows)
         if is_xarray(X):
             attrs = {"kernel": model.kernel, **model.kernel_params,
                      "n_landmarks": model.n_landmarks}
             return label_embedding(self.transform(X.data), X, attrs)
-        X, is_lazy = as_rows(X, frame)
+        X, is_lazy = as_rows(X, frame, whole_rows=whole_rows)
         check_n_features(X, model.n_features, type(self).__name__)
+        if not whole_rows:
+            X = new_point_rows(X, model.landmark_indices)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
                     model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
         Y = Y.astype(_result_dtype(model, X.dtype), copy=False)
@@ -195,6 +199,8 @@ class OutputsMixin(TransformerMixin):
             raise NotInvertibleError(
                 "This model was saved by an older kpca-dask without the mean feature that "
                 "reconstruction_error needs; fit it again.")
+        if model.kernel == PRECOMPUTED:
+            refuse_scores("reconstruction_error and score_samples")
         X, frame = table_input(self, X)
         X = open_input(X)
         if is_xarray(X):

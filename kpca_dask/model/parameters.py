@@ -126,11 +126,6 @@ _KERNEL_CHOICES = (f"one of {', '.join(KERNEL_NAMES)}, or a callable k(A, B) -> 
 
 
 def _explain_kernel(value) -> str | None:
-    if isinstance(value, str) and value == "precomputed":
-        return ('kernel="precomputed" needs the n x n kernel matrix of the data, which is what '
-                "the Nyström pass avoids. Use kpca_dask.ExactKernelPCA(kernel=\"precomputed\") "
-                "for data small enough for it, or pass the kernel as a callable "
-                "k(A, B, **kernel_params) -> (len(A), len(B)) array.")
     if isinstance(value, str):
         return f"Unknown kernel {value!r}. Use {_KERNEL_CHOICES}."
     return None
@@ -163,6 +158,8 @@ def _is_landmarks(value) -> bool:
             value = np.asarray(value)
         except (TypeError, ValueError):
             return False
+    if len(value.shape) == 1:  # column indices of a precomputed kernel (checked at fit)
+        return np.dtype(value.dtype).kind in "iu"
     return len(value.shape) == 2 and np.dtype(value.dtype).kind in "biuf"
 
 
@@ -192,9 +189,10 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     "remove_zero_eig": Constraint(_is_flag, "True or False"),
     "n_landmarks": Constraint(lambda v: is_count(v) or (isinstance(v, str) and v == "auto"),
                               "an int >= 1 or 'auto'"),
-    "landmarks": Constraint(_is_landmarks, "a landmark strategy name, a strategy function or an "
+    "landmarks": Constraint(_is_landmarks, "a landmark strategy name, a strategy function, an "
                                            "array of landmark points of shape (n_landmarks, "
-                                           "n_features)", _explain_landmarks),
+                                           "n_features), or with kernel='precomputed' a 1-D "
+                                           "array of column indices", _explain_landmarks),
     "tol": Constraint(lambda v: is_real(v) and 0 < v < 1, "a number in (0, 1)"),
     "max_landmarks": Constraint(lambda v: v is None or is_count(v), "None or an int >= 1"),
     "dtype": Constraint(lambda v: isinstance(v, str) and v in DEFAULT_RCOND,
@@ -208,16 +206,10 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
 })
 
 
-#: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules, but
-#: ``kernel`` may be "precomputed" (the n x n Gram matrix is what it works on).
+#: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes.
 EXACT_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
-    **{name: CONSTRAINTS[name] for name in ("n_components", "gamma", "degree", "coef0",
-                                            "kernel_params", "remove_zero_eig")},
-    "kernel": Constraint(lambda v: v == "precomputed" or _is_kernel(v),
-                         f"{_KERNEL_CHOICES}, or 'precomputed'",
-                         lambda v: None if not isinstance(v, str)
-                         else f"Unknown kernel {v!r}. Use {_KERNEL_CHOICES}, or 'precomputed'."),
-})
+    name: CONSTRAINTS[name] for name in ("n_components", "kernel", "gamma", "degree", "coef0",
+                                         "kernel_params", "remove_zero_eig")})
 
 
 def check_params(params: Mapping[str, Any], *,

@@ -102,10 +102,10 @@ def test_too_many_components(X):
         KernelPCA(5, kernel="linear").fit(X)
 
 
-def test_precomputed_kernel_points_to_exact(X):
-    """kernel="precomputed" is refused by the Nyström estimator, pointing to the alternatives."""
-    with pytest.raises(InvalidParameterError, match="ExactKernelPCA.*callable"):
-        KernelPCA(2, kernel="precomputed").fit(X)
+def test_precomputed_kernel_needs_the_square_kernel_matrix(X):
+    """kernel="precomputed" given the points instead of their kernel matrix says what to pass."""
+    with pytest.raises(InvalidInputError, match="n x n kernel matrix.*got shape"):
+        KernelPCA(2, kernel="precomputed", landmarks="uniform").fit(X)
 
 
 def test_unknown_kernel_lists_valid_names(X):

@@ -1,4 +1,4 @@
-"""kernel="precomputed" in ExactKernelPCA, as in scikit-learn's KernelPCA."""
+"""kernel="precomputed": ExactKernelPCA and KernelPCA, as in scikit-learn's KernelPCA."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.metrics.pairwise import rbf_kernel
 
-from kpca_dask import ExactKernelPCA
-from kpca_dask.errors import InvalidInputError
+from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask.errors import InvalidInputError, InvalidParameterError, NotInvertibleError
 
 
 @pytest.fixture
@@ -51,3 +51,110 @@ def test_precomputed_transform_needs_one_column_per_training_point(data):
     model = ExactKernelPCA(2, kernel="precomputed").fit(rbf_kernel(X))
     with pytest.raises(InvalidInputError, match="against the 40 training points"):
         model.transform(rbf_kernel(X[:5], X[:10]))
+
+
+# -- KernelPCA: Nyström from a precomputed kernel matrix ------------------------------------
+
+def _kernels(n=200, n_new=9, gamma=0.3):
+    rng = np.random.default_rng(4)
+    X, X_new = rng.normal(size=(n, 3)), rng.normal(size=(n_new, 3))
+    return X, X_new, rbf_kernel(X, gamma=gamma), rbf_kernel(X_new, X, gamma=gamma)
+
+
+def test_every_sample_a_landmark_equals_scikit_learn_precomputed():
+    """KernelPCA(kernel="precomputed") with every sample a landmark is exact kernel PCA: the
+    eigenvalues and embeddings of scikit-learn's KernelPCA(kernel="precomputed") to 1e-8."""
+    _, _, K, K_new = _kernels()
+    ours = KernelPCA(4, kernel="precomputed", landmarks="uniform", n_landmarks=10**6).fit(K)
+    theirs = SklearnKernelPCA(4, kernel="precomputed", eigen_solver="dense").fit(K)
+    np.testing.assert_allclose(ours.eigenvalues_, theirs.eigenvalues_, rtol=1e-8)
+    for a, b in ((ours.transform(K_new), theirs.transform(K_new)),
+                 (ours.fit_transform(K), theirs.fit_transform(K))):
+        signs = np.sign((a * b).sum(axis=0))
+        np.testing.assert_allclose(a * signs, b, atol=1e-8)
+    assert ours.n_features_in_ == K.shape[0] and ours.landmark_indices_.size == K.shape[0]
+
+
+def test_nystrom_from_the_kernel_equals_nystrom_from_the_points():
+    """With m < n uniform landmarks and the same seed, the precomputed fit takes the same
+    landmark rows as the fit of the points and the same model, to rounding."""
+    X, X_new, K, K_new = _kernels()
+    params = dict(n_components=3, n_landmarks=40, landmarks="uniform", random_state=7)
+    from_kernel = KernelPCA(kernel="precomputed", **params).fit(K)
+    from_points = KernelPCA(kernel="rbf", gamma=0.3, **params).fit(X)
+    np.testing.assert_array_equal(from_kernel.landmark_indices_, from_points.landmark_indices_)
+    np.testing.assert_allclose(from_kernel.eigenvalues_, from_points.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(from_kernel.trace_error_, from_points.trace_error_, rtol=1e-10)
+    np.testing.assert_allclose(from_kernel.transform(K_new), from_points.transform(X_new),
+                               atol=1e-10)
+
+
+def test_landmarks_given_as_column_indices():
+    """landmarks= a 1-D array of ints names the landmark columns; the model equals the fit of
+    the points with those rows as landmarks."""
+    X, X_new, K, K_new = _kernels()
+    columns = np.array([150, 3, 77, 42, 9, 120, 64, 31])
+    from_kernel = KernelPCA(3, kernel="precomputed", landmarks=columns).fit(K)
+    from_points = KernelPCA(3, gamma=0.3, landmarks=X[np.sort(columns)]).fit(X)
+    np.testing.assert_array_equal(from_kernel.landmark_indices_, np.sort(columns))
+    np.testing.assert_allclose(from_kernel.eigenvalues_, from_points.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(from_kernel.transform(K_new), from_points.transform(X_new),
+                               atol=1e-10)
+
+
+def test_a_stored_kernel_is_read_only_in_its_landmark_columns_and_diagonal(tmp_path):
+    """A Zarr kernel matrix whose every other chunk is damaged fits and transforms: only the
+    chunks of the landmark columns and of the diagonal are read. The model is saved, loaded,
+    and transforms a stored (n_new x n) kernel the same way."""
+    import zarr
+
+    _, _, K, K_new = _kernels(n=400)
+    columns = np.array([3, 17, 42, 80])  # all in the first column chunk
+    path = tmp_path / "K.zarr"
+    zarr.create_array(str(path), data=K, chunks=(100, 100))
+    new_path = tmp_path / "K_new.zarr"
+    zarr.create_array(str(new_path), data=K_new, chunks=(9, 100))
+    for chunk in (path / "c").glob("*/*"):
+        i, j = int(chunk.parent.name), int(chunk.name)
+        if j != 0 and i != j:
+            chunk.write_bytes(b"not a chunk")  # any read of it fails
+    for chunk in (new_path / "c").glob("*/*"):
+        if int(chunk.name) != 0:
+            chunk.write_bytes(b"not a chunk")
+    stored = KernelPCA(2, kernel="precomputed", landmarks=columns).fit(str(path))
+    in_memory = KernelPCA(2, kernel="precomputed", landmarks=columns).fit(K)
+    np.testing.assert_allclose(stored.eigenvalues_, in_memory.eigenvalues_, rtol=1e-12)
+    np.testing.assert_allclose(stored.transform(str(new_path)).compute(),
+                               in_memory.transform(K_new), atol=1e-12)
+    import kpca_dask
+
+    loaded = kpca_dask.load(stored.save(tmp_path / "model.zarr"))
+    np.testing.assert_array_equal(loaded.transform(K_new), stored.transform(K_new))
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"landmarks": "kmeans"}, "landmarks='kmeans'"),
+    ({"landmarks": np.array([0, 0, 1])}, "distinct ints"),
+    ({"landmarks": np.array([0, 500])}, r"in \[0, 200\)"),
+    ({"n_landmarks": "auto"}, "n_landmarks"),
+    ({"fit_inverse_transform": True}, "fit_inverse_transform"),
+])
+def test_what_a_precomputed_kernel_cannot_do_is_refused_at_fit(params, match):
+    _, _, K, _ = _kernels()
+    model = KernelPCA(2, kernel="precomputed", **{"landmarks": "uniform", **params})
+    with pytest.raises(InvalidParameterError, match=match):
+        model.fit(K)
+    assert not hasattr(model, "model_")
+
+
+def test_scores_and_growth_of_a_precomputed_model_are_refused():
+    """k(x, x) of new rows is not in their kernel rows: scores and partial_fit say so."""
+    _, _, K, K_new = _kernels()
+    model = KernelPCA(2, kernel="precomputed", landmarks="uniform", n_landmarks=30,
+                      random_state=0).fit(K)
+    with pytest.raises(NotInvertibleError, match="k\\(x, x\\)"):
+        model.score_samples(K_new)
+    with pytest.raises(InvalidInputError, match="partial_fit.*precomputed"):
+        model.partial_fit(K_new)
+    with pytest.raises(InvalidInputError, match="200"):
+        model.transform(K_new[:, :50])
