@@ -23,6 +23,7 @@ from .errors import (
     ModelMismatchError,
     NonFiniteInputError,
     NonNumericInputError,
+    NonSymmetricKernelWarning,
     NoStatisticsError,
     NotInvertibleError,
     OutputExistsError,
@@ -75,5 +76,6 @@ __all__ = [
     "SlowKernelWarning",
     "ParametersChangedWarning",
     "RepeatedRowsWarning",
+    "NonSymmetricKernelWarning",
     "__version__",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "NoStatisticsError",
     "ParametersChangedWarning",
     "RepeatedRowsWarning",
+    "NonSymmetricKernelWarning",
     "ModelMismatchError",
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
@@ -113,6 +114,11 @@ class RepeatedRowsWarning(UserWarning):
     Stored arrays and explicit ``rows=`` ranges are refused instead
     (:class:`OverlappingRowsError`): there a repeat is a mistake.
     """
+
+
+class NonSymmetricKernelWarning(UserWarning):
+    """A precomputed kernel matrix that is not symmetric on its landmarks: it is taken as
+    (K + K^T) / 2, which reads the landmarks' rows as well as their columns."""
 
 
 class SlowKernelWarning(UserWarning):

@@ -60,8 +60,9 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         ``"precomputed"``: ``fit`` takes the n x n kernel matrix of the training
         points (numpy, dask or Zarr; only its landmark columns and its diagonal
         are read), ``transform`` the (n_new, n) kernel of new points against
-        them; landmarks are ``"uniform"`` column indices or given as a 1-D array
-        of ints (see :mod:`kpca_dask.model.precomputed`).
+        them; landmarks are uniform column indices (``"uniform"``, and the
+        default ``"kmeans"``, which needs points) or given as a 1-D array of
+        ints (see :mod:`kpca_dask.model.precomputed`).
     gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, polynomial, sigmoid and matern.
         None means ``1 / n_features``. ``"median"`` is the median heuristic
@@ -355,6 +356,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         # float32 in, float32 out (and a float32 model gives float32 for any input).
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.input_tags.sparse = True
+        # A kernel matrix: cross-validation splits its columns with its rows.
+        tags.input_tags.pairwise = self.kernel == PRECOMPUTED
         return tags
 
 

@@ -20,11 +20,18 @@ novelty scores are refused.
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 
 from ..engine.sampling import as_generator, sample_indices
-from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
+from ..errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonSymmetricKernelWarning,
+    NotInvertibleError,
+)
 from .fitted import FittedModel
 from .fitting import fit_model
 from .provenance import source_of, with_rows
@@ -33,6 +40,11 @@ __all__ = ["PRECOMPUTED", "fit_precomputed", "landmark_columns", "precomputed_ro
            "new_point_rows", "refuse_scores", "refuse_growth"]
 
 PRECOMPUTED = "precomputed"
+
+#: Landmark strategies that apply to a kernel matrix: uniform columns. "kmeans", the
+#: default, needs points; with a kernel matrix it draws uniform columns too, so that
+#: KernelPCA(kernel="precomputed") works as scikit-learn's does, with no other change.
+COLUMN_STRATEGIES = ("uniform", "kmeans")
 
 
 def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
@@ -52,7 +64,7 @@ def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
     _refuse_unsupported(params)
     _check_square(K)
     columns = landmark_columns(params, K.shape[0])
-    rows = precomputed_rows(K, columns)
+    rows = precomputed_rows(K, columns, symmetrise=not _symmetric_on(K, columns))
     points = np.asarray(rows[columns].compute(), dtype=np.float64)  # m x (m + 1)
     inner = {**params, "kernel": PRECOMPUTED, "kernel_params": None, "gamma": None,
              "landmarks": points, "n_landmarks": columns.size}
@@ -64,7 +76,7 @@ def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
 def _refuse_unsupported(params: dict) -> None:
     """What kernel="precomputed" cannot do, refused before anything is read."""
     landmarks = params["landmarks"]
-    if isinstance(landmarks, str) and landmarks != "uniform" or callable(landmarks):
+    if isinstance(landmarks, str) and landmarks not in COLUMN_STRATEGIES or callable(landmarks):
         raise InvalidParameterError(
             f'kernel="precomputed" takes landmarks="uniform" or the landmarks\' column indices '
             f"(a 1-D array of ints); got landmarks={landmarks!r}, which needs the points "
@@ -109,8 +121,30 @@ def landmark_columns(params: dict, n: int) -> np.ndarray:
                       dtype=np.int64)
 
 
-def precomputed_rows(K: da.Array, columns: np.ndarray) -> da.Array:
+def _symmetric_on(K: da.Array, columns: np.ndarray) -> bool:
+    """Whether K[J, J] is symmetric to rounding; if not, warn that K is symmetrised."""
+    block = np.asarray(K[:, columns][columns].compute(), dtype=np.float64)  # columns first
+    gap = float(np.abs(block - block.T).max(initial=0.0))
+    if gap <= SYMMETRY_RTOL * float(np.abs(block).max(initial=0.0)):
+        return True
+    warnings.warn(
+        f"The kernel matrix is not symmetric on the landmarks (max |K - K^T| = {gap:.3g}): "
+        "it is taken as (K + K^T) / 2, as a centred kernel's eigenvectors are those of its "
+        "symmetric part; the landmarks' rows are read as well as their columns. Pass a "
+        "symmetric kernel matrix to read the columns only.", NonSymmetricKernelWarning,
+        stacklevel=4)
+    return False
+
+
+#: K[J, J] - K[J, J]^T up to this times max |K[J, J]| is rounding, not asymmetry.
+SYMMETRY_RTOL = 1e-12
+
+
+def precomputed_rows(K: da.Array, columns: np.ndarray, symmetrise: bool = False) -> da.Array:
     """``[K[:, J], diag(K)]``, lazily: the rows the engine fits (n x (m + 1)).
+
+    With ``symmetrise``, the columns are those of (K + K^T) / 2: the landmarks'
+    rows of K are read too.
 
     Raises
     ------
@@ -125,7 +159,11 @@ def precomputed_rows(K: da.Array, columns: np.ndarray) -> da.Array:
     """
     _check_square(K)
     diagonal = da.diagonal(K).rechunk((K.chunks[0],))
-    return da.concatenate([K[:, columns], diagonal[:, None]], axis=1).rechunk({1: -1})
+    landmark_columns_ = K[:, columns]
+    if symmetrise:
+        landmark_rows = K[columns, :].T.rechunk((K.chunks[0], landmark_columns_.chunks[1]))
+        landmark_columns_ = (landmark_columns_ + landmark_rows) / 2
+    return da.concatenate([landmark_columns_, diagonal[:, None]], axis=1).rechunk({1: -1})
 
 
 def _check_square(K: da.Array) -> None:

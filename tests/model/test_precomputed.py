@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+
+import dask.array as da
 import numpy as np
 import pytest
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.metrics.pairwise import rbf_kernel
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.errors import InvalidInputError, InvalidParameterError, NotInvertibleError
+from kpca_dask.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    NonSymmetricKernelWarning,
+    NotInvertibleError,
+)
 
 
 @pytest.fixture
@@ -133,7 +141,7 @@ def test_a_stored_kernel_is_read_only_in_its_landmark_columns_and_diagonal(tmp_p
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"landmarks": "kmeans"}, "landmarks='kmeans'"),
+    ({"landmarks": "rpcholesky"}, "landmarks=.rpcholesky."),
     ({"landmarks": np.array([0, 0, 1])}, "distinct ints"),
     ({"landmarks": np.array([0, 500])}, r"in \[0, 200\)"),
     ({"n_landmarks": "auto"}, "n_landmarks"),
@@ -158,3 +166,69 @@ def test_scores_and_growth_of_a_precomputed_model_are_refused():
         model.partial_fit(K_new)
     with pytest.raises(InvalidInputError, match="200"):
         model.transform(K_new[:, :50])
+
+
+# -- scikit-learn's own precomputed-kernel tests (sklearn/decomposition/tests/
+#    test_kernel_pca.py), with kpca-dask's KernelPCA. eigen_solver is not a parameter here
+#    (the solve is one Cholesky and a Krylov or dense solver, docs/design.md §11). One does
+#    not apply: test_precomputed_kernel_not_psd expects an error for significant negative
+#    eigenvalues, where kpca-dask keeps the positive ones with a warning naming the negative
+#    ones (its documented rule for kernels that are not PSD, docs/design.md §11).
+
+@pytest.mark.parametrize("seed", [0, 1, 42])
+def test_scikit_learn_kernel_pca_precomputed(seed):
+    """test_kernel_pca_precomputed: the linear kernel of points and its precomputed matrix
+    give the same embeddings, and fit_transform equals fit then transform."""
+    rng = np.random.RandomState(seed)
+    X_fit, X_pred = rng.random_sample((5, 4)), rng.random_sample((2, 4))
+    X_kpca = KernelPCA(4, kernel="linear", random_state=0).fit(X_fit).transform(X_pred)
+    X_kpca2 = KernelPCA(4, kernel="precomputed", random_state=0).fit(
+        X_fit @ X_fit.T).transform(X_pred @ X_fit.T)
+    X_kpca_train = KernelPCA(4, kernel="precomputed", random_state=0).fit_transform(
+        X_fit @ X_fit.T)
+    X_kpca_train2 = KernelPCA(4, kernel="precomputed", random_state=0).fit(
+        X_fit @ X_fit.T).transform(X_fit @ X_fit.T)
+    np.testing.assert_array_almost_equal(np.abs(X_kpca), np.abs(X_kpca2))
+    np.testing.assert_array_almost_equal(np.abs(X_kpca_train), np.abs(X_kpca_train2))
+
+
+def test_scikit_learn_gridsearch_pipeline_precomputed():
+    """test_gridsearch_pipeline_precomputed: a grid search splits the kernel matrix's rows and
+    columns (the pairwise tag) and separates the circles."""
+    from sklearn.datasets import make_circles
+    from sklearn.linear_model import Perceptron
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+
+    X, y = make_circles(n_samples=400, factor=0.3, noise=0.05, random_state=0)
+    pipeline = Pipeline([("kernel_pca", KernelPCA(kernel="precomputed", n_components=2)),
+                         ("Perceptron", Perceptron(max_iter=5))])
+    grid_search = GridSearchCV(pipeline, cv=3,
+                               param_grid={"Perceptron__max_iter": np.arange(1, 5)})
+    grid_search.fit(rbf_kernel(X, gamma=2.0), y)
+    assert grid_search.best_score_ == 1
+
+
+def test_scikit_learn_kernel_pca_precomputed_non_symmetric():
+    """test_kernel_pca_precomputed_non_symmetric: a non-symmetric kernel matrix is accepted
+    (taken as its symmetric part, with a warning) and gives the eigenvalues of its centred
+    form; a symmetric one gives no warning."""
+    with pytest.warns(NonSymmetricKernelWarning, match="not symmetric"):
+        kpca = KernelPCA(kernel="precomputed", n_components=1, random_state=0).fit(
+            np.array([[1.0, 2.0], [3.0, 40.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NonSymmetricKernelWarning)
+        kpca_c = KernelPCA(kernel="precomputed", n_components=1, random_state=0).fit(
+            np.array([[9.0, -9.0], [-9.0, 9.0]]))
+    np.testing.assert_allclose(kpca.eigenvalues_, kpca_c.eigenvalues_, rtol=1e-12)
+
+
+def test_a_non_symmetric_stored_kernel_is_symmetrised_with_nystrom_landmarks():
+    """With m < n, the columns used are those of (K + K^T) / 2."""
+    _, _, K, K_new = _kernels()
+    skewed = K + np.triu(np.full_like(K, 0.01), 1)  # not symmetric anywhere above the diagonal
+    params = dict(n_components=3, kernel="precomputed", landmarks=np.arange(0, 200, 5))
+    with pytest.warns(NonSymmetricKernelWarning):
+        model = KernelPCA(**params).fit(da.from_array(skewed, chunks=50))
+    reference = KernelPCA(**params).fit((skewed + skewed.T) / 2)
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-12)
