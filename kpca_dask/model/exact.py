@@ -6,9 +6,12 @@ tested against, not a tool for large data.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
+import dask.array as da
 import numpy as np
+import zarr
 from numpy.typing import ArrayLike
 from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -79,8 +82,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     kernel_params_ : dict
         The kernel parameters used, defaults resolved.
     X_fit_ : ndarray of shape (n_samples, ``n_features_in_``)
-        The training data (float64; CSR for sparse input, the kernel matrix for
-        ``kernel="precomputed"``), needed by :meth:`transform`.
+        The training data (float64; CSR for sparse input), needed by
+        :meth:`transform`. Absent for ``kernel="precomputed"``, whose matrix is
+        decomposed in place in one n x n buffer and not kept.
+    n_samples_fit_ : int
+        Number of training points.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
 
@@ -136,24 +142,30 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
                      estimator=type(self).__name__)
-        # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
-        X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
         if self.kernel == PRECOMPUTED:
-            X = _square_kernel_matrix(X)
-            kernel, params, K = PRECOMPUTED, {}, X
+            # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
+            # then symmetrised, centred and decomposed in place (no second n x n).
+            kernel, params, K = PRECOMPUTED, {}, _kernel_matrix_buffer(X)
+            X = None
         else:
+            # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
+            X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
             kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1],
                                   self.kernel_params)
             params = resolve_kernel_params(
                 kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                 kernel_params=self.kernel_params)
             K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
-        K = 0.5 * (K + K.T)
+        n = K.shape[0]
+        _symmetrise_in_place(K)
         column_means = K.mean(axis=0)
         grand_mean = column_means.mean()
-        # K~ = J K J: subtract row and column means, add back the grand mean.
-        Kc = K - column_means[None, :] - column_means[:, None] + grand_mean
-        lam, A = linalg.eigh(Kc)
+        # K~ = J K J: subtract row and column means, add back the grand mean (in place).
+        K -= column_means[None, :]
+        K -= column_means[:, None]
+        K += grand_mean
+        lam, A = linalg.eigh(K, overwrite_a=True, check_finite=False)
+        del K
         lam, A = lam[::-1], A[:, ::-1]
         n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
         total = float(np.sum(lam[lam > 0]))
@@ -174,8 +186,12 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.explained_variance_ratio_ = (self.eigenvalues_ / total if total > 0
                                           else np.zeros(q))
         self.n_components_ = q
-        self.X_fit_ = X
-        self.n_features_in_ = X.shape[1]
+        if X is not None:
+            self.X_fit_ = X
+        else:  # a kernel matrix: its rows were decomposed in place and are not kept
+            self.__dict__.pop("X_fit_", None)
+        self.n_samples_fit_ = n
+        self.n_features_in_ = n if X is None else X.shape[1]
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
@@ -205,7 +221,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         if self.kernel_ == PRECOMPUTED:
-            Kx = _kernel_rows(X, self.X_fit_.shape[0])
+            Kx = _kernel_rows(X, self.n_samples_fit_)
         else:
             check_n_features(X, self.n_features_in_, type(self).__name__)
             Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
@@ -267,14 +283,45 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 PRECOMPUTED = "precomputed"
 
 
-def _square_kernel_matrix(K) -> np.ndarray:
-    K = K.toarray() if sparse.issparse(K) else K
-    if K.shape[0] != K.shape[1]:
-        raise InvalidInputError(
-            f'With kernel="precomputed", fit takes the square kernel matrix of the training '
-            f"points, shape (n_samples, n_samples); got shape {K.shape}. Pass "
-            "k(X_train, X_train), not the data.")
-    return K
+def _kernel_matrix_buffer(K) -> np.ndarray:
+    """The n x n kernel matrix as one new float64 array, read block by block from numpy,
+    scipy.sparse, a dask array or a Zarr array (by path or URL)."""
+    if isinstance(K, (str, os.PathLike, zarr.Array)) or isinstance(K, da.Array):
+        from ..io import open_array
+
+        lazy = open_array(K, whole_rows=False)
+        if lazy.ndim != 2 or lazy.shape[0] != lazy.shape[1]:
+            _refuse_non_square(lazy.shape)
+        buffer = np.empty(lazy.shape, dtype=np.float64)
+        da.store(lazy.astype(np.float64), buffer, lock=False)  # each block into its place
+    else:
+        K = as_numpy_array(K, min_samples=2)
+        K = K.toarray() if sparse.issparse(K) else K
+        if K.shape[0] != K.shape[1]:
+            _refuse_non_square(K.shape)
+        buffer = np.array(K, dtype=np.float64)  # our own copy: it is overwritten
+    if not np.isfinite(buffer).all():
+        raise InvalidInputError("The kernel matrix holds NaN or infinite values; kernel PCA "
+                                "needs a finite kernel.")
+    return buffer
+
+
+def _refuse_non_square(shape) -> None:
+    raise InvalidInputError(
+        f'With kernel="precomputed", fit takes the square kernel matrix of the training '
+        f"points, shape (n_samples, n_samples); got shape {tuple(shape)}. Pass "
+        "k(X_train, X_train), not the data.")
+
+
+def _symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:
+    """K <- (K + K^T) / 2, one pair of off-diagonal blocks at a time (no n x n temporary)."""
+    n = K.shape[0]
+    for i in range(0, n, block):
+        for j in range(i, n, block):
+            upper, lower = K[i:i + block, j:j + block], K[j:j + block, i:i + block]
+            mean = 0.5 * (upper + lower.T)
+            upper[...] = mean
+            lower[...] = mean.T
 
 
 def _kernel_rows(K, n_fit: int) -> np.ndarray:
