@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
 from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine.landmark_factor import (
-    _leading_block,
+    PANEL_BYTES,
     factor_landmarks,
     landmark_kernel_panels,
     reference_row,
@@ -59,12 +61,28 @@ def test_rcond_is_a_cut_off_on_each_landmarks_residual_variance(variance, rank):
     assert factor.method == ("cholesky" if rank == 2 else "pivoted cholesky")
 
 
-def test_leading_block_moves_the_kept_block_without_a_second_buffer(rng):
-    L = np.asfortranarray(rng.normal(size=(7, 7)))
-    expected = L[:4, :4].copy()
-    block = _leading_block(L, 4)
-    np.testing.assert_array_equal(block, expected)
-    assert block.flags.f_contiguous and np.shares_memory(block, L)
+def test_pivoted_factor_is_made_in_the_one_kmm_buffer(rng):
+    """With repeated landmarks the pivoted factor L of the kept r landmarks
+    (L L^T = K_kk) is left in the m x m buffer K_mm was computed in: the factorisation's
+    peak memory is that buffer and a few panels of kernel values, no second r x r block."""
+    Z = _landmarks(rng, m=2000)
+    Z = np.vstack([Z, Z[:100]])  # the repeats stop Cholesky, so pivoting moves the block
+    m = len(Z)
+    factor_landmarks(Z[:50], "rbf", {"gamma": 0.5}, 1e-10)  # compiled kernels, warm caches
+    tracemalloc.start()
+    try:
+        factor = factor_landmarks(Z, "rbf", {"gamma": 0.5}, 1e-10)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert factor.method == "pivoted cholesky" and 0.9 * m < factor.rank < m
+    # The buffer (8 m^2 bytes, 34 MiB) and the panels in flight (a few of PANEL_BYTES,
+    # 4 MiB) stay below 1.5 buffers; a copy of the kept block would add nearly one more.
+    assert peak < 1.5 * 8 * m * m, f"peak {peak / 2**20:.1f} MiB, buffer {8 * m * m / 2**20:.1f}"
+    # Only the lower triangle is the factor (the solves read no more).
+    L, kept = np.tril(factor.lower), factor.kept
+    np.testing.assert_allclose(L @ L.T, pairwise_kernel(Z[kept], Z[kept], "rbf", gamma=0.5),
+                               atol=1e-10)
 
 
 def test_kernel_that_is_not_positive_semidefinite_takes_the_eigen_way_with_a_warning(rng):
@@ -94,13 +112,15 @@ def test_overflowing_kernel_values_are_refused_with_the_fix():
         factor_landmarks(Z, "linear", {}, 1e-10)
 
 
-def test_panels_and_the_reference_row_match_the_whole_kernel_matrix(rng, monkeypatch):
-    import kpca_dask.engine.landmark_factor as module
-
-    monkeypatch.setattr(module, "PANEL_BYTES", 8 * 50 * 7)  # 7 rows per panel
-    Z = _landmarks(rng, m=50)
+def test_panels_and_the_reference_row_match_the_whole_kernel_matrix(rng):
+    """K_mm computed by several row panels (the last one shorter), its column sums, its
+    largest absolute row sum and the reference row equal those of the whole matrix."""
+    m = 1000
+    # 8 m^2 bytes are more than one panel holds, and not a whole number of panels.
+    assert 8 * m * m > PANEL_BYTES and m % (PANEL_BYTES // (8 * m))
+    Z = _landmarks(rng, m=m)
     K = pairwise_kernel(Z, Z, "laplacian", gamma=0.3)
-    out = np.empty((50, 50))
+    out = np.empty((m, m))
     sums, norm = landmark_kernel_panels(Z, "laplacian", {"gamma": 0.3}, out=out)
     np.testing.assert_allclose(out, K, rtol=1e-13)
     np.testing.assert_allclose(sums, K.sum(axis=0), rtol=1e-13)

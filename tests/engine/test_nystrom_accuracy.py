@@ -19,7 +19,8 @@ def test_top_eigenvalues_within_two_percent(shells):
     """m = 400 of n = 2000 (uniform): the top 5 eigenvalues are within 2 % of exact."""
     X, _ = shells
     exact = ExactKernelPCA(5, gamma=1.0).fit(X)
-    approximate = KernelPCA(5, gamma=1.0, n_landmarks=400, random_state=0).fit(X)
+    approximate = KernelPCA(5, gamma=1.0, n_landmarks=400, landmarks="uniform",
+                            random_state=0).fit(X)
     relative = np.abs(approximate.eigenvalues_ - exact.eigenvalues_) / exact.eigenvalues_
     assert relative.max() < 0.02, relative
     assert 0 < approximate.trace_error_ < 0.1
@@ -34,7 +35,13 @@ def test_more_landmarks_smaller_trace_error(shells):
 
 
 def test_kernel_pca_separates_the_shells(shells):
-    """The notes' example: the first kernel component splits the two shells."""
+    """The notes' example: the second kernel component splits the two shells.
+
+    Not the first: with gamma = 1 the outer shell (radius 3) collapses to one compact
+    cluster and the leading component spreads the denser inner shell along one of its
+    own axes (exact kernel PCA does the same; a threshold on it recovers about 60 % of
+    the labels). The split between the shells comes next.
+    """
     X, labels = shells
     Y = KernelPCA(2, gamma=1.0, n_landmarks=300, random_state=0).fit_transform(X)
     inner, outer = Y[labels == 0], Y[labels == 1]

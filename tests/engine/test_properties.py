@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask import ExactKernelPCA, KernelPCA, errors
 from kpca_dask.errors import (
     InvalidInputError,
     InvalidParameterError,
@@ -26,6 +26,10 @@ PROPERTY_SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
                                                     HealthCheck.too_slow])
 #: For tests parametrized over every bad input: a few random draws of the rest each.
 FEW = settings(PROPERTY_SETTINGS, max_examples=3)
+#: The error classes kpca_dask documents: those kpca_dask.errors exports.
+DOCUMENTED_ERRORS = frozenset(
+    getattr(errors, name) for name in errors.__all__
+    if issubclass(getattr(errors, name), KPCAError))
 
 
 @st.composite
@@ -52,25 +56,29 @@ def _quiet_fit(estimator, X, **fit_params):
 @given(case=data_and_chunks(), kernel=st.sampled_from([*PSD_KERNELS, "sigmoid"]),
        dtype=st.sampled_from(["float64", "float32"]), m=st.integers(2, 40))
 def test_model_does_not_depend_on_the_chunking(case, kernel, dtype, m):
-    """Any row chunking gives the model of the single-chunk array (1e-10 in float64,
-    1e-4 in float32), with finite eigenvalues and embeddings."""
+    """Any row chunking gives the model of the single-chunk array: the same landmarks,
+    eigenvalues, and embedding of the chunked rows (1e-10 in float64, 1e-4 in float32,
+    relative to the largest value), all finite.
+
+    Every draw must fit: the data are finite and n_components is an int, so too few
+    positive eigenvalues give zero columns with a warning, never an error.
+    """
     X, chunks = case
+    lazy = da.from_array(X, chunks=(chunks, X.shape[1]))
     params = {"n_components": 2, "kernel": kernel, "n_landmarks": m, "dtype": dtype,
               "random_state": 0}
-    try:
-        whole = _quiet_fit(KernelPCA(**params), X)
-    except KPCAError:
-        # Too few positive eigenvalues for this draw: every chunking must agree.
-        with pytest.raises(KPCAError):
-            _quiet_fit(KernelPCA(**params), da.from_array(X, chunks=(chunks, X.shape[1])))
-        return
-    chunked = _quiet_fit(KernelPCA(**params), da.from_array(X, chunks=(chunks, X.shape[1])))
+    whole = _quiet_fit(KernelPCA(**params), X)
+    chunked = _quiet_fit(KernelPCA(**params), lazy)
     rtol = 1e-10 if dtype == "float64" else 1e-4
-    scale = whole.eigenvalues_[0]
+    # Landmarks are drawn by global row numbers, so no chunking may move them at all.
+    np.testing.assert_array_equal(chunked.landmarks_, whole.landmarks_)
     np.testing.assert_allclose(chunked.eigenvalues_, whole.eigenvalues_, rtol=rtol,
-                               atol=rtol * scale)
-    Y = chunked.transform(da.from_array(X, chunks=(chunks, X.shape[1]))).compute()
+                               atol=rtol * whole.eigenvalues_[0])
+    # The chunked model on the chunked rows against the whole model on the whole array:
+    # a fit or a transform that depended on the blocks would differ here.
+    Y, expected = chunked.transform(lazy).compute(), whole.transform(X)
     assert np.isfinite(Y).all() and np.isfinite(chunked.eigenvalues_).all()
+    np.testing.assert_allclose(Y, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
 
 
 @PROPERTY_SETTINGS
@@ -121,13 +129,26 @@ def nonfinite_data(draw):
 
 
 def _fails_with_a_documented_error(action, checkpoint=None, expected=KPCAError):
+    """Run ``action``; check that it raises ``expected``, one of the documented classes
+    of :mod:`kpca_dask.errors` with a message, and that it wrote nothing where
+    ``checkpoint`` (a path in a fresh folder) was asked for. Returns the error."""
+    if checkpoint is not None:
+        assert not any(checkpoint.parent.iterdir()), "the checkpoint's folder must start empty"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(expected) as caught:
             action()
+    error = caught.value
+    # Documented: exported by kpca_dask.errors (not an internal subclass), and saying
+    # what is wrong.
+    assert type(error) in DOCUMENTED_ERRORS, f"{type(error).__module__}.{type(error).__name__}"
+    assert str(error).strip(), f"{type(error).__name__} without a message"
     if checkpoint is not None:
-        assert not checkpoint.exists(), "bad input left a checkpoint behind"
-    return caught.value
+        # Not only the path given: a partial store, staging copy or lock beside it is
+        # a checkpoint left behind too.
+        left = sorted(path.name for path in checkpoint.parent.iterdir())
+        assert not left, f"bad input left {left} beside the checkpoint path"
+    return error
 
 
 @PROPERTY_SETTINGS

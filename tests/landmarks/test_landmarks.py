@@ -155,11 +155,23 @@ def test_explicit_landmarks_are_used_as_given(circles):
 
 
 def test_a_strategy_function_is_accepted(circles):
-    """A callable strategy (a tuned partial) is called like a registered one."""
-    tuned = functools.partial(rpcholesky, pool_factor=5, block_size=3)
-    kpca = KernelPCA(n_components=2, gamma=0.5, n_landmarks=25, landmarks=tuned,
-                     random_state=0).fit(circles)
-    assert kpca.n_landmarks_ == 25 and kpca.landmark_indices_ is not None
+    """A callable strategy (a tuned partial) is called like a registered one: with the
+    data, m, the seeded generator and the fitted kernel and its parameters, so that the
+    untuned partial gives the registered strategy's model, and the tuned one the
+    landmarks its own settings choose."""
+    def fit(landmarks):
+        return KernelPCA(n_components=2, gamma=0.5, n_landmarks=25, landmarks=landmarks,
+                         random_state=0).fit(circles)
+
+    registered, untuned = fit("rpcholesky"), fit(functools.partial(rpcholesky))
+    np.testing.assert_array_equal(untuned.landmark_indices_, registered.landmark_indices_)
+    np.testing.assert_array_equal(untuned.landmarks_, registered.landmarks_)
+    np.testing.assert_allclose(untuned.eigenvalues_, registered.eigenvalues_, rtol=1e-12)
+    tuned = fit(functools.partial(rpcholesky, pool_factor=5, block_size=3))
+    assert tuned.n_landmarks_ == 25
+    np.testing.assert_array_equal(tuned.landmarks_, circles[tuned.landmark_indices_])
+    # A pool of 5 m rows instead of 20 m: the settings reached the function.
+    assert not np.array_equal(tuned.landmark_indices_, registered.landmark_indices_)
 
 
 def test_default_strategy_is_kmeans(circles):

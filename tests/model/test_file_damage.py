@@ -90,6 +90,14 @@ def saved_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def clean_outcome(saved_model, tmp_path_factory) -> dict[str, np.ndarray]:
+    """What each use (in turn, as model_outcome makes them) returns on the undamaged model."""
+    copy = tmp_path_factory.mktemp("clean") / "model.zarr"
+    shutil.copytree(saved_model, copy)
+    return {step: output for step, _, output in model_outcome(copy)}
+
+
+@pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> tuple[Path, KernelPCA]:
     path = tmp_path_factory.mktemp("damage") / "fit.ckpt"
     model = KernelPCA(**CHECKPOINT_PARAMS).fit(_checkpoint_data(), checkpoint=str(path))
@@ -181,33 +189,64 @@ def _damaged_copy(source: Path, tmp_path: Path, kind: str, name: str, damage: st
 # -- using -------------------------------------------------------------------------
 
 
-def model_outcome(path: Path) -> list[tuple[str, BaseException | None]]:
-    """Load the model at ``path`` and use it every way; (step, kpca_dask error or None) each.
+def _rows():
+    return _data(15, seed=2)
+
+
+#: Every use of a loaded model, as (step, function of the model and its path).
+USES = (
+    ("transform", lambda model, path: model.transform(_rows())),
+    ("inverse_transform", lambda model, path: model.inverse_transform(np.full((4, Q), 0.1))),
+    ("score_samples", lambda model, path: model.score_samples(_rows())),
+    ("set_n_components", lambda model, path: model.set_n_components(2).transform(_rows())),
+    ("partial_fit", lambda model, path: model.partial_fit(_rows()).transform(_rows())),
+    ("save", lambda model, path: kpca_dask.load(model.save(path.with_name("again.zarr"))
+                                                ).transform(_rows())),
+)
+
+
+def model_outcome(path: Path) -> list[tuple[str, BaseException | None, np.ndarray | None]]:
+    """Load the model at ``path`` and use it every way in turn, on the one loaded model:
+    (step, kpca_dask error or None, output or None) each.
 
     Any other exception propagates; every output must be finite.
     """
     try:
         model = kpca_dask.load(path)
     except KPCAError as exc:
-        return [("load", exc)]
-    X = _data(15, seed=2)
+        return [("load", exc, None)]
     steps = []
-    uses = (("transform", lambda: model.transform(X)),
-            ("inverse_transform", lambda: model.inverse_transform(np.full((4, Q), 0.1))),
-            ("score_samples", lambda: model.score_samples(X)),
-            ("set_n_components", lambda: model.set_n_components(2).transform(X)),
-            ("partial_fit", lambda: model.partial_fit(X).transform(X)),
-            ("save", lambda: kpca_dask.load(model.save(path.with_name("again.zarr"))
-                                             ).transform(X)))
-    for step, use in uses:
+    for step, use in USES:
         try:
-            result = use()
+            result = np.asarray(use(model, path))
         except KPCAError as exc:
-            steps.append((step, exc))
+            steps.append((step, exc, None))
             continue
         assert np.isfinite(result).all(), f"{step} returned non-finite values"
-        steps.append((step, None))
+        steps.append((step, None, result))
     return steps
+
+
+def first_use_outcome(path: Path) -> dict[str, BaseException | None]:
+    """Each use of the model at ``path`` as the first after loading it: the kpca_dask error
+    that load or that use raised, or None when both worked.
+
+    Any other exception propagates; every output must be finite.
+    """
+    outcome = {}
+    for step, use in USES:
+        try:
+            model = kpca_dask.load(path)
+        except KPCAError as exc:
+            return {"load": exc}
+        try:
+            result = np.asarray(use(model, path))
+        except KPCAError as exc:
+            outcome[step] = exc
+            continue
+        assert np.isfinite(result).all(), f"{step} returned non-finite values"
+        outcome[step] = None
+    return outcome
 
 
 def checkpoint_outcome(path: Path, clean: KernelPCA) -> BaseException | None:
@@ -251,7 +290,7 @@ def test_undamaged_copies_work(saved_model, checkpoint, tmp_path):
     """The copies the damages start from load, work and resume without an error."""
     copy = tmp_path / "model.zarr"
     shutil.copytree(saved_model, copy)
-    assert all(error is None for _, error in model_outcome(copy))
+    assert all(error is None for _, error, _ in model_outcome(copy))
     path, clean = checkpoint
     shutil.copytree(path, tmp_path / "fit.ckpt")
     assert checkpoint_outcome(tmp_path / "fit.ckpt", clean) is None
@@ -260,33 +299,39 @@ def test_undamaged_copies_work(saved_model, checkpoint, tmp_path):
 @pytest.mark.parametrize("damage", ARRAY_DAMAGES)
 @pytest.mark.parametrize("name", MODEL_ARRAYS)
 def test_damaged_model_array_is_refused(saved_model, tmp_path, name, damage):
-    """A damaged array of a model file gives a kpca_dask error at load or first use."""
+    """A damaged array of a model file gives a kpca_dask error at load or, if it loads, at
+    its first use, whichever use comes first."""
     path = _damaged_copy(saved_model, tmp_path, "array", name, damage)
-    errors = [error for _, error in model_outcome(path) if error is not None]
-    assert errors, f"{damage} of {name!r} went unnoticed"
+    unnoticed = [step for step, error in first_use_outcome(path).items() if error is None]
+    assert not unnoticed, f"{damage} of {name!r} went unnoticed by load and by {unnoticed}"
 
 
 @pytest.mark.parametrize("damage", ATTRIBUTE_DAMAGES)
 @pytest.mark.parametrize("name", MODEL_ATTRIBUTES)
 def test_damaged_model_attribute_is_refused(saved_model, tmp_path, name, damage):
-    """A damaged attribute of a model file gives a kpca_dask error at load or first use."""
+    """A damaged attribute of a model file gives a kpca_dask error at load or, if it loads,
+    at its first use, whichever use comes first."""
     path = _damaged_copy(saved_model, tmp_path, "attribute", name, damage)
-    errors = [error for _, error in model_outcome(path) if error is not None]
-    assert errors, f"{damage} of {name!r} went unnoticed"
+    unnoticed = [step for step, error in first_use_outcome(path).items() if error is None]
+    assert not unnoticed, f"{damage} of {name!r} went unnoticed by load and by {unnoticed}"
 
 
 @pytest.mark.parametrize("damage", ATTRIBUTE_DAMAGES)
 @pytest.mark.parametrize("name", MODEL_ATTRIBUTES)
 def test_damaged_attribute_of_a_file_without_digests_works_or_is_refused(
-        saved_model, tmp_path, name, damage):
+        saved_model, clean_outcome, tmp_path, name, damage):
     """Without digests (a file written before them) an edited attribute is caught by the
-    checks of what a fit could make, or is harmless: every use works or raises a kpca_dask
-    error, and no output is non-finite."""
+    checks of what a fit could make, or is harmless: every use raises a kpca_dask error or
+    returns what it returns on the undamaged file (so never a non-finite output)."""
     path = _damaged_copy(saved_model, tmp_path, "attribute", name, damage)
     group = zarr.open_group(str(path), mode="r+")
     attrs = {k: v for k, v in group.attrs.asdict().items() if k != "checksums"}
     group.attrs.put({**attrs, "format_version": 2} if name != "format_version" else attrs)
-    model_outcome(path)
+    for step, error, output in model_outcome(path):
+        if error is None:
+            # An edit that went unnoticed must change nothing a use returns.
+            np.testing.assert_allclose(output, clean_outcome[step], rtol=1e-10, atol=1e-12,
+                                       err_msg=f"{damage} of {name!r} changed {step}")
 
 
 @pytest.mark.parametrize("damage", ARRAY_DAMAGES)
