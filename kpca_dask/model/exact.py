@@ -164,7 +164,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         K -= column_means[None, :]
         K -= column_means[:, None]
         K += grand_mean
-        lam, A = linalg.eigh(K, overwrite_a=True, check_finite=False)
+        # K is symmetric: its transpose is the Fortran-ordered array LAPACK works in, so
+        # eigh overwrites K itself instead of copying it.
+        lam, A = linalg.eigh(K.T, overwrite_a=True, check_finite=False)
         del K
         lam, A = lam[::-1], A[:, ::-1]
         n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
@@ -293,7 +295,10 @@ def _kernel_matrix_buffer(K) -> np.ndarray:
         if lazy.ndim != 2 or lazy.shape[0] != lazy.shape[1]:
             _refuse_non_square(lazy.shape)
         buffer = np.empty(lazy.shape, dtype=np.float64)
-        da.store(lazy.astype(np.float64), buffer, lock=False)  # each block into its place
+        start = 0
+        for rows in lazy.chunks[0]:  # one row block held at a time beside the buffer
+            buffer[start:start + rows] = lazy[start:start + rows].compute()
+            start += rows
     else:
         K = as_numpy_array(K, min_samples=2)
         K = K.toarray() if sparse.issparse(K) else K

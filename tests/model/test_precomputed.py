@@ -232,3 +232,28 @@ def test_a_non_symmetric_stored_kernel_is_symmetrised_with_nystrom_landmarks():
         model = KernelPCA(**params).fit(da.from_array(skewed, chunks=50))
     reference = KernelPCA(**params).fit((skewed + skewed.T) / 2)
     np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-12)
+
+
+def test_exact_from_a_stored_kernel_matrix_holds_it_once(tmp_path):
+    """ExactKernelPCA(kernel="precomputed") reads a Zarr or dask kernel matrix into one
+    float64 n x n buffer and decomposes it there: the fit's peak is that buffer and the
+    eigenvectors (2 n^2 words, where symmetrising and centring copies made 5), and the
+    result is scikit-learn's."""
+    import tracemalloc
+
+    import zarr
+
+    _, _, K, K_new = _kernels(n=600)
+    path = tmp_path / "K.zarr"
+    zarr.create_array(str(path), data=K, chunks=(150, 150))
+    ExactKernelPCA(2, kernel="precomputed").fit(str(path))  # imports and caches first
+    theirs = SklearnKernelPCA(4, kernel="precomputed", eigen_solver="dense").fit(K)
+    for source in (str(path), da.from_array(K, chunks=150), K):
+        tracemalloc.start()
+        model = ExactKernelPCA(4, kernel="precomputed").fit(source)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 2.3 * K.nbytes, (type(source).__name__, peak / K.nbytes)
+        np.testing.assert_allclose(model.eigenvalues_, theirs.eigenvalues_, rtol=1e-10)
+        np.testing.assert_allclose(np.abs(model.transform(K_new)),
+                                   np.abs(theirs.transform(K_new)), atol=1e-10)
