@@ -55,7 +55,7 @@ from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
 from .landmark_factor import LandmarkFactor, factor_landmarks
 
-__all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve", "DENSE_RANK",
+__all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "EXACT_TRACE_SHARE", "n_components_for", "ZERO_EIGENVALUE_RTOL"]
 
 #: At or below this many features (the factor's rank r) M is formed and
@@ -117,9 +117,9 @@ class _Spectrum:
     trace_std: float
 
 
-def solve(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
-          n_components, remove_zero_eig: bool = False, *, pass_dtype=np.float64,
-          method: str = "auto", memory_bytes: int | None = None) -> SmallProblem:
+def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
+                        n_components, remove_zero_eig: bool = False, *, pass_dtype=np.float64,
+                        method: str = "auto", memory_bytes: int | None = None) -> SmallProblem:
     """The small problem, from the pass statistics to the model (module docstring).
 
     Components past the positive eigenvalues (an int ``n_components`` above
@@ -135,7 +135,8 @@ def solve(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
     >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
     >>> params = {"gamma": 1.0, "degree": 1, "coef0": 1.0}  # polynomial of degree 1
     >>> stats = pass_statistics(X, X.compute(), "polynomial", params).compute()
-    >>> solve(stats, X.compute(), "polynomial", params, 1e-10, None).solution.eigenvalues.round(6)
+    >>> small = solve_small_problem(stats, X.compute(), "polynomial", params, 1e-10, None)
+    >>> small.solution.eigenvalues.round(6)
     array([5.])
     """
     if method not in ("auto", "dense", "iterative"):

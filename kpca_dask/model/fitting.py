@@ -37,7 +37,7 @@ from ..engine.reconstruction import (
     solve_preimage,
 )
 from ..engine.sampling import RowSampler, as_generator, independent_generators, sample_indices
-from ..engine.solve import solve as solve_small_problem
+from ..engine.solve import solve_small_problem
 from ..errors import NonFiniteInputError
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks

@@ -8,7 +8,7 @@ import pytest
 
 from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine.passes import compute_pass
-from kpca_dask.engine.solve import DENSE_RANK, solve
+from kpca_dask.engine.solve import DENSE_RANK, solve_small_problem
 
 CASES = {
     # fast decay, well-conditioned K_mm
@@ -40,8 +40,8 @@ def test_dense_and_iterative_ways_give_the_same_model(case):
     X = _data(kind, 3000, 12)
     Z = X[:: 3000 // 1000][:1000]  # 1000 landmarks
     stats = compute_pass(da.from_array(X, chunks=500), Z, kernel, params)
-    dense = solve(stats, Z, kernel, params, 1e-10, 10, method="dense")
-    iterative = solve(stats, Z, kernel, params, 1e-10, 10, method="iterative")
+    dense = solve_small_problem(stats, Z, kernel, params, 1e-10, 10, method="dense")
+    iterative = solve_small_problem(stats, Z, kernel, params, 1e-10, 10, method="iterative")
     assert (dense.method, iterative.method) == ("dense", "iterative")
     a, b = dense.solution, iterative.solution
     np.testing.assert_allclose(b.eigenvalues, a.eigenvalues, rtol=1e-8)
@@ -72,8 +72,9 @@ def test_a_fraction_of_variance_gets_the_same_components_both_ways():
     X = _data("normal", 2000, 12)
     Z = X[:600]
     stats = compute_pass(da.from_array(X, chunks=500), Z, kernel, params)
-    dense = solve(stats, Z, kernel, params, 1e-10, 0.05, method="dense").solution
-    iterative = solve(stats, Z, kernel, params, 1e-10, 0.05, method="iterative").solution
+    dense = solve_small_problem(stats, Z, kernel, params, 1e-10, 0.05, method="dense").solution
+    iterative = solve_small_problem(stats, Z, kernel, params, 1e-10, 0.05,
+                                    method="iterative").solution
     assert dense.eigenvalues.size == iterative.eigenvalues.size > 1
     np.testing.assert_allclose(iterative.eigenvalues, dense.eigenvalues, rtol=1e-8)
 
@@ -84,7 +85,7 @@ def test_every_point_a_landmark_is_exact_kernel_pca(method):
     X = _data("normal", 400, 5)
     params = {"gamma": 0.2}
     stats = compute_pass(da.from_array(X, chunks=100), X, "rbf", params)
-    solution = solve(stats, X, "rbf", params, 1e-12, 8, method=method).solution
+    solution = solve_small_problem(stats, X, "rbf", params, 1e-12, 8, method=method).solution
     K = pairwise_kernel(X, X, "rbf", **params)
     J = np.eye(400) - 1.0 / 400
     exact = np.linalg.eigvalsh(J @ K @ J)[::-1][:8]
@@ -101,7 +102,7 @@ def test_above_the_crossover_auto_takes_the_iterative_way_and_not_for_every_comp
     X = _data("normal", DENSE_RANK + 300, 6)
     Z = X[: DENSE_RANK + 100]
     stats = compute_pass(da.from_array(X, chunks=600), Z, kernel, {"gamma": 0.5})
-    auto = solve(stats, Z, kernel, {"gamma": 0.5}, 1e-10, 5)
+    auto = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, 5)
     assert auto.method == ("iterative" if auto.landmark_rank > DENSE_RANK else "dense")
-    everything = solve(stats, Z, kernel, {"gamma": 0.5}, 1e-10, None)
+    everything = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, None)
     assert everything.method == "dense"
