@@ -37,9 +37,9 @@ from .errors import (
 from .io.parquet_out import write_table
 from .model.estimator import KernelPCA
 from .model.exact import ExactKernelPCA
+from .model.growing import merge
 from .model.model_files import load_model
 from .model.table_outputs import transform_table
-from .model.updates import merge
 
 
 def load(path, *, storage_options: dict | None = None) -> KernelPCA:

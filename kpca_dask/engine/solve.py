@@ -97,7 +97,8 @@ class NoveltyTerms:
 
 @dataclass(frozen=True)
 class SmallProblem:
-    """What :func:`solve_small_problem` returns: the solution, the novelty terms, the factor's rank and way."""
+    """What :func:`solve_small_problem` returns: the solution, the novelty terms, the
+    factor's rank and way."""
 
     solution: NystromSolution
     novelty: NoveltyTerms
