@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
 from ..io.frames import frame_feature_names
-from .fitted import FITTED_ATTRIBUTES, FittedModel, fitted_attribute
+from .fitted import FittedModel, fitted_attribute
 from .fitting import fit_model
 from .growing import GrowingMixin
 from .inputs import as_fit_input
@@ -331,6 +331,35 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     #: The fitted model (:class:`~kpca_dask.model.fitted.FittedModel`); absent before a fit.
     model_: FittedModel
 
+    # -- fitted attributes: read-only views of model_ (FittedModel; see Attributes) --
+
+    kernel_ = fitted_attribute("kernel_")
+    kernel_params_ = fitted_attribute("kernel_params_")
+    gamma_ = fitted_attribute("gamma_")
+    landmarks_ = fitted_attribute("landmarks_")
+    landmark_indices_ = fitted_attribute("landmark_indices_")
+    n_landmarks_ = fitted_attribute("n_landmarks_")
+    landmark_rank_ = fitted_attribute("landmark_rank_")
+    landmark_path_ = fitted_attribute("landmark_path_")
+    projection_ = fitted_attribute("projection_")
+    offset_ = fitted_attribute("offset_")
+    eigenvalues_ = fitted_attribute("eigenvalues_")
+    explained_variance_ratio_ = fitted_attribute("explained_variance_ratio_")
+    trace_error_ = fitted_attribute("trace_error_")
+    trace_error_std_ = fitted_attribute("trace_error_std_")
+    eigenvalue_residuals_ = fitted_attribute("eigenvalue_residuals_")
+    n_components_ = fitted_attribute("n_components_")
+    n_features_in_ = fitted_attribute("n_features_in_")
+    n_samples_fit_ = fitted_attribute("n_samples_fit_")
+    statistics_ = fitted_attribute("statistics_")
+    row_provenance_ = fitted_attribute("row_provenance_")
+    fit_seconds_ = fitted_attribute("fit_seconds_")
+    fit_settings_ = fitted_attribute("fit_settings_")
+    novelty_weights_ = fitted_attribute("novelty_weights_")
+    novelty_mean_norm2_ = fitted_attribute("novelty_mean_norm2_")
+    preimage_centres_ = fitted_attribute("preimage_centres_")
+    preimage_coefficients_ = fitted_attribute("preimage_coefficients_")
+
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None
 
@@ -360,8 +389,3 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         tags.input_tags.pairwise = self.kernel == PRECOMPUTED
         return tags
 
-
-for _name in FITTED_ATTRIBUTES:
-    if _name != "feature_names_in_":  # settable: a table's names given after a fit
-        setattr(KernelPCA, _name, fitted_attribute(_name))
-del _name

@@ -90,3 +90,17 @@ def test_derived_attribute_that_disagrees_is_refused(tmp_path):
     with pytest.raises(ModelFormatError, match="n_components_ is 2, but the arrays and kernel "
                                                "parameters stored make it 3"):
         kpca_dask.load(path)
+
+
+def test_every_fitted_attribute_is_declared_in_the_class_body():
+    """Each fitted attribute of the model is a property written in KernelPCA's class body
+    (found by a reader and an IDE), none made by a loop at import."""
+    import inspect
+
+    from kpca_dask.model import estimator
+    from kpca_dask.model.fitted import FITTED_ATTRIBUTES
+
+    source = inspect.getsource(estimator.KernelPCA)
+    for name in FITTED_ATTRIBUTES:
+        assert isinstance(inspect.getattr_static(estimator.KernelPCA, name), property), name
+        assert f"    {name} = fitted_attribute(" in source or f"def {name}(" in source, name
