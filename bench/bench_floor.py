@@ -48,7 +48,7 @@ from threadpoolctl import threadpool_limits
 from kpca_dask import KernelPCA
 from kpca_dask.blocks import statistics as block_statistics
 from kpca_dask.engine import passes
-from kpca_dask.engine import solve as small_problem_solver
+from kpca_dask.engine.solve import solve_small_problem
 from kpca_dask.engine.landmark_factor import reference_row
 from kpca_dask.engine.sampling import as_generator
 from kpca_dask.io import open_array, write_array
@@ -108,7 +108,7 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
         chosen.points, "rbf", params))
     t_pass, computed = best_of(args.repeats, lambda: passes.compute_pass(
         Xl, chosen.points, "rbf", params, np.dtype(dtype), reference))
-    solve_small, _ = best_of(args.repeats, lambda: small_problem_solver.solve(
+    solve_small, _ = best_of(args.repeats, lambda: solve_small_problem(
         computed, chosen.points, "rbf", params, rcond_for(None, dtype), args.n_components,
         pass_dtype=np.dtype(dtype)))
     # The same blocks the pass sees, with the landmarks shifted as the pass shifts them.
