@@ -91,7 +91,9 @@ def run(spec: dict, package: Path) -> dict:
     done = subprocess.run([sys.executable, "-X", "faulthandler", __file__, "--measure",
                            json.dumps(spec)], capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        raise SystemExit(f"m = {spec['m']} ended with {done.returncode}:\n{done.stderr[-3000:]}")
+        # faulthandler's stacks come before its long list of extension modules: keep them.
+        stacks = done.stderr.split("\nExtension modules:")[0]
+        raise SystemExit(f"m = {spec['m']} ended with {done.returncode}:\n{stacks[-6000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -31,6 +31,7 @@ overwrites, so the factor costs m^2 float64 words and no more.
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,7 @@ from ..blocks.sparse_rows import dense
 from ..errors import InvalidParameterError
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
-           "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION"]
+           "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION", "factor_threads", "ONE_THREAD_BYTES"]
 
 OVERFLOW_MESSAGE = (
     "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
@@ -150,14 +151,16 @@ class LandmarkFactor:
         if self.eigen_basis is not None:
             return self.eigen_basis.T @ Y
         rows = Y if self.kept is None else Y[self.kept]
-        return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
+        with factor_threads(self.rank):
+            return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """W V for V of shape (r, b): L^{-T} V on the kept rows, zero on the others."""
         V = np.asarray(V, dtype=np.float64)
         if self.eigen_basis is not None:
             return self.eigen_basis @ V
-        solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
+        with factor_threads(self.rank):
+            solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
         if self.kept is None:
             return solved
         out = np.zeros((self.size, V.shape[1]))
@@ -173,7 +176,8 @@ class LandmarkFactor:
         """
         if self.eigen_basis is not None:
             return self.eigen_basis @ self.eigen_basis.T
-        inverse, info = lapack.dpotri(self.lower, lower=1, overwrite_c=1)
+        with factor_threads(self.rank):
+            inverse, info = lapack.dpotri(self.lower, lower=1, overwrite_c=1)
         if info != 0:  # pragma: no cover - L came from a successful factorisation
             raise np.linalg.LinAlgError(f"potri failed with info={info}")
         return inverse
@@ -182,6 +186,20 @@ class LandmarkFactor:
     def W(self) -> np.ndarray:
         """W itself (m x r): for small m only (tests, the automatic m's estimates)."""
         return self.unwhiten(np.eye(self.rank))
+
+
+#: An m x m float64 factorisation of this many bytes or more runs on one BLAS thread.
+#: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) overruns memory on
+#: larger arrays once its threads have run another call: measured here at m = 24 000
+#: (4.6 GB; m = 20 000, 3.2 GB, passed) on AVX2, and at m = 16 000 on an AVX-512 machine,
+#: so the limit is 2^31 bytes (m >= 16 384). A segfault, a bus error or "the futex
+#: facility returned an unexpected error code" followed; one thread never failed.
+ONE_THREAD_BYTES = 2**31
+
+
+def factor_threads(m: int):
+    """Context for a LAPACK or BLAS call on an m x m factor: one thread past the limit."""
+    return single_blas_thread() if 8 * m * m >= ONE_THREAD_BYTES else nullcontext()
 
 
 def factor_landmarks(landmarks, kernel, params: dict, rcond: float) -> LandmarkFactor:
@@ -205,7 +223,8 @@ def factor_landmarks(landmarks, kernel, params: dict, rcond: float) -> LandmarkF
     cutoff = rcond * float(np.diagonal(buffer).max(initial=0.0))
     # K_mm is symmetric, so its C-ordered buffer read in Fortran order (.T) is the
     # same matrix: LAPACK factorises it where it lies, with no copy.
-    L, info = lapack.dpotrf(buffer.T, lower=1, overwrite_a=1, clean=0)
+    with factor_threads(m):
+        L, info = lapack.dpotrf(buffer.T, lower=1, overwrite_a=1, clean=0)
     if info == 0 and np.min(np.diagonal(L)) ** 2 > cutoff:
         return LandmarkFactor(m, cutoff, "cholesky", lower=L)
     landmark_kernel_panels(landmarks, kernel, params, out=buffer)  # potrf wrote over it
@@ -222,7 +241,8 @@ def _pivoted(A: np.ndarray, cutoff: float) -> LandmarkFactor | None:
     diagonal = np.diagonal(A).copy()
     if not diagonal.max(initial=0.0) > cutoff:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)
-    L, pivots, rank, info = lapack.dpstrf(A, tol=cutoff, lower=1, overwrite_a=1)
+    with factor_threads(m):
+        L, pivots, rank, info = lapack.dpstrf(A, tol=cutoff, lower=1, overwrite_a=1)
     if info < 0:  # pragma: no cover - the arguments are valid
         raise np.linalg.LinAlgError(f"pstrf failed with info={info}")
     order = pivots[:m] - 1  # LAPACK counts from 1
@@ -251,7 +271,8 @@ def _leading_block(L: np.ndarray, r: int) -> np.ndarray:
 
 def _eigen(kmm: np.ndarray, cutoff: float) -> LandmarkFactor:
     """The documented exception: K_mm not positive semi-definite, eigendecomposed (O(m^3))."""
-    s, U = linalg.eigh(kmm, overwrite_a=True, driver="evd")
+    with factor_threads(kmm.shape[0]):
+        s, U = linalg.eigh(kmm, overwrite_a=True, driver="evd")
     s, U = s[::-1], U[:, ::-1]
     if not s[0] > 0:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)
