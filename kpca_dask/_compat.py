@@ -3,8 +3,8 @@
 Each is wrapped here and nowhere else is it imported, so that a release of
 dask or scikit-learn that changes one breaks this module alone, and
 :data:`PRIVATE_APIS` says which versions each was checked against:
-tests/test_compat.py fails when an installed version is newer than the one
-recorded, so the API is read again before the record is raised.
+tests/test_compat.py exercises each on the versions installed, and warns when
+one is newer than recorded, so the API is read again and the record raised.
 
 Why each is private and still used:
 

@@ -1,10 +1,11 @@
-"""Private APIs of other libraries: used through kpca_dask/_compat.py only, each pinned to the
-versions it was checked against, and each working on the versions installed."""
+"""Private APIs of other libraries: used through kpca_dask/_compat.py only, each recorded with
+the versions it was checked against, and each working on the versions installed."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import warnings
 from importlib.metadata import version
 from pathlib import Path
 
@@ -23,14 +24,16 @@ PACKAGE = Path(_compat.__file__).parent
 
 @pytest.mark.parametrize("api", sorted(_compat.PRIVATE_APIS))
 def test_each_private_api_is_checked_for_the_installed_version(api):
-    """The installed version lies between the oldest supported and the newest checked: a newer
-    release fails here until the API has been read again and the record raised."""
+    """The installed version is at least the oldest supported, and the API is still there.
+    A release newer than the last one checked warns (the shims' test below says whether it
+    still works) until the API has been read again and the record raised."""
     distribution, oldest, newest = _compat.PRIVATE_APIS[api]
     installed = Version(version(distribution))
     assert Version(oldest) <= installed, f"{distribution} {installed} is older than {oldest}"
-    assert installed <= Version(newest), (
-        f"{distribution} {installed} is newer than {newest}, the last version {api} was "
-        "checked against: read it again in that release and raise the record in _compat.py")
+    if installed > Version(newest):
+        warnings.warn(f"{distribution} {installed} is newer than {newest}, the last version "
+                      f"{api} was checked against: read it again in that release and raise "
+                      "the record in kpca_dask/_compat.py", UserWarning, stacklevel=1)
     if "." in api and " " not in api:
         module, _, name = api.rpartition(".")
         assert hasattr(importlib.import_module(module), name), f"{api} is gone"
