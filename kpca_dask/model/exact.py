@@ -288,7 +288,7 @@ PRECOMPUTED = "precomputed"
 def _kernel_matrix_buffer(K) -> np.ndarray:
     """The n x n kernel matrix as one new float64 array, read block by block from numpy,
     scipy.sparse, a dask array or a Zarr array (by path or URL)."""
-    if isinstance(K, (str, os.PathLike, zarr.Array)) or isinstance(K, da.Array):
+    if isinstance(K, (str, os.PathLike, zarr.Array, da.Array)):
         from ..io import open_array
 
         lazy = open_array(K, whole_rows=False)
@@ -299,15 +299,15 @@ def _kernel_matrix_buffer(K) -> np.ndarray:
         for rows in lazy.chunks[0]:  # one row block held at a time beside the buffer
             buffer[start:start + rows] = lazy[start:start + rows].compute()
             start += rows
+        if not np.isfinite(buffer).all():  # numpy input was checked as it was read
+            raise InvalidInputError("The kernel matrix holds NaN or infinite values; kernel "
+                                    "PCA needs a finite kernel.")
     else:
         K = as_numpy_array(K, min_samples=2)
         K = K.toarray() if sparse.issparse(K) else K
         if K.shape[0] != K.shape[1]:
             _refuse_non_square(K.shape)
         buffer = np.array(K, dtype=np.float64)  # our own copy: it is overwritten
-    if not np.isfinite(buffer).all():
-        raise InvalidInputError("The kernel matrix holds NaN or infinite values; kernel PCA "
-                                "needs a finite kernel.")
     return buffer
 
 

@@ -41,14 +41,13 @@ from .parameters import check_params, rcond_for
 from .precomputed import PRECOMPUTED, refuse_growth
 from .provenance import combined, recorded_rows, source_of, with_rows
 
-__all__ = ["GrowingMixin", "merge", "require_statistics", "model_differences",
-           "warn_of_parameters_set_since"]
+__all__ = ["GrowingMixin", "merge", "require_statistics", "model_differences"]
 
 #: The parameters a re-solve with more rows would read, and where the fitted model keeps them.
 _SETTINGS_READ_BY_UPDATES = ("n_components", "remove_zero_eig", "dtype", "rcond")
 
 
-def warn_of_parameters_set_since(estimator) -> None:
+def _warn_of_parameters_set_since(estimator) -> None:
     """Warn when a parameter that adding rows would use differs from the fitted model's.
 
     The fitted settings win (they are what the statistics were made and solved
@@ -85,8 +84,8 @@ class GrowingMixin:
         and solves the small m x m problem again. A parameter set since the
         fit takes effect at the next :meth:`fit`, as in scikit-learn; one that
         this call would have used is named in a
-        :class:`~kpca_dask.errors.ParametersChangedWarning`. After any sequence of batches the model
-        equals a :meth:`fit` on their concatenation with
+        :class:`~kpca_dask.errors.ParametersChangedWarning`. After any sequence
+        of batches the model equals a :meth:`fit` on their concatenation with
         ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
         it can transform and be saved after every call. A fitted or loaded
         model (format version 2) takes more rows the same way.
@@ -158,7 +157,7 @@ class GrowingMixin:
         # they are an in-memory batch given whole again (scikit-learn's partial_fit).
         provenance = with_rows(recorded_rows(self), source, start, stop,
                                repeatable=rows is None and held_in_memory(table))
-        warn_of_parameters_set_since(self)
+        _warn_of_parameters_set_since(self)
         stats = with_rows_added(self.model_, X)
         model = solved(self.model_, stats)
         self.model_ = model.replace(row_provenance=provenance,
@@ -215,7 +214,6 @@ class GrowingMixin:
         self.model_ = solved(self.model_, stats, n_components=n_components)
         self.n_components = n_components
         return self
-
 
 
 def require_statistics(model, action: str, name: str = "this model") -> PassStatistics:

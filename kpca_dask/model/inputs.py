@@ -13,6 +13,7 @@ from typing import Any
 
 import dask
 import dask.array as da
+import zarr
 
 from .._parallel import capped_blas
 from ..errors import InvalidParameterError
@@ -131,4 +132,4 @@ def held_in_memory(X: Any) -> bool:
         return False
     if is_xarray(X):
         return X.chunks is None
-    return not hasattr(X, "store_path") and type(X).__module__.split(".")[0] != "zarr"
+    return not isinstance(X, (zarr.Array, zarr.Group))

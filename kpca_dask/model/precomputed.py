@@ -64,8 +64,13 @@ def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
     _refuse_unsupported(params)
     _check_square(K)
     columns = landmark_columns(params, K.shape[0])
-    rows = precomputed_rows(K, columns, symmetrise=not _symmetric_on(K, columns))
-    points = np.asarray(rows[columns].compute(), dtype=np.float64)  # m x (m + 1)
+    block = np.asarray(K[:, columns][columns].compute(), dtype=np.float64)  # columns first
+    symmetric = _symmetric(block)
+    rows = precomputed_rows(K, columns, symmetrise=not symmetric)
+    # The landmarks' own rows of that array, from K[J, J] read once: its symmetric part
+    # (the block itself when symmetric) and its diagonal, K[j, j].
+    kmm = block if symmetric else (block + block.T) / 2
+    points = np.column_stack([kmm, np.diagonal(block)])  # m x (m + 1)
     inner = {**params, "kernel": PRECOMPUTED, "kernel_params": None, "gamma": None,
              "landmarks": points, "n_landmarks": columns.size}
     model = fit_model(inner, rows, **fit_options)
@@ -121,9 +126,8 @@ def landmark_columns(params: dict, n: int) -> np.ndarray:
                       dtype=np.int64)
 
 
-def _symmetric_on(K: da.Array, columns: np.ndarray) -> bool:
+def _symmetric(block: np.ndarray) -> bool:
     """Whether K[J, J] is symmetric to rounding; if not, warn that K is symmetrised."""
-    block = np.asarray(K[:, columns][columns].compute(), dtype=np.float64)  # columns first
     gap = float(np.abs(block - block.T).max(initial=0.0))
     if gap <= SYMMETRY_RTOL * float(np.abs(block).max(initial=0.0)):
         return True

@@ -257,3 +257,26 @@ def test_exact_from_a_stored_kernel_matrix_holds_it_once(tmp_path):
         np.testing.assert_allclose(model.eigenvalues_, theirs.eigenvalues_, rtol=1e-10)
         np.testing.assert_allclose(np.abs(model.transform(K_new)),
                                    np.abs(theirs.transform(K_new)), atol=1e-10)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_exact_refuses_a_kernel_matrix_with_nan(lazy):
+    _, _, K, _ = _kernels(n=50)
+    K[3, 7] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN"):
+        ExactKernelPCA(2, kernel="precomputed").fit(da.from_array(K, chunks=20) if lazy else K)
+
+
+def test_exact_takes_a_non_symmetric_matrix_as_its_symmetric_part():
+    """The in-place symmetrisation (by blocks) gives the eigenvalues of (K + K^T) / 2."""
+    skewed = np.array([[1.0, 2.0], [3.0, 40.0]])
+    symmetric = np.array([[9.0, -9.0], [-9.0, 9.0]])  # the centred symmetric part
+    np.testing.assert_allclose(ExactKernelPCA(1, kernel="precomputed").fit(skewed).eigenvalues_,
+                               ExactKernelPCA(1, kernel="precomputed").fit(symmetric).eigenvalues_,
+                               rtol=1e-12)
+    _, _, K, _ = _kernels(n=2100)  # more than one 1024 block each way
+    skewed = K + np.triu(np.full_like(K, 0.01), 1)
+    np.testing.assert_allclose(
+        ExactKernelPCA(3, kernel="precomputed").fit(skewed).eigenvalues_,
+        SklearnKernelPCA(3, kernel="precomputed", eigen_solver="dense").fit(
+            (skewed + skewed.T) / 2).eigenvalues_, rtol=1e-10)
