@@ -306,7 +306,9 @@ def _solution(stats: PassStatistics, spectrum: _Spectrum, mean_feature, n_compon
     t = stats.diagonal_sum
     total = spectrum.trace
     return NystromSolution(
-        projection=np.pad(P * signs, ((0, 0), (0, q - kept))),
+        # C order, as a model file gives it back: the product with a kernel block then
+        # runs the same BLAS kernel, so a loaded model transforms bit for bit the same.
+        projection=np.ascontiguousarray(np.pad(P * signs, ((0, 0), (0, q - kept)))),
         offset=np.pad(offset, (0, q - kept)),
         eigenvalues=eigenvalues,
         explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
