@@ -49,6 +49,7 @@ class MemoryBudget:
     where: str
     headroom_bytes: int | None = None  # None: all of process_bytes
     sizing_bytes: int | None = None  # None: process_bytes
+    workers: int = 1  # processes of that kind: a cluster's workers, or this one
 
     @property
     def free_bytes(self) -> int:
@@ -100,7 +101,8 @@ def memory_budget(collection=None) -> MemoryBudget:
             return MemoryBudget(int(min(limits)), int(max(w.get("nthreads", 1) for w in workers)),
                                 True, "the smallest worker's memory_limit",
                                 int(min(_worker_headroom(w, total) for w in workers)),
-                                int(min(_worker_room(w, total) for w in workers)))
+                                int(min(_worker_room(w, total) for w in workers)),
+                                len(workers))
     configured = dask.config.get(CONFIG_KEY, None)
     if configured is not None:
         return MemoryBudget(int(parse_bytes(configured) if isinstance(configured, str)

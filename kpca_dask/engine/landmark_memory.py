@@ -4,10 +4,14 @@ At its peak a fit holds the pass's sums G (m x m float64) and the landmark
 factor's buffer (m x m float64, K_mm then its Cholesky factor), plus row
 blocks and the eigensolver's blocks of vectors, a small share of m^2 for
 m >= 5000: :data:`SMALL_PROBLEM_WORDS` m^2 words in all. On a cluster the
-pass's sums are added on the workers and the small problem is solved here,
-so both places must hold them. A fit refuses up front, before reading any
-data, an m that does not fit (:func:`refuse_landmarks_beyond_memory`), and
-``n_landmarks="auto"`` stops growing m where it would stop fitting
+pass's sums end on a worker and the small problem is solved there
+(:mod:`kpca_dask.engine.cluster_solve`), so one worker must hold them; or,
+past that, G, K_mm and its factor are tiles spread over the workers, which
+hold :data:`TILED_PROBLEM_WORDS` m^2 words between them
+(:func:`landmark_solve_mode` chooses). A fit refuses up front, before
+reading any data, an m that does not fit (:func:`refuse_landmarks_beyond_memory`),
+and ``n_landmarks="auto"``, which factorises K_mm here as m grows, stops
+growing m where it would stop fitting here or on one worker
 (:func:`landmark_cap`).
 """
 
@@ -15,16 +19,70 @@ from __future__ import annotations
 
 import math
 
+import dask
 from dask.utils import format_bytes
 
-from .._memory import MemoryBudget, memory_budget
-from ..errors import InsufficientMemoryError
+from .._memory import memory_budget
+from ..errors import InsufficientMemoryError, InvalidParameterError
 
-__all__ = ["SMALL_PROBLEM_WORDS", "landmark_problem_bytes", "landmark_cap",
-           "refuse_landmarks_beyond_memory"]
+__all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes",
+           "landmark_cap", "refuse_landmarks_beyond_memory", "SOLVE_KEY", "SOLVE_MODES",
+           "landmark_solve_mode", "configured_solve_mode"]
 
 #: float64 words per m^2 a fit holds at its peak.
 SMALL_PROBLEM_WORDS = 2.2
+
+#: float64 words per m^2 the workers hold between them when G, K_mm and L are tiles:
+#: the lower tiles of G, K_mm and its factor (m^2 / 2 each, and the diagonal tiles),
+#: tiles in transfer, and what dask's placement leaves uneven between workers.
+TILED_PROBLEM_WORDS = 3.0
+
+#: dask configuration key choosing where the m x m work of a cluster fit runs.
+SOLVE_KEY = "kpca-dask.landmark-solve"
+#: Its values: decide from the workers' memory, one worker, or tiles over the workers.
+SOLVE_MODES = ("auto", "worker", "tiles")
+
+
+def configured_solve_mode() -> str:
+    """The value of :data:`SOLVE_KEY` (default ``"auto"``), checked."""
+    chosen = dask.config.get(SOLVE_KEY, "auto")
+    if chosen not in SOLVE_MODES:
+        raise InvalidParameterError(
+            f"dask's configuration key {SOLVE_KEY!r} must be one of "
+            f"{', '.join(map(repr, SOLVE_MODES))}; got {chosen!r}. Set it with "
+            f"dask.config.set({{{SOLVE_KEY!r}: 'auto'}}) or the environment variable "
+            "DASK_KPCA_DASK__LANDMARK_SOLVE.")
+    return chosen
+
+
+def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
+    """Where the m x m work on ``collection`` runs: ``"worker"``, ``"tiles"``, or None (here).
+
+    None without a distributed client. Otherwise the value of the configuration key
+    :data:`SOLVE_KEY`, and for ``"auto"`` (the default) ``"worker"`` when 2.2 m^2 float64
+    words fit the smallest worker's memory below its pause threshold, less its code (a
+    figure fixed for a cluster, so that the same fit takes the same way each time).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with dask.config.set(scheduler="threads"):
+    ...     landmark_solve_mode(da.zeros(3), 1000) is None
+    True
+    >>> with dask.config.set({SOLVE_KEY: "everywhere"}):
+    ...     landmark_solve_mode(None, 1000)
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: dask's configuration key 'kpca-dask.landmark-solve' ...
+    """
+    chosen = configured_solve_mode()
+    budget = memory_budget(collection)
+    if not budget.on_cluster:
+        return None
+    if chosen != "auto":
+        return chosen
+    room = budget.process_bytes if budget.sizing_bytes is None else budget.sizing_bytes
+    return "worker" if landmark_problem_bytes(n_landmarks) <= room else "tiles"
 
 
 def landmark_problem_bytes(n_landmarks: int) -> int:
@@ -38,14 +96,18 @@ def landmark_problem_bytes(n_landmarks: int) -> int:
     return int(SMALL_PROBLEM_WORDS * 8 * n_landmarks ** 2)
 
 
-def _budgets(X) -> list[MemoryBudget]:
-    """Where the m x m work runs: the workers computing X, and this process."""
-    where = memory_budget(X)
-    return [where, memory_budget(None)] if where.on_cluster else [where]
+def _cap(free_bytes: float, words: float) -> int:
+    # The last 1e-9 keeps a budget of exactly m^2 words from rounding down to m - 1.
+    return int(math.sqrt(max(free_bytes, 0) / (8 * words)) + 1e-9)
 
 
-def landmark_cap(X) -> tuple[int, str]:
+def landmark_cap(X, *, tiles: bool = True) -> tuple[int, str]:
     """The largest m whose small problem fits, and the memory that sets it (for messages).
+
+    On a cluster that is one worker's memory, or with ``tiles`` (and the
+    configuration key :data:`SOLVE_KEY` not ``"worker"``) all the workers'
+    between them; without ``tiles`` (the automatic m, which factorises K_mm
+    here as it grows) this process's memory as well.
 
     Examples
     --------
@@ -54,14 +116,23 @@ def landmark_cap(X) -> tuple[int, str]:
     ...     landmark_cap(da.zeros((10, 2)))[0]
     7810
     """
-    tightest = min(_budgets(X), key=lambda budget: budget.free_bytes)
-    free = tightest.free_bytes
-    # The last 1e-9 keeps a budget of exactly m^2 words from rounding down to m - 1.
-    cap = int(math.sqrt(free / (8 * SMALL_PROBLEM_WORDS)) + 1e-9)
+    where = memory_budget(X)
+    budgets = [where] if tiles or not where.on_cluster else [where, memory_budget(None)]
+    tightest = min(budgets, key=lambda budget: budget.free_bytes)
+    cap = _cap(tightest.free_bytes, SMALL_PROBLEM_WORDS)
+    mode = configured_solve_mode()
+    if where.on_cluster and tiles and mode != "worker":
+        total = where.workers * where.free_bytes
+        tiled = _cap(total, TILED_PROBLEM_WORDS)
+        if mode == "tiles" or tiled > cap:
+            return tiled, (f"{format_bytes(total)} (below the pause threshold of the "
+                           f"{where.workers} workers' memory_limit, less what they hold, "
+                           f"with G and the factor as tiles over them)")
     if tightest.headroom_bytes is None:
         return cap, tightest.describe()
-    return cap, (f"{format_bytes(free)} (below the pause threshold of the smallest worker's "
-                 f"memory_limit, {format_bytes(tightest.process_bytes)}, less what it holds)")
+    return cap, (f"{format_bytes(tightest.free_bytes)} (below the pause threshold of the "
+                 f"smallest worker's memory_limit, {format_bytes(tightest.process_bytes)}, "
+                 "less what it holds)")
 
 
 def refuse_landmarks_beyond_memory(n_landmarks: int, X) -> None:

@@ -30,7 +30,7 @@ from zarr.codecs import Crc32cCodec, ZstdCodec
 from ..errors import ModelFormatError
 
 __all__ = ["CHECKSUMS_ATTRIBUTE", "checksummed_codecs", "has_checksum", "read_checked", "digest",
-           "attributes_digest", "recorded_digests", "check_digests"]
+           "attributes_digest", "recorded_digests", "check_digests", "digest_of_rows"]
 
 #: The attribute of a group that holds its digests: ``{"arrays": {name: digest}, ...}``.
 CHECKSUMS_ATTRIBUTE = "checksums"
@@ -106,8 +106,25 @@ def digest(array) -> str:
     False
     """
     array = np.ascontiguousarray(array)
-    hasher = xxhash.xxh3_128(f"{array.dtype.str}{array.shape}".encode())
-    hasher.update(array.view(np.uint8).reshape(-1) if array.size else b"")
+    return digest_of_rows([array], array.dtype, array.shape)
+
+
+def digest_of_rows(panels, dtype, shape) -> str:
+    """:func:`digest` of the array made of the row ``panels`` stacked in order, one at a time.
+
+    For an array too large to hold at once (a dask array's row panels, read one by one).
+
+    Examples
+    --------
+    >>> a = np.arange(6.0).reshape(3, 2)
+    >>> digest_of_rows([a[:2], a[2:]], a.dtype, a.shape) == digest(a)
+    True
+    """
+    hasher = xxhash.xxh3_128(f"{np.dtype(dtype).str}{tuple(shape)}".encode())
+    for panel in panels:
+        panel = np.ascontiguousarray(panel, dtype=dtype)
+        if panel.size:
+            hasher.update(panel.view(np.uint8).reshape(-1))
     return hasher.hexdigest()
 
 

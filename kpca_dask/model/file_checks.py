@@ -23,6 +23,7 @@ file, the array or attribute, and what is wrong.
 
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 
 from ..blocks.kernels import canonical_kernel_name
@@ -100,9 +101,19 @@ def check_statistics(stats: PassStatistics, m: int, shown: str, *, least_rows: i
                               "be integers >= 0 and >= -1", source)
     if not np.isfinite(stats.diagonal_sum):  # t = sum k(x, x) may be < 0 (sigmoid kernel)
         raise damaged(shown, f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
-    gram = check_array(stats.gram, "statistics_gram", shown, (m, m), source=source)
+    if isinstance(stats.gram, da.Array):
+        # Held on a cluster, or read lazily from a file whose chunks carry checksums:
+        # read only when solved, so only its form is checked here.
+        if stats.gram.shape != (m, m) or stats.gram.dtype != np.float64:
+            raise damaged(shown, f"the array 'statistics_gram' is {stats.gram.dtype} of shape "
+                                  f"{stats.gram.shape}, not float64 of shape {(m, m)}", source)
+        gram = None
+    else:
+        gram = check_array(stats.gram, "statistics_gram", shown, (m, m), source=source)
     check_array(stats.column_sums, "statistics_column_sums", shown, (m,), source=source)
     check_array(stats.reference, "statistics_reference", shown, (m,), source=source)
+    if gram is None:
+        return
     # G = sum_b D_b^T D_b: symmetric with a non-negative diagonal (sums of squares).
     scale = float(np.abs(gram).max(initial=0.0))
     if (np.diag(gram) < 0).any() or not np.allclose(gram, gram.T, rtol=0,

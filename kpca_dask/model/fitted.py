@@ -95,6 +95,9 @@ class FittedModel:
     landmark_path: list | None = None  # m tried and its trace error, for n_landmarks="auto"
     row_provenance: dict | None = None  # the rows counted (kpca_dask.model.provenance)
     fit_seconds: float = 0.0
+    # The model file the workers last wrote G into, for statistics held on a cluster
+    # (kpca_dask.model.held_statistics): read from there once the cluster is gone.
+    statistics_file: str | None = None
 
     @property
     def n_components(self) -> int:

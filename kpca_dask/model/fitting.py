@@ -27,8 +27,13 @@ from ..blocks.kernels import canonical_kernel_name
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.statistics import PassStatistics, add_statistics
 from ..engine.bandwidth import gamma_sample_size, resolve_gamma
+from ..engine.cluster_solve import added_statistics, cluster_pass, is_held, solve_statistics
 from ..engine.landmark_factor import reference_row
-from ..engine.landmark_memory import landmark_cap, refuse_landmarks_beyond_memory
+from ..engine.landmark_memory import (
+    landmark_cap,
+    landmark_solve_mode,
+    refuse_landmarks_beyond_memory,
+)
 from ..engine.passes import compute_pass, raise_if_nonfinite
 from ..engine.reconstruction import (
     embed_landmarks,
@@ -37,7 +42,6 @@ from ..engine.reconstruction import (
     solve_preimage,
 )
 from ..engine.sampling import RowSampler, as_generator, independent_generators, sample_indices
-from ..engine.solve import solve_small_problem
 from ..errors import NonFiniteInputError
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks
@@ -109,8 +113,7 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     # after the pass, in the memory the pass's sums leave (docs/design.md §11).
     reference = reference_row(chosen.points, kernel.function, kernel.params)
     stats = _pass(X, chosen, kernel, np.dtype(params["dtype"]), reference, saved)
-    raise_if_nonfinite(stats)
-    small = solve_small_problem(stats, chosen.points, kernel.function, kernel.params, rcond,
+    small = solve_statistics(stats, chosen.points, kernel.function, kernel.params, rcond,
                                 params["n_components"], bool(params["remove_zero_eig"]),
                                 pass_dtype=params["dtype"])
     model = FittedModel(
@@ -146,7 +149,7 @@ def solved(model: FittedModel, stats: PassStatistics, *,
     settings = model.settings
     if n_components != "fitted":
         settings = dataclasses.replace(settings, n_components=n_components)
-    small = solve_small_problem(stats, np.asarray(model.landmarks), model.kernel,
+    small = solve_statistics(stats, np.asarray(model.landmarks), model.kernel,
                                 model.kernel_params, settings.rcond, settings.n_components,
                                 settings.remove_zero_eig, pass_dtype=settings.dtype)
     return model.replace(
@@ -168,10 +171,12 @@ def with_rows_added(model: FittedModel, X: da.Array) -> PassStatistics:
     50
     """
     total = model.statistics
-    batch = compute_pass(X, model.landmarks, model.kernel, model.kernel_params,
-                         np.dtype(model.settings.dtype), reference=total.reference)
-    raise_if_nonfinite(batch)
-    return add_statistics(batch, total)  # into the batch's own arrays: the model's stay as they are
+    batch = _checked_pass(X, model.landmarks, model.kernel, model.kernel_params,
+                          np.dtype(model.settings.dtype), total.reference)
+    # Into the batch's own arrays: the model's stay as they are.
+    if is_held(batch) or is_held(total):
+        return added_statistics(batch, total)
+    return add_statistics(batch, total)
 
 
 def _kernel_params(params: dict, X: da.Array, kernel, gamma) -> dict:
@@ -198,7 +203,7 @@ def _landmark_count(params: dict, n: int) -> int:
 
 def _auto_cap(params: dict, X) -> tuple[int, str]:
     """The cap on m for ``n_landmarks="auto"``, and what sets it (for the warning at the cap)."""
-    cap, where = landmark_cap(X)
+    cap, where = landmark_cap(X, tiles=False)  # grown here: K_mm is factorised in this process
     if params["max_landmarks"] is not None and params["max_landmarks"] <= cap:
         return int(params["max_landmarks"]), f"max_landmarks={params['max_landmarks']}"
     return cap, f"the most landmarks that fit in {where}"
@@ -237,9 +242,20 @@ def _choose_landmarks(params: dict, X, kernel: _Kernel, rng, validation_rng, rco
 def _pass(X, chosen: Landmarks, kernel: _Kernel, dtype, reference, saved) -> PassStatistics:
     """The one pass over X: checkpointed when asked, else a single compute."""
     if saved is not None:
-        return saved.run_pass(X, chosen, kernel.function, kernel.params, dtype, reference)
-    return compute_pass(X, chosen.points, kernel.function, kernel.params, dtype,
-                        reference=reference)
+        stats = saved.run_pass(X, chosen, kernel.function, kernel.params, dtype, reference)
+        raise_if_nonfinite(stats)
+        return stats
+    return _checked_pass(X, chosen.points, kernel.function, kernel.params, dtype, reference)
+
+
+def _checked_pass(X, landmarks, kernel, params: dict, dtype, reference) -> PassStatistics:
+    """A pass over X, its sums left on the workers of a cluster (docs/design.md §11)."""
+    mode = landmark_solve_mode(X, len(landmarks))
+    if mode is not None:
+        return cluster_pass(X, landmarks, kernel, params, dtype, reference, mode)
+    stats = compute_pass(X, landmarks, kernel, params, dtype, reference=reference)
+    raise_if_nonfinite(stats)
+    return stats
 
 
 def _fit_preimage(X, model: FittedModel, params: dict, rcond: float) -> Preimage:

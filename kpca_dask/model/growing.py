@@ -26,6 +26,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.statistics import PassStatistics, combine_statistics
+from ..engine.cluster_solve import is_held, summed_statistics
 from ..errors import (
     InvalidParameterError,
     ModelMismatchError,
@@ -36,6 +37,7 @@ from ..io.frames import check_feature_names
 from ..validation import check_n_features
 from .file_checks import check_model
 from .fitting import solved, with_rows_added
+from .held_statistics import live_statistics
 from .inputs import as_fit_input, held_in_memory, row_range
 from .parameters import check_params, rcond_for
 from .precomputed import PRECOMPUTED, refuse_growth
@@ -151,14 +153,14 @@ class GrowingMixin:
             return self
         if self.model_.kernel == PRECOMPUTED:
             refuse_growth()
-        require_statistics(self, "add rows to")
+        total = require_statistics(self, "add rows to")
         check_n_features(X, self.model_.n_features, type(self).__name__)
         # Refused before the pass: rows counted already would be weighted twice, unless
         # they are an in-memory batch given whole again (scikit-learn's partial_fit).
         provenance = with_rows(recorded_rows(self), source, start, stop,
                                repeatable=rows is None and held_in_memory(table))
         _warn_of_parameters_set_since(self)
-        stats = with_rows_added(self.model_, X)
+        stats = with_rows_added(self.model_.replace(statistics=total), X)
         model = solved(self.model_, stats)
         self.model_ = model.replace(row_provenance=provenance,
                                     fit_seconds=model.fit_seconds + time.perf_counter() - started)
@@ -233,7 +235,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     """
     check_is_fitted(model)
     check_model(model, name)
-    stats = model.statistics_
+    stats = live_statistics(model.model_, action, name)
     if stats is None:
         raise NoStatisticsError(
             f"Cannot {action} {name}: it keeps no pass statistics (it was saved in "
@@ -362,7 +364,9 @@ def merge(models: Sequence, *, names: Sequence[str] | None = None) -> object:
                 "same kernel, dtype and rcond).")
     # Refused before anything is solved: an overlap would weight its rows twice.
     provenance = combined([recorded_rows(model) for model in models], names=names)
-    model = solved(first.model_, combine_statistics(*totals))  # the first model's settings
+    total = (summed_statistics(*totals) if any(map(is_held, totals))
+             else combine_statistics(*totals))
+    model = solved(first.model_, total)  # the first model's settings
     merged = copy.deepcopy(first)  # the first model's parameters and output settings
     merged.model_ = model.replace(
         row_provenance=provenance, fit_seconds=float(sum(m.fit_seconds_ for m in models)))

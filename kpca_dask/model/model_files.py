@@ -48,13 +48,16 @@ is None), and cannot inverse_transform or score.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._json import jsonable
 from .._version import __version__
+from ..engine.cluster_solve import is_held
 from ..errors import InvalidParameterError, ModelFormatError
 from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
 from ..io.checksums import (
@@ -66,6 +69,7 @@ from ..io.checksums import (
     recorded_digests,
 )
 from .file_checks import check_model, damaged
+from .held_statistics import GRAM_NAME, live_statistics, saved_gram
 from .model_fields import model_from_fields, stored_fields
 from .parameters import check_params
 from .statistics_files import (
@@ -139,8 +143,14 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
         except TypeError:
             unsaved.append(name)
     arrays, fitted = stored_fields(model.model_)
-    stats = model.model_.statistics
-    if stats is not None:
+    stats = live_statistics(model.model_, "save")
+    digests = {}
+    if is_held(stats):
+        # G stays on the cluster: the workers write it, and its digest is taken there.
+        gram, digests[GRAM_NAME] = saved_gram(stats.gram)
+        arrays.update(statistics_arrays(dataclasses.replace(stats, gram=np.zeros((0, 0)))))
+        arrays[GRAM_NAME] = gram
+    elif stats is not None:
         arrays.update(statistics_arrays(stats))
     attrs = {
         "format": FORMAT_NAME,
@@ -155,13 +165,17 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
         attrs[STATISTICS_ATTRIBUTE] = statistics_attributes(stats)
     json.dumps(attrs)  # fail here, before anything is written, if something slipped through
     attrs[CHECKSUMS_ATTRIBUTE] = {
-        "arrays": {name: digest(value) for name, value in arrays.items()},
+        "arrays": {name: digests.get(name) or digest(value) for name, value in arrays.items()},
         "attributes": attributes_digest(attrs),
         # Only these: an attribute a user adds to the group later is theirs, not the model's.
         "attribute_names": sorted(attrs),
     }
-    return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
-                       storage_options=storage_options)
+    written = write_group(arrays, path, attrs=attrs, overwrite=overwrite,
+                          storage_options=storage_options)
+    if is_held(stats) and storage_options is None:
+        # Where G can be read again once the cluster that holds it is gone.
+        model.model_ = model.model_.replace(statistics=stats, statistics_file=written)
+    return written
 
 
 def load_model(path: PathOrURL, estimator_class: type, *,
