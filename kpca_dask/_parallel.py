@@ -54,6 +54,52 @@ def distributed_client(collection=None):
         return None
 
 
+def held_client(collection):
+    """The ``distributed.Client`` whose futures ``collection`` reads (a persisted result), or
+    None when it reads none.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> held_client(da.zeros(3)) is None
+    True
+    """
+    try:
+        from distributed import futures_of
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    futures = futures_of(collection)
+    return futures[0].client if futures else None
+
+
+#: Times a computation on persisted results is sent again after they were lost with a worker.
+HELD_RETRIES = 3
+
+
+def compute_held(collection):
+    """``collection`` computed by the client whose futures it reads, else by the default
+    scheduler: the m x m arrays a fit left on a cluster are computed where they are, whatever
+    the default is now.
+
+    A computation sent while a lost worker's persisted results are being recomputed is
+    cancelled by the scheduler ("lost dependencies"); it is sent again once they are back.
+    """
+    client = held_client(collection)
+    if client is None:
+        return collection.compute()
+    from concurrent.futures import CancelledError
+
+    from distributed import futures_of, wait
+
+    for attempt in range(HELD_RETRIES + 1):
+        try:
+            return client.compute(collection).result()
+        except CancelledError:
+            if attempt == HELD_RETRIES:
+                raise
+            wait(futures_of(collection))
+
+
 def local_threads() -> int:
     """Threads dask's local threaded scheduler runs at once (``num_workers``, else the cores).
 

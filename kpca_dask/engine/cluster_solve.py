@@ -33,7 +33,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import distributed_client
+from .._parallel import distributed_client, held_client
 from ..blocks.statistics import PassStatistics
 from .landmark_memory import SOLVE_KEY, SOLVE_MODES, configured_solve_mode, landmark_solve_mode
 from .passes import pass_plan, pass_statistics, raise_if_nonfinite, shared_values
@@ -50,10 +50,7 @@ def is_held(stats: PassStatistics | None) -> bool:
 
 def client_of(gram: da.Array):
     """The distributed client whose futures hold ``gram``, or None (not persisted)."""
-    from distributed import futures_of
-
-    futures = futures_of(gram)
-    return futures[0].client if futures else None
+    return held_client(gram)
 
 
 def is_alive(gram: da.Array) -> bool:
@@ -167,7 +164,10 @@ def added_statistics(batch: PassStatistics, total: PassStatistics) -> PassStatis
     """
     gram = _held_like(batch.gram, total.gram)
     other = _held_like(total.gram, gram).rechunk(gram.chunks)
-    summed = da.map_blocks(added_into_first, gram, other, dtype=np.float64)
+    if gram.numblocks == (1, 1):
+        summed = da.map_blocks(added_into_first, gram, other, dtype=np.float64)
+    else:  # tiles above the diagonal are views of those below: added to a copy
+        summed = gram + other
     return _with_gram(batch, [total], dask.persist(summed)[0])
 
 

@@ -56,6 +56,7 @@ from .eigensolver import estimate_trace, leading_eigenpairs
 from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
+           "Spectrum", "solution_of",
            "EXACT_TRACE_SHARE", "n_components_for", "ZERO_EIGENVALUE_RTOL"]
 
 #: At or below this many features (the factor's rank r) M is formed and
@@ -107,7 +108,7 @@ class SmallProblem:
 
 
 @dataclass(frozen=True)
-class _Spectrum:
+class Spectrum:
     """Leading eigenpairs of M with P's candidate columns W V, and trace(M)."""
 
     values: np.ndarray
@@ -155,7 +156,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
         exact = _exact_trace_is_cheap(n, factor.rank, pass_dtype)
         spectrum = _iterative_spectrum(stats, factor, n_components, exact, rebuild=lambda: (
             factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes)
-    solution = _solution(stats, spectrum, mean_feature, n_components, remove_zero_eig)
+    solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
                         factor.rank, "dense" if dense else "iterative")
 
@@ -183,7 +184,7 @@ def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
 
 
 def _iterative_spectrum(stats, factor: LandmarkFactor, n_components, exact_trace: bool,
-                        rebuild, memory_bytes) -> _Spectrum:
+                        rebuild, memory_bytes) -> Spectrum:
     if isinstance(n_components, float):
         return _spectrum_for_fraction(stats, factor, n_components, rebuild, memory_bytes)
     apply = _covariance_operator(stats, factor)
@@ -193,7 +194,7 @@ def _iterative_spectrum(stats, factor: LandmarkFactor, n_components, exact_trace
         trace, trace_std = _exact_trace(stats, factor), 0.0  # the factor is spent after this
     else:
         trace, trace_std = estimate_trace(apply, pairs)
-    return _Spectrum(pairs.values, columns, pairs.vectors, pairs.residuals, trace, trace_std)
+    return Spectrum(pairs.values, columns, pairs.vectors, pairs.residuals, trace, trace_std)
 
 
 def _covariance_operator(stats: PassStatistics, factor: LandmarkFactor):
@@ -201,7 +202,7 @@ def _covariance_operator(stats: PassStatistics, factor: LandmarkFactor):
     return lambda V: factor.whiten(_scatter_product(stats, factor.unwhiten(V)))
 
 
-def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes) -> _Spectrum:
+def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes) -> Spectrum:
     """Leading eigenpairs until their sum reaches ``eta`` of trace(M), doubling how many.
 
     How many components a fraction takes depends on trace(M), so it is exact
@@ -217,7 +218,7 @@ def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes) -> 
             return _dense_spectrum(stats, factor, eta, memory_bytes)
         pairs = leading_eigenpairs(apply, r, count, start=start)
         if np.sum(pairs.values) >= eta * trace:
-            return _Spectrum(pairs.values, factor.unwhiten(pairs.vectors), pairs.vectors,
+            return Spectrum(pairs.values, factor.unwhiten(pairs.vectors), pairs.vectors,
                              pairs.residuals, trace, 0.0)
         count, start = 2 * count, pairs.vectors
 
@@ -239,7 +240,7 @@ def _exact_trace(stats: PassStatistics, factor: LandmarkFactor) -> float:
     return float(total)
 
 
-def _dense_spectrum(stats, factor: LandmarkFactor, n_components, memory_bytes) -> _Spectrum:
+def _dense_spectrum(stats, factor: LandmarkFactor, n_components, memory_bytes) -> Spectrum:
     r = factor.rank
     if memory_bytes is not None and 4 * 8 * r * r > memory_bytes:
         raise InsufficientMemoryError(
@@ -250,7 +251,7 @@ def _dense_spectrum(stats, factor: LandmarkFactor, n_components, memory_bytes) -
     M = _formed(stats, factor)
     values, vectors = _dense_eigenpairs(M, n_components)
     residuals = np.linalg.norm(M @ vectors - vectors * values, axis=0)
-    return _Spectrum(values, factor.unwhiten(vectors), vectors, residuals,
+    return Spectrum(values, factor.unwhiten(vectors), vectors, residuals,
                      float(np.trace(M)), 0.0)
 
 
@@ -285,7 +286,7 @@ def _dense_eigenpairs(M: np.ndarray, n_components):
     return values[::-1], vectors[:, ::-1]
 
 
-def _solution(stats: PassStatistics, spectrum: _Spectrum, mean_feature, n_components,
+def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_components,
               remove_zero_eig: bool) -> NystromSolution:
     n, lam = stats.n_samples, spectrum.values
     # M is a difference of terms of size trace(W^T G W) = trace(M) + n |mu|^2, so

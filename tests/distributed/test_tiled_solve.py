@@ -1,0 +1,205 @@
+"""G, K_mm and its factor as tiles over the workers, on LocalClusters with memory limits.
+
+Workers of 700 MiB (paused at 560 MiB) hold m = 1500 in one worker
+(2.2 m^2 words are 38 MiB); the tiled way is forced with dask's
+configuration key, and the automatic choice is checked against the same
+limit at an m where one worker would not do. Each fit must complete with no
+worker paused or restarted and every worker below its pause threshold, the
+client growing by little, and equal the single-process fit (threaded
+scheduler, this process) to 1e-8. A rank-deficient K_mm (repeated landmarks)
+takes the documented jitter; a worker killed during the sharded
+factorisation is survived.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+import psutil
+import pytest
+from distributed import Client, LocalCluster
+
+from kpca_dask import KernelPCA, load
+from kpca_dask.dask_client import environment_kept
+from kpca_dask.engine.landmark_memory import SOLVE_KEY, landmark_solve_mode
+
+pytestmark = pytest.mark.slow
+
+WORKER_LIMIT = 700 * 2**20
+PAUSE = dask.config.get("distributed.worker.memory.pause")
+CLIENT_GROWTH_LIMIT = 0.25 * 2**30
+PARAMS = dict(n_components=5, gamma=0.5, random_state=0)
+
+
+def _data(n: int = 6000) -> da.Array:
+    """Anisotropic Gaussian rows: well separated leading eigenvalues."""
+    X = np.random.default_rng(0).normal(size=(n, 8)) * np.linspace(1.0, 0.3, 8)
+    return da.from_array(X, chunks=(1000, 8))
+
+
+def _single_process(**params) -> KernelPCA:
+    with dask.config.set(scheduler="threads"):
+        return KernelPCA(**{**PARAMS, **params}).fit(_data())
+
+
+class _Peak:
+    """A process's peak RSS and whether a worker paused, sampled every 20 ms by a thread."""
+
+    def __init__(self, worker=None):
+        self.process, self.worker = psutil.Process(), worker
+        self.start = self.peak = self.process.memory_info().rss
+        self.paused = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            self.paused = self.paused or (self.worker is not None
+                                          and self.worker.status.name == "paused")
+
+    def stop(self) -> "_Peak":
+        self._stop.set()
+        self._thread.join()
+        return self
+
+
+def _start(dask_worker) -> None:
+    dask_worker.tiled_peak = _Peak(dask_worker)
+
+
+def _stop(dask_worker) -> dict:
+    peak = dask_worker.tiled_peak.stop()
+    return {"peak": peak.peak, "paused": peak.paused, "pid": os.getpid()}
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with environment_kept():
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None,
+                               memory_limit=WORKER_LIMIT,
+                               local_directory=str(tmp_path_factory.mktemp("workers")))
+    with environment_kept(), cluster, Client(cluster) as client:
+        yield client
+
+
+def _watched(client: Client, fit):
+    """``fit()`` with the workers and this process watched; asserts the budget held."""
+    pids = client.run(os.getpid)
+    client.run(_start)
+    here = _Peak()
+    result = fit()
+    here.stop()
+    workers = client.run(_stop)
+    assert {w: v["pid"] for w, v in workers.items()} == pids, "a worker was restarted"
+    for address, watched in workers.items():
+        assert not watched["paused"], f"worker {address} paused"
+        assert watched["peak"] < PAUSE * WORKER_LIMIT, (
+            f"worker {address} peaked at {watched['peak'] / 2**20:.0f} MiB")
+    assert here.peak - here.start <= CLIENT_GROWTH_LIMIT, (
+        f"the client grew by {(here.peak - here.start) / 2**20:.0f} MiB")
+    return result
+
+
+def _assert_same(model: KernelPCA, reference: KernelPCA, rtol: float = 1e-8) -> None:
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=rtol, atol=0)
+    for name in ("projection_", "offset_"):
+        expected = getattr(reference, name)
+        np.testing.assert_allclose(getattr(model, name), expected, rtol=0,
+                                   atol=rtol * np.abs(expected).max())
+
+
+@pytest.fixture(scope="module")
+def tiled(client):
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        return _watched(client, lambda: KernelPCA(**PARAMS, n_landmarks=1500).fit(_data()))
+
+
+def test_a_tiled_fit_equals_the_single_process_fit_within_the_workers_limits(tiled):
+    """m = 1500 as 3 x 3 tiles: no pause, no restart, the single-process model to 1e-8."""
+    assert tiled.statistics_.gram.numblocks == (3, 3)
+    reference = _single_process(n_landmarks=1500)
+    _assert_same(tiled, reference)
+    # The trace is estimated on the tiled way: within a few of its standard errors.
+    np.testing.assert_allclose(tiled.trace_error_, reference.trace_error_,
+                               atol=5 * tiled.trace_error_std_ + 1e-12)
+
+
+def test_the_choice_of_tiles_follows_the_workers_limit(client):
+    """'auto' keeps one worker while 2.2 m^2 words fit its limit below the pause threshold
+    less its code (560 - 300 MiB here: m <= 3900), and takes tiles past it."""
+    X = _data()
+    assert landmark_solve_mode(X, 1500) == "worker"
+    assert landmark_solve_mode(X, 4500) == "tiles"
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        assert landmark_solve_mode(X, 1500) == "tiles"
+
+
+def test_a_tiled_model_grows_is_resolved_and_saved(client, tiled, tmp_path):
+    """More rows and a re-solve keep the tiles; the workers write them, and the file loads."""
+    X = _data()
+    params = {**PARAMS, "landmarks": tiled.landmarks_, "gamma": tiled.gamma_}
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        grown = KernelPCA(**params).fit(X[:3000]).partial_fit(X[3000:])
+        assert grown.statistics_.gram.numblocks == (3, 3)
+        _assert_same(grown, tiled, rtol=1e-7)
+        path = tiled.save(str(tmp_path / "model.zarr"))
+    back = load(path)
+    np.testing.assert_array_equal(back.statistics_.gram, tiled.statistics_.gram.compute())
+
+
+def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
+    """100 landmarks repeated: K_mm has rank 300 of 400. The tiled factor of K_mm + tau I
+    gives the single-process (pivoted) model's eigenvalues and embeddings, up to sign."""
+    X = _data(4000)
+    Z = np.vstack([X[:300].compute(), X[:100].compute()])
+    with dask.config.set(scheduler="threads"):
+        reference = KernelPCA(**PARAMS, landmarks=Z).fit(X)
+    assert reference.landmark_rank_ == 300
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model = KernelPCA(**PARAMS, landmarks=Z).fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-8)
+    rows = X[:500].compute()
+    Y, expected = model.transform(rows), reference.transform(rows)
+    signs = np.sign(np.sum(Y * expected, axis=0))
+    np.testing.assert_allclose(Y * signs, expected, atol=1e-8 * np.abs(expected).max())
+
+
+def test_a_worker_killed_during_the_sharded_factorisation_is_survived():
+    """SIGKILL of the first worker to hold a tile of the factor: the fit completes, equal."""
+    reference = _single_process(n_landmarks=600)
+    with environment_kept():
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+    with environment_kept(), cluster, Client(cluster) as client, \
+            dask.config.set({SOLVE_KEY: "tiles"}):
+        pids = client.run(os.getpid)
+        outcome: dict = {}
+
+        def fit():
+            try:
+                outcome["model"] = KernelPCA(**PARAMS, n_landmarks=600).fit(_data())
+            except BaseException as error:  # reported below
+                outcome["error"] = error
+
+        thread = threading.Thread(target=fit, daemon=True)
+        thread.start()
+        victim, deadline = None, time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline:
+            victim = next((address for address, keys in client.has_what().items()
+                           if any("cholesky" in str(key) for key in keys)), None)
+            time.sleep(0.005)
+        assert victim is not None, "no worker held a tile of the factor within 60 s"
+        os.kill(pids[victim], signal.SIGKILL)
+        assert thread.is_alive(), "the fit ended before the kill"
+        thread.join(180)
+        assert "error" not in outcome, outcome.get("error")
+    _assert_same(outcome["model"], reference)
