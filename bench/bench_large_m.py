@@ -16,9 +16,18 @@ landmarks, q = 10, the threaded scheduler):
 ``--before PATH`` repeats each fit with the kpca_dask package found at PATH
 (e.g. a worktree of an older commit), in its own process too.
 
+``--cluster`` fits on a LocalCluster instead (``bench/_cluster_large_m.py``):
+for each m and each number of workers (``--workers``, of ``--worker-memory``
+each), the fit with the m x m work on the workers (one worker, or tiles when
+2.2 m^2 words outgrow one), beside the single-process fit of the same m and
+its floor: fit time, client growth, worker peak against the limit, bytes
+moved between workers, and the eigenvalues' largest relative difference.
+
     python bench/bench_large_m.py                                  # m = 1000 ... 10 000, n = 1e5
     python bench/bench_large_m.py --n 3e4 --m 30000 --no-floor      # every row a landmark
     python bench/bench_large_m.py --m 2000,5000 --before ../old     # before and after
+    python bench/bench_large_m.py --cluster --m 2000,5000,10000,16000 --workers 2,4 \
+        --worker-memory 2GiB --n 1.6e4                              # the m x m work on workers
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _cluster_large_m import cluster_table, measure_cluster  # noqa: E402
 from _common import machine, write_results  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -63,6 +73,7 @@ def measure(spec: dict) -> dict:
     fit = time.perf_counter() - started
     memory.stop()
     result = {"m": m, "n": n, "fit": fit, "peak_gib": memory.above_start_gib,
+              "eigenvalues": [float(v) for v in kpca.eigenvalues_],
               "rank": int(kpca.landmark_rank_),
               "relative_residual": float(np.max(getattr(kpca, "eigenvalue_residuals_", [np.nan]))
                                          / kpca.eigenvalues_[0])}
@@ -124,12 +135,21 @@ def main(argv=None) -> int:
                              "dense small problem), 1.0 a full rank (the iterative one)")
     parser.add_argument("--no-floor", action="store_true", help="time the fits only")
     parser.add_argument("--before", type=Path, help="a checkout of older code to compare")
+    parser.add_argument("--cluster", action="store_true",
+                        help="fit on a LocalCluster (see the module docstring)")
+    parser.add_argument("--workers", default="2,4", help="--cluster: numbers of workers")
+    parser.add_argument("--worker-memory", default="2GiB", help="--cluster: each one's limit")
+    parser.add_argument("--solve", default="auto", choices=["auto", "worker", "tiles"],
+                        help="--cluster: kpca-dask.landmark-solve")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(measure(json.loads(args.measure))))
+        spec = json.loads(args.measure)
+        print(json.dumps(measure_cluster(spec) if "workers" in spec else measure(spec)))
         return 0
     print(f"# {machine()}", file=sys.stderr)
+    if args.cluster:
+        return _cluster(args, argv)
     rows = []
     for m in (int(float(v)) for v in args.m.split(",")):
         spec = {"n": int(args.n), "m": m, "floor": not args.no_floor, "gamma": args.gamma}
@@ -142,6 +162,24 @@ def main(argv=None) -> int:
     text = f"{machine()}\n\n{table(rows)}"
     print(text)
     write_results("bench_large_m", text, argv)
+    return 0
+
+
+def _cluster(args, argv) -> int:
+    """The --cluster table: each cluster fit beside the single-process fit of its m."""
+    rows = []
+    for m in (int(float(v)) for v in args.m.split(",")):
+        base = {"n": int(args.n), "m": m, "gamma": args.gamma}
+        single = run({**base, "floor": not args.no_floor}, REPOSITORY)
+        print(json.dumps(single), file=sys.stderr, flush=True)
+        for workers in (int(v) for v in args.workers.split(",")):
+            row = run({**base, "workers": workers, "worker_memory": args.worker_memory,
+                       "solve": args.solve}, REPOSITORY)
+            rows.append({**row, "single": single})
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    text = f"{machine()}\n\n{cluster_table(rows)}"
+    print(text)
+    write_results("bench_large_m_cluster", text, argv)
     return 0
 
 

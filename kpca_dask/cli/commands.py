@@ -80,12 +80,13 @@ def _fit(args) -> None:
         params["landmarks"] = np.asarray(open_array(landmarks).compute(scheduler="threads"))
     kpca = KernelPCA(**params)
     check_parameters(kpca, X.shape[1])
+    names = _table_names(args)
     with compute_context(args):
         kpca.fit(X, checkpoint=args.checkpoint)
-    names = _table_names(args)
-    if names is not None:  # as a fit on the table's frame would set them
-        kpca.feature_names_in_ = names
-    kpca.save(args.model, overwrite=args.overwrite)
+        if names is not None:  # as a fit on the table's frame would set them
+            kpca.feature_names_in_ = names
+        # Saved while the cluster runs: the pass's m x m sums are on its workers.
+        kpca.save(args.model, overwrite=args.overwrite)
     print(f"wrote {args.model}")
     print_summary(summary(kpca, args.model))
 
@@ -253,14 +254,15 @@ def _update(args) -> None:
         started = time.perf_counter()
         model.partial_fit(X, rows=(start, stop))
         seconds = time.perf_counter() - started
-    if in_place and store_location(out).local:
-        # Written beside the model, then swapped in only if no other process replaced it
-        # meanwhile (it would hold rows this model lacks): a kill leaves the old model.
-        staged = staging_path(out)
-        model.save(staged)
-        replace_unchanged(staged, out, version)
-    else:
-        model.save(out, overwrite=in_place or args.overwrite)
+        # Saved while the cluster runs: the grown m x m sums are on its workers.
+        if in_place and store_location(out).local:
+            # Written beside the model, then swapped in only if no other process replaced
+            # it meanwhile (it would hold rows this model lacks): a kill leaves the old model.
+            staged = staging_path(out)
+            model.save(staged)
+            replace_unchanged(staged, out, version)
+        else:
+            model.save(out, overwrite=in_place or args.overwrite)
     print(f"wrote {out}: added rows {start}:{stop} of {args.data} in {seconds:.2f} s; "
           f"{model.n_samples_fit_} rows seen in all")
     print_summary(summary(model, out))
