@@ -27,7 +27,7 @@ from ..errors import InsufficientMemoryError, InvalidParameterError
 
 __all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes",
            "landmark_cap", "refuse_landmarks_beyond_memory", "SOLVE_KEY", "SOLVE_MODES",
-           "landmark_solve_mode", "configured_solve_mode"]
+           "landmark_solve_mode", "configured_solve_mode", "WORKER_SOLVE_SHARE"]
 
 #: float64 words per m^2 a fit holds at its peak.
 SMALL_PROBLEM_WORDS = 2.2
@@ -36,6 +36,12 @@ SMALL_PROBLEM_WORDS = 2.2
 #: the lower tiles of G, K_mm and its factor (m^2 / 2 each, and the diagonal tiles),
 #: tiles in transfer, and what dask's placement leaves uneven between workers.
 TILED_PROBLEM_WORDS = 3.0
+
+#: The share of a worker's room (below its pause threshold, less its code) that the m x m
+#: work may take on one worker before "auto" takes tiles: beside the 2.2 m^2 words of the
+#: solve, the pass's last merge holds two chains' sums and chunks are in flight (m = 5000,
+#: 2.2 m^2 words = 0.41 GiB, peaked at 0.73 GiB on a worker of 0.88 GiB, which paused).
+WORKER_SOLVE_SHARE = 0.75
 
 #: dask configuration key choosing where the m x m work of a cluster fit runs.
 SOLVE_KEY = "kpca-dask.landmark-solve"
@@ -61,7 +67,8 @@ def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
     None without a distributed client. Otherwise the value of the configuration key
     :data:`SOLVE_KEY`, and for ``"auto"`` (the default) ``"worker"`` when 2.2 m^2 float64
     words fit the smallest worker's memory below its pause threshold, less its code (a
-    figure fixed for a cluster, so that the same fit takes the same way each time).
+    figure fixed for a cluster, so that the same fit takes the same way each time), with
+    :data:`WORKER_SOLVE_SHARE` of it to spare.
 
     Examples
     --------
@@ -82,7 +89,8 @@ def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
     if chosen != "auto":
         return chosen
     room = budget.process_bytes if budget.sizing_bytes is None else budget.sizing_bytes
-    return "worker" if landmark_problem_bytes(n_landmarks) <= room else "tiles"
+    return ("worker" if landmark_problem_bytes(n_landmarks) <= WORKER_SOLVE_SHARE * room
+            else "tiles")
 
 
 def landmark_problem_bytes(n_landmarks: int) -> int:

@@ -179,7 +179,9 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         The pass statistics n, s, G, t and the reference row r (float64,
         docs/design.md §7): everything :meth:`partial_fit`, :meth:`set_n_components`
         and :func:`kpca_dask.merge` need. None for a model loaded from a
-        format-version-1 file.
+        format-version-1 file. Fitted on a distributed cluster, its m x m
+        ``gram`` is a dask array held by the workers (one chunk, or tiles),
+        never brought here (docs/design.md §11).
     row_provenance_ : dict
         Which rows the statistics hold: per source (a fingerprint, a
         description, row ranges), so that :meth:`partial_fit` and
