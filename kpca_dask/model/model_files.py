@@ -52,10 +52,12 @@ import dataclasses
 import json
 import os
 
+import dask
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._json import jsonable
+from .._parallel import compute_held, distributed_client
 from .._version import __version__
 from ..engine.cluster_solve import is_held
 from ..errors import InvalidParameterError, ModelFormatError
@@ -75,6 +77,7 @@ from .parameters import check_params
 from .statistics_files import (
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
+    file_digest,
     read_statistics,
     statistics_arrays,
     statistics_attributes,
@@ -242,17 +245,29 @@ def load_model(path: PathOrURL, estimator_class: type, *,
                                "missing. Fit and save it again.")
     arrays = {name: read_checked(group, name, shown) for name in sorted(stored)
               if not name.startswith(STATISTICS_PREFIX)}
-    stats = read_statistics(group, attrs, shown)
+    # On a cluster G stays in the file until the workers read it (docs/design.md §11).
+    lazy = distributed_client() is not None and GRAM_NAME in stored
+    stats = read_statistics(group, attrs, shown, lazy_gram=lazy)
     model = _rebuild(estimator_class, attrs, arrays, stats, shown)
     check_model(model, shown)
     # Last, so that a value no fit could make is named by what is wrong with it.
+    digests = {}
     if stats is not None:
-        arrays.update(statistics_arrays(stats))
-    _check_recorded_digests(attrs, arrays, shown, version)
+        arrays.update(statistics_arrays(dataclasses.replace(stats, gram=np.zeros((0, 0)))))
+        if lazy:
+            # Taken by a worker, reading the file a row panel at a time.
+            digests[GRAM_NAME] = compute_held(dask.delayed(file_digest, pure=False)(
+                group[GRAM_NAME]))
+            arrays[GRAM_NAME] = stats.gram
+            model.model_ = model.model_.replace(statistics_file=shown)
+        else:
+            arrays[GRAM_NAME] = stats.gram
+    _check_recorded_digests(attrs, arrays, shown, version, digests)
     return model
 
 
-def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int) -> None:
+def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int,
+                            taken: dict | None = None) -> None:
     """Compare the arrays and attributes with the digests taken when they were written."""
     if CHECKSUMS_ATTRIBUTE not in attrs:
         if version < CHECKSUMMED_VERSION:
@@ -261,7 +276,7 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int)
             f"The model at {shown} is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing "
             f"(every file of format version {version} is written with it), so nothing in it can "
             "be trusted. Copy the file again from its source, or fit and save it again.")
-    check_digests(arrays, recorded_digests(attrs, shown), shown)
+    check_digests(arrays, recorded_digests(attrs, shown), shown, taken=taken)
     recorded = attrs[CHECKSUMS_ATTRIBUTE]
     names = recorded.get("attribute_names")
     if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):

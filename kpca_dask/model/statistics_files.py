@@ -35,11 +35,12 @@ from ..io.checksums import (
     attributes_digest,
     checksummed_codecs,
     digest,
+    digest_of_rows,
     read_checked,
 )
 
 __all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
-           "statistics_attributes", "read_statistics", "write_statistics"]
+           "statistics_attributes", "read_statistics", "write_statistics", "file_digest"]
 
 #: Prefix of the array names; the key of the scalar part in the attributes.
 STATISTICS_PREFIX = "statistics_"
@@ -89,13 +90,15 @@ def write_statistics(group, stats: PassStatistics,
         "attributes": attributes_digest(scalars)}})
 
 
-def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group"
-                    ) -> PassStatistics | None:
+def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group", *,
+                    lazy_gram: bool = False) -> PassStatistics | None:
     """The statistics stored in ``arrays`` (a Zarr group, or a dict of arrays), or None.
 
     ``attributes`` are the group's attributes. None when the group holds no
     statistics at all (a model saved before they were kept); a group that
-    holds only part of them is damaged.
+    holds only part of them is damaged. With ``lazy_gram`` (a Zarr group) G is
+    a dask array over the stored chunks, read where it is computed (the workers
+    of a cluster), each chunk checked against its crc32c as it is read.
 
     Examples
     --------
@@ -118,7 +121,10 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
     if missing:
         raise ModelFormatError(f"The statistics in {shown} are incomplete: "
                                f"{', '.join(missing)} missing.")
-    values = {name: _read(arrays, STATISTICS_PREFIX + name, shown) for name in _ARRAYS}
+    values = {name: _read(arrays, STATISTICS_PREFIX + name, shown)
+              for name in _ARRAYS if not (lazy_gram and name == "gram")}
+    if lazy_gram:
+        values["gram"] = _lazy(arrays, STATISTICS_PREFIX + "gram", shown)
     if not isinstance(scalars, Mapping):
         raise ModelFormatError(f'The attribute "{STATISTICS_ATTRIBUTE}" in {shown} must be a '
                                f"mapping; got {scalars!r}.")
@@ -141,6 +147,35 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
         first_nonfinite_row=scalars["first_nonfinite_row"],
         reference=values["reference"],
     )
+
+
+def _lazy(group, name: str, shown: str):
+    """A stored array as a dask array over its chunks, its dtype checked from its metadata."""
+    import dask.array as da
+
+    array = group[name]
+    if array.dtype != np.float64:
+        raise ModelFormatError(
+            f"The array {name!r} in {shown} has dtype {array.dtype}; the statistics are "
+            "stored as float64. The file was edited or damaged: fit and save it again.")
+    return da.from_zarr(array, chunks=array.chunks)
+
+
+def file_digest(array, rows: int | None = None) -> str:
+    """:func:`kpca_dask.io.checksums.digest` of a stored 2-D array, read row panel by row
+    panel (of ``rows``, default its chunks' rows): a task for a worker, in bounded memory.
+
+    Examples
+    --------
+    >>> from kpca_dask.io.checksums import digest
+    >>> z = zarr.create_array({}, shape=(5, 2), chunks=(2, 2), dtype="f8")
+    >>> z[...] = np.arange(10.0).reshape(5, 2)
+    >>> file_digest(z) == digest(z[...])
+    True
+    """
+    step = rows or array.chunks[0]
+    panels = (array[start:start + step] for start in range(0, array.shape[0], step))
+    return digest_of_rows(panels, array.dtype, array.shape)
 
 
 def _read(arrays: Mapping, name: str, shown: str) -> np.ndarray:

@@ -14,11 +14,12 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import zarr
 from distributed import Client, LocalCluster, futures_of
 
 from kpca_dask import KernelPCA, load, merge
 from kpca_dask.dask_client import environment_kept
-from kpca_dask.errors import InvalidParameterError, NoStatisticsError
+from kpca_dask.errors import InvalidParameterError, ModelFormatError, NoStatisticsError
 
 pytestmark = pytest.mark.slow
 
@@ -91,13 +92,26 @@ def test_set_n_components_partial_fit_and_merge_stay_on_the_cluster(client, fitt
 
 
 def test_the_workers_write_the_statistics_into_the_model_file(client, fitted, tmp_path):
-    """A saved model loads with the fit's G and checks its digests; it solves the same."""
+    """Saved and loaded on the cluster, G stays in the file until a worker reads it; its
+    digest is checked on a worker; the model solves the same."""
     path = fitted.save(str(tmp_path / "model.zarr"))
     back = load(path)
+    assert isinstance(back.statistics_.gram, da.Array)
     np.testing.assert_array_equal(back.statistics_.gram, fitted.statistics_.gram.compute())
-    with dask.config.set(scheduler="threads"):
-        back.set_n_components(4)
+    back.set_n_components(4)
     _assert_same(back, fitted)
+    with dask.config.set(scheduler="threads"):  # and read into this process without one
+        assert isinstance(load(path).statistics_.gram, np.ndarray)
+
+
+def test_a_changed_gram_is_found_when_loaded_on_the_cluster(client, fitted, tmp_path):
+    """G rewritten through Zarr (fresh chunk checksums): its digest, taken by a worker,
+    differs from the recorded one."""
+    path = fitted.save(str(tmp_path / "model.zarr"))
+    gram = zarr.open_group(path, mode="r+")["statistics_gram"]
+    gram[0, 0] = gram[0, 0] * 2
+    with pytest.raises(ModelFormatError, match="'statistics_gram' .* differs from the array"):
+        load(path)
 
 
 def test_an_unknown_solve_mode_is_refused(client):
