@@ -100,6 +100,16 @@ def compute_held(collection):
             wait(futures_of(collection))
 
 
+def persist_held(collection, client=None):
+    """``collection`` persisted by ``client``, else by the client whose futures it reads,
+    else by the default scheduler: the m x m arrays of a cluster fit stay on that cluster
+    whatever the default is when they are re-solved or grown."""
+    client = client or held_client(collection)
+    if client is None:
+        return dask.persist(collection)[0]
+    return client.persist(collection)
+
+
 def local_threads() -> int:
     """Threads dask's local threaded scheduler runs at once (``num_workers``, else the cores).
 

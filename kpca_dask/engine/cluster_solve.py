@@ -33,7 +33,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import distributed_client, held_client
+from .._parallel import distributed_client, held_client, persist_held
 from ..blocks.statistics import PassStatistics
 from .landmark_memory import SOLVE_KEY, SOLVE_MODES, configured_solve_mode, landmark_solve_mode
 from .passes import pass_plan, pass_statistics, raise_if_nonfinite, shared_values
@@ -168,7 +168,7 @@ def added_statistics(batch: PassStatistics, total: PassStatistics) -> PassStatis
         summed = da.map_blocks(added_into_first, gram, other, dtype=np.float64)
     else:  # tiles above the diagonal are views of those below: added to a copy
         summed = gram + other
-    return _with_gram(batch, [total], dask.persist(summed)[0])
+    return _with_gram(batch, [total], persist_held(summed))
 
 
 def summed_statistics(*parts: PassStatistics) -> PassStatistics:
@@ -176,7 +176,7 @@ def summed_statistics(*parts: PassStatistics) -> PassStatistics:
     grams = [part.gram for part in parts]
     first = next(gram for gram in grams if isinstance(gram, da.Array))
     grams = [_held_like(gram, first).rechunk(first.chunks) for gram in grams]
-    return _with_gram(parts[0], parts[1:], dask.persist(reduce(operator.add, grams))[0])
+    return _with_gram(parts[0], parts[1:], persist_held(reduce(operator.add, grams)))
 
 
 def added_into_first(first: np.ndarray, second: np.ndarray) -> np.ndarray:

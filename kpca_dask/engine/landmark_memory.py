@@ -7,7 +7,7 @@ m >= 5000: :data:`SMALL_PROBLEM_WORDS` m^2 words in all. On a cluster the
 pass's sums end on a worker and the small problem is solved there
 (:mod:`kpca_dask.engine.cluster_solve`), so one worker must hold them; or,
 past that, G, K_mm and its factor are tiles spread over the workers, which
-hold :data:`TILED_PROBLEM_WORDS` m^2 words between them
+hold :data:`TILED_PROBLEM_WORDS` m^2 words between them beside their tasks
 (:func:`landmark_solve_mode` chooses). A fit refuses up front, before
 reading any data, an m that does not fit (:func:`refuse_landmarks_beyond_memory`),
 and ``n_landmarks="auto"``, which factorises K_mm here as m grows, stops
@@ -33,9 +33,13 @@ __all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes
 SMALL_PROBLEM_WORDS = 2.2
 
 #: float64 words per m^2 the workers hold between them when G, K_mm and L are tiles:
-#: the lower tiles of G, K_mm and its factor (m^2 / 2 each, and the diagonal tiles),
-#: tiles in transfer, and what dask's placement leaves uneven between workers.
-TILED_PROBLEM_WORDS = 3.0
+#: the lower tiles of G, K_mm and its factor (m^2 / 2 each, and the diagonal tiles; K_mm's
+#: only until the factor has read them), with what dask's placement leaves uneven.
+TILED_PROBLEM_WORDS = 2.0
+
+#: The share of each worker's room left for the tiled pass's and solve's tasks (a tile
+#: row's panel and its product, the factorisation's sums: a quarter of a thread's share).
+TILED_TASK_SHARE = 0.25
 
 #: The share of a worker's room (below its pause threshold, less its code) that the m x m
 #: work may take on one worker before "auto" takes tiles: beside the 2.2 m^2 words of the
@@ -124,23 +128,29 @@ def landmark_cap(X, *, tiles: bool = True) -> tuple[int, str]:
     ...     landmark_cap(da.zeros((10, 2)))[0]
     7810
     """
+    cap, where, _ = _cap_where_words(X, tiles)
+    return cap, where
+
+
+def _cap_where_words(X, tiles: bool) -> tuple[int, str, float]:
+    """:func:`landmark_cap`, and the m^2 words per fit that set it."""
     where = memory_budget(X)
     budgets = [where] if tiles or not where.on_cluster else [where, memory_budget(None)]
     tightest = min(budgets, key=lambda budget: budget.free_bytes)
     cap = _cap(tightest.free_bytes, SMALL_PROBLEM_WORDS)
     mode = configured_solve_mode()
     if where.on_cluster and tiles and mode != "worker":
-        total = where.workers * where.free_bytes
+        total = where.workers * where.free_bytes * (1 - TILED_TASK_SHARE)
         tiled = _cap(total, TILED_PROBLEM_WORDS)
         if mode == "tiles" or tiled > cap:
-            return tiled, (f"{format_bytes(total)} (below the pause threshold of the "
-                           f"{where.workers} workers' memory_limit, less what they hold, "
-                           f"with G and the factor as tiles over them)")
+            return tiled, (f"{format_bytes(total)} (three quarters of the {where.workers} "
+                           "workers' memory_limit below its pause threshold, less what they "
+                           "hold: G and the factor as tiles over them)"), TILED_PROBLEM_WORDS
     if tightest.headroom_bytes is None:
-        return cap, tightest.describe()
+        return cap, tightest.describe(), SMALL_PROBLEM_WORDS
     return cap, (f"{format_bytes(tightest.free_bytes)} (below the pause threshold of the "
                  f"smallest worker's memory_limit, {format_bytes(tightest.process_bytes)}, "
-                 "less what it holds)")
+                 "less what it holds)"), SMALL_PROBLEM_WORDS
 
 
 def refuse_landmarks_beyond_memory(n_landmarks: int, X) -> None:
@@ -155,12 +165,14 @@ def refuse_landmarks_beyond_memory(n_landmarks: int, X) -> None:
     ...
     kpca_dask.errors.InsufficientMemoryError: n_landmarks=20000 needs about 6.56 GiB ...
     """
-    cap, where = landmark_cap(X)
+    cap, where, words = _cap_where_words(X, tiles=True)
     if n_landmarks <= cap:
         return
+    held = ("the pass's m x m sums and the factor of the landmarks' kernel matrix"
+            if words == SMALL_PROBLEM_WORDS else
+            "the tiles of the pass's m x m sums, of K_mm and of its factor")
     raise InsufficientMemoryError(
-        f"n_landmarks={n_landmarks} needs about {format_bytes(landmark_problem_bytes(n_landmarks))}"
-        f" for the landmark problem ({SMALL_PROBLEM_WORDS} m^2 float64 words: the pass's m x m "
-        f"sums and the factor of the landmarks' kernel matrix), more than {where}. Use at most "
-        f"n_landmarks={cap}, give the workers (or this machine) more memory, or set dask's "
-        "'kpca-dask.memory-limit' if that figure is wrong.")
+        f"n_landmarks={n_landmarks} needs about {format_bytes(int(words * 8 * n_landmarks**2))}"
+        f" for the landmark problem ({words} m^2 float64 words: {held}), more than {where}. "
+        f"Use at most n_landmarks={cap}, give the workers (or this machine) more memory, or "
+        "set dask's 'kpca-dask.memory-limit' if that figure is wrong.")

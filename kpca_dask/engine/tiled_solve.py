@@ -39,7 +39,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import compute_held
+from .._parallel import compute_held, held_client, persist_held
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.statistics import PassStatistics
 from ..errors import InvalidParameterError
@@ -84,8 +84,9 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     gram = stats.gram
     t, m = gram.chunks[0][0], gram.shape[0]
     size = math.ceil(m / t) * t
-    G = da.pad(gram, ((0, size - m), (0, size - m))).rechunk(t).persist()
-    factor = factor_tiles(landmarks, kernel, params, rcond, t, size)
+    client = held_client(gram)
+    G = persist_held(da.pad(gram, ((0, size - m), (0, size - m))).rechunk(t), client)
+    factor = factor_tiles(landmarks, kernel, params, rcond, t, size, client)
     n = stats.n_samples
     s = np.pad(stats.column_sums, (0, size - m))
     s_tiled = da.from_array(s, chunks=t)
@@ -110,10 +111,10 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
                         m, "tiles")
 
 
-def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: int
-                 ) -> TiledFactor:
-    """K_mm's Cholesky factor as tiles; K_mm + tau I when a pivot is at most tau (module
-    docstring)."""
+def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: int,
+                 client=None) -> TiledFactor:
+    """K_mm's Cholesky factor as tiles on ``client``'s cluster (None: the default
+    scheduler); K_mm + tau I when a pivot is at most tau (module docstring)."""
     Z = np.asarray(landmarks, dtype=np.float64)
     m = Z.shape[0]
     diagonal = kernel_diagonal(Z, kernel, **params)
@@ -129,7 +130,7 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: in
     for jitter in (0.0, cutoff):
         lower = _lower_tiles(K if jitter == 0.0 else K + jitter * _unpadded_eye(size, m, t))
         try:
-            lower = lower.persist()
+            lower = persist_held(lower, client)
             pivots = _computed(da.diagonal(lower))[:m]
         except np.linalg.LinAlgError:
             continue  # not positive definite to rounding: the jitter's turn

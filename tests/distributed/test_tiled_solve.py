@@ -144,11 +144,11 @@ def test_the_choice_of_tiles_follows_the_workers_limit(client):
 
 
 def test_a_tiled_model_grows_and_is_saved_by_the_workers(client, tmp_path):
-    """More rows add tile by tile (m = 600); the workers write the tiles, and the file loads
+    """More rows add tile by tile (m = 400); the workers write the tiles, and the file loads
     with the same G."""
     X = _data()
     with dask.config.set({SOLVE_KEY: "tiles"}):
-        grown = KernelPCA(**PARAMS, n_landmarks=600).fit(X[:2000])
+        grown = KernelPCA(**PARAMS, n_landmarks=400).fit(X[:2000])
         landmarks = grown.landmarks_
         grown.partial_fit(X[2000:])
         assert grown.statistics_.gram.numblocks == (3, 3)
@@ -176,7 +176,7 @@ def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
 
 def test_a_worker_killed_during_the_sharded_factorisation_is_survived():
     """SIGKILL of the first worker to hold a tile of the factor: the fit completes, equal."""
-    reference = _single_process(n_landmarks=600)
+    reference = _single_process(n_landmarks=400)
     with environment_kept():
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)
@@ -187,7 +187,7 @@ def test_a_worker_killed_during_the_sharded_factorisation_is_survived():
 
         def fit():
             try:
-                outcome["model"] = KernelPCA(**PARAMS, n_landmarks=600).fit(_data())
+                outcome["model"] = KernelPCA(**PARAMS, n_landmarks=400).fit(_data())
             except BaseException as error:  # reported below
                 outcome["error"] = error
 

@@ -69,3 +69,16 @@ def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "|---" in result.stdout or result.stdout.lstrip().startswith("{"), result.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_the_cluster_benchmark_runs_at_a_tiny_size(tmp_path):
+    """bench_large_m.py --cluster: a LocalCluster of two workers, the tiled way forced."""
+    env = {**os.environ, "KPCA_DASK_BENCH_RESULTS": str(tmp_path / "results"),
+           "PYTHONPATH": str(REPOSITORY)}
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "bench_large_m.py"), "--cluster", "--n", "2000", "--m",
+         "200", "--workers", "2", "--worker-memory", "1GiB", "--solve", "tiles", "--gamma",
+         "1.0"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "| tiles 3² (67) |" in result.stdout, result.stdout[-3000:]
