@@ -190,11 +190,13 @@ class LandmarkFactor:
 
 #: An m x m float64 factorisation of this many bytes or more runs on one BLAS thread.
 #: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) overruns memory on
-#: larger arrays once its threads have run another call: measured here at m = 24 000
-#: (4.6 GB; m = 20 000, 3.2 GB, passed) on AVX2, and at m = 16 000 on an AVX-512 machine,
-#: so the limit is 2^31 bytes (m >= 16 384). A segfault, a bus error or "the futex
-#: facility returned an unexpected error code" followed; one thread never failed.
-ONE_THREAD_BYTES = 2**31
+#: larger arrays once its threads have run another call: measured at m = 24 000 (4.6 GB;
+#: m = 20 000, 3.2 GB, passed) on AVX2, and at m = 16 000 (2.05 GB, below 2^31 bytes) on
+#: AVX-512 machines, twice: a single-process fit of a benchmark segfaulted in this potrf
+#: with 2^31 as the limit. So the limit is 2^30 bytes (m >= 11 586; m = 10 000 passed
+#: threaded there). A segfault, a bus error or "the futex facility returned an unexpected
+#: error code" followed; one thread never failed.
+ONE_THREAD_BYTES = 2**30
 
 
 def factor_threads(m: int):

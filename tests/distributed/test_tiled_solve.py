@@ -174,33 +174,32 @@ def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
     np.testing.assert_allclose(Y * signs, expected, atol=1e-8 * np.abs(expected).max())
 
 
-def test_a_worker_killed_during_the_sharded_factorisation_is_survived():
-    """SIGKILL of the first worker to hold a tile of the factor: the fit completes, equal."""
+def test_a_worker_killed_during_the_sharded_factorisation_is_survived(client):
+    """SIGKILL of the first worker to hold a tile of the factor: the fit completes, equal.
+
+    Last in the module: the worker its nanny starts again replaces the one killed.
+    """
     reference = _single_process(n_landmarks=400)
-    with environment_kept():
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
-    with environment_kept(), cluster, Client(cluster) as client, \
-            dask.config.set({SOLVE_KEY: "tiles"}):
-        pids = client.run(os.getpid)
-        outcome: dict = {}
+    pids = client.run(os.getpid)
+    outcome: dict = {}
 
-        def fit():
-            try:
+    def fit():
+        try:
+            with dask.config.set({SOLVE_KEY: "tiles"}):
                 outcome["model"] = KernelPCA(**PARAMS, n_landmarks=400).fit(_data())
-            except BaseException as error:  # reported below
-                outcome["error"] = error
+        except BaseException as error:  # reported below
+            outcome["error"] = error
 
-        thread = threading.Thread(target=fit, daemon=True)
-        thread.start()
-        victim, deadline = None, time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:
-            victim = next((address for address, keys in client.has_what().items()
-                           if any("cholesky" in str(key) for key in keys)), None)
-            time.sleep(0.005)
-        assert victim is not None, "no worker held a tile of the factor within 60 s"
-        os.kill(pids[victim], signal.SIGKILL)
-        assert thread.is_alive(), "the fit ended before the kill"
-        thread.join(180)
-        assert "error" not in outcome, outcome.get("error")
+    thread = threading.Thread(target=fit, daemon=True)
+    thread.start()
+    victim, deadline = None, time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline:
+        victim = next((address for address, keys in client.has_what().items()
+                       if any("cholesky" in str(key) for key in keys)), None)
+        time.sleep(0.005)
+    assert victim is not None, "no worker held a tile of the factor within 60 s"
+    os.kill(pids[victim], signal.SIGKILL)
+    assert thread.is_alive(), "the fit ended before the kill"
+    thread.join(180)
+    assert "error" not in outcome, outcome.get("error")
     _assert_same(outcome["model"], reference)
