@@ -91,7 +91,7 @@ def client(tmp_path_factory):
         yield client
 
 
-def _watched(client: Client, fit):
+def _watched(client: Client, fit, client_growth: float = CLIENT_GROWTH_LIMIT):
     """``fit()`` with the workers and this process watched; asserts the budget held."""
     pids = client.run(os.getpid)
     client.run(_start)
@@ -104,7 +104,7 @@ def _watched(client: Client, fit):
         assert not watched["paused"], f"worker {address} paused"
         assert watched["peak"] < PAUSE * WORKER_LIMIT, (
             f"worker {address} peaked at {watched['peak'] / 2**20:.0f} MiB")
-    assert here.peak - here.start <= CLIENT_GROWTH_LIMIT, (
+    assert here.peak - here.start <= client_growth, (
         f"the client grew by {(here.peak - here.start) / 2**20:.0f} MiB")
     return result
 
@@ -131,6 +131,16 @@ def test_a_tiled_fit_equals_the_single_process_fit_within_the_workers_limits(til
     # The trace is estimated on the tiled way: within a few of its standard errors.
     np.testing.assert_allclose(tiled.trace_error_, reference.trace_error_,
                                atol=5 * tiled.trace_error_std_ + 1e-12)
+
+
+def test_a_fit_on_one_worker_keeps_the_m_by_m_work_out_of_the_client(client):
+    """m = 3000 on one worker ('auto'): the client grows by less than one m x m array
+    (72 MB; solved here it held 2.2 of them), and the model is the single-process one."""
+    m = 3000
+    model = _watched(client, lambda: KernelPCA(**PARAMS, n_landmarks=m).fit(_data()),
+                     client_growth=8 * m * m)
+    assert model.statistics_.gram.numblocks == (1, 1)
+    _assert_same(model, _single_process(n_landmarks=m))
 
 
 def test_the_choice_of_tiles_follows_the_workers_limit(client):
