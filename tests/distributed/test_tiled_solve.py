@@ -28,6 +28,7 @@ from distributed import Client, LocalCluster
 from kpca_dask import KernelPCA, load
 from kpca_dask.dask_client import environment_kept
 from kpca_dask.engine.landmark_memory import SOLVE_KEY, landmark_solve_mode
+from kpca_dask.errors import InvalidParameterError
 
 pytestmark = pytest.mark.slow
 
@@ -165,6 +166,20 @@ def test_a_tiled_model_grows_and_is_saved_by_the_workers(client, tmp_path):
         path = grown.save(str(tmp_path / "model.zarr"))
     _assert_same(grown, _single_process(X, landmarks=landmarks), rtol=1e-7)
     np.testing.assert_array_equal(load(path).statistics_.gram, grown.statistics_.gram.compute())
+
+
+def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):
+    """n_components=0.1 on tiles: as many components, and the same model, as in one
+    process; n_components=None (every eigenpair) is refused with the way out."""
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model = KernelPCA(**{**PARAMS, "n_components": 0.1}, n_landmarks=400).fit(_data())
+        with pytest.raises(InvalidParameterError, match="asks for every eigenpair"):
+            model.set_n_components(None)
+    reference = _single_process(n_components=0.1, n_landmarks=400)
+    assert model.n_components_ == reference.n_components_
+    _assert_same(model, reference)
+    np.testing.assert_allclose(model.explained_variance_ratio_,
+                               reference.explained_variance_ratio_, rtol=1e-8)
 
 
 def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
