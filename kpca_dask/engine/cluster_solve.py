@@ -61,7 +61,10 @@ def is_alive(gram: da.Array) -> bool:
     if not futures:
         return True  # read from a file when computed
     client = futures[0].client
-    return client.status == "running" and all(f.status == "finished" for f in futures)
+    # "pending": being computed again after a lost worker, which the scheduler can do for
+    # tiles (their tasks read nothing scattered); "cancelled" or "lost": gone for good.
+    return client.status == "running" and all(
+        f.status in ("finished", "pending") for f in futures)
 
 
 def cluster_pass(X, landmarks, kernel, params: dict, dtype, reference, mode: str
