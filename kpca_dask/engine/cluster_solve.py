@@ -4,7 +4,8 @@ With a ``distributed`` client (docs/design.md §11) the pass's reduction ends
 on a worker, and its m x m sums G stay on the cluster as a persisted dask
 array, ``PassStatistics.gram``; only n, s, t and r (O(m)) reach the client,
 and of the solve only the solution (O(m q): P, c, eigenvalues, ratios,
-residuals, novelty terms). Two ways, :func:`landmark_solve_mode`:
+residuals, novelty terms). Two ways,
+:func:`kpca_dask.engine.landmark_memory.landmark_solve_mode` chooses:
 
 - ``"worker"``: G is one chunk on one worker, and the whole small problem
   (:func:`kpca_dask.engine.solve.solve_small_problem`) runs there as one task,
@@ -15,9 +16,10 @@ residuals, novelty terms). Two ways, :func:`landmark_solve_mode`:
 
 ``"auto"`` (the default of dask's configuration key
 ``kpca-dask.landmark-solve``) takes ``"worker"`` while 2.2 m^2 words fit in
-the smallest worker's memory below its pause threshold, and ``"tiles"``
-past that. With a local scheduler nothing here is used: the statistics are
-numpy arrays in this process, as they always were.
+three quarters of the smallest worker's memory below its pause threshold
+(less its code), and ``"tiles"`` past that. With a local scheduler nothing
+here is used: the statistics are numpy arrays in this process, as they
+always were.
 
 Statistics on the cluster add (more rows, merged shards) on the cluster:
 :func:`added_statistics`, :func:`summed_statistics`.
@@ -42,6 +44,7 @@ from .solve import SmallProblem, solve_small_problem
 __all__ = ["SOLVE_KEY", "SOLVE_MODES", "landmark_solve_mode", "held_on_cluster",
            "is_held", "solve_statistics", "added_statistics", "summed_statistics",
            "client_of", "is_alive", "cluster_pass"]
+
 
 def is_held(stats: PassStatistics | None) -> bool:
     """Whether the m x m sums of ``stats`` are a dask array (on a cluster, or in a file)."""
