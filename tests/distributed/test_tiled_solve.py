@@ -135,11 +135,11 @@ def test_a_tiled_fit_equals_the_single_process_fit_within_the_workers_limits(til
 
 
 def test_a_fit_on_one_worker_keeps_the_m_by_m_work_out_of_the_client(client):
-    """m = 3000 on one worker ('auto'): the client grows by less than 1.5 m x m arrays
-    (108 MB; solving here, it held G and 2.2 more: 230 MB), and the model is the
-    single-process one. (The margin is for what else the process allocates meanwhile: one
-    run of the whole directory measured more than one m x m array.)"""
-    m = 3000
+    """m = 2500 on one worker ('auto'): the client grows by less than 1.5 m x m arrays
+    (75 MB; solving here, it held G and 2.2 more: 160 MB), and the model is the
+    single-process one. (m = 3000, nearer the limit of one 700 MiB worker, paused a worker
+    once in a run of the whole directory, whose workers held more from earlier tests.)"""
+    m = 2500
     model = _watched(client, lambda: KernelPCA(**PARAMS, n_landmarks=m).fit(_data()),
                      client_growth=1.5 * 8 * m * m)
     assert model.statistics_.gram.numblocks == (1, 1)
