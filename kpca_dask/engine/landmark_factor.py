@@ -189,12 +189,14 @@ class LandmarkFactor:
 
 
 #: An m x m float64 factorisation of this many bytes or more runs on one BLAS thread.
-#: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) overruns memory on
-#: larger arrays once its threads have run another call: measured here at m = 24 000
-#: (4.6 GB; m = 20 000, 3.2 GB, passed) on AVX2, and at m = 16 000 on an AVX-512 machine,
-#: so the limit is 2^31 bytes (m >= 16 384). A segfault, a bus error or "the futex
-#: facility returned an unexpected error code" followed; one thread never failed.
-ONE_THREAD_BYTES = 2**31
+#: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) takes the process
+#: down on large arrays: a plain scipy ``lapack.dpotrf`` of an rbf K_mm on two threads
+#: segfaulted at m = 16 000 (2.05 GB) with the SkylakeX kernels and passed at 8192, 12 000,
+#: 14 000 and 15 000; with the Haswell kernels it failed at 24 000 and passed at 20 000
+#: (docs/design.md §11). The size depends on the CPU's kernels and the cause is inside
+#: OpenBLAS, so the guard starts nearly four times below the smallest failure seen: m >= 8192.
+#: One thread costs up to twice the factorisation's time, small beside the pass's n m^2.
+ONE_THREAD_BYTES = 2**29
 
 
 def factor_threads(m: int):
