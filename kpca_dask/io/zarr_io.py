@@ -233,15 +233,24 @@ def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataAr
                 f"{shown} has no data variable {name!r}; it has {sorted(map(str, ds.data_vars))}.")
         return ds[name]
     two_d = [k for k, v in ds.data_vars.items() if v.ndim == 2]
+    if not two_d:  # a field: the one variable of two or more dimensions
+        two_d = [k for k, v in ds.data_vars.items() if v.ndim >= 2]
     if len(two_d) != 1:
         raise InvalidInputError(
-            f"{shown} holds {len(two_d)} 2-D data variables ({sorted(map(str, two_d))}); "
-            "say which one to use (array=...).")
+            f"{shown} holds {len(two_d)} data variables of two or more dimensions "
+            f"({sorted(map(str, two_d))}); say which one to use (array=...).")
     return ds[two_d[0]]
 
 
 def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
-    """``X`` with dims (sample_dim, feature_dim) and one chunk of features."""
+    """``X`` with dims (sample_dim, feature_dim) and one chunk of features; a field of more
+    dimensions with ``sample_dim`` first (its feature dimensions are stacked by
+    :mod:`kpca_dask.io.fields`)."""
+    if X.ndim > 2 and feature_dim is None:
+        if sample_dim is not None and sample_dim not in X.dims:
+            raise InvalidInputError(f"sample_dim={sample_dim!r} is not a dimension of the "
+                                    f"DataArray (its dims are {X.dims}).")
+        return X.transpose(sample_dim or X.dims[0], ...)
     if X.ndim != 2:
         raise InvalidInputError(
             f"The DataArray has dims {X.dims}; a 2-D (sample, feature) array is needed.")

@@ -16,7 +16,9 @@ from typing import Callable, Literal
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
+from ..errors import InvalidParameterError
 from ..io.frames import frame_feature_names
+from .field_inputs import fit_rows
 from .fitted import FittedModel, fitted_attribute
 from .fitting import fit_model
 from .growing import GrowingMixin
@@ -24,6 +26,7 @@ from .inputs import as_fit_input
 from .model_files import save_model
 from .outputs import OutputsMixin
 from .parameters import check_params
+from .patterns import PatternsMixin
 from .precomputed import PRECOMPUTED, fit_precomputed
 
 __all__ = ["KernelPCA"]
@@ -31,7 +34,8 @@ __all__ = ["KernelPCA"]
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, BaseEstimator):
+class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeaturesOutMixin,
+                BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -126,6 +130,17 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         interrupted fit redoes it).
     alpha : float, default=1.0
         Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
+    sample_dim : str or None, default=None
+        For a DataArray (or a Dataset, netCDF or xarray Zarr store): the
+        dimension of the samples; None takes the first. Every other dimension
+        is a feature dimension, stacked lazily in its order; positions NaN at
+        every sample (a fixed mask, such as land) are dropped, and come back
+        as NaN in outputs over the features (see :mod:`kpca_dask.io.fields`).
+    weights : DataArray, 1-D array or None, default=None
+        Multiplies the features before the kernel: for a field, a DataArray
+        over some of its feature dimensions (e.g. ``np.sqrt(np.cos(np.deg2rad(
+        X.lat)))``, broadcast over the others); for an array, one weight per
+        feature. Finite and >= 0. Saved with the model (``feature_layout_``).
 
     Attributes
     ----------
@@ -206,6 +221,11 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     preimage_coefficients_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
         Dual coefficients W_Y B of the pre-image map:
         ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_``.
+    feature_layout_ : FeatureLayout
+        For a field (a DataArray) or weighted fit: the sample and feature
+        dimensions, their coordinates, the positions kept (the mask dropped)
+        and the weights (:class:`~kpca_dask.io.fields.FeatureLayout`). Every
+        later input is held to it. Absent for an unweighted array fit.
 
     See Also
     --------
@@ -250,6 +270,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         random_state: int | np.random.Generator | None = None,
         fit_inverse_transform: bool = False,
         alpha: float = 1.0,
+        sample_dim: str | None = None,
+        weights=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -267,6 +289,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         self.random_state = random_state
         self.fit_inverse_transform = fit_inverse_transform
         self.alpha = alpha
+        self.sample_dim = sample_dim
+        self.weights = weights
 
     # -- fit ---------------------------------------------------------------
 
@@ -297,9 +321,16 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
+        if precomputed and params["weights"] is not None:
+            raise InvalidParameterError(
+                'weights multiply features, which kernel="precomputed" does not have; weight '
+                "the data before computing the kernel matrix instead.")
         # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
+        X, layout = fit_rows(X, params["sample_dim"], params["weights"],
+                             whole_rows=not precomputed)
         model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
                     checkpoint=checkpoint, started=started)
+        model = model.replace(layout=layout)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
 
@@ -359,6 +390,7 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     novelty_mean_norm2_ = fitted_attribute("novelty_mean_norm2_")
     preimage_centres_ = fitted_attribute("preimage_centres_")
     preimage_coefficients_ = fitted_attribute("preimage_coefficients_")
+    feature_layout_ = fitted_attribute("feature_layout_")
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None

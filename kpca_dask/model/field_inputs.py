@@ -1,0 +1,206 @@
+"""Fields and weights on the way in: what the estimators fit and transform, as rows.
+
+A DataArray of any dimensions is a field (:mod:`kpca_dask.io.fields`): at fit
+its layout is recorded (sample dimension, feature dimensions and coordinates,
+the fixed mask, the weights), and every later input is held to it. Plain
+arrays may carry weights too (a 1-D array of one weight per feature). The
+estimators call :func:`fit_rows` in ``fit`` and :func:`model_rows` in every
+method that reads data; both return lazy rows of features, masked, checked
+and weighted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from ..errors import InvalidInputError, InvalidParameterError
+from ..io.fields import (
+    CANDIDATE_ROWS,
+    FeatureLayout,
+    candidate_mask,
+    check_same_field,
+    check_weights,
+    checked_features,
+    field_rows,
+    layout_of,
+    scattered,
+    stacked,
+    with_mask,
+)
+from .inputs import as_rows, computed, is_xarray, open_input
+
+__all__ = ["fit_rows", "model_rows", "weights_allowed", "weighted_rows", "unweighted",
+           "stacked_positions"]
+
+
+def weights_allowed(value) -> bool:
+    """Whether ``value`` may be the ``weights`` parameter (checked against X at fit).
+
+    Examples
+    --------
+    >>> weights_allowed(None), weights_allowed(np.ones(3)), weights_allowed("cos")
+    (True, True, False)
+    """
+    if value is None or is_xarray(value):
+        return True
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        return False
+    return len(value.shape) == 1 and np.dtype(value.dtype).kind in "biuf"
+
+
+def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, whole_rows: bool = True
+             ) -> tuple[Any, FeatureLayout | None]:
+    """The data of a fit and their layout (None for unweighted arrays, which stay as given).
+
+    A field's mask is taken from its first rows (read once, before the pass)
+    and verified by every block the fit reads.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> X = xr.DataArray(np.arange(6.0).reshape(3, 2), dims=("time", "x"))
+    >>> rows, layout = fit_rows(X, None, None)
+    >>> rows.shape, layout.sample_dim
+    ((3, 2), 'time')
+    """
+    X = open_input(X, whole_rows, sample_dim=sample_dim)
+    if is_xarray(X):
+        layout = layout_of(X, sample_dim, weights)
+        X = X.transpose(layout.sample_dim, *layout.dims)
+        first = computed(stacked(X)[:CANDIDATE_ROWS])
+        first_label = f"{layout.sample_dim}={X[layout.sample_dim].values[0]}" if (
+            layout.sample_dim in X.coords) else None
+        layout = with_mask(layout, candidate_mask(np.asarray(first, dtype=np.float64)),
+                           first_label)
+        return field_rows(X, layout), layout
+    if sample_dim is not None:
+        raise InvalidParameterError(
+            f"sample_dim={sample_dim!r} names a dimension of labelled input, but X is "
+            f"{type(X).__name__}, which has none; pass an xarray DataArray or leave "
+            "sample_dim=None.")
+    if weights is None:
+        return X, None
+    return _array_weighted(X, weights, whole_rows)
+
+
+def _array_weighted(X, weights, whole_rows: bool):
+    if is_xarray(weights):
+        raise InvalidParameterError(
+            "weights is a DataArray but X is not labelled: pass X as a DataArray whose "
+            "feature dimensions the weights are over, or weights as a 1-D array of one "
+            "weight per feature.")
+    flat = np.asarray(weights, dtype=np.float64)
+    rows, _ = as_rows(X, None, whole_rows=whole_rows)
+    if flat.shape != (rows.shape[1],):
+        raise InvalidParameterError(
+            f"weights has shape {flat.shape}, but X has {rows.shape[1]} features: give one "
+            "weight per feature, shape (n_features,).")
+    check_weights(flat)
+    layout = FeatureLayout(None, (), (rows.shape[1],), weights=flat)
+    return weighted_rows(rows, layout), layout
+
+
+def weighted_rows(rows: da.Array, layout: FeatureLayout | None) -> da.Array:
+    """Rows of features multiplied by the layout's weights (unchanged without weights).
+
+    Examples
+    --------
+    >>> layout = FeatureLayout(None, (), (2,), weights=np.array([2.0, 0.5]))
+    >>> weighted_rows(da.ones((1, 2)), layout).compute().tolist()
+    [[2.0, 0.5]]
+    """
+    if layout is None or layout.weights is None:
+        return rows
+    dtype = np.float32 if rows.dtype == np.float32 else np.float64
+    return rows * layout.weights.astype(dtype)
+
+
+def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
+               whole_rows: bool = True, frame: Any = None) -> tuple[Any, Any]:
+    """``X`` as rows of the model's features, and the DataArray the outputs are labelled like.
+
+    For a field model, a DataArray must have the fit's feature dimensions (in
+    the same order) and coordinates; a plain array is taken as the stacked
+    field (every position, C order). ``weighted=False`` gives the features as
+    they are (the input :meth:`patterns` compares scores with).
+
+    Examples
+    --------
+    >>> rows, like = model_rows(None, np.ones((2, 3)))
+    >>> rows.shape, like is None
+    ((2, 3), True)
+    """
+    sample_dim = None if layout is None else layout.sample_dim
+    X = open_input(X, whole_rows, sample_dim=sample_dim)
+    if layout is None or layout.weights is None and not layout.dims:
+        if is_xarray(X):
+            return X.data, X
+        return X, None
+    if not layout.dims:  # weights of an array fit
+        like = X if is_xarray(X) else None
+        rows, _ = as_rows(X.data if like is not None else X, frame)
+        if rows.shape[1] != layout.n_features:
+            raise InvalidInputError(
+                f"X has {rows.shape[1]} features, but the model was fitted on "
+                f"{layout.n_features}.")
+        return (weighted_rows(rows, layout) if weighted else rows), like
+    if is_xarray(X):
+        X = check_same_field(X, layout)
+        return field_rows(X, layout, weighted=weighted), X
+    rows, _ = as_rows(X, frame)
+    if rows.shape[1] != layout.n_positions:
+        raise InvalidInputError(
+            f"X has {rows.shape[1]} columns, but the model was fitted on a field of "
+            f"{layout.n_positions} positions ({' x '.join(map(str, layout.shape))} over "
+            f"{layout.dims}): pass the field as a DataArray, or its stacked positions.")
+    return _stacked_rows(rows, layout, weighted), None
+
+
+def _stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool) -> da.Array:
+    """Rows of a field's stacked positions, masked, checked and weighted like a DataArray's."""
+    from dataclasses import replace
+
+    if any(np.isnan(c) for c in rows.chunks[0]):
+        raise InvalidInputError(
+            "X has row blocks of unknown length; a model fitted on a field needs them to "
+            "name the samples of its checks: call X.compute_chunk_sizes() first.")
+    labels = da.arange(rows.shape[0], chunks=rows.chunks[0])[:, None]
+    used = replace(layout, sample_dim="row", weights=layout.weights if weighted else None)
+    dtype = rows.dtype if rows.dtype.kind == "f" else np.dtype(np.float64)
+    return da.map_blocks(checked_features, rows, labels, layout=used,
+                         chunks=(rows.chunks[0], (layout.n_features,)), dtype=dtype,
+                         meta=np.empty((0, 0), dtype))
+
+
+def unweighted(X_hat: da.Array, layout: FeatureLayout | None) -> da.Array:
+    """Rows of weighted features divided by their weights, NaN where a weight is 0.
+
+    Examples
+    --------
+    >>> layout = FeatureLayout(None, (), (2,), weights=np.array([2.0, 0.0]))
+    >>> unweighted(da.ones((1, 2)), layout).compute().tolist()
+    [[0.5, nan]]
+    """
+    if layout is None or layout.weights is None:
+        return X_hat
+    with np.errstate(divide="ignore"):
+        inverse = np.where(layout.weights > 0, 1.0 / layout.weights, np.nan)
+    return X_hat * inverse.astype(X_hat.dtype)
+
+
+def stacked_positions(X_hat: da.Array, layout: FeatureLayout) -> da.Array:
+    """Rows of kept features as rows of every position of the field, NaN on the mask.
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("t", ("x",), (3,), kept=np.array([0, 2]))
+    >>> stacked_positions(da.ones((1, 2)), layout).compute().tolist()
+    [[1.0, nan, 1.0]]
+    """
+    if layout.kept is None:
+        return X_hat
+    return X_hat.map_blocks(scattered, kept=layout.kept, n_positions=layout.n_positions,
+                            chunks=(X_hat.chunks[0], (layout.n_positions,)), dtype=X_hat.dtype)
