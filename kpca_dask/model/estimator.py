@@ -16,14 +16,13 @@ from typing import Callable, Literal
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
-from ..errors import InvalidParameterError
 from ..io.frames import frame_feature_names
 from .field_inputs import fit_rows
 from .fitted import FittedModel, fitted_attribute
 from .fitting import fit_model
 from .growing import GrowingMixin
 from .inputs import as_fit_input
-from .model_files import save_model
+from .model_files import SavingMixin
 from .outputs import OutputsMixin
 from .parameters import check_params
 from .patterns import PatternsMixin
@@ -34,8 +33,8 @@ __all__ = ["KernelPCA"]
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeaturesOutMixin,
-                BaseEstimator):
+class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
+                ClassNamePrefixFeaturesOutMixin, BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -131,16 +130,13 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeatur
     alpha : float, default=1.0
         Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
     sample_dim : str or None, default=None
-        For a DataArray (or a Dataset, netCDF or xarray Zarr store): the
-        dimension of the samples; None takes the first. Every other dimension
-        is a feature dimension, stacked lazily in its order; positions NaN at
-        every sample (a fixed mask, such as land) are dropped, and come back
-        as NaN in outputs over the features (see :mod:`kpca_dask.io.fields`).
+        The sample dimension of a DataArray (None: its first); the others are
+        stacked lazily into features, positions NaN at every sample (a mask)
+        dropped and given back as NaN (:mod:`kpca_dask.io.fields`).
     weights : DataArray, 1-D array or None, default=None
-        Multiplies the features before the kernel: for a field, a DataArray
-        over some of its feature dimensions (e.g. ``np.sqrt(np.cos(np.deg2rad(
-        X.lat)))``, broadcast over the others); for an array, one weight per
-        feature. Finite and >= 0. Saved with the model (``feature_layout_``).
+        Multiply the features before the kernel: a DataArray over feature
+        dimensions (e.g. ``np.sqrt(np.cos(np.deg2rad(X.lat)))``), or one
+        weight per feature of an array; finite and >= 0.
 
     Attributes
     ----------
@@ -222,10 +218,10 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeatur
         Dual coefficients W_Y B of the pre-image map:
         ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_``.
     feature_layout_ : FeatureLayout
-        For a field (a DataArray) or weighted fit: the sample and feature
-        dimensions, their coordinates, the positions kept (the mask dropped)
-        and the weights (:class:`~kpca_dask.io.fields.FeatureLayout`). Every
-        later input is held to it. Absent for an unweighted array fit.
+        A field's (or weighted) fit: dimensions, coordinates, mask, weights
+        (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
+    feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
+        The weights and the flat field positions of the features (if any).
 
     See Also
     --------
@@ -321,35 +317,13 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeatur
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
-        if precomputed and params["weights"] is not None:
-            raise InvalidParameterError(
-                'weights multiply features, which kernel="precomputed" does not have; weight '
-                "the data before computing the kernel matrix instead.")
         # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
-        X, layout = fit_rows(X, params["sample_dim"], params["weights"],
-                             whole_rows=not precomputed)
+        X, layout = fit_rows(X, params["sample_dim"], params["weights"], precomputed=precomputed)
         model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
                     checkpoint=checkpoint, started=started)
         model = model.replace(layout=layout)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
-
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
-
-        See :func:`kpca_dask.model.model_files.save_model`; read it back with
-        :func:`kpca_dask.load`.
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(100, 3))
-        >>> kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
-        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
-        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
-        True
-        """
-        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then project the training rows (a second, lazy pass for dask input).
@@ -391,6 +365,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, ClassNamePrefixFeatur
     preimage_centres_ = fitted_attribute("preimage_centres_")
     preimage_coefficients_ = fitted_attribute("preimage_coefficients_")
     feature_layout_ = fitted_attribute("feature_layout_")
+    feature_weights_ = fitted_attribute("feature_weights_")
+    feature_kept_ = fitted_attribute("feature_kept_")
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None

@@ -17,22 +17,19 @@ import dask.array as da
 import numpy as np
 
 from ..errors import InvalidInputError, InvalidParameterError
+from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, checked_features, field_rows, with_mask
 from ..io.fields import (
-    CANDIDATE_ROWS,
     FeatureLayout,
-    candidate_mask,
     check_same_field,
     check_weights,
-    checked_features,
-    field_rows,
     layout_of,
     scattered,
     stacked,
-    with_mask,
 )
 from .inputs import as_rows, computed, is_xarray, open_input
 
-__all__ = ["fit_rows", "model_rows", "weights_allowed", "weighted_rows", "unweighted",
+__all__ = ["ExactRowsMixin", "fit_rows", "model_rows", "weights_allowed", "weighted_rows",
+           "unweighted",
            "stacked_positions"]
 
 
@@ -51,7 +48,7 @@ def weights_allowed(value) -> bool:
     return len(value.shape) == 1 and np.dtype(value.dtype).kind in "biuf"
 
 
-def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, whole_rows: bool = True
+def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool = False
              ) -> tuple[Any, FeatureLayout | None]:
     """The data of a fit and their layout (None for unweighted arrays, which stay as given).
 
@@ -66,7 +63,13 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, whole_rows: bool =
     >>> rows.shape, layout.sample_dim
     ((3, 2), 'time')
     """
-    X = open_input(X, whole_rows, sample_dim=sample_dim)
+    if precomputed:
+        if weights is not None:
+            raise InvalidParameterError(
+                'weights multiply features, which kernel="precomputed" does not have; weight '
+                "the data before computing the kernel matrix instead.")
+        return X, None  # a kernel matrix keeps its stored column chunks
+    X = open_input(X, sample_dim=sample_dim)
     if is_xarray(X):
         layout = layout_of(X, sample_dim, weights)
         X = X.transpose(layout.sample_dim, *layout.dims)
@@ -83,17 +86,17 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, whole_rows: bool =
             "sample_dim=None.")
     if weights is None:
         return X, None
-    return _array_weighted(X, weights, whole_rows)
+    return _array_weighted(X, weights)
 
 
-def _array_weighted(X, weights, whole_rows: bool):
+def _array_weighted(X, weights):
     if is_xarray(weights):
         raise InvalidParameterError(
             "weights is a DataArray but X is not labelled: pass X as a DataArray whose "
             "feature dimensions the weights are over, or weights as a 1-D array of one "
             "weight per feature.")
     flat = np.asarray(weights, dtype=np.float64)
-    rows, _ = as_rows(X, None, whole_rows=whole_rows)
+    rows, _ = as_rows(X, None)
     if flat.shape != (rows.shape[1],):
         raise InvalidParameterError(
             f"weights has shape {flat.shape}, but X has {rows.shape[1]} features: give one "
@@ -204,3 +207,32 @@ def stacked_positions(X_hat: da.Array, layout: FeatureLayout) -> da.Array:
         return X_hat
     return X_hat.map_blocks(scattered, kept=layout.kept, n_positions=layout.n_positions,
                             chunks=(X_hat.chunks[0], (layout.n_positions,)), dtype=X_hat.dtype)
+
+
+class ExactRowsMixin:
+    """How :class:`~kpca_dask.ExactKernelPCA` reads data after its fit: its layout's rows."""
+
+    def _fit_input(self, X):
+        """The data of a fit (a field's rows computed: the Gram matrix needs them) and layout."""
+        X, layout = fit_rows(X, self.sample_dim, self.weights,
+                             precomputed=self.kernel == "precomputed")
+        return (computed(X) if layout is not None else X), layout
+
+    def _keep_layout(self, layout) -> None:
+        self.__dict__.pop("feature_layout_", None)
+        if layout is not None:
+            self.feature_layout_ = layout
+
+    def _output_attrs(self) -> dict:
+        kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"
+        return {"kernel": kernel, **self.kernel_params_}
+
+    def _layout(self):
+        """The fitted layout of the features, or None."""
+        return self.__dict__.get("feature_layout_")
+
+    def _model_rows(self, X, frame=None, *, weighted: bool = True):
+        """``X`` as rows of the fitted features, and the DataArray outputs are labelled like."""
+        if self.kernel_ == "precomputed":
+            return X, None
+        return model_rows(self._layout(), X, weighted=weighted, frame=frame)
