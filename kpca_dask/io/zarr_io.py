@@ -26,7 +26,7 @@ import xarray as xr
 import zarr
 from dask.array.core import PerformanceWarning
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .atomic import COMPLETE, WRITE_STATE_ATTR
 from .formats import open_file
@@ -219,6 +219,8 @@ def _group_array(group: zarr.Group, name: str | None, shown: str):
                 f"The Zarr group {shown} has no array {name!r}; it has {sorted(arrays)}.")
         return arrays[name]
     candidates = [k for k, v in arrays.items() if v.ndim == 2]
+    if not candidates:  # a field written by xarray: its one array of more dimensions
+        candidates = [k for k, v in arrays.items() if v.ndim > 2]
     if len(candidates) != 1:
         raise InvalidInputError(
             f"The Zarr group {shown} holds {len(candidates)} 2-D arrays "
@@ -248,8 +250,8 @@ def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
     :mod:`kpca_dask.io.fields`)."""
     if X.ndim > 2 and feature_dim is None:
         if sample_dim is not None and sample_dim not in X.dims:
-            raise InvalidInputError(f"sample_dim={sample_dim!r} is not a dimension of the "
-                                    f"DataArray (its dims are {X.dims}).")
+            raise InvalidParameterError(f"sample_dim={sample_dim!r} is not a dimension of the "
+                                        f"DataArray (its dims are {X.dims}).")
         return X.transpose(sample_dim or X.dims[0], ...)
     if X.ndim != 2:
         raise InvalidInputError(
