@@ -65,7 +65,7 @@ def fit_params(args: argparse.Namespace) -> dict:
         "remove_zero_eig": args.remove_zero_eig, "n_landmarks": args.n_landmarks,
         "landmarks": args.landmarks, "tol": args.tol, "dtype": args.dtype,
         "random_state": args.seed, "fit_inverse_transform": args.fit_inverse_transform,
-        "alpha": args.alpha,
+        "alpha": args.alpha, "sample_dim": getattr(args, "sample_dim", None),
     }
 
 
@@ -114,6 +114,11 @@ def _write_model_output(args, method: str) -> None:
     out_format = output_format(args.out, args.out_format)
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    layout = model.model_.layout
+    if args.sample_dim is not None and layout is not None and args.sample_dim != (
+            layout.sample_dim):
+        raise CommandError(f"--sample-dim {args.sample_dim} differs from the model's sample "
+                           f"dimension {layout.sample_dim!r}; leave it out to use the model's.")
     dtype = output_dtype(model, args.out_dtype)
     try:
         kind = file_format(args.data, args.format)

@@ -234,9 +234,12 @@ def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataAr
             raise InvalidInputError(
                 f"{shown} has no data variable {name!r}; it has {sorted(map(str, ds.data_vars))}.")
         return ds[name]
-    two_d = [k for k, v in ds.data_vars.items() if v.ndim == 2]
+    # Cell bounds of coordinates (CF's "bounds" attribute) are not data.
+    bounds = {v.attrs.get("bounds") for v in ds.variables.values()}
+    data = {k: v for k, v in ds.data_vars.items() if k not in bounds}
+    two_d = [k for k, v in data.items() if v.ndim == 2]
     if not two_d:  # a field: the one variable of two or more dimensions
-        two_d = [k for k, v in ds.data_vars.items() if v.ndim >= 2]
+        two_d = [k for k, v in data.items() if v.ndim >= 2]
     if len(two_d) != 1:
         raise InvalidInputError(
             f"{shown} holds {len(two_d)} data variables of two or more dimensions "

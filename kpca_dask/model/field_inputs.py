@@ -28,9 +28,8 @@ from ..io.fields import (
 )
 from .inputs import as_rows, computed, is_xarray, open_input
 
-__all__ = ["ExactRowsMixin", "fit_rows", "model_rows", "weights_allowed", "weighted_rows",
-           "unweighted",
-           "stacked_positions"]
+__all__ = ["ExactRowsMixin", "fit_rows", "layout_differences", "model_rows", "weights_allowed",
+           "weighted_rows", "unweighted", "stacked_positions"]
 
 
 def weights_allowed(value) -> bool:
@@ -44,7 +43,12 @@ def weights_allowed(value) -> bool:
     if value is None or is_xarray(value):
         return True
     if not (hasattr(value, "shape") and hasattr(value, "dtype")):
-        return False
+        if not isinstance(value, (list, tuple)):
+            return False
+        try:  # a list, as a model file's parameters hold an array
+            value = np.asarray(value)
+        except (TypeError, ValueError):
+            return False
     return len(value.shape) == 1 and np.dtype(value.dtype).kind in "biuf"
 
 
@@ -207,6 +211,35 @@ def stacked_positions(X_hat: da.Array, layout: FeatureLayout) -> da.Array:
         return X_hat
     return X_hat.map_blocks(scattered, kept=layout.kept, n_positions=layout.n_positions,
                             chunks=(X_hat.chunks[0], (layout.n_positions,)), dtype=X_hat.dtype)
+
+
+def layout_differences(first: FeatureLayout | None, other: FeatureLayout | None) -> list[str]:
+    """What differs between the feature layouts of two models, one phrase per difference.
+
+    Examples
+    --------
+    >>> a = FeatureLayout("time", ("x",), (3,))
+    >>> layout_differences(a, FeatureLayout("time", ("x",), (3,), weights=np.ones(3)))
+    ['one model weights its features and the other does not']
+    """
+    if first is None and other is None:
+        return []
+    if first is None or other is None:
+        return ["one model was fitted on a field or with weights, the other not"]
+    found = []
+    if (first.dims, first.shape) != (other.dims, other.shape):
+        found.append(f"the fields differ: {first.dims} of {first.shape} in one model, "
+                     f"{other.dims} of {other.shape} in the other")
+    elif any(not np.array_equal(first.coords.get(d), other.coords.get(d)) for d in first.dims):
+        found.append("the fields' coordinates differ")
+    for name, what in (("kept", "masks"), ("weights", "weights")):
+        mine, theirs = getattr(first, name), getattr(other, name)
+        if (mine is None) != (theirs is None):
+            found.append(f"one model {'masks' if name == 'kept' else 'weights'} its features "
+                         "and the other does not")
+        elif mine is not None and not np.array_equal(mine, theirs):
+            found.append(f"the {what} differ")
+    return found
 
 
 class ExactRowsMixin:

@@ -234,3 +234,23 @@ def test_non_numeric_fields_are_refused():
     field = xr.DataArray(np.full((5, 2, 2), "a"), dims=("time", "lat", "lon"))
     with pytest.raises(NonNumericInputError, match="dtype <U1; kernel PCA needs numbers"):
         KernelPCA().fit(field)
+
+
+def test_partial_fit_of_a_field_adds_its_samples():
+    """Two batches of time steps give the model of the whole field (same landmarks)."""
+    field = _field()
+    whole = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
+    grown = KernelPCA(n_components=2, landmarks=whole.landmarks_, n_landmarks=20)
+    grown.partial_fit(field.isel(time=slice(0, 20))).partial_fit(field.isel(time=slice(20, 40)))
+    assert grown.n_samples_fit_ == 40 and grown.feature_layout_.dims == ("lat", "lon")
+    np.testing.assert_allclose(grown.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
+
+
+def test_models_of_other_weights_are_not_merged():
+    """merge refuses models whose features are weighted differently."""
+    field = _field()
+    a = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
+    b = KernelPCA(n_components=2, landmarks=a.landmarks_, n_landmarks=20,
+                  weights=_weights(field)).fit(field)
+    with pytest.raises(kpca_dask.errors.ModelMismatchError, match="weights its features"):
+        kpca_dask.merge([a, b])
