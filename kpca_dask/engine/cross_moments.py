@@ -2,7 +2,7 @@
 
 Each row block gives its count, means and centred sums of squares and of
 cross-products of the scores y (q) and the features x (p); blocks are merged
-pairwise by the update of Chan, Golub and LeVeque (docs/design.md §13), which
+pairwise by the update of Chan, Golub and LeVeque (docs/design.md §12), which
 keeps the digits that ``sum(y x) - n mean(y) mean(x)`` would lose for data
 far from zero. :func:`patterns_of` turns the merged sums into covariance maps
 (scores scaled to unit variance) or correlation maps, ddof = 1.

@@ -7,7 +7,7 @@ candidate that holds a value in some row, or a NaN (or an infinity) at a
 position that is not masked, is a NaN that is not fixed, and an error names
 it by its coordinates. A position NaN at every sample is NaN in the first
 rows, so the candidates are the mask exactly whenever the check passes
-(docs/design.md §13).
+(docs/design.md §12).
 """
 
 from __future__ import annotations

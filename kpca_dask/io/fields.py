@@ -6,7 +6,7 @@ and the feature dimensions are stacked lazily, in their order, into one
 feature axis (C order). A :class:`FeatureLayout` records what a fit saw: the
 dimensions, their sizes and coordinates, the positions kept (a fixed mask,
 NaN at every sample such as land, is dropped) and the weights each kept
-feature is multiplied by before the kernel (docs/design.md §13). Outputs over
+feature is multiplied by before the kernel (docs/design.md §12). Outputs over
 the features (pre-images, patterns) are put back into the field with
 :func:`as_field`, NaN on the mask.
 

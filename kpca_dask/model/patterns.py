@@ -2,7 +2,7 @@
 
 For each component, the covariance between its score scaled to unit
 variance and each feature of the unweighted input, or their correlation
-(ddof = 1; docs/design.md §13): eofs' ``eofsAsCovariance(pcscaling=1)`` and
+(ddof = 1; docs/design.md §12): eofs' ``eofsAsCovariance(pcscaling=1)`` and
 ``eofsAsCorrelation``. One lazy pass over the data: each row block gives its
 scores and its features side by side (:mod:`kpca_dask.engine.cross_moments`).
 """
