@@ -59,7 +59,7 @@ class PatternsMixin:
         >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [3.0, 1.0, 0.1]
         >>> kpca = KernelPCA(n_components=2, kernel="linear", n_landmarks=200).fit(X)
         >>> np.round(np.abs(kpca.patterns(X, kind="correlation").compute()[0]), 2)
-        array([1.  , 0.01, 0.07])
+        array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
         if kind not in PATTERN_KINDS:
