@@ -26,6 +26,7 @@ from ..io.fields import (
     scattered,
     stacked,
 )
+from ..validation import DEFAULT_BLOCK_ROWS
 from .inputs import as_rows, computed, is_xarray, open_input
 
 __all__ = ["ExactRowsMixin", "fit_rows", "layout_differences", "model_rows", "weights_allowed",
@@ -157,13 +158,22 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
     if is_xarray(X):
         X = check_same_field(X, layout)
         return field_rows(X, layout, weighted=weighted), X
-    rows, _ = as_rows(X, frame)
+    rows = _positions(X, frame)
     if rows.shape[1] != layout.n_positions:
         raise InvalidInputError(
             f"X has {rows.shape[1]} columns, but the model was fitted on a field of "
             f"{layout.n_positions} positions ({' x '.join(map(str, layout.shape))} over "
             f"{layout.dims}): pass the field as a DataArray, or its stacked positions.")
     return _stacked_rows(rows, layout, weighted), None
+
+
+def _positions(X, frame) -> da.Array:
+    """An array of a field's stacked positions, NaN on its mask allowed (checked block by
+    block as it is read, by :func:`_stacked_rows`)."""
+    if not isinstance(X, da.Array) and isinstance(X, np.ndarray) and X.ndim == 2 and (
+            X.dtype.kind in "biuf"):
+        return da.from_array(X, chunks=(min(DEFAULT_BLOCK_ROWS, max(len(X), 1)), -1))
+    return as_rows(X, frame)[0]
 
 
 def _stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool) -> da.Array:

@@ -254,3 +254,14 @@ def test_models_of_other_weights_are_not_merged():
                   weights=_weights(field)).fit(field)
     with pytest.raises(kpca_dask.errors.ModelMismatchError, match="weights its features"):
         kpca_dask.merge([a, b])
+
+
+def test_a_plain_array_is_taken_as_the_stacked_field(fitted):
+    """transform of the field's stacked positions (every position, C order) equals that of
+    the DataArray; reconstruction_error keeps the sample coordinate."""
+    field, kpca = fitted
+    stacked = field.values.reshape(field.shape[0], -1)
+    np.testing.assert_allclose(kpca.transform(stacked), kpca.transform(field).values,
+                               rtol=1e-12)
+    errors = kpca.reconstruction_error(field)
+    assert errors.dims == ("time",) and errors.time.values[0] == 2000
