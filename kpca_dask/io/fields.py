@@ -27,6 +27,7 @@ import xarray as xr
 from dask.array.core import PerformanceWarning
 
 from ..errors import InvalidInputError, InvalidParameterError
+from ..validation import DEFAULT_BLOCK_ROWS
 
 __all__ = ["FeatureLayout", "layout_of", "check_weights", "check_same_field", "stacked",
            "as_field", "scattered", "shown_value"]
@@ -248,8 +249,9 @@ def stacked(X: xr.DataArray) -> da.Array:
     [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
     """
     data = X.data
-    if not isinstance(data, da.Array):
-        data = da.from_array(np.asarray(data), chunks=-1)
+    if not isinstance(data, da.Array):  # in memory: blocks of rows, as for a numpy array
+        data = da.from_array(np.asarray(data),
+                             chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (X.ndim - 1))
     if any(n > 1 for n in data.numblocks[1:]):
         warnings.warn(
             f"The DataArray {X.name or ''} has {data.numblocks[1:]} chunks along its feature "
