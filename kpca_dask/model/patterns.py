@@ -48,7 +48,7 @@ class PatternsMixin:
         Returns
         -------
         patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
-            For a model fitted on a field, a DataArray (component, *feature
+            For a model fitted on a field, a DataArray (component, then the feature
             dims) with the fit's coordinates and NaN on the mask; for arrays, a
             lazy dask array. A feature or score of zero variance gives NaN.
 
