@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 
@@ -187,7 +188,7 @@ def _stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool) -> da.A
     labels = da.arange(rows.shape[0], chunks=rows.chunks[0])[:, None]
     used = replace(layout, sample_dim="row", weights=layout.weights if weighted else None)
     dtype = rows.dtype if rows.dtype.kind == "f" else np.dtype(np.float64)
-    return da.map_blocks(checked_features, rows, labels, layout=used,
+    return da.map_blocks(checked_features, rows, labels, layout=dask.delayed(used, pure=True),
                          chunks=(rows.chunks[0], (layout.n_features,)), dtype=dtype,
                          meta=np.empty((0, 0), dtype))
 

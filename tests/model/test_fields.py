@@ -265,3 +265,14 @@ def test_a_plain_array_is_taken_as_the_stacked_field(fitted):
                                rtol=1e-12)
     errors = kpca.reconstruction_error(field)
     assert errors.dims == ("time",) and errors.time.values[0] == 2000
+
+
+@pytest.mark.parametrize("weights, match", [
+    (np.ones(3), r"weights has shape \(3,\), but X has 4 features"),
+    (xr.DataArray(np.ones(4), dims="x"), "weights is a DataArray but X is not labelled"),
+], ids=["length", "labelled"])
+def test_bad_weights_of_an_array_are_refused(weights, match):
+    """Weights of an array: one per column, and not a DataArray."""
+    with pytest.raises(InvalidParameterError, match=match):
+        KernelPCA(n_landmarks=10, weights=weights).fit(np.random.default_rng(0).normal(
+            size=(20, 4)))
