@@ -114,9 +114,9 @@ def test_model_file_keeps_the_layout(tmp_path):
     np.testing.assert_array_equal(loaded.transform(field).values, kpca.transform(field).values)
 
 
-def test_info_shows_the_field_and_its_weights(tmp_path):
+def test_info_shows_the_field_and_its_weights(capsys):
     """The summary names the sample and feature dimensions, the mask and the weights."""
-    from kpca_dask.cli.summary import summary
+    from kpca_dask.cli.summary import print_summary, summary
 
     field = _field()
     kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0,
@@ -125,6 +125,10 @@ def test_info_shows_the_field_and_its_weights(tmp_path):
     assert shown["sample_dim"] == "time" and shown["dims"] == ["lat", "lon"]
     assert shown["masked"] == 2 and shown["weights"]["dims"] == ["lat"]
     assert shown["weights"]["min"] == pytest.approx(np.sqrt(np.cos(np.deg2rad(50.0))))
+    print_summary(summary(kpca, "model.zarr"))
+    printed = capsys.readouterr().out
+    assert "samples along 'time'; features lat 6 x lon 8, 2 masked position(s)" in printed
+    assert "weights      over lat: min 0.8017, mean 0.9" in printed
 
 
 def test_field_from_netcdf_and_zarr_equals_the_field_in_memory(tmp_path):
