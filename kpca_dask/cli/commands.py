@@ -261,6 +261,7 @@ def _update(args) -> None:
     from .. import load
     from ..io import check_can_write, open_array, store_location
     from ..io.replacing import replace_unchanged, staging_path, version_of
+    from ..model.field_inputs import model_rows
     from ..model.provenance import recorded_rows, source_of, with_rows
 
     out = args.out or args.model
@@ -270,12 +271,14 @@ def _update(args) -> None:
     version = version_of(args.model) if store_location(args.model).local else None
     model = load(args.model)
     X = open_array(args.data, array=args.array)
-    start, stop, _ = slice(*args.rows).indices(X.shape[0])
+    # A field's rows of features (checked as they are read) are what its model counts.
+    rows = model_rows(model.model_.layout, X)[0] if model.model_.layout is not None else X
+    start, stop, _ = slice(*args.rows).indices(rows.shape[0])
     if start >= stop:
         raise CommandError(f"--rows {args.rows[0]}:{args.rows[1]} selects no rows of "
-                           f"{args.data}, which has {X.shape[0]}")
+                           f"{args.data}, which has {rows.shape[0]}")
     # Refused now, before a cluster starts, if the model holds some of these rows.
-    with_rows(recorded_rows(model), source_of(X), start, stop)
+    with_rows(recorded_rows(model), source_of(rows), start, stop)
     with compute_context(args):
         started = time.perf_counter()
         model.partial_fit(X, rows=(start, stop))

@@ -251,15 +251,16 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
 
 
 def _field_batch(estimator, X, rows):
-    """A batch of a field: its checked rows for a fitted model; fitted whole otherwise."""
+    """A batch of a field: its checked rows for a fitted model (``rows`` are then selected
+    from them, as from an array's); the first batch is a fit of the whole field."""
+    if estimator.__dict__.get("model_") is not None:
+        return model_rows(estimator.model_.layout, X)[0]
     if rows is not None:
         raise InvalidParameterError(
-            "rows=(start, stop) selects rows of an array; select the samples of a DataArray "
-            "with X.isel(...) instead.")
-    if estimator.__dict__.get("model_") is None:
-        estimator.fit(X)
-        return None
-    return model_rows(estimator.model_.layout, X)[0]
+            "rows=(start, stop) of a first batch selects rows of an array; select the "
+            "samples of a DataArray with X.isel(...) instead.")
+    estimator.fit(X)
+    return None
 
 
 def model_differences(first, other) -> list[str]:

@@ -92,3 +92,32 @@ def test_patterns_writes_the_maps_of_the_field(field_file, tmp_path, capsys):
                                               kind="correlation")
     assert written.dims == ("component", "lat", "lon")
     np.testing.assert_allclose(written.values, expected.values, rtol=1e-10, equal_nan=True)
+
+
+def test_update_adds_time_steps_of_a_field(tmp_path, capsys):
+    """fit on the first 20 time steps of a Zarr field, update with --rows 20:40: the model
+    of all 40; the same rows again are refused."""
+    values = np.random.default_rng(0).normal(size=(40, 3, 4))
+    values[:, 0, 0] = np.nan
+    field = xr.DataArray(values, dims=("time", "lat", "lon"), name="t")
+    path = tmp_path / "field.zarr"
+    field.to_dataset().to_zarr(path, zarr_format=3, consolidated=False)
+    whole = kpca_dask.KernelPCA(n_components=2, n_landmarks=10, landmarks="uniform",
+                                random_state=0).fit(field)
+    landmarks = tmp_path / "landmarks.npy"
+    np.save(landmarks, whole.landmarks_)
+    model = tmp_path / "m.zarr"
+    first = xr.Dataset({"t": field[:20]})
+    first.to_zarr(tmp_path / "first.zarr", zarr_format=3, consolidated=False)
+    assert main("fit", tmp_path / "first.zarr", "--model", model, "--n-components", "2",
+                "--landmarks", landmarks, "--scheduler", "threads", capsys=capsys
+                ).returncode == 0
+    done = main("update", model, path, "--rows", "20:40", "--scheduler", "threads",
+                capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    grown = kpca_dask.load(model)
+    assert grown.n_samples_fit_ == 40
+    np.testing.assert_allclose(grown.eigenvalues_, whole.eigenvalues_, rtol=1e-8)
+    again = main("update", model, path, "--rows", "30:40", "--scheduler", "threads",
+                 capsys=capsys)
+    assert again.returncode == 2 and "counted" in again.stderr
