@@ -280,3 +280,33 @@ def test_bad_weights_of_an_array_are_refused(weights, match):
     with pytest.raises(InvalidParameterError, match=match):
         KernelPCA(n_landmarks=10, weights=weights).fit(np.random.default_rng(0).normal(
             size=(20, 4)))
+
+
+def _without_digests(path):
+    """The model file as one written before digests (format version 2): only the checks of
+    what a fit could make stand between an edit and the loaded model."""
+    import zarr
+
+    group = zarr.open_group(str(path), mode="r+")
+    attrs = {k: v for k, v in group.attrs.asdict().items() if k != "checksums"}
+    group.attrs.put({**attrs, "format_version": 2})
+    return group
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda g: g["feature_weights"].__setitem__(slice(None), -1.0),
+     "'feature_weights' holds negative values"),
+    (lambda g: g["feature_kept"].__setitem__(slice(None), 0), "feature_layout_ is invalid"),
+    (lambda g: g.attrs.put({**g.attrs.asdict(), "fitted": {
+        **g.attrs["fitted"], "feature_layout_": {**g.attrs["fitted"]["feature_layout_"],
+                                                 "shape": [6, 9]}}}),
+     "feature_layout_ is invalid"),
+], ids=["negative-weights", "kept", "shape"])
+def test_an_edited_layout_in_a_model_file_is_refused(tmp_path, edit, match):
+    """Weights, kept positions and the field's shape are checked as a model file is read."""
+    field = _field()
+    path = KernelPCA(n_components=2, n_landmarks=20, random_state=0,
+                     weights=_weights(field)).fit(field).save(tmp_path / "model.zarr")
+    edit(_without_digests(path))
+    with pytest.raises(kpca_dask.errors.ModelFormatError, match=match):
+        kpca_dask.load(path)
