@@ -79,11 +79,13 @@ def sample_labels(X: xr.DataArray, chunks) -> da.Array:
     return da.from_array(values[:, None], chunks=(chunks[0], 1))
 
 
-def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True) -> da.Array:
+def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True,
+               fitting: bool = False) -> da.Array:
     """The features of the sample-first field ``X``: masked positions dropped, checked, weighted.
 
     Lazy rows (n, ``layout.n_features``) in the row chunks of ``X``; each block
-    is checked as it is read (:func:`checked_features`).
+    is checked as it is read (:func:`checked_features`; ``fitting``: the
+    blocks of the fit that found the mask, which its errors then speak of).
 
     Examples
     --------
@@ -100,13 +102,14 @@ def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True)
     # One key for the layout (its kept positions and weights are p-sized), not one per task.
     shared = dask.delayed(replace(layout, weights=layout.weights if weighted else None),
                           pure=True)
-    return da.map_blocks(checked_features, rows, labels, layout=shared,
+    return da.map_blocks(checked_features, rows, labels, layout=shared, fitting=fitting,
                          chunks=(rows.chunks[0], (layout.n_features,)), dtype=dtype,
                          meta=np.empty((0, 0), dtype), name="kpca-field-rows-"
                          + dask.base.tokenize(rows.name, labels.name, layout, weighted))
 
 
-def checked_features(block: np.ndarray, labels: np.ndarray, layout: FeatureLayout) -> np.ndarray:
+def checked_features(block: np.ndarray, labels: np.ndarray, layout: FeatureLayout,
+                     fitting: bool = False) -> np.ndarray:
     """One row block of a stacked field as features; a NaN that is not fixed raises.
 
     Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the sample
@@ -120,11 +123,16 @@ def checked_features(block: np.ndarray, labels: np.ndarray, layout: FeatureLayou
         held = ~np.isnan(block[:, masked])
         if held.any():
             i, j = np.argwhere(held)[0]
+            where, sample = layout.describe(masked[j]), _sample(layout, labels[i, 0])
+            if not fitting:
+                raise NonFiniteInputError(
+                    f"X holds a value at {sample}, {where}, a position the model masks (NaN at "
+                    "every sample it was fitted on), so it has no feature there. Set the mask "
+                    "to NaN first: X.where(~model.feature_layout_.mask()).")
             raise NonFiniteInputError(
-                f"The field is NaN at {layout.describe(masked[j])} in its first samples but "
-                f"holds a value at {_sample(layout, labels[i, 0])}: only positions NaN at every "
-                "sample (a fixed mask, such as land) are dropped. Fill or drop the NaN there "
-                "(e.g. X.fillna(...) or X.where(mask)).")
+                f"The field is NaN at {where} in its first samples but holds a value at "
+                f"{sample}: only positions NaN at every sample (a fixed mask, such as land) are "
+                "dropped. Fill or drop the NaN there (e.g. X.fillna(...) or X.where(mask)).")
     x = block if layout.kept is None else block[:, layout.kept]
     bad = ~np.isfinite(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
     if bad.any():
@@ -139,8 +147,9 @@ def checked_features(block: np.ndarray, labels: np.ndarray, layout: FeatureLayou
         what = "NaN" if np.isnan(x[i, j]) else "infinite"
         raise NonFiniteInputError(
             f"The field is {what} at {_sample(layout, labels[i, 0])}, {layout.describe(position)}"
-            ", a position that holds values at other samples: only positions NaN at every "
-            "sample (a fixed mask, such as land) are dropped. Fill or drop it first.")
+            + (", a position that holds values at other samples: only positions NaN at every "
+               "sample (a fixed mask, such as land) are dropped. Fill or drop it first."
+               if fitting else ", a position the model has a feature for. Fill it first."))
     if layout.weights is not None:
         x = x * layout.weights.astype(x.dtype if x.dtype == np.float32 else np.float64)
     return x

@@ -87,6 +87,19 @@ class FeatureLayout:
             return np.empty(0, np.int64)
         return np.setdiff1d(np.arange(self.n_positions), self.kept)
 
+    def mask(self) -> xr.DataArray:
+        """The mask over the feature dimensions: True where the field is NaN at every sample.
+
+        Examples
+        --------
+        >>> FeatureLayout("t", ("x",), (3,), kept=np.array([0, 2])).mask().values.tolist()
+        [False, True, False]
+        """
+        flat = np.zeros(self.n_positions, bool)
+        flat[self.masked] = True
+        return xr.DataArray(flat.reshape(self.shape), dims=self.dims, coords=dict(self.coords),
+                            name="mask")
+
     def describe(self, position: int) -> str:
         """The flat ``position`` by its coordinates, for messages."""
         if not self.dims:

@@ -84,7 +84,7 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool 
             layout.sample_dim in X.coords) else None
         layout = with_mask(layout, candidate_mask(np.asarray(first, dtype=np.float64)),
                            first_label)
-        return field_rows(X, layout), layout
+        return field_rows(X, layout, fitting=True), layout
     if sample_dim is not None:
         raise InvalidParameterError(
             f"sample_dim={sample_dim!r} names a dimension of labelled input, but X is "

@@ -322,3 +322,14 @@ def test_a_field_chunked_along_its_features_warns_and_fits_the_same():
         Y = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit_transform(
             field.chunk({"lat": 2}))
     np.testing.assert_allclose(Y.values, expected.values, rtol=1e-12)
+
+
+def test_a_value_on_the_models_mask_at_transform_is_refused(fitted):
+    """At transform, a value where the model masks the field is named, with the fix."""
+    field, kpca = fitted
+    filled = field.fillna(0.0)
+    with pytest.raises(NonFiniteInputError, match=r"X holds a value at time=20\d\d, lat=-50.0, "
+                                                  r"lon=0.0, a position the model masks"):
+        kpca.transform(filled).compute()
+    fixed = filled.where(~kpca.feature_layout_.mask())
+    np.testing.assert_allclose(kpca.transform(fixed).values, kpca.transform(field).values)
