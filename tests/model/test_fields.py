@@ -156,13 +156,14 @@ def test_sample_dim_picks_the_sample_dimension():
         moved).feature_layout_.dims == ("lat", "lon")
 
 
-def test_weights_of_an_array_multiply_its_columns():
-    """A 1-D array of weights fits as the weighted array does."""
+@pytest.mark.parametrize("make", ESTIMATORS, ids=ESTIMATOR_IDS)
+def test_weights_of_an_array_multiply_its_columns(make):
+    """A 1-D array of weights fits and transforms as the weighted array does."""
     X = np.random.default_rng(0).normal(size=(50, 4))
     w = np.array([1.0, 0.5, 2.0, 0.0])
-    Y = KernelPCA(2, n_landmarks=50, landmarks="uniform", weights=w).fit_transform(X)
-    expected = KernelPCA(2, n_landmarks=50, landmarks="uniform").fit_transform(X * w)
-    np.testing.assert_allclose(Y, expected, atol=1e-10)
+    weighted, plain = make(n_components=2, weights=w).fit(X), make(n_components=2).fit(X * w)
+    np.testing.assert_allclose(weighted.transform(X[:7]), plain.transform(X[:7] * w),
+                               atol=1e-10)
 
 
 # -- bad input: each one clear error -------------------------------------------------
