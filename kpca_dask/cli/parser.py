@@ -129,6 +129,10 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                        help="CSV: the first line names the columns (default: unless every "
                             "field of it is a number)")
+    group.add_argument("--sample-dim", metavar="DIM",
+                       help="netCDF or xarray Zarr: the dimension of the samples (default: the "
+                            "first; at fit, every other one is a feature dimension, and later "
+                            "commands take the model's)")
 
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:

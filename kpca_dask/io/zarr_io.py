@@ -26,7 +26,7 @@ import xarray as xr
 import zarr
 from dask.array.core import PerformanceWarning
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .atomic import COMPLETE, WRITE_STATE_ATTR
 from .formats import open_file
@@ -219,6 +219,8 @@ def _group_array(group: zarr.Group, name: str | None, shown: str):
                 f"The Zarr group {shown} has no array {name!r}; it has {sorted(arrays)}.")
         return arrays[name]
     candidates = [k for k, v in arrays.items() if v.ndim == 2]
+    if not candidates:  # a field written by xarray: its one array of more dimensions
+        candidates = [k for k, v in arrays.items() if v.ndim > 2]
     if len(candidates) != 1:
         raise InvalidInputError(
             f"The Zarr group {shown} holds {len(candidates)} 2-D arrays "
@@ -232,16 +234,28 @@ def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataAr
             raise InvalidInputError(
                 f"{shown} has no data variable {name!r}; it has {sorted(map(str, ds.data_vars))}.")
         return ds[name]
-    two_d = [k for k, v in ds.data_vars.items() if v.ndim == 2]
+    # Cell bounds of coordinates (CF's "bounds" attribute) are not data.
+    bounds = {v.attrs.get("bounds") for v in ds.variables.values()}
+    data = {k: v for k, v in ds.data_vars.items() if k not in bounds}
+    two_d = [k for k, v in data.items() if v.ndim == 2]
+    if not two_d:  # a field: the one variable of two or more dimensions
+        two_d = [k for k, v in data.items() if v.ndim >= 2]
     if len(two_d) != 1:
         raise InvalidInputError(
-            f"{shown} holds {len(two_d)} 2-D data variables ({sorted(map(str, two_d))}); "
-            "say which one to use (array=...).")
+            f"{shown} holds {len(two_d)} data variables of two or more dimensions "
+            f"({sorted(map(str, two_d))}); say which one to use (array=...).")
     return ds[two_d[0]]
 
 
 def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
-    """``X`` with dims (sample_dim, feature_dim) and one chunk of features."""
+    """``X`` with dims (sample_dim, feature_dim) and one chunk of features; a field of more
+    dimensions with ``sample_dim`` first (its feature dimensions are stacked by
+    :mod:`kpca_dask.io.fields`)."""
+    if X.ndim > 2 and feature_dim is None:
+        if sample_dim is not None and sample_dim not in X.dims:
+            raise InvalidParameterError(f"sample_dim={sample_dim!r} is not a dimension of the "
+                                        f"DataArray (its dims are {X.dims}).")
+        return X.transpose(sample_dim or X.dims[0], ...)
     if X.ndim != 2:
         raise InvalidInputError(
             f"The DataArray has dims {X.dims}; a 2-D (sample, feature) array is needed.")

@@ -22,13 +22,17 @@ from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import as_numpy_array, check_n_features
+from ..io.labelled import label_embedding, label_rows
+from ..validation import as_dask_array, as_numpy_array, check_n_features
+from .field_inputs import ExactRowsMixin
+from .inputs import computed, is_xarray
 from .parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from .patterns import PatternsMixin
 
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(TransformerMixin, BaseEstimator):
+class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstimator):
     """Exact kernel PCA through the centred Gram matrix (small n only).
 
     Builds the full n x n kernel matrix K in float64, centres it as
@@ -65,6 +69,13 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     remove_zero_eig : bool, default=False
         Drop the components with eigenvalue 0 that an int ``n_components``
         would keep (scikit-learn's parameter of the same name).
+    sample_dim : str or None, default=None
+        For a DataArray: the dimension of the samples (None: the first); the
+        others are stacked into features, a fixed mask dropped, as for
+        :class:`~kpca_dask.KernelPCA`.
+    weights : DataArray, 1-D array or None, default=None
+        Multiplies the features before the kernel (see
+        :class:`~kpca_dask.KernelPCA`).
 
     Attributes
     ----------
@@ -88,7 +99,10 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     n_samples_fit_ : int
         Number of training points.
     n_features_in_ : int
-        Number of features seen in :meth:`fit`.
+        Number of features seen in :meth:`fit` (the positions kept, for a field).
+    feature_layout_ : FeatureLayout
+        The field's dimensions, mask and weights, for a DataArray or weighted
+        fit (:class:`~kpca_dask.io.fields.FeatureLayout`); absent otherwise.
 
     See Also
     --------
@@ -116,6 +130,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         coef0: float = 1.0,
         kernel_params: dict | None = None,
         remove_zero_eig: bool = False,
+        sample_dim: str | None = None,
+        weights=None,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -124,6 +140,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.coef0 = coef0
         self.kernel_params = kernel_params
         self.remove_zero_eig = remove_zero_eig
+        self.sample_dim = sample_dim
+        self.weights = weights
 
     def fit(self, X: ArrayLike, y: None = None) -> ExactKernelPCA:
         """Eigendecompose the centred Gram matrix of ``X``.
@@ -142,6 +160,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
                      estimator=type(self).__name__)
+        X, layout = self._fit_input(X)
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
@@ -194,6 +213,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             self.__dict__.pop("X_fit_", None)
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
+        self._keep_layout(layout)
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
@@ -204,7 +224,10 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         Y : ndarray of shape (n_samples, ``n_components_``)
         """
         self.fit(X)
-        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        Y = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        like = self._model_rows(X)[1] if is_xarray(X) or isinstance(X, (str, os.PathLike)) \
+            else None
+        return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Project new points: y(x) = Lambda_q^{-1/2} A_q^T k~_n(x), k~ the centred kernel vector.
@@ -221,6 +244,18 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
+        X, like = self._model_rows(X)
+        Y = self._transform_rows(computed(X) if isinstance(X, da.Array) else X)
+        return Y if like is None else label_embedding(Y, like, self._output_attrs())
+
+    def _embedding(self, X, frame=None) -> da.Array:
+        """The embedding of the rows ``X``, lazily: one block of rows at a time."""
+        X, _ = as_dask_array(X, min_samples=1)
+        return X.map_blocks(transform_block, estimator=self,
+                            chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
+                            meta=np.empty((0, 0), np.float64))
+
+    def _transform_rows(self, X) -> np.ndarray:
         X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         if self.kernel_ == PRECOMPUTED:
             Kx = _kernel_rows(X, self.n_samples_fit_)
@@ -260,15 +295,18 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        X, like = self._model_rows(X)
+        X = as_numpy_array(computed(X) if isinstance(X, da.Array) else X, min_samples=1
+                           ).astype(np.float64, copy=False)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
         diagonal = np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
                               dtype=np.float64)
         distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
-        Y = self.transform(X)
-        return distance - np.sum(Y * Y, axis=1)
+        Y = self._transform_rows(X)
+        errors = distance - np.sum(Y * Y, axis=1)
+        return errors if like is None else label_rows(errors, like, name="reconstruction_error")
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
@@ -279,6 +317,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self.kernel == PRECOMPUTED
         return tags
+
+
+def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
+    """The embedding of one block of rows by a fitted exact model (a task of :meth:`patterns`)."""
+    return estimator._transform_rows(block)
 
 
 #: The ``kernel`` value that makes X the kernel matrix itself.

@@ -65,8 +65,11 @@ def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = True
     return as_dask_array(X, what=what, min_samples=1, unknown_rows=True, whole_rows=whole_rows)
 
 
-def open_input(X: Any, whole_rows: bool = True) -> Any:
+def open_input(X: Any, whole_rows: bool = True, sample_dim: str | None = None) -> Any:
     """Zarr paths and xarray objects go through :mod:`kpca_dask.io`; anything else unchanged.
+
+    A labelled input comes back as a DataArray with ``sample_dim`` (default:
+    its first dimension) first.
 
     Examples
     --------
@@ -76,7 +79,7 @@ def open_input(X: Any, whole_rows: bool = True) -> Any:
     if isinstance(X, (str, os.PathLike)) or is_xarray(X):
         from ..io import open_array
 
-        return open_array(X, whole_rows=whole_rows)
+        return open_array(X, whole_rows=whole_rows, sample_dim=sample_dim)
     return X
 
 
