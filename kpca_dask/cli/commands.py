@@ -102,6 +102,24 @@ def _score(args) -> None:
     _write_model_output(args, "reconstruction_error")
 
 
+def _patterns(args) -> None:
+    """Write the covariance or correlation maps of a model's components over the data: a
+    field's maps (component, feature dims) as an xarray Zarr group, else a q x p array."""
+    from .. import load
+    from ..io import check_can_write, write_array
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model)
+    _check_sample_dim(args, model)
+    maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written
+    with compute_context(args):
+        started = time.perf_counter()
+        write_array(maps, args.out, overwrite=args.overwrite)
+        seconds = time.perf_counter() - started
+    print(f"wrote {args.out}: {' x '.join(map(str, maps.shape))} {args.kind} maps, "
+          f"in {seconds:.2f} s")
+
+
 def _check_sample_dim(args, model) -> None:
     layout = model.model_.layout
     if args.sample_dim is not None and layout is not None and args.sample_dim != (
@@ -297,6 +315,7 @@ COMMANDS = MappingProxyType({
     "transform": _transform,
     "inverse-transform": _inverse_transform,
     "score": _score,
+    "patterns": _patterns,
     "info": _info,
     "resolve": _resolve,
     "update": _update,

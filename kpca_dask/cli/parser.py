@@ -254,6 +254,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "write each row's reconstruction error (a novelty score)",
                         data=("DATA", _DATA_HELP), out="ERRORS.zarr|.parquet")
 
+    pat = commands.add_parser("patterns", help="write each component's covariance or "
+                                               "correlation map over a data set's features")
+    pat.add_argument("model", metavar="MODEL.zarr")
+    pat.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    pat.add_argument("--kind", choices=("covariance", "correlation"), default="covariance",
+                     help="covariance with each score scaled to unit variance (eofs' "
+                          "eofsAsCovariance), or correlation (default: covariance)")
+    pat.add_argument("--out", required=True, metavar="MAPS.zarr")
+    pat.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(pat)
+    _add_compute_options(pat)
+
     info = commands.add_parser("info", help="describe a saved model")
     info.add_argument("model", metavar="MODEL.zarr")
     info.add_argument("--json", action="store_true", help="print JSON")

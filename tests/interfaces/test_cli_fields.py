@@ -75,6 +75,25 @@ def test_another_sample_dim_at_transform_is_refused(field_file, tmp_path, capsys
         done.stderr)
 
 
+def test_patterns_writes_the_maps_of_the_field(field_file, tmp_path, capsys):
+    """patterns --kind correlation writes the library's maps, over (component, lat, lon)."""
+    field, path = field_file
+    model, maps_path = tmp_path / "m.zarr", tmp_path / "maps.zarr"
+    assert main("fit", path, "--model", model, "--sample-dim", "time", "--n-components", "2",
+                "--n-landmarks", "30", "--landmarks", "uniform", "--scheduler", "threads",
+                capsys=capsys).returncode == 0
+    done = main("patterns", model, path, "--kind", "correlation", "--out", maps_path,
+                "--scheduler", "threads", capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    assert "2 x 4 x 5 correlation maps" in done.stdout
+    written = xr.open_zarr(maps_path, consolidated=False)
+    written = written[list(written.data_vars)[0]]
+    expected = kpca_dask.load(model).patterns(field.transpose("time", "lat", "lon"),
+                                              kind="correlation")
+    assert written.dims == ("component", "lat", "lon")
+    np.testing.assert_allclose(written.values, expected.values, rtol=1e-10, equal_nan=True)
+
+
 def test_update_adds_time_steps_of_a_field(tmp_path, capsys):
     """fit on the first 20 time steps of a Zarr field, update with --rows 20:40: the model
     of all 40; the same rows again are refused."""
