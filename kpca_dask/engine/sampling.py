@@ -26,7 +26,7 @@ from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows", "sample_indices", "RowSampler", "run_rows"]
+           "sample_rows", "sample_indices", "RowSampler", "run_rows", "read_rows"]
 
 #: Most bytes of rows :meth:`RowSampler.reading_ahead` holds in memory; planned
 #: samples above it are read one by one, as they are asked for.
@@ -125,7 +125,7 @@ class RowSampler:
         limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
         if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
             return cls(X)
-        return cls(X, union, as_block(_rows_by_runs(X, union).compute()))
+        return cls(X, union, read_rows(_rows_by_runs(X, union)))
 
     def take(self, indices: np.ndarray, *, purpose: str = "choosing landmarks") -> np.ndarray:
         """Rows ``X[indices]`` as numpy; reads only the chunks that hold rows not held.
@@ -139,7 +139,7 @@ class RowSampler:
         ascending = indices[order]
         rows = self._held(ascending)
         if rows is None:
-            rows = as_block(_rows_by_runs(self.X, ascending).compute())
+            rows = read_rows(_rows_by_runs(self.X, ascending))
         raise_if_rows_nonfinite(rows, ascending, purpose)
         return rows[np.argsort(order)]
 
@@ -175,6 +175,25 @@ def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing land
            [0., 1.]])
     """
     return RowSampler(X).take(indices, purpose=purpose)
+
+
+def read_rows(rows: da.Array):
+    """``rows`` computed: numpy (or CSR for sparse blocks).
+
+    Rows chunked along the features (docs/design.md §12) are written chunk by
+    chunk into one array made first, so the rows are held once: a compute
+    would hold every chunk and their concatenation at once (twice the rows).
+
+    Examples
+    --------
+    >>> read_rows(da.arange(12.0, chunks=3).reshape(2, 6)).tolist()
+    [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]
+    """
+    if rows.numblocks[1] == 1 or not isinstance(rows._meta, np.ndarray):
+        return as_block(rows.compute())
+    out = np.empty(rows.shape, rows.dtype)
+    da.store(rows, out, lock=False)
+    return out
 
 
 #: Most runs read as slices; more scattered rows are read by one fancy index.

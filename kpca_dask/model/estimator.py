@@ -297,9 +297,10 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
-        # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
-        model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
-                    checkpoint=checkpoint, started=started)
+        # Stored column chunks are kept: a kernel matrix's (only the landmarks' are
+        # read) and the points' (the kernels sum over them, docs/design.md §12).
+        model = fit(params, as_fit_input(X), feature_names=names, checkpoint=checkpoint,
+                    started=started)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
 

@@ -75,15 +75,16 @@ class OutputsMixin(TransformerMixin):
         check_is_fitted(self)
         X, frame = table_input(self, X)
         model = self.model_
-        whole_rows = model.kernel != PRECOMPUTED  # kernel rows: only landmark columns read
-        X = open_input(X, whole_rows)
+        # Stored column chunks are kept: kernel rows (only the landmark columns are read)
+        # and points (the kernels sum over them, docs/design.md §12).
+        X = open_input(X)
         if is_xarray(X):
             attrs = {"kernel": model.kernel, **model.kernel_params,
                      "n_landmarks": model.n_landmarks}
             return label_embedding(self.transform(X.data), X, attrs)
-        X, is_lazy = as_rows(X, frame, whole_rows=whole_rows)
+        X, is_lazy = as_rows(X, frame)
         check_n_features(X, model.n_features, type(self).__name__)
-        if not whole_rows:
+        if model.kernel == PRECOMPUTED:
             X = new_point_rows(X, model.landmark_indices)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
                     model.kernel, model.kernel_params, np.dtype(model.settings.dtype))

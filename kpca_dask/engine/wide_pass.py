@@ -1,0 +1,135 @@
+"""The dask graph of wide data: kernel terms summed over feature chunks (docs/design.md §12).
+
+Data chunked along the features are used as they are stored. Each chunk
+(row block i, feature chunk c) becomes one task that reads it and makes its
+terms against the landmarks' panel c
+(:func:`kpca_dask.blocks.feature_sums.chunk_sums`); the read and the terms
+are one blockwise layer, so dask fuses them into one task, and a task holds
+one chunk, one panel and rows x m floats. The terms of a row block are then
+added over its feature chunks by a tree (``dask.array.sum``), giving one
+(rows, m + 2) float64 block per row block: what the pass's chains, the
+projection and the novelty score take in place of rows
+(:mod:`kpca_dask.blocks.wide_rows`).
+
+The landmarks are shared as panels aligned with the data's feature chunks,
+views of the model's array in its own dtype: no task and no copy holds the
+m x p landmarks. Row blocks whose m + 2 terms would exceed a task's share of
+memory are split first (a split, not a read of more data).
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+
+from .._memory import memory_budget
+from .._parallel import distributed_client
+from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
+from ..blocks.statistics import kernel_origin
+
+__all__ = ["WideTerms", "feature_terms", "is_wide", "landmark_panels", "split_row_blocks"]
+
+
+def is_wide(X: da.Array, kernel) -> bool:
+    """Whether ``X`` is chunked along its features and ``kernel`` can be summed over them.
+
+    Examples
+    --------
+    >>> is_wide(da.zeros((4, 6), chunks=(2, 3)), "rbf"), is_wide(da.zeros((4, 6)), "rbf")
+    (True, False)
+    """
+    return X.ndim == 2 and X.numblocks[1] > 1 and feature_sum(kernel) is not None
+
+
+def _shared(X: da.Array, value: np.ndarray) -> da.Array:
+    """``value`` as a one-chunk dask array: scattered on a cluster, one graph key here."""
+    client = distributed_client(X)
+    if client is not None:
+        # hash=False: a key of its own per call (see kpca_dask.engine.passes.shared_values).
+        source = client.scatter(value, broadcast=True, hash=False)
+    else:
+        source = dask.delayed(value, pure=True)
+    return da.from_delayed(source, value.shape, dtype=value.dtype,
+                           meta=np.empty((0,) * value.ndim, value.dtype))
+
+
+def landmark_panels(X: da.Array, landmarks: np.ndarray) -> da.Array:
+    """The landmarks as an (m, p) dask array whose column chunks are those of ``X``.
+
+    Each panel is a view of ``landmarks``, shared once (not copied per task).
+
+    Examples
+    --------
+    >>> landmark_panels(da.zeros((4, 6), chunks=(2, 4)), np.ones((3, 6))).chunks
+    ((3,), (4, 2))
+    """
+    edges = np.cumsum((0,) + X.chunks[1])
+    return da.concatenate([_shared(X, landmarks[:, a:b]) for a, b in zip(edges[:-1], edges[1:])],
+                          axis=1)
+
+
+def _origin_panels(X: da.Array, origin: np.ndarray) -> da.Array:
+    edges = np.cumsum((0,) + X.chunks[1])
+    return da.concatenate([_shared(X, origin[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+
+
+def split_row_blocks(X: da.Array, width: int, most_bytes: int) -> da.Array:
+    """``X`` with row blocks cut so that ``width`` float64 terms per row fit ``most_bytes``.
+
+    Examples
+    --------
+    >>> split_row_blocks(da.zeros((100, 4), chunks=(100, 2)), 402, 8 * 402 * 30).chunks[0]
+    (25, 25, 25, 25)
+    """
+    most = max(1, most_bytes // (8 * max(width, 1)))
+    if not X.chunks[0] or max(X.chunks[0]) <= most:
+        return X
+    rows = []
+    for size in X.chunks[0]:
+        parts = -(-size // most)
+        rows += [size // parts + (1 if k < size % parts else 0) for k in range(parts)]
+    return X.rechunk({0: tuple(rows)})
+
+
+class WideTerms:
+    """The summed feature terms of every row block of ``X`` against the landmarks.
+
+    ``terms`` is a lazy (n, m + 2) float64 dask array with one chunk of
+    columns per row block (see the module docstring); ``norms`` the landmarks'
+    squared norms |z - o|^2, computed here by panels.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.eye(4), chunks=(2, 2))
+    >>> wide = WideTerms(X, np.eye(4)[:2], "linear", np.float64)
+    >>> wide.terms.compute()[:, :2].tolist()
+    [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+    """
+
+    def __init__(self, X: da.Array, landmarks: np.ndarray, kernel, dtype,
+                 block_bytes: int | None = None) -> None:
+        measure = feature_sum(kernel)
+        if measure is None:
+            raise ValueError(f"the kernel {kernel!r} is not a sum over features")
+        m = landmarks.shape[0]
+        origin = kernel_origin(landmarks, kernel, X)
+        self.norms = landmark_norms(landmarks, origin)
+        budget = block_bytes or memory_budget(X).block_bytes
+        X = split_row_blocks(X, m + 2, budget)
+        panels = landmark_panels(X, landmarks)
+        shifts = [None, None] if origin is None else [_origin_panels(X, origin), "j"]
+        chunk_terms = da.blockwise(
+            chunk_sums, "ijk", X, "ij", panels, "kj", *shifts, measure=measure,
+            products_dtype=np.dtype(dtype), dtype=np.float64,
+            adjust_chunks={"j": 1, "k": m + 2}, concatenate=False,
+            meta=np.empty((0, 0, 0), np.float64))
+        self.terms = chunk_terms.sum(axis=1, dtype=np.float64)
+        self.row_chunks = X.chunks[0]
+        self.source_keys = [key for row in X.__dask_keys__() for key in row]
+
+
+def feature_terms(X: da.Array, landmarks: np.ndarray, kernel, dtype,
+                  block_bytes: int | None = None) -> WideTerms:
+    """:class:`WideTerms` of ``X``; see there."""
+    return WideTerms(X, landmarks, kernel, dtype, block_bytes)
