@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import dask.array as da
 import numpy as np
 
+from .._parallel import distributed_client
 from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import NonFiniteInputError
 
@@ -180,16 +181,18 @@ def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing land
 def read_rows(rows: da.Array):
     """``rows`` computed: numpy (or CSR for sparse blocks).
 
-    Rows chunked along the features (docs/design.md §12) are written chunk by
-    chunk into one array made first, so the rows are held once: a compute
-    would hold every chunk and their concatenation at once (twice the rows).
+    Rows chunked along the features (docs/design.md §12) and computed here
+    are written chunk by chunk into one array made first, so the rows are held
+    once: a compute would hold every chunk and their concatenation at once
+    (twice the rows). A cluster's workers join them before they are sent.
 
     Examples
     --------
     >>> read_rows(da.arange(12.0, chunks=3).reshape(2, 6)).tolist()
     [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]
     """
-    if rows.numblocks[1] == 1 or not isinstance(rows._meta, np.ndarray):
+    if (rows.numblocks[1] == 1 or not isinstance(rows._meta, np.ndarray)
+            or distributed_client(rows) is not None):
         return as_block(rows.compute())
     out = np.empty(rows.shape, rows.dtype)
     da.store(rows, out, lock=False)

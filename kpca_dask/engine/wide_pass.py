@@ -12,8 +12,9 @@ projection and the novelty score take in place of rows
 (:mod:`kpca_dask.blocks.wide_rows`).
 
 The landmarks are shared as panels aligned with the data's feature chunks,
-views of the model's array in its own dtype: no task and no copy holds the
-m x p landmarks. Row blocks whose m + 2 terms would exceed a task's share of
+views of the model's array in its own dtype (scattered to the workers of a
+cluster), and each task picks its own: no task makes a copy of the m x p
+landmarks. Row blocks whose m + 2 terms would exceed a task's share of
 memory are split first (a split, not a read of more data).
 """
 
@@ -28,7 +29,8 @@ from .._parallel import distributed_client
 from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
 from ..blocks.statistics import kernel_origin
 
-__all__ = ["WideTerms", "feature_terms", "is_wide", "landmark_panels", "split_row_blocks"]
+__all__ = ["WideTerms", "feature_terms", "is_wide", "landmark_panels", "split_row_blocks",
+           "chunk_terms_at"]
 
 
 def is_wide(X: da.Array, kernel) -> bool:
@@ -42,36 +44,37 @@ def is_wide(X: da.Array, kernel) -> bool:
     return X.ndim == 2 and X.numblocks[1] > 1 and feature_sum(kernel) is not None
 
 
-def _shared(X: da.Array, value: np.ndarray) -> da.Array:
-    """``value`` as a one-chunk dask array: scattered on a cluster, one graph key here."""
+def _shared(X: da.Array, values: list) -> list:
+    """One copy of each array for every task over ``X``: scattered on a cluster, else a key.
+
+    Futures are handed to the tasks as arguments (as
+    :func:`kpca_dask.engine.passes.shared_values` does), not inside a dask
+    array's graph, where fusing would hide them from the cluster.
+    """
     client = distributed_client(X)
     if client is not None:
         # hash=False: a key of its own per call (see kpca_dask.engine.passes.shared_values).
-        source = client.scatter(value, broadcast=True, hash=False)
-    else:
-        source = dask.delayed(value, pure=True)
-    return da.from_delayed(source, value.shape, dtype=value.dtype,
-                           meta=np.empty((0,) * value.ndim, value.dtype))
+        return [client.scatter(value, broadcast=True, hash=False) for value in values]
+    return [dask.delayed(value, pure=True) for value in values]
 
 
-def landmark_panels(X: da.Array, landmarks: np.ndarray) -> da.Array:
-    """The landmarks as an (m, p) dask array whose column chunks are those of ``X``.
-
-    Each panel is a view of ``landmarks``, shared once (not copied per task).
+def landmark_panels(X: da.Array, landmarks: np.ndarray) -> list[np.ndarray]:
+    """Views of the landmarks' columns of each feature chunk of ``X`` (no copies).
 
     Examples
     --------
-    >>> landmark_panels(da.zeros((4, 6), chunks=(2, 4)), np.ones((3, 6))).chunks
-    ((3,), (4, 2))
+    >>> [p.shape for p in landmark_panels(da.zeros((4, 6), chunks=(2, 4)), np.ones((3, 6)))]
+    [(3, 4), (3, 2)]
     """
     edges = np.cumsum((0,) + X.chunks[1])
-    return da.concatenate([_shared(X, landmarks[:, a:b]) for a, b in zip(edges[:-1], edges[1:])],
-                          axis=1)
+    return [landmarks[:, a:b] for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _origin_panels(X: da.Array, origin: np.ndarray) -> da.Array:
-    edges = np.cumsum((0,) + X.chunks[1])
-    return da.concatenate([_shared(X, origin[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+def chunk_terms_at(block, panels, origins, measure, products_dtype, block_info=None):
+    """:func:`~kpca_dask.blocks.feature_sums.chunk_sums` of the chunk against its own panel."""
+    j = block_info[0]["chunk-location"][1]
+    return chunk_sums(block, panels[j], None if origins is None else origins[j], measure,
+                      products_dtype)
 
 
 def split_row_blocks(X: da.Array, width: int, most_bytes: int) -> da.Array:
@@ -117,12 +120,14 @@ class WideTerms:
         self.norms = landmark_norms(landmarks, origin)
         budget = block_bytes or memory_budget(X).block_bytes
         X = split_row_blocks(X, m + 2, budget)
-        panels = landmark_panels(X, landmarks)
-        shifts = [None, None] if origin is None else [_origin_panels(X, origin), "j"]
-        chunk_terms = da.blockwise(
-            chunk_sums, "ijk", X, "ij", panels, "kj", *shifts, measure=measure,
-            products_dtype=np.dtype(dtype), dtype=np.float64,
-            adjust_chunks={"j": 1, "k": m + 2}, concatenate=False,
+        panels = _shared(X, landmark_panels(X, landmarks))
+        origins = (None if origin is None
+                   else _shared(X, [panel[0] for panel in landmark_panels(X, origin[None])]))
+        nf = X.numblocks[1]
+        chunk_terms = X.map_blocks(
+            chunk_terms_at, panels=panels, origins=origins, measure=measure,
+            products_dtype=np.dtype(dtype), new_axis=2,
+            chunks=(X.chunks[0], (1,) * nf, (m + 2,)), dtype=np.float64,
             meta=np.empty((0, 0, 0), np.float64))
         self.terms = chunk_terms.sum(axis=1, dtype=np.float64)
         self.row_chunks = X.chunks[0]
