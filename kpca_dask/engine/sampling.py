@@ -24,10 +24,11 @@ import numpy as np
 
 from .._parallel import distributed_client
 from ..blocks.sparse_rows import as_block, first_nonfinite
-from ..errors import NonFiniteInputError
+from ..errors import InsufficientMemoryError, NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows", "sample_indices", "RowSampler", "run_rows", "read_rows"]
+           "sample_rows", "sample_indices", "RowSampler", "run_rows", "read_rows",
+           "rows_by_runs", "refuse_sample_beyond_memory", "SAMPLE_SHARE"]
 
 #: Most bytes of rows :meth:`RowSampler.reading_ahead` holds in memory; planned
 #: samples above it are read one by one, as they are asked for.
@@ -144,6 +145,12 @@ class RowSampler:
         raise_if_rows_nonfinite(rows, ascending, purpose)
         return rows[np.argsort(order)]
 
+    def holds(self, size: int, rng: np.random.Generator) -> bool:
+        """Whether the rows :meth:`sample` would draw from ``rng`` are held (rng unchanged)."""
+        import copy
+
+        return self._held(sample_indices(self.X.shape[0], size, copy.deepcopy(rng))) is not None
+
     def sample(self, size: int, rng: np.random.Generator, *,
                purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
         """``size`` distinct rows in seeded runs (all rows when size >= n), and their indices.
@@ -201,6 +208,36 @@ def read_rows(rows: da.Array):
 
 #: Most runs read as slices; more scattered rows are read by one fancy index.
 _SLICED_RUNS = 128
+
+
+#: The most of the memory available that a sample of rows held in memory may take.
+SAMPLE_SHARE = 0.25
+
+
+def refuse_sample_beyond_memory(X: da.Array, rows: int, purpose: str, advice: str) -> None:
+    """Refuse, before reading it, a sample of ``rows`` float64 rows of ``X`` over
+    :data:`SAMPLE_SHARE` of the memory available (wide data: 10^6 features).
+
+    Examples
+    --------
+    >>> refuse_sample_beyond_memory(da.zeros((10, 3)), 5, "testing", "")
+    """
+    from dask.utils import format_bytes
+
+    from .._memory import memory_budget
+
+    needed = 8 * min(rows, X.shape[0]) * X.shape[1]
+    budget = memory_budget(X)
+    if needed > SAMPLE_SHARE * budget.free_bytes:
+        raise InsufficientMemoryError(
+            f"{purpose} holds {min(rows, X.shape[0])} rows of {X.shape[1]} features in memory: "
+            f"{format_bytes(needed)} as float64, more than {SAMPLE_SHARE:.0%} of "
+            f"{budget.describe()}. {advice}")
+
+
+def rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
+    """The lazy rows ``X[ascending]``; see :func:`_rows_by_runs`."""
+    return _rows_by_runs(X, ascending)
 
 
 def _rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:

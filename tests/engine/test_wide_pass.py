@@ -13,7 +13,7 @@ from dask.array.core import PerformanceWarning
 
 from kpca_dask import KernelPCA
 from kpca_dask.engine.passes import pass_statistics
-from kpca_dask.errors import NonFiniteInputError
+from kpca_dask.errors import InsufficientMemoryError, NonFiniteInputError
 from kpca_dask.io import open_array
 
 KERNELS = [
@@ -153,3 +153,30 @@ def test_feature_chunks_on_a_process_cluster(process_cluster, data):
             model = _fitted(split)
             remote = model.transform(split).compute()
     _close(remote, local)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_median_gamma_summed_over_chunks(data, kernel):
+    """gamma="median" of data chunked along the features, its sample never read whole,
+    equals the whole-row fit's."""
+    rows = da.from_array(data, chunks=(100, 30))
+    split = da.from_array(data, chunks=(100, 8))
+    settings = {"kernel": kernel, "gamma": "median", "landmarks": data[::10]}
+    assert _fitted(split, **settings).gamma_ == pytest.approx(
+        _fitted(rows, **settings).gamma_, rel=1e-12)
+
+
+def test_median_gamma_names_a_nonfinite_sampled_row(data):
+    """A NaN in a row sampled for the median is reported with its row."""
+    bad = data.copy()
+    bad[:, 3] = np.nan
+    with pytest.raises(NonFiniteInputError, match="row 0, found while estimating gamma"):
+        KernelPCA(gamma="median", landmarks=data[:20]).fit(da.from_array(bad, chunks=(100, 8)))
+
+
+def test_kmeans_sample_beyond_memory_is_refused(data):
+    """k-means's sample of 20 m wide rows over a quarter of the memory is one clear error."""
+    split = da.from_array(data, chunks=(100, 8))
+    with dask.config.set({"kpca-dask.memory-limit": 300_000}):
+        with pytest.raises(InsufficientMemoryError, match='landmarks="uniform"'):
+            KernelPCA(n_landmarks=40, landmarks="kmeans").fit(split)
