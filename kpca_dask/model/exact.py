@@ -17,12 +17,16 @@ from scipy import linalg, sparse
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
+from ..engine.gram import cross_kernel_by_panels, gram_by_panels
+from ..engine.sampling import read_rows
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import as_numpy_array, check_n_features
+from ..validation import as_dask_array, as_numpy_array, check_n_features
+from .inputs import is_xarray
 from .parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 
 __all__ = ["ExactKernelPCA"]
@@ -81,10 +85,13 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         The kernel used, aliases resolved.
     kernel_params_ : dict
         The kernel parameters used, defaults resolved.
-    X_fit_ : ndarray of shape (n_samples, ``n_features_in_``)
+    X_fit_ : ndarray or dask array of shape (n_samples, ``n_features_in_``)
         The training data (float64; CSR for sparse input), needed by
-        :meth:`transform`. Absent for ``kernel="precomputed"``, whose matrix is
-        decomposed in place in one n x n buffer and not kept.
+        :meth:`transform`. Lazy input (dask, Zarr, xarray) stays lazy: the
+        Gram matrix is summed over its feature chunks in one read (T-mode,
+        docs/design.md §12), and :meth:`transform` reads it once more.
+        Absent for ``kernel="precomputed"``, whose matrix is decomposed in
+        place in one n x n buffer and not kept.
     n_samples_fit_ : int
         Number of training points.
     n_features_in_ : int
@@ -130,9 +137,13 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            With ``kernel="precomputed"``, the kernel matrix of shape
-            (n_samples, n_samples).
+        X : array-like, scipy.sparse matrix, dask array, Zarr array or path, or DataArray
+            Shape (n_samples, n_features). Lazy input is never held whole:
+            the n x n kernel matrix is summed over its feature chunks in one
+            read (memory: the matrix and one column panel), and refused with
+            :class:`~kpca_dask.errors.InsufficientMemoryError` when it does
+            not fit. With ``kernel="precomputed"``, the kernel matrix of
+            shape (n_samples, n_samples).
         y : ignored
 
         Returns
@@ -149,13 +160,19 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             X = None
         else:
             # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
-            X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
+            X = _lazy_rows(X) if _is_lazy(X) else as_numpy_array(X, min_samples=2).astype(
+                np.float64, copy=False)
             kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1],
                                   self.kernel_params)
             params = resolve_kernel_params(
                 kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                 kernel_params=self.kernel_params)
-            K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
+            if isinstance(X, da.Array) and feature_sum(kernel) is None:
+                X = read_rows(X.astype(np.float64))  # a callable kernel needs the rows
+            if isinstance(X, da.Array):  # T-mode: K summed over feature panels (§12)
+                K, _ = gram_by_panels(X, kernel, params)
+            else:
+                K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
         n = K.shape[0]
         _symmetrise_in_place(K)
         column_means = K.mean(axis=0)
@@ -221,13 +238,14 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
-        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         if self.kernel_ == PRECOMPUTED:
+            X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
             Kx = _kernel_rows(X, self.n_samples_fit_)
         else:
-            check_n_features(X, self.n_features_in_, type(self).__name__)
-            Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
-                            dtype=np.float64)
+            Kx, _ = self._kernel_rows_of(X)
+        return self._projected(Kx)
+
+    def _projected(self, Kx: np.ndarray) -> np.ndarray:
         Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._column_means[None, :] + self._grand_mean
         nonzero = self.eigenvalues_ > 0
         scaled = np.zeros_like(self.eigenvectors_)
@@ -260,15 +278,24 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
+        Kx, diagonal = self._kernel_rows_of(X)
+        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
+        Y = self._projected(Kx)
+        return distance - np.sum(Y * Y, axis=1)
+
+    def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """k(X, X_fit) and k(x, x) of new points; lazy training data are read once more."""
+        if isinstance(self.X_fit_, da.Array):
+            X = _lazy_rows(X, min_samples=1) if _is_lazy(X) else as_numpy_array(
+                X, min_samples=1).astype(np.float64, copy=False)
+            check_n_features(X, self.n_features_in_, type(self).__name__)
+            return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
         X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
-        diagonal = np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
+        return Kx, np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
                               dtype=np.float64)
-        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
-        Y = self.transform(X)
-        return distance - np.sum(Y * Y, axis=1)
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
@@ -279,6 +306,20 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self.kernel == PRECOMPUTED
         return tags
+
+
+def _is_lazy(X) -> bool:
+    """Dask, Zarr, a path or an xarray object: data read by feature panels (T-mode)."""
+    return isinstance(X, (str, os.PathLike, zarr.Array, da.Array)) or is_xarray(X)
+
+
+def _lazy_rows(X, min_samples: int = 2) -> da.Array:
+    """Lazy input as a validated dask array, chunked as stored."""
+    from ..io import open_array
+
+    opened = open_array(X)
+    X, _ = as_dask_array(opened.data if is_xarray(opened) else opened, min_samples=min_samples)
+    return X
 
 
 #: The ``kernel`` value that makes X the kernel matrix itself.
