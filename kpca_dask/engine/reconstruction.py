@@ -44,10 +44,13 @@ from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.projection import project_block
 from ..blocks.statistics import kernel_block_rows, kernel_origin
+from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
+from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .landmark_factor import factor_landmarks
 from .passes import SPLIT_EVERY, shared_values
 from .solve import NoveltyTerms
+from .wide_pass import WideTerms, is_wide
 
 __all__ = ["PreimageStatistics", "NoveltyTerms", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
@@ -140,6 +143,10 @@ def preimage_statistics(
     >>> stats.n_samples, stats.gram.shape, stats.cross.shape
     (3, (3, 3), (3, 3))
     """
+    if is_wide(X, kernel):
+        return _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params,
+                                         dtype, centres, centre_basis)
+    X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
@@ -155,6 +162,35 @@ def preimage_statistics(
         partials = [combine(*partials[i : i + split_every])
                     for i in range(0, len(partials), split_every)]
     return partials[0]
+
+
+def _preimage_features(y, *, centres, centre_basis, kernel, params):
+    """g(y) = W_Y^T k(y, Y_Z) of one row block of embeddings."""
+    return pairwise_kernel(np.asarray(y, np.float64), centres, kernel, **params) @ centre_basis
+
+
+def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, dtype,
+                              centres, centre_basis) -> Delayed:
+    """(H, R) of data chunked along the features: R = G^T X by feature chunks (§12).
+
+    The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`); R's
+    products are one per (row block, feature chunk), added over the row blocks, so R
+    arrives by feature chunks too. A row block's chunks are read once and kept until
+    its g(y) is made (they are needed by both).
+    """
+    wide = WideTerms(X, landmarks, kernel, dtype)
+    shared = shared_values(X, wide.norms, projection, offset, centres, centre_basis)
+    Y = wide.terms.map_blocks(
+        project_sums, norms=shared[0], projection=shared[1], offset=shared[2], kernel=kernel,
+        params=params, dtype_kernel=dtype, chunks=(wide.row_chunks, (projection.shape[1],)),
+        dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    G = Y.map_blocks(_preimage_features, centres=shared[3], centre_basis=shared[4],
+                     kernel=kernel, params=params,
+                     chunks=(wide.row_chunks, (centre_basis.shape[1],)), dtype=np.float64,
+                     meta=np.empty((0, 0), np.float64))
+    rows = X.rechunk({0: wide.row_chunks}).astype(np.float64)
+    build = dask.delayed(PreimageStatistics, pure=True)
+    return build(X.shape[0], G.T @ G, G.T @ rows)
 
 
 def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
@@ -208,12 +244,55 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
     """
     if Y.numblocks[1] != 1:
         Y = Y.rechunk({1: -1})  # each block must hold whole embeddings
+    block_bytes = memory_budget(Y).block_bytes
+    known = [rows for rows in Y.chunks[0] if not np.isnan(rows)]  # a frame's may be unknown
+    widths = output_columns(coefficients.shape[1], int(max(known, default=DEFAULT_BLOCK_ROWS)),
+                            block_bytes)
+    if len(widths) > 1:
+        return _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths)
     shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
     return Y.map_blocks(
         _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
         params=params, block_bytes=memory_budget(Y).block_bytes,
         chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
         meta=np.empty((0, 0), np.float64))
+
+
+def output_columns(p: int, rows: int, most_bytes: int) -> tuple[int, ...]:
+    """Column chunks of wide pre-images: equal ones of at most ``most_bytes`` per row block.
+
+    Examples
+    --------
+    >>> output_columns(10, 100, 2**20)
+    (10,)
+    >>> columns = output_columns(10**6, 500, 2**27)  # 128 MiB: 33 554 columns of 500 rows
+    >>> len(columns), columns[0], sum(columns)
+    (30, 33334, 1000000)
+    """
+    most = max(1, most_bytes // (8 * max(rows, 1)))
+    parts = -(-p // most)
+    return tuple(p // parts + (1 if k < p % parts else 0) for k in range(parts))
+
+
+def _reconstruct_columns(y, column, *, centres, panels, kernel, params, block_bytes=None):
+    """x_hat's columns of one output chunk: k(y, Y_Z) times that chunk's coefficients."""
+    coefficients = panels[int(column[0])]
+    return _reconstruct_block(y, centres=centres, coefficients=coefficients, kernel=kernel,
+                              params=params, block_bytes=block_bytes)
+
+
+def _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths) -> da.Array:
+    """Pre-images as wide as the data, made and handed on by column chunks (§12)."""
+    edges = np.cumsum((0,) + widths)
+    panels = [np.asarray(coefficients[:, a:b], np.float64)
+              for a, b in zip(edges[:-1], edges[1:])]
+    shared = shared_values(Y, np.asarray(centres, np.float64), *panels)
+    columns = da.arange(len(widths), chunks=1)
+    return da.blockwise(
+        _reconstruct_columns, "ij", Y, "ik", columns, "j", centres=shared[0],
+        panels=[shared[k] for k in range(1, len(panels) + 1)], kernel=kernel, params=params,
+        block_bytes=memory_budget(Y).block_bytes, adjust_chunks={"j": widths},
+        dtype=np.float64, concatenate=True, meta=np.empty((0, 0), np.float64))
 
 
 def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
@@ -271,11 +350,20 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
     ...                      "linear", {}, np.float64).compute()
     array([0., 0., 1.])
     """
+    weights = np.column_stack([projection, terms.mean_weights])
+    if is_wide(X, kernel):
+        wide = WideTerms(X, landmarks, kernel, dtype)
+        shared = shared_values(X, wide.norms, weights, np.asarray(offset, np.float64))
+        return wide.terms.map_blocks(
+            error_of_sums, norms=shared[0], weights=shared[1], offset=shared[2],
+            mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,
+            chunks=(wide.row_chunks,), drop_axis=1, dtype=np.float64,
+            meta=np.empty((0,), np.float64))
+    X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    weights = np.column_stack([projection, terms.mean_weights])
     shared = shared_values(X, Z.astype(dtype), weights, np.asarray(offset, np.float64), origin)
     return X.map_blocks(
         _error_block, landmarks=shared[0], weights=shared[1], offset=shared[2],

@@ -180,3 +180,25 @@ def test_kmeans_sample_beyond_memory_is_refused(data):
     with dask.config.set({"kpca-dask.memory-limit": 300_000}):
         with pytest.raises(InsufficientMemoryError, match='landmarks="uniform"'):
             KernelPCA(n_landmarks=40, landmarks="kmeans").fit(split)
+
+
+def test_preimages_of_feature_chunks(data):
+    """fit_inverse_transform on feature chunks learns the whole-row map, to 1e-10."""
+    rows = da.from_array(data, chunks=(100, 30))
+    split = da.from_array(data, chunks=(100, 8))
+    settings = {"fit_inverse_transform": True, "alpha": 1e-3}
+    whole, wide = _fitted(rows, **settings), _fitted(split, **settings)
+    Y = whole.transform(data)
+    _close(wide.inverse_transform(Y), whole.inverse_transform(Y))
+
+
+def test_wide_preimages_come_in_column_chunks():
+    """Pre-images of rows wider than a block's bytes (4 MiB here) are made by column chunks."""
+    wide_data = np.random.default_rng(5).normal(size=(200, 4000))
+    model = _fitted(da.from_array(wide_data, chunks=(100, 1000)), n_landmarks=20,
+                    fit_inverse_transform=True, alpha=1e-3)
+    Y = da.from_array(model.transform(wide_data), chunks=200)
+    with dask.config.set({"kpca-dask.memory-limit": 2**20}):
+        X_hat = model.inverse_transform(Y)
+    assert X_hat.numblocks[1] == 2
+    _close(X_hat.compute(), model.inverse_transform(Y.compute()))
