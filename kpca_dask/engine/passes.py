@@ -42,7 +42,7 @@ from ..blocks.wide_rows import project_sums, statistics_of_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import one_feature_chunk
 from .landmark_factor import OVERFLOW_MESSAGE, reference_row
-from .wide_pass import WideTerms, is_wide
+from .wide_pass import WideTerms, is_wide, split_slice
 
 __all__ = ["pass_statistics", "compute_pass", "pass_plan", "pass_threads", "PassPlan", "project",
            "shared_values", "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
@@ -133,6 +133,7 @@ def pass_statistics(
         blocks_of = wide.terms.to_delayed().ravel()
         reads = set(wide.source_keys)
         offsets = np.concatenate([[0], np.cumsum(wide.row_chunks)[:-1]]).astype(np.int64)
+        chosen = split_slice(wide.parts, chosen)  # the blocks of X, once split
         add = dask.delayed(statistics_of_sums, pure=True)
         rest = (shared[0], kernel, params, dtype, shared[1], plan.blas_threads,
                 plan.block_bytes)

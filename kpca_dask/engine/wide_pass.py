@@ -29,8 +29,8 @@ from .._parallel import distributed_client
 from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
 from ..blocks.statistics import kernel_origin
 
-__all__ = ["WideTerms", "feature_terms", "is_wide", "landmark_panels", "split_row_blocks",
-           "chunk_terms_at"]
+__all__ = ["WideTerms", "is_wide", "landmark_panels", "split_row_blocks",
+           "split_parts", "chunk_terms_at", "split_slice"]
 
 
 def is_wide(X: da.Array, kernel) -> bool:
@@ -85,14 +85,25 @@ def split_row_blocks(X: da.Array, width: int, most_bytes: int) -> da.Array:
     >>> split_row_blocks(da.zeros((100, 4), chunks=(100, 2)), 402, 8 * 402 * 30).chunks[0]
     (25, 25, 25, 25)
     """
-    most = max(1, most_bytes // (8 * max(width, 1)))
-    if not X.chunks[0] or max(X.chunks[0]) <= most:
+    parts = split_parts(X.chunks[0], width, most_bytes)
+    if all(count == 1 for count in parts):
         return X
     rows = []
-    for size in X.chunks[0]:
-        parts = -(-size // most)
-        rows += [size // parts + (1 if k < size % parts else 0) for k in range(parts)]
+    for size, count in zip(X.chunks[0], parts):
+        rows += [size // count + (1 if k < size % count else 0) for k in range(count)]
     return X.rechunk({0: tuple(rows)})
+
+
+def split_parts(row_chunks: tuple, width: int, most_bytes: int) -> list[int]:
+    """Into how many blocks :func:`split_row_blocks` cuts each row block.
+
+    Examples
+    --------
+    >>> split_parts((100, 10), 402, 8 * 402 * 30)
+    [4, 1]
+    """
+    most = max(1, most_bytes // (8 * max(width, 1)))
+    return [max(1, -(-int(size) // most)) for size in row_chunks]
 
 
 class WideTerms:
@@ -100,7 +111,8 @@ class WideTerms:
 
     ``terms`` is a lazy (n, m + 2) float64 dask array with one chunk of
     columns per row block (see the module docstring); ``norms`` the landmarks'
-    squared norms |z - o|^2, computed here by panels.
+    squared norms |z - o|^2, computed here by panels; ``parts`` how many of its
+    row blocks each row block of ``X`` became (:func:`split_row_blocks`).
 
     Examples
     --------
@@ -119,6 +131,7 @@ class WideTerms:
         origin = kernel_origin(landmarks, kernel, X)
         self.norms = landmark_norms(landmarks, origin)
         budget = block_bytes or memory_budget(X).block_bytes
+        self.parts = split_parts(X.chunks[0], m + 2, budget)
         X = split_row_blocks(X, m + 2, budget)
         panels = _shared(X, landmark_panels(X, landmarks))
         origins = (None if origin is None
@@ -134,7 +147,16 @@ class WideTerms:
         self.source_keys = [key for row in X.__dask_keys__() for key in row]
 
 
-def feature_terms(X: da.Array, landmarks: np.ndarray, kernel, dtype,
-                  block_bytes: int | None = None) -> WideTerms:
-    """:class:`WideTerms` of ``X``; see there."""
-    return WideTerms(X, landmarks, kernel, dtype, block_bytes)
+def split_slice(parts: list[int], blocks: slice) -> slice:
+    """The row blocks after :func:`split_row_blocks` that the row blocks ``blocks`` became.
+
+    Examples
+    --------
+    >>> split_slice([4, 1, 2], slice(1, 3))
+    slice(4, 7, None)
+    """
+    chosen = range(len(parts))[blocks]
+    if not len(chosen):
+        return slice(0, 0)
+    edges = np.cumsum([0] + list(parts))
+    return slice(int(edges[chosen[0]]), int(edges[chosen[-1] + 1]))

@@ -202,3 +202,34 @@ def test_wide_preimages_come_in_column_chunks():
         X_hat = model.inverse_transform(Y)
     assert X_hat.numblocks[1] == 2
     _close(X_hat.compute(), model.inverse_transform(Y.compute()))
+
+
+def test_pass_over_some_row_blocks_after_a_split(data):
+    """A pass over row blocks 1:3 of X (as a checkpoint's segment asks) whose blocks are split
+    by bytes counts the rows of those blocks, as the whole-row pass does."""
+    from kpca_dask.engine.passes import PassPlan
+
+    landmarks = data[::20]
+    plan = PassPlan(chains=1, blas_threads=1, local_threads=1, block_bytes=8 * 22 * 30)
+    wide = pass_statistics(da.from_array(data, chunks=(100, 8)), landmarks, "rbf",
+                           {"gamma": 0.02}, blocks=slice(1, 3), plan=plan).compute()
+    whole = pass_statistics(da.from_array(data[100:300], chunks=(100, 30)), landmarks, "rbf",
+                            {"gamma": 0.02}, plan=plan).compute()
+    assert wide.n_samples == 200
+    _close(wide.gram, whole.gram)
+
+
+def test_split_slice_follows_the_split():
+    """Rows of 402 float64 terms in 30-row blocks: 100 rows become 4 blocks, and a pass over
+    row blocks 1:3 of X covers their 3 blocks."""
+    from kpca_dask.engine.wide_pass import split_parts, split_slice
+
+    parts = split_parts((100, 10, 50), 402, 8 * 402 * 30)
+    assert parts == [4, 1, 2] and split_slice(parts, slice(1, 3)) == slice(4, 7)
+
+
+def test_checkpointed_fit_of_feature_chunks(tmp_path, data):
+    """A checkpointed fit of feature chunks gives the row-chunked model."""
+    kpca = KernelPCA(n_components=5, n_landmarks=40, random_state=0)
+    kpca.fit(da.from_array(data, chunks=(100, 8)), checkpoint=tmp_path / "ck.zarr")
+    _close(kpca.eigenvalues_, _fitted(da.from_array(data, chunks=(100, 30))).eigenvalues_)
