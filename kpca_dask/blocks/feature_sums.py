@@ -75,26 +75,38 @@ def chunk_sums(block, panel, origin, measure: str, products_dtype) -> np.ndarray
     x = np.asarray(block)
     m = panel.shape[0]
     out = np.zeros((x.shape[0], 1, m + 2))
-    finite = np.isfinite(x)
-    if not finite.all():
-        out[:, 0, m + 1] = (~finite).sum(axis=1)
-        x = np.where(finite, x, 0.0)
-    x = _shifted(x, origin, products_dtype)
+    shifted = _shifted(x, origin, products_dtype)
     z = _shifted(panel, origin, products_dtype)
     if measure == CITYBLOCK:
-        out[:, 0, :m] = cdist(x, z, metric="cityblock")
+        out[:, 0, :m] = cdist(shifted, z, metric="cityblock")
     else:
-        out[:, 0, :m] = x @ z.T
-    out[:, 0, m] = np.einsum("ij,ij->i", x, x, dtype=np.float64)
-    out[out[:, 0, m + 1] > 0, 0, :m + 1] = 0.0
+        out[:, 0, :m] = shifted @ z.T
+    # Squared norms in the products' dtype, as the whole-row kernels make them; a NaN or
+    # an infinity anywhere in a row reaches its norm, so only such rows are counted.
+    out[:, 0, m] = np.einsum("ij,ij->i", shifted, shifted)
+    suspect = ~np.isfinite(out[:, 0, m])
+    if suspect.any():
+        out[suspect, 0, m + 1] = (~np.isfinite(x[suspect])).sum(axis=1)
+        out[out[:, 0, m + 1] > 0, 0, : m + 1] = 0.0
     return out
 
 
 def _shifted(values, origin, dtype) -> np.ndarray:
-    """``values - origin`` in float64 (the digits of data far from 0), then in ``dtype``."""
+    """``values - origin`` in ``dtype``, the origin first rounded to ``dtype``.
+
+    Data and landmarks move by the same rounded shift, so distances do not
+    change. The difference of two float32 numbers is exact in float64, so a
+    float32 subtraction gives what subtracting in float64 and rounding would:
+    one pass over float32 data, no float64 copy.
+    """
+    dtype = np.dtype(dtype)
+    values = np.asarray(values)
     if origin is None:
-        return np.asarray(values).astype(dtype, copy=False)
-    return (values - np.asarray(origin, np.float64)).astype(dtype, copy=False)
+        return values.astype(dtype, copy=False)
+    shift = np.asarray(origin).astype(dtype)
+    if values.dtype == dtype:
+        return np.subtract(values, shift)
+    return (values - shift.astype(np.float64)).astype(dtype, copy=False)
 
 
 def panel_columns(n_columns: int, n_rows: int, most_bytes: int = 2**26) -> int:
@@ -108,8 +120,10 @@ def panel_columns(n_columns: int, n_rows: int, most_bytes: int = 2**26) -> int:
     return int(max(1, min(n_columns, most_bytes // (8 * max(n_rows, 1)))))
 
 
-def landmark_norms(landmarks: np.ndarray, origin: np.ndarray | None) -> np.ndarray:
-    """|z - o|^2 of each landmark in float64, by feature panels (no float64 copy of Z).
+def landmark_norms(landmarks: np.ndarray, origin: np.ndarray | None,
+                   products_dtype=np.float64) -> np.ndarray:
+    """|z - o|^2 of each landmark, shifted and squared in ``products_dtype`` as
+    :func:`chunk_sums` does, added in float64 by feature panels (no float64 copy of Z).
 
     Examples
     --------
@@ -122,7 +136,7 @@ def landmark_norms(landmarks: np.ndarray, origin: np.ndarray | None) -> np.ndarr
     for start in range(0, p, step):
         columns = slice(start, start + step)
         z = _shifted(landmarks[:, columns], None if origin is None else origin[columns],
-                     np.float64)
+                     products_dtype)
         norms += np.einsum("ij,ij->i", z, z)
     return norms
 

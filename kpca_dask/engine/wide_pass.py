@@ -129,7 +129,7 @@ class WideTerms:
             raise ValueError(f"the kernel {kernel!r} is not a sum over features")
         m = landmarks.shape[0]
         origin = kernel_origin(landmarks, kernel, X)
-        self.norms = landmark_norms(landmarks, origin)
+        self.norms = landmark_norms(landmarks, origin, dtype)
         budget = block_bytes or memory_budget(X).block_bytes
         self.parts = split_parts(X.chunks[0], m + 2, budget)
         X = split_row_blocks(X, m + 2, budget)
