@@ -52,9 +52,13 @@ def panel_bytes(X: da.Array) -> int:
     return max(2**26, memory_budget(X).free_bytes // 8)
 
 
+#: Narrow feature chunks are joined into panels of up to this many bytes.
+JOINED_BYTES = 2**27
+
+
 def column_ranges(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
-    """Column ranges of the panels: whole feature chunks, joined up to ``most_bytes`` of
-    float64 rows, a chunk too wide for it cut into equal parts.
+    """Column ranges of the panels: whole feature chunks, narrow ones joined up to
+    :data:`JOINED_BYTES` of float64 rows, a chunk over ``most_bytes`` cut into equal parts.
 
     Examples
     --------
@@ -63,11 +67,12 @@ def column_ranges(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
     >>> column_ranges(da.zeros((10, 12), chunks=(5, 12)), 8 * 10 * 5)
     [(0, 4), (4, 8), (8, 12)]
     """
-    most = max(1, most_bytes // (8 * max(X.shape[0], 1)))
+    most = max(1, min(most_bytes, JOINED_BYTES) // (8 * max(X.shape[0], 1)))
+    largest = max(1, most_bytes // (8 * max(X.shape[0], 1)))
     ranges: list[tuple[int, int]] = []
     start = 0
     for width in X.chunks[1]:
-        parts = -(-width // most)
+        parts = -(-width // largest)
         cuts = [start + (width * k) // parts for k in range(parts + 1)]
         for a, b in zip(cuts[:-1], cuts[1:]):
             if ranges and b - ranges[-1][0] <= most and ranges[-1][1] == a and parts == 1:

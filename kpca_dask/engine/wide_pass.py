@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 
 from .._memory import memory_budget
-from .._parallel import distributed_client
+from .._parallel import distributed_client, task_blas_limit
 from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
 from ..blocks.statistics import kernel_origin
 
@@ -73,8 +73,9 @@ def landmark_panels(X: da.Array, landmarks: np.ndarray) -> list[np.ndarray]:
 def chunk_terms_at(block, panels, origins, measure, products_dtype, block_info=None):
     """:func:`~kpca_dask.blocks.feature_sums.chunk_sums` of the chunk against its own panel."""
     j = block_info[0]["chunk-location"][1]
-    return chunk_sums(block, panels[j], None if origins is None else origins[j], measure,
-                      products_dtype)
+    with task_blas_limit():  # dask threads x BLAS threads <= cores
+        return chunk_sums(block, panels[j], None if origins is None else origins[j], measure,
+                          products_dtype)
 
 
 def split_row_blocks(X: da.Array, width: int, most_bytes: int) -> da.Array:
