@@ -159,20 +159,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             kernel, params, K = PRECOMPUTED, {}, _kernel_matrix_buffer(X)
             X = None
         else:
-            # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
-            X = _lazy_rows(X) if _is_lazy(X) else as_numpy_array(X, min_samples=2).astype(
-                np.float64, copy=False)
-            kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1],
-                                  self.kernel_params)
-            params = resolve_kernel_params(
-                kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                kernel_params=self.kernel_params)
-            if isinstance(X, da.Array) and feature_sum(kernel) is None:
-                X = read_rows(X.astype(np.float64))  # a callable kernel needs the rows
-            if isinstance(X, da.Array):  # T-mode: K summed over feature panels (§12)
-                K, _ = gram_by_panels(X, kernel, params)
-            else:
-                K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
+            X, kernel, params, K = self._points_gram(X)
         n = K.shape[0]
         _symmetrise_in_place(K)
         column_means = K.mean(axis=0)
@@ -212,6 +199,22 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
         return self
+
+    def _points_gram(self, X):
+        """The rows kept for transform, the kernel, its parameters and K = k(X, X)."""
+        # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
+        X = _lazy_rows(X) if _is_lazy(X) else as_numpy_array(X, min_samples=2).astype(
+            np.float64, copy=False)
+        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
+        params = resolve_kernel_params(
+            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+            kernel_params=self.kernel_params)
+        if isinstance(X, da.Array) and feature_sum(kernel) is None:
+            X = read_rows(X.astype(np.float64))  # a callable kernel needs the rows
+        if isinstance(X, da.Array):  # T-mode: K summed over feature panels (§12)
+            return X, kernel, params, gram_by_panels(X, kernel, params)[0]
+        return X, kernel, params, np.asarray(pairwise_kernel(X, X, kernel, **params),
+                                             dtype=np.float64)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
