@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import dask
 import dask.array as da
 import numpy as np
 from scipy.spatial.distance import pdist
@@ -36,7 +37,8 @@ from ..errors import InvalidParameterError
 from .sampling import RowSampler, raise_if_rows_nonfinite, rows_by_runs, sample_indices
 
 __all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma",
-           "gamma_sample_size", "median_gamma_by_chunks", "median_heuristic_gamma_of"]
+           "gamma_sample_size", "median_gamma_by_chunks", "median_heuristic_gamma_of",
+           "scale_gamma_by_chunks"]
 
 #: Rows whose pairwise distances give the median: ~500 000 distinct pairs.
 MEDIAN_SAMPLE_ROWS = 1000
@@ -174,7 +176,29 @@ def resolve_gamma(
                                           _MEDIAN_DISTANCE[kernel])
         sample = _finite_sample(sampler, size, rng)
         return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
-    return scale_gamma(_finite_sample(sampler, gamma_sample_size(gamma, kernel), rng))
+    size = gamma_sample_size(gamma, kernel)
+    if X.numblocks[1] > 1 and not is_sparse(meta_of(X)) and not sampler.holds(size, rng):
+        return scale_gamma_by_chunks(X, sample_indices(X.shape[0], size, rng))
+    return scale_gamma(_finite_sample(sampler, size, rng))
+
+
+def scale_gamma_by_chunks(X: da.Array, indices: np.ndarray) -> float:
+    """:func:`scale_gamma` of the rows ``X[indices]``, by a dask reduction (wide rows are
+    never held whole, docs/design.md §12).
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[0.0, 2.0], [2.0, 0.0]]), chunks=(1, 1))
+    >>> scale_gamma_by_chunks(X, np.arange(2))
+    0.5
+    """
+    indices = np.sort(np.asarray(indices, np.int64))
+    rows = rows_by_runs(X, indices)
+    variance, finite = dask.compute(rows.var(dtype=np.float64), da.isfinite(rows).all(axis=1))
+    if not finite.all():
+        raise_if_rows_nonfinite(np.where(finite, 0.0, np.nan)[:, None], indices,
+                                "estimating gamma")
+    return 1.0 / (X.shape[1] * float(variance)) if variance > 0 else 1.0
 
 
 def _pair_terms(block, metric):

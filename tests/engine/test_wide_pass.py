@@ -89,12 +89,17 @@ def test_median_gamma_and_automatic_m_on_feature_chunks(data):
 
 def test_partial_fit_and_merge_on_feature_chunks(data):
     """More rows and a merge of models fitted on feature chunks match whole rows."""
+    import kpca_dask
+
     rows = da.from_array(data, chunks=(100, 30))
     split = da.from_array(data, chunks=(100, 8))
     whole = _fitted(rows[:200]).partial_fit(rows[200:])
     wide = _fitted(split[:200]).partial_fit(split[200:])
     _close(wide.eigenvalues_, whole.eigenvalues_)
     _close(wide.transform(split).compute(), whole.transform(rows).compute())
+    given = {"landmarks": data[::10]}
+    merged = kpca_dask.merge([_fitted(split[:250], **given), _fitted(split[250:], **given)])
+    _close(merged.eigenvalues_, _fitted(rows, **given).eigenvalues_)
 
 
 def test_feature_chunked_zarr_store(tmp_path, data):
@@ -153,6 +158,16 @@ def test_feature_chunks_on_a_process_cluster(process_cluster, data):
             model = _fitted(split)
             remote = model.transform(split).compute()
     _close(remote, local)
+
+
+def test_scale_gamma_of_feature_chunks(data):
+    """gamma="scale" of data chunked along the features, its sample reduced by chunks,
+    equals the whole-row fit's."""
+    rows = da.from_array(data, chunks=(100, 30))
+    split = da.from_array(data, chunks=(100, 8))
+    settings = {"gamma": "scale", "landmarks": data[::10]}
+    assert _fitted(split, **settings).gamma_ == pytest.approx(
+        _fitted(rows, **settings).gamma_, rel=1e-12)
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
