@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 
 from . import epilogue
@@ -245,6 +246,8 @@ def kernel_by_panels(A: np.ndarray, Z: np.ndarray, kernel, params, out: np.ndarr
         origin = Z.mean(axis=0, dtype=np.float64)
     if z_norms is None:
         z_norms = landmark_norms(Z, origin)
+    if A is Z and measure != CITYBLOCK:
+        return kernel_from_sums(out, _symmetric_sums(Z, origin), z_norms, kernel, params)
     sums = np.zeros((A.shape[0], Z.shape[0] + 2))
     step = panel_columns(A.shape[1], A.shape[0] + Z.shape[0])
     for start in range(0, A.shape[1], step):
@@ -253,3 +256,22 @@ def kernel_by_panels(A: np.ndarray, Z: np.ndarray, kernel, params, out: np.ndarr
                            None if origin is None else origin[columns], measure,
                            np.float64)[:, 0]
     return kernel_from_sums(out, sums, z_norms, kernel, params)
+
+
+def _symmetric_sums(Z: np.ndarray, origin) -> np.ndarray:
+    """The (m, m + 1) terms of Z against itself: (z - o) . (z' - o) by one symmetric
+    rank-k update per panel (BLAS ``dsyrk``, half the products of a GEMM), and |z - o|^2."""
+    m = Z.shape[0]
+    gram = np.zeros((m, m), order="F")
+    norms = np.zeros(m)
+    step = panel_columns(Z.shape[1], m)
+    for start in range(0, Z.shape[1], step):
+        columns = slice(start, start + step)
+        z = _shifted(Z[:, columns], None if origin is None else origin[columns], np.float64)
+        # z.T is Fortran-ordered: BLAS reads it without a copy and adds z z^T into gram.
+        gram = blas.dsyrk(1.0, z.T, beta=1.0, c=gram, trans=1, lower=1, overwrite_c=1)
+        norms += np.einsum("ij,ij->i", z, z)
+    sums = np.empty((m, m + 1))
+    sums[:, :m] = np.tril(gram) + np.tril(gram, -1).T
+    sums[:, m] = norms
+    return sums

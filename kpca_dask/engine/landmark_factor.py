@@ -125,7 +125,9 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
             rows = slice(start, min(m, start + step))
             target = out[rows] if out is not None else panel[: rows.stop - start]
             if wide:
-                kernel_by_panels(Z[rows], Z, kernel, params, target, origin, z_norms)
+                whole = rows.start == 0 and rows.stop == m  # Z itself: a symmetric update
+                kernel_by_panels(Z if whole else Z[rows], Z, kernel, params, target, origin,
+                                 z_norms)
             else:
                 pairwise_kernel_into(target, Z[rows], Z, kernel, **params)
             sums += target.sum(axis=0)

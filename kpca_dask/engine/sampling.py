@@ -236,7 +236,15 @@ def refuse_sample_beyond_memory(X: da.Array, rows: int, purpose: str, advice: st
 
 
 def rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
-    """The lazy rows ``X[ascending]``; see :func:`_rows_by_runs`."""
+    """The lazy rows ``X[ascending]``, each run of consecutive indices taken as a slice.
+
+    Examples
+    --------
+    >>> rows_by_runs(da.arange(12.0, chunks=4).reshape(6, 2), np.array([1, 2, 5])).compute()
+    array([[ 2.,  3.],
+           [ 4.,  5.],
+           [10., 11.]])
+    """
     return _rows_by_runs(X, ascending)
 
 

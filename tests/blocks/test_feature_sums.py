@@ -79,3 +79,22 @@ def test_callables_and_precomputed_have_no_feature_sum():
     """Only the named point kernels are sums over features."""
     assert feature_sum(pairwise_kernel) is None and feature_sum("precomputed") is None
     assert {feature_sum(k) for k, _ in KERNELS} == {"inner", "sqeuclidean", "cityblock"}
+
+
+def test_wide_landmark_matrix_by_feature_panels(monkeypatch):
+    """K_mm of landmarks counted as wide (summed over feature panels, float32 kept) equals
+    the float64 K_mm of the same points, its column sums and largest row sum too."""
+    from kpca_dask.engine import landmark_factor
+
+    Z = np.random.default_rng(4).normal(size=(40, 300)).astype(np.float32) + 5.0
+    expected = np.empty((40, 40))
+    sums, norm = landmark_factor.landmark_kernel_panels(Z.astype(np.float64), "rbf",
+                                                        {"gamma": 1e-3}, out=expected)
+    monkeypatch.setattr(landmark_factor, "WIDE_LANDMARK_BYTES", 0)
+    assert landmark_factor.is_wide_matrix(Z, "rbf")
+    got = np.empty((40, 40))
+    wide_sums, wide_norm = landmark_factor.landmark_kernel_panels(Z, "rbf", {"gamma": 1e-3},
+                                                                  out=got)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(wide_sums, sums, rtol=1e-12)
+    assert wide_norm == pytest.approx(norm, rel=1e-12)
