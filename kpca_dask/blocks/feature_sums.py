@@ -10,7 +10,7 @@ against the landmarks Z is::
 with X_bc, Z_c the columns of feature chunk c and s the kernel's sum
 (:data:`FEATURE_SUMS`). :func:`chunk_sums` makes the terms of one chunk,
 (rows, m + 2) in float64: the sum, the row's squared norm (the diagonal of
-the inner-product kernels, and the |x|^2 of the squared distances) and its
+the inner-product kernels, and the ``|x|^2`` of the squared distances) and its
 count of NaN or infinite values. Added over the chunks, they are turned into
 kernel values by :func:`kernel_from_sums`, which hands them to the compiled
 epilogue (:mod:`kpca_dask.blocks.epilogue`) as the row-chunked pass does.
@@ -123,7 +123,7 @@ def panel_columns(n_columns: int, n_rows: int, most_bytes: int = 2**26) -> int:
 
 def landmark_norms(landmarks: np.ndarray, origin: np.ndarray | None,
                    products_dtype=np.float64) -> np.ndarray:
-    """|z - o|^2 of each landmark, shifted and squared in ``products_dtype`` as
+    """``|z - o|^2`` of each landmark, shifted and squared in ``products_dtype`` as
     :func:`chunk_sums` does, added in float64 by feature panels (no float64 copy of Z).
 
     Examples
@@ -206,7 +206,7 @@ def _tile_from_sums(tile, sums, norms, kernel, params) -> tuple[int, float, floa
 
 
 def diagonal_from_norms(row_norms: np.ndarray, kernel, params) -> np.ndarray:
-    """k(x, x) of each row from its squared norm |x|^2 (float64).
+    """k(x, x) of each row from its squared norm ``|x|^2`` (float64).
 
     Examples
     --------

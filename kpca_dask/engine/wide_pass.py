@@ -112,7 +112,7 @@ class WideTerms:
 
     ``terms`` is a lazy (n, m + 2) float64 dask array with one chunk of
     columns per row block (see the module docstring); ``norms`` the landmarks'
-    squared norms |z - o|^2, computed here by panels; ``parts`` how many of its
+    squared norms ``|z - o|^2``, computed here by panels; ``parts`` how many of its
     row blocks each row block of ``X`` became (:func:`split_row_blocks`).
 
     Examples
