@@ -38,6 +38,7 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
+from dask.graph_manipulation import clone
 from scipy import linalg
 
 from .._memory import memory_budget
@@ -48,7 +49,7 @@ from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .landmark_factor import factor_landmarks
-from .passes import SPLIT_EVERY, shared_values
+from .passes import SPLIT_EVERY, reads_inlined, shared_values
 from .solve import NoveltyTerms
 from .wide_pass import WideTerms, is_wide
 
@@ -169,14 +170,21 @@ def _preimage_features(y, *, centres, centre_basis, kernel, params):
     return pairwise_kernel(np.asarray(y, np.float64), centres, kernel, **params) @ centre_basis
 
 
+def _cross_block(x, g):
+    """g_i^T x_ij of one chunk: its part of R (r x p_c), on a leading axis of length 1."""
+    return (np.asarray(g).T @ np.asarray(x, np.float64))[None]
+
+
 def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, dtype,
                               centres, centre_basis) -> Delayed:
     """(H, R) of data chunked along the features: R = G^T X by feature chunks (§12).
 
-    The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`); R's
-    products are one per (row block, feature chunk), added over the row blocks, so R
-    arrives by feature chunks too. A row block's chunks are read once and kept until
-    its g(y) is made (they are needed by both).
+    The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`).
+    R is one product per (row block, feature chunk), added over the row blocks, so
+    R arrives by feature chunks too. Its chunks are read a second time, by a copy
+    of X's graph (``dask.graph_manipulation.clone``) whose reads are made part of
+    the products: a chunk is read when its row block's g(y) is ready, not held
+    from the first read until then.
     """
     wide = WideTerms(X, landmarks, kernel, dtype)
     shared = shared_values(X, wide.norms, projection, offset, centres, centre_basis)
@@ -184,13 +192,22 @@ def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, 
         project_sums, norms=shared[0], projection=shared[1], offset=shared[2], kernel=kernel,
         params=params, dtype_kernel=dtype, chunks=(wide.row_chunks, (projection.shape[1],)),
         dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    r = centre_basis.shape[1]
     G = Y.map_blocks(_preimage_features, centres=shared[3], centre_basis=shared[4],
-                     kernel=kernel, params=params,
-                     chunks=(wide.row_chunks, (centre_basis.shape[1],)), dtype=np.float64,
-                     meta=np.empty((0, 0), np.float64))
-    rows = X.rechunk({0: wide.row_chunks}).astype(np.float64)
-    build = dask.delayed(PreimageStatistics, pure=True)
-    return build(X.shape[0], G.T @ G, G.T @ rows)
+                     kernel=kernel, params=params, chunks=(wide.row_chunks, (r,)),
+                     dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    rows = clone(X.rechunk({0: wide.row_chunks}))
+    parts = da.blockwise(_cross_block, "irj", rows, "ij", G, "ir", dtype=np.float64,
+                         adjust_chunks={"i": 1}, new_axes={}, concatenate=True,
+                         meta=np.empty((0, 0, 0), np.float64))
+    # One graph, not optimised array by array: each array optimised on its own would
+    # get its own renamed copy of the terms, and X would be read once per copy.
+    gram = (G.T @ G).to_delayed(optimize_graph=False)[0, 0]
+    cross = parts.sum(axis=0).to_delayed(optimize_graph=False).ravel().tolist()
+    join = dask.delayed(np.concatenate, pure=True)
+    result = dask.delayed(PreimageStatistics, pure=True)(X.shape[0], gram, join(cross, axis=1))
+    reads = {key for row in rows.__dask_keys__() for key in row} | set(wide.source_keys)
+    return reads_inlined(result, reads)
 
 
 def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
