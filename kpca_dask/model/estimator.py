@@ -317,10 +317,11 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
-        # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
+        # Stored column chunks are kept: a kernel matrix's (only the landmarks' are
+        # read) and the points' (the kernels sum over them, docs/design.md §12).
         X, layout = fit_rows(X, params["sample_dim"], params["weights"], precomputed=precomputed)
-        model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
-                    checkpoint=checkpoint, started=started)
+        model = fit(params, as_fit_input(X), feature_names=names, checkpoint=checkpoint,
+                    started=started)
         model = model.replace(layout=layout)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self

@@ -128,7 +128,7 @@ def weighted_rows(rows: da.Array, layout: FeatureLayout | None) -> da.Array:
 
 
 def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
-               whole_rows: bool = True, frame: Any = None) -> tuple[Any, Any]:
+               whole_rows: bool = False, frame: Any = None) -> tuple[Any, Any]:
     """``X`` as rows of the model's features, and the DataArray the outputs are labelled like.
 
     For a field model, a DataArray must have the fit's feature dimensions (in
@@ -257,10 +257,10 @@ class ExactRowsMixin:
     """How :class:`~kpca_dask.ExactKernelPCA` reads data after its fit: its layout's rows."""
 
     def _fit_input(self, X):
-        """The data of a fit (a field's rows computed: the Gram matrix needs them) and layout."""
-        X, layout = fit_rows(X, self.sample_dim, self.weights,
-                             precomputed=self.kernel == "precomputed")
-        return (computed(X) if layout is not None else X), layout
+        """The data of a fit and their layout; a field's rows stay lazy (the Gram matrix is
+        summed over their feature chunks, docs/design.md §12)."""
+        return fit_rows(X, self.sample_dim, self.weights,
+                        precomputed=self.kernel == "precomputed")
 
     def _keep_layout(self, layout) -> None:
         self.__dict__.pop("feature_layout_", None)

@@ -98,16 +98,16 @@ class OutputsMixin(TransformerMixin):
     def _model_rows(self, X, frame=None, *, weighted: bool = True):
         """``X`` as rows of the model's features (masked, checked, weighted), and the DataArray
         the outputs are labelled like (None for unlabelled input)."""
-        return model_rows(self.model_.layout, X, weighted=weighted,
-                          whole_rows=self.model_.kernel != PRECOMPUTED, frame=frame)
+        return model_rows(self.model_.layout, X, weighted=weighted, frame=frame)
 
     def _embedding(self, X, frame=None):
         """The lazy embedding of the rows ``X`` (features as :meth:`_model_rows` gives them)."""
         model = self.model_
-        whole_rows = model.kernel != PRECOMPUTED  # kernel rows: only landmark columns read
-        X, _ = as_rows(X, frame, whole_rows=whole_rows)
+        # Stored column chunks are kept: kernel rows (only the landmark columns are read)
+        # and points (the kernels sum over them, docs/design.md §12).
+        X, _ = as_rows(X, frame)
         check_n_features(X, model.n_features, type(self).__name__)
-        if not whole_rows:
+        if model.kernel == PRECOMPUTED:
             X = new_point_rows(X, model.landmark_indices)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
                     model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
