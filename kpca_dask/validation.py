@@ -1,4 +1,4 @@
-"""Checking user input: arrays (a float dask array with one chunk of features), the
+"""Checking user input: arrays (a float dask array, chunked as it comes), the
 number of features, and the predicates (:func:`is_integer`, :func:`is_count`,
 :func:`is_real`, :func:`is_finite_real`) that parameter checks are written with.
 
@@ -41,7 +41,7 @@ def as_numpy_array(X, *, what: str = "X", min_samples: int = 1) -> np.ndarray:
 
 def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
                   block_rows: int = DEFAULT_BLOCK_ROWS,
-                  unknown_rows: bool = False, whole_rows: bool = True
+                  unknown_rows: bool = False, whole_rows: bool = False
                   ) -> tuple[da.Array, bool]:
     """Validate ``X`` and return it as a lazy 2-D float array, plus ``is_lazy``.
 
@@ -57,8 +57,9 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
     lengths (e.g. from a DataFrame without row counts): a block-by-block map
     such as a transform does not need them, a fit does.
 
-    ``whole_rows=False`` keeps a dask array's chunks along the features (a
-    precomputed kernel matrix, of which only some columns are read).
+    A dask array's chunks along the features are kept (the kernels sum over
+    them, docs/design.md §12), except for scipy.sparse blocks, whose rows are
+    made whole, and with ``whole_rows=True``.
     """
     if not isinstance(X, da.Array):
         X = as_numpy_array(X, what=what, min_samples=min_samples)
@@ -67,7 +68,9 @@ def as_dask_array(X, *, what: str = "X", min_samples: int = 1,
             return da.from_array(X, chunks=(rows, X.shape[1]), asarray=False), False
         return _wrapped(X, rows), False
     X = _checked(X, what, min_samples, unknown_rows)
-    return (one_feature_chunk(X, what, stacklevel=4) if whole_rows else X), True
+    if whole_rows or sparse.issparse(X._meta):
+        X = one_feature_chunk(X, what, stacklevel=4)
+    return X, True
 
 
 def _wrapped(X: np.ndarray, rows: int) -> da.Array:
@@ -87,14 +90,15 @@ def _wrapped(X: np.ndarray, rows: int) -> da.Array:
 def one_feature_chunk(X: da.Array, what: str = "X", stacklevel: int = 3) -> da.Array:
     """``X`` with a single chunk along the feature axis, warning when it rechunks.
 
-    Each row block must hold whole rows for the kernel blocks; a store chunked
-    along the features is read whole-row, and the warning says how to store it.
+    What needs whole rows in one task (a callable kernel, scipy.sparse
+    blocks) reads a store chunked along the features whole-row, and the
+    warning says how to store it; the named kernels do not (docs/design.md §12).
     """
     if X.ndim == 2 and X.numblocks[1] != 1:
         warnings.warn(
             f"{what} has {X.numblocks[1]} chunks along the feature axis; rechunking it to one "
-            f"(each row block must hold whole rows). Store it with one chunk of features "
-            "(e.g. X.rechunk({1: -1})) to avoid this.",
+            f"(a callable kernel and sparse rows need whole rows in each task). Store it with "
+            "one chunk of features (e.g. X.rechunk({1: -1})) to avoid this.",
             PerformanceWarning,
             stacklevel=stacklevel,
         )

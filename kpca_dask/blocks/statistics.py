@@ -285,7 +285,7 @@ def kernel_origin(landmarks: np.ndarray, kernel, X=None) -> np.ndarray | None:
     """
     if not is_translation_invariant(kernel) or (X is not None and is_sparse(meta_of(X))):
         return None
-    return np.asarray(landmarks, dtype=np.float64).mean(axis=0)
+    return np.asarray(landmarks).mean(axis=0, dtype=np.float64)  # no float64 copy of Z
 
 
 def add_statistics(into: PassStatistics, other: PassStatistics) -> PassStatistics:

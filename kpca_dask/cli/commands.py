@@ -65,7 +65,7 @@ def fit_params(args: argparse.Namespace) -> dict:
         "remove_zero_eig": args.remove_zero_eig, "n_landmarks": args.n_landmarks,
         "landmarks": args.landmarks, "tol": args.tol, "dtype": args.dtype,
         "random_state": args.seed, "fit_inverse_transform": args.fit_inverse_transform,
-        "alpha": args.alpha,
+        "alpha": args.alpha, "sample_dim": getattr(args, "sample_dim", None),
     }
 
 
@@ -103,6 +103,32 @@ def _score(args) -> None:
     _write_model_output(args, "reconstruction_error")
 
 
+def _patterns(args) -> None:
+    """Write the covariance or correlation maps of a model's components over the data: a
+    field's maps (component, feature dims) as an xarray Zarr group, else a q x p array."""
+    from .. import load
+    from ..io import check_can_write, write_array
+
+    check_can_write(args.out, overwrite=args.overwrite)
+    model = load(args.model)
+    _check_sample_dim(args, model)
+    maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written
+    with compute_context(args):
+        started = time.perf_counter()
+        write_array(maps, args.out, overwrite=args.overwrite)
+        seconds = time.perf_counter() - started
+    print(f"wrote {args.out}: {' x '.join(map(str, maps.shape))} {args.kind} maps, "
+          f"in {seconds:.2f} s")
+
+
+def _check_sample_dim(args, model) -> None:
+    layout = model.model_.layout
+    if args.sample_dim is not None and layout is not None and args.sample_dim != (
+            layout.sample_dim):
+        raise CommandError(f"--sample-dim {args.sample_dim} differs from the model's sample "
+                           f"dimension {layout.sample_dim!r}; leave it out to use the model's.")
+
+
 def _write_model_output(args, method: str) -> None:
     """Apply a fitted model's ``method`` to the data and write the result as Zarr or Parquet
     (by the output's extension or --out-format); a table input may keep key columns."""
@@ -115,6 +141,7 @@ def _write_model_output(args, method: str) -> None:
     out_format = output_format(args.out, args.out_format)
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    _check_sample_dim(args, model)
     dtype = output_dtype(model, args.out_dtype)
     try:
         kind = file_format(args.data, args.format)
@@ -235,6 +262,7 @@ def _update(args) -> None:
     from .. import load
     from ..io import check_can_write, open_array, store_location
     from ..io.replacing import replace_unchanged, staging_path, version_of
+    from ..model.field_inputs import model_rows
     from ..model.provenance import recorded_rows, source_of, with_rows
 
     out = args.out or args.model
@@ -244,12 +272,14 @@ def _update(args) -> None:
     version = version_of(args.model) if store_location(args.model).local else None
     model = load(args.model)
     X = open_array(args.data, array=args.array)
-    start, stop, _ = slice(*args.rows).indices(X.shape[0])
+    # A field's rows of features (checked as they are read) are what its model counts.
+    rows = model_rows(model.model_.layout, X)[0] if model.model_.layout is not None else X
+    start, stop, _ = slice(*args.rows).indices(rows.shape[0])
     if start >= stop:
         raise CommandError(f"--rows {args.rows[0]}:{args.rows[1]} selects no rows of "
-                           f"{args.data}, which has {X.shape[0]}")
+                           f"{args.data}, which has {rows.shape[0]}")
     # Refused now, before a cluster starts, if the model holds some of these rows.
-    with_rows(recorded_rows(model), source_of(X), start, stop)
+    with_rows(recorded_rows(model), source_of(rows), start, stop)
     with compute_context(args):
         started = time.perf_counter()
         model.partial_fit(X, rows=(start, stop))
@@ -287,6 +317,7 @@ COMMANDS = MappingProxyType({
     "transform": _transform,
     "inverse-transform": _inverse_transform,
     "score": _score,
+    "patterns": _patterns,
     "info": _info,
     "resolve": _resolve,
     "update": _update,

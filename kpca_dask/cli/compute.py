@@ -115,7 +115,7 @@ def open_data(args: argparse.Namespace):
     from ..io import open_array
 
     return open_array(args.data, array=args.array, format=args.format, columns=args.columns,
-                      header=args.header)
+                      header=args.header, sample_dim=getattr(args, "sample_dim", None))
 
 
 def check_parameters(kpca: KernelPCA, n_features: int) -> None:

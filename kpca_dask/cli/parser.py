@@ -129,6 +129,10 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                        help="CSV: the first line names the columns (default: unless every "
                             "field of it is a number)")
+    group.add_argument("--sample-dim", metavar="DIM",
+                       help="netCDF or xarray Zarr: the dimension of the samples (default: the "
+                            "first; at fit, every other one is a feature dimension, and later "
+                            "commands take the model's)")
 
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
@@ -249,6 +253,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_command(commands, "score",
                         "write each row's reconstruction error (a novelty score)",
                         data=("DATA", _DATA_HELP), out="ERRORS.zarr|.parquet")
+
+    pat = commands.add_parser("patterns", help="write each component's covariance or "
+                                               "correlation map over a data set's features")
+    pat.add_argument("model", metavar="MODEL.zarr")
+    pat.add_argument("data", metavar="DATA", help=_DATA_HELP)
+    pat.add_argument("--kind", choices=("covariance", "correlation"), default="covariance",
+                     help="covariance with each score scaled to unit variance (eofs' "
+                          "eofsAsCovariance), or correlation (default: covariance)")
+    pat.add_argument("--out", required=True, metavar="MAPS.zarr")
+    pat.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    _add_input_options(pat)
+    _add_compute_options(pat)
 
     info = commands.add_parser("info", help="describe a saved model")
     info.add_argument("model", metavar="MODEL.zarr")

@@ -52,7 +52,36 @@ def summary(model, path: str | os.PathLike) -> dict:
         "statistics_kept": model.model_.statistics is not None,
         "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),
+        "field": _field(model.model_.layout),
     }
+
+
+def _field(layout) -> dict | None:
+    """The layout of a field or weighted fit: dims, sizes, mask and weights."""
+    if layout is None:
+        return None
+    weights = None
+    if layout.weights is not None:
+        w = layout.weights
+        weights = {"dims": list(layout.weight_dims), "min": float(w.min()),
+                   "max": float(w.max()), "mean": float(w.mean())}
+    return {"sample_dim": layout.sample_dim, "dims": list(layout.dims),
+            "shape": list(layout.shape), "masked": int(layout.n_positions - layout.n_features),
+            "weights": weights}
+
+
+def _field_rows(field: dict) -> list[tuple[str, str]]:
+    rows = []
+    if field["dims"]:
+        sizes = " x ".join(f"{d} {n}" for d, n in zip(field["dims"], field["shape"]))
+        rows.append(("field", f"samples along {field['sample_dim']!r}; features {sizes}, "
+                              f"{field['masked']} masked position(s) dropped"))
+    weights = field["weights"]
+    if weights is not None:
+        over = f"over {', '.join(weights['dims'])}" if weights["dims"] else "per feature"
+        rows.append(("weights", f"{over}: min {weights['min']:.4g}, mean "
+                                f"{weights['mean']:.4g}, max {weights['max']:.4g}"))
+    return rows
 
 
 def _residuals(model) -> list | None:
@@ -116,6 +145,8 @@ def print_summary(s: dict) -> None:
         names = s["feature_names_in"]
         rows.insert(3, ("features", ", ".join(names[:10])
                         + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
+    if s.get("field"):
+        rows[3:3] = _field_rows(s["field"])
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))

@@ -24,17 +24,21 @@ from __future__ import annotations
 
 from typing import Callable
 
+import dask
 import dask.array as da
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from .._compat import meta_of
 from ..blocks.distance_kernels import squared_distances
+from ..blocks.feature_sums import SQUARED, chunk_sums
 from ..blocks.sparse_rows import is_sparse
 from ..errors import InvalidParameterError
-from .sampling import RowSampler
+from .sampling import RowSampler, raise_if_rows_nonfinite, rows_by_runs, sample_indices
 
 __all__ = ["BANDWIDTH_RULES", "resolve_gamma", "median_heuristic_gamma", "scale_gamma",
-           "gamma_sample_size"]
+           "gamma_sample_size", "median_gamma_by_chunks", "median_heuristic_gamma_of",
+           "scale_gamma_by_chunks"]
 
 #: Rows whose pairwise distances give the median: ~500 000 distinct pairs.
 MEDIAN_SAMPLE_ROWS = 1000
@@ -82,7 +86,21 @@ def median_heuristic_gamma(sample: np.ndarray, metric: str = "sqeuclidean") -> f
     if sample.shape[0] < 2:
         raise InvalidParameterError(
             "gamma='median' needs at least 2 rows of X to measure a distance; pass a number.")
-    h = float(np.median(pair_distances(sample, metric)))
+    return median_heuristic_gamma_of(pair_distances(sample, metric), sample.shape[0])
+
+
+def median_heuristic_gamma_of(distances: np.ndarray, n_rows: int) -> float:
+    """gamma = 2 / h from the distinct pairs' distances of ``n_rows`` sampled rows.
+
+    Examples
+    --------
+    >>> median_heuristic_gamma_of(np.array([1.0, 9.0, 4.0]), 3)
+    0.5
+    """
+    if n_rows < 2:
+        raise InvalidParameterError(
+            "gamma='median' needs at least 2 rows of X to measure a distance; pass a number.")
+    h = float(np.median(distances))
     if not h > 0:
         raise InvalidParameterError(
             "gamma='median' found a median pairwise distance of 0: more than half of the "
@@ -151,9 +169,77 @@ def resolve_gamma(
                 f"gamma='median' sets the scale of a distance, which the {kernel!r} kernel "
                 f"does not use; it applies to {', '.join(sorted(_MEDIAN_DISTANCE))}. Pass a "
                 "number or gamma='scale' instead.")
-        sample = _finite_sample(sampler, gamma_sample_size(gamma, kernel), rng)
+        size = gamma_sample_size(gamma, kernel)
+        if X.numblocks[1] > 1 and not is_sparse(meta_of(X)) and not sampler.holds(size, rng):
+            # Wide rows: the sample's distances summed over feature chunks, never its rows.
+            return median_gamma_by_chunks(X, sample_indices(X.shape[0], size, rng),
+                                          _MEDIAN_DISTANCE[kernel])
+        sample = _finite_sample(sampler, size, rng)
         return median_heuristic_gamma(sample, _MEDIAN_DISTANCE[kernel])
-    return scale_gamma(_finite_sample(sampler, gamma_sample_size(gamma, kernel), rng))
+    size = gamma_sample_size(gamma, kernel)
+    if X.numblocks[1] > 1 and not is_sparse(meta_of(X)) and not sampler.holds(size, rng):
+        return scale_gamma_by_chunks(X, sample_indices(X.shape[0], size, rng))
+    return scale_gamma(_finite_sample(sampler, size, rng))
+
+
+def scale_gamma_by_chunks(X: da.Array, indices: np.ndarray) -> float:
+    """:func:`scale_gamma` of the rows ``X[indices]``, by a dask reduction (wide rows are
+    never held whole, docs/design.md §12).
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[0.0, 2.0], [2.0, 0.0]]), chunks=(1, 1))
+    >>> scale_gamma_by_chunks(X, np.arange(2))
+    0.5
+    """
+    indices = np.sort(np.asarray(indices, np.int64))
+    rows = rows_by_runs(X, indices)
+    variance, finite = dask.compute(rows.var(dtype=np.float64), da.isfinite(rows).all(axis=1))
+    if not finite.all():
+        raise_if_rows_nonfinite(np.where(finite, 0.0, np.nan)[:, None], indices,
+                                "estimating gamma")
+    return 1.0 / (X.shape[1] * float(variance)) if variance > 0 else 1.0
+
+
+def _pair_terms(block, metric):
+    """Terms of a sample's pairwise distances over one feature chunk: (s, 1, s + 2)."""
+    block = np.asarray(block, dtype=np.float64)
+    # Distances do not change with a shift: each chunk is centred on its own mean.
+    centre = block.mean(axis=0) if metric == SQUARED else None
+    return chunk_sums(block, block, centre, metric, np.float64)
+
+
+def median_gamma_by_chunks(X: da.Array, indices: np.ndarray, metric: str = "sqeuclidean"
+                           ) -> float:
+    """:func:`median_heuristic_gamma` of the rows ``X[indices]``, summed over feature chunks.
+
+    One task per feature chunk holds the sample's columns of that chunk and
+    makes the s x s sums of their distances (docs/design.md §12); the rows
+    themselves are never held whole.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 1))
+    >>> median_gamma_by_chunks(X, np.arange(4))  # h = 20, as for whole rows
+    0.1
+    """
+    indices = np.sort(np.asarray(indices, np.int64))
+    rows = rows_by_runs(X, indices).rechunk({0: -1})
+    s = indices.size
+    terms = rows.map_blocks(_pair_terms, metric, new_axis=2, dtype=np.float64,
+                            chunks=((s,), (1,) * rows.numblocks[1], (s + 2,)),
+                            meta=np.empty((0, 0, 0), np.float64))
+    total = terms.sum(axis=1).compute()
+    bad = total[:, s + 1] > 0
+    if bad.any():
+        raise_if_rows_nonfinite(np.where(bad, np.nan, 0.0)[:, None], indices,
+                                "estimating gamma")
+    if metric == SQUARED:
+        norms = total[:, s]
+        distances = np.maximum(norms[:, None] + norms[None, :] - 2.0 * total[:, :s], 0.0)
+    else:
+        distances = total[:, :s]
+    return median_heuristic_gamma_of(distances[np.triu_indices(s, k=1)], s)
 
 
 def gamma_sample_size(gamma, kernel) -> int:

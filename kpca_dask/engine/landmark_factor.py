@@ -39,8 +39,10 @@ from scipy import linalg
 from scipy.linalg import blas, lapack
 
 from .._parallel import single_blas_thread
+from ..blocks.feature_sums import feature_sum, kernel_by_panels, landmark_norms
 from ..blocks.kernels import pairwise_kernel_into
 from ..blocks.sparse_rows import dense
+from ..blocks.statistics import kernel_origin
 from ..errors import InvalidParameterError
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
@@ -67,6 +69,26 @@ PANEL_BYTES = 2**22
 NEGATIVE_MARGIN = 10.0
 
 
+#: Landmarks of more bytes than this (as float64) are read by feature panels.
+WIDE_LANDMARK_BYTES = 2**27
+
+
+def is_wide_matrix(landmarks, kernel) -> bool:
+    """Whether K_mm is summed over feature panels: dense landmarks over
+    :data:`WIDE_LANDMARK_BYTES` as float64, and a kernel that is a sum over features.
+
+    Examples
+    --------
+    >>> is_wide_matrix(np.zeros((400, 10**6), np.float32), "rbf")
+    True
+    >>> is_wide_matrix(np.zeros((400, 784)), "rbf")
+    False
+    """
+    shape = np.shape(landmarks)
+    return (isinstance(landmarks, np.ndarray) and feature_sum(kernel) is not None
+            and 8 * shape[0] * shape[1] > WIDE_LANDMARK_BYTES)
+
+
 def _panel_rows(m: int) -> int:
     return max(1, min(m, PANEL_BYTES // (8 * max(m, 1))))
 
@@ -85,18 +107,29 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
     >>> sums.tolist(), norm
     ([0.0, 1.0], 1.0)
     """
-    Z = np.asarray(dense(landmarks), dtype=np.float64)
+    wide = is_wide_matrix(landmarks, kernel)
+    # Wide landmarks (10^6 features) are read by feature panels in their own dtype:
+    # a float64 copy of Z would be m x p words more (docs/design.md §12).
+    Z = landmarks if wide else np.asarray(dense(landmarks), dtype=np.float64)
     m = Z.shape[0]
     sums, norm = np.zeros(m), 0.0
     step = _panel_rows(m)
     panel = None if out is not None else np.empty((min(step, m), m))
+    if wide:
+        origin = kernel_origin(Z, kernel)
+        z_norms = landmark_norms(Z, origin)
     # One BLAS thread: K_mm comes just before LAPACK (scipy's BLAS, a library apart
     # from numpy's), whose threads numpy's, spinning after a threaded product, would slow.
     with single_blas_thread():
         for start in range(0, m, step):
             rows = slice(start, min(m, start + step))
             target = out[rows] if out is not None else panel[: rows.stop - start]
-            pairwise_kernel_into(target, Z[rows], Z, kernel, **params)
+            if wide:
+                whole = rows.start == 0 and rows.stop == m  # Z itself: a symmetric update
+                kernel_by_panels(Z if whole else Z[rows], Z, kernel, params, target, origin,
+                                 z_norms)
+            else:
+                pairwise_kernel_into(target, Z[rows], Z, kernel, **params)
             sums += target.sum(axis=0)
             norm = max(norm, float(np.abs(target).sum(axis=1).max()))
     return sums, norm
@@ -189,14 +222,14 @@ class LandmarkFactor:
 
 
 #: An m x m float64 factorisation of this many bytes or more runs on one BLAS thread.
-#: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) overruns memory on
-#: larger arrays once its threads have run another call: measured at m = 24 000 (4.6 GB;
-#: m = 20 000, 3.2 GB, passed) on AVX2, and at m = 16 000 (2.05 GB, below 2^31 bytes) on
-#: AVX-512 machines, twice: a single-process fit of a benchmark segfaulted in this potrf
-#: with 2^31 as the limit. So the limit is 2^30 bytes (m >= 11 586; m = 10 000 passed
-#: threaded there). A segfault, a bus error or "the futex facility returned an unexpected
-#: error code" followed; one thread never failed.
-ONE_THREAD_BYTES = 2**30
+#: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) takes the process
+#: down on large arrays: a plain scipy ``lapack.dpotrf`` of an rbf K_mm on two threads
+#: segfaulted at m = 16 000 (2.05 GB) with the SkylakeX kernels and passed at 8192, 12 000,
+#: 14 000 and 15 000; with the Haswell kernels it failed at 24 000 and passed at 20 000
+#: (docs/design.md §11). The size depends on the CPU's kernels and the cause is inside
+#: OpenBLAS, so the guard starts nearly four times below the smallest failure seen: m >= 8192.
+#: One thread costs up to twice the factorisation's time, small beside the pass's n m^2.
+ONE_THREAD_BYTES = 2**29
 
 
 def factor_threads(m: int):

@@ -38,8 +38,11 @@ from ..blocks.statistics import (
     merge_running,
     statistics_of_block,
 )
+from ..blocks.wide_rows import project_sums, statistics_of_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
+from ..validation import one_feature_chunk
 from .landmark_factor import OVERFLOW_MESSAGE, reference_row
+from .wide_pass import WideTerms, is_wide, split_slice
 
 __all__ = ["pass_statistics", "compute_pass", "pass_plan", "pass_threads", "PassPlan", "project",
            "shared_values", "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
@@ -106,7 +109,8 @@ def pass_statistics(
 ) -> Delayed:
     """Lazy one-pass statistics of ``X`` (or of its row ``blocks``) against the landmarks.
 
-    ``X`` must have a single chunk along the feature axis. The result is a
+    ``X`` chunked along its features is read as it is, its kernel terms summed
+    over feature chunks (:mod:`kpca_dask.engine.wide_pass`). The result is a
     ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
     every chunk of ``X`` exactly once (compute it with :func:`compute_pass`,
     which runs the plan's threads). ``reference`` is the row r subtracted from
@@ -119,36 +123,52 @@ def pass_statistics(
     >>> stats.n_samples, float(stats.reference[0]), float(stats.gram[0, 0])
     (10, 2.0, 0.0)
     """
-    if X.numblocks[1] != 1:
-        raise ValueError("pass_statistics needs one chunk along the feature axis")
     if reference is None:
         reference = reference_row(landmarks, kernel, params)
     plan = plan or pass_plan(X, len(landmarks))
-    origin = kernel_origin(landmarks, kernel, X)
-    Z = np.asarray(landmarks, dtype=np.float64)
-    if origin is not None:
-        Z = Z - origin
-    shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
     chosen = slice(None) if blocks is None else blocks
-    items = list(zip(X.to_delayed().ravel()[chosen], row_offsets(X)[chosen]))
-    add = dask.delayed(statistics_of_block, pure=True)
+    if is_wide(X, kernel):
+        wide = WideTerms(X, landmarks, kernel, dtype, plan.block_bytes)
+        shared = shared_values(X, wide.norms, np.asarray(reference, np.float64))
+        blocks_of = wide.terms.to_delayed().ravel()
+        reads = set(wide.source_keys)
+        offsets = np.concatenate([[0], np.cumsum(wide.row_chunks)[:-1]]).astype(np.int64)
+        chosen = split_slice(wide.parts, chosen)  # the blocks of X, once split
+        add = dask.delayed(statistics_of_sums, pure=True)
+        rest = (shared[0], kernel, params, dtype, shared[1], plan.blas_threads,
+                plan.block_bytes)
+    else:
+        X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
+        origin = kernel_origin(landmarks, kernel, X)
+        Z = np.asarray(landmarks, dtype=np.float64)
+        if origin is not None:
+            Z = Z - origin
+        shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
+        blocks_of, offsets = X.to_delayed().ravel(), row_offsets(X)
+        reads = {block.key for block in blocks_of}
+        add = dask.delayed(statistics_of_block, pure=True)
+        rest = (shared[0], kernel, params, dtype, shared[1], shared[2], plan.blas_threads,
+                plan.block_bytes)
+    items = list(zip(blocks_of[chosen], offsets[chosen]))
     heads = []
     for run in np.array_split(np.arange(len(items)), min(plan.chains, len(items))):
         running = None
         for i in run:
             block, offset = items[i]
-            running = add(running, block, int(offset), shared[0], kernel, params, dtype,
-                          shared[1], shared[2], plan.blas_threads, plan.block_bytes)
+            running = add(running, block, int(offset), *rest)
         heads.append(running)
     merge = dask.delayed(merge_running, pure=True)
     while len(heads) > 1:  # pairwise: a node holds two chains' sums, not all of them
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
     result = dask.delayed(finish_statistics, pure=True)(heads[0])
-    return reads_inlined(result, {block.key for block, _ in items})
+    return reads_inlined(result, reads)
 
 
 def reads_inlined(result: Delayed, block_keys: set) -> Delayed:
-    """``result`` with each row block's read made part of the chain task that adds it.
+    """``result`` with each block's read made part of the task that consumes it.
+
+    The consumer is the chain task that adds a row block, or, for data chunked
+    along the features, the task that makes a chunk's terms.
 
     As separate tasks the reads have no dependencies, so a scheduler runs
     them as soon as a thread is free, far ahead of the chains, and a worker
@@ -180,7 +200,7 @@ def reads_inlined(result: Delayed, block_keys: set) -> Delayed:
         return Task(key, node.func, *args, **node.kwargs)
 
     for key, node in list(graph.items()):
-        if not isinstance(node, Task) or node.func is not statistics_of_block:
+        if not isinstance(node, Task) or not node.dependencies & block_keys:
             continue
         args = [inlined(arg.key) if isinstance(arg, TaskRef) and arg.key in block_keys
                 and only_used_by(arg.key, key) else arg for arg in node.args]
@@ -274,6 +294,14 @@ def project(X: da.Array, landmarks: np.ndarray, projection: np.ndarray, offset: 
            [1.]])
     """
     q = projection.shape[1]
+    if is_wide(X, kernel):
+        wide = WideTerms(X, landmarks, kernel, dtype)
+        shared = shared_values(X, wide.norms, projection, offset)
+        return wide.terms.map_blocks(
+            project_sums, norms=shared[0], projection=shared[1], offset=shared[2],
+            kernel=kernel, params=params, dtype_kernel=dtype, chunks=(wide.row_chunks, (q,)),
+            dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:

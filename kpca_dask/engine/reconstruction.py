@@ -38,16 +38,20 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
+from dask.graph_manipulation import clone
 from scipy import linalg
 
 from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.projection import project_block
 from ..blocks.statistics import kernel_block_rows, kernel_origin
+from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
+from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .landmark_factor import factor_landmarks
-from .passes import SPLIT_EVERY, shared_values
+from .passes import SPLIT_EVERY, reads_inlined, shared_values
 from .solve import NoveltyTerms
+from .wide_pass import WideTerms, is_wide
 
 __all__ = ["PreimageStatistics", "NoveltyTerms", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
@@ -140,6 +144,10 @@ def preimage_statistics(
     >>> stats.n_samples, stats.gram.shape, stats.cross.shape
     (3, (3, 3), (3, 3))
     """
+    if is_wide(X, kernel):
+        return _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params,
+                                         dtype, centres, centre_basis)
+    X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
@@ -155,6 +163,51 @@ def preimage_statistics(
         partials = [combine(*partials[i : i + split_every])
                     for i in range(0, len(partials), split_every)]
     return partials[0]
+
+
+def _preimage_features(y, *, centres, centre_basis, kernel, params):
+    """g(y) = W_Y^T k(y, Y_Z) of one row block of embeddings."""
+    return pairwise_kernel(np.asarray(y, np.float64), centres, kernel, **params) @ centre_basis
+
+
+def _cross_block(x, g):
+    """g_i^T x_ij of one chunk: its part of R (r x p_c), on a leading axis of length 1."""
+    return (np.asarray(g).T @ np.asarray(x, np.float64))[None]
+
+
+def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, dtype,
+                              centres, centre_basis) -> Delayed:
+    """(H, R) of data chunked along the features: R = G^T X by feature chunks (§12).
+
+    The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`).
+    R is one product per (row block, feature chunk), added over the row blocks, so
+    R arrives by feature chunks too. Its chunks are read a second time, by a copy
+    of X's graph (``dask.graph_manipulation.clone``) whose reads are made part of
+    the products: a chunk is read when its row block's g(y) is ready, not held
+    from the first read until then.
+    """
+    wide = WideTerms(X, landmarks, kernel, dtype)
+    shared = shared_values(X, wide.norms, projection, offset, centres, centre_basis)
+    Y = wide.terms.map_blocks(
+        project_sums, norms=shared[0], projection=shared[1], offset=shared[2], kernel=kernel,
+        params=params, dtype_kernel=dtype, chunks=(wide.row_chunks, (projection.shape[1],)),
+        dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    r = centre_basis.shape[1]
+    G = Y.map_blocks(_preimage_features, centres=shared[3], centre_basis=shared[4],
+                     kernel=kernel, params=params, chunks=(wide.row_chunks, (r,)),
+                     dtype=np.float64, meta=np.empty((0, 0), np.float64))
+    rows = clone(X.rechunk({0: wide.row_chunks}))
+    parts = da.blockwise(_cross_block, "irj", rows, "ij", G, "ir", dtype=np.float64,
+                         adjust_chunks={"i": 1}, new_axes={}, concatenate=True,
+                         meta=np.empty((0, 0, 0), np.float64))
+    # One graph, not optimised array by array: each array optimised on its own would
+    # get its own renamed copy of the terms, and X would be read once per copy.
+    gram = (G.T @ G).to_delayed(optimize_graph=False)[0, 0]
+    cross = parts.sum(axis=0).to_delayed(optimize_graph=False).ravel().tolist()
+    join = dask.delayed(np.concatenate, pure=True)
+    result = dask.delayed(PreimageStatistics, pure=True)(X.shape[0], gram, join(cross, axis=1))
+    reads = {key for row in rows.__dask_keys__() for key in row} | set(wide.source_keys)
+    return reads_inlined(result, reads)
 
 
 def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
@@ -208,12 +261,55 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
     """
     if Y.numblocks[1] != 1:
         Y = Y.rechunk({1: -1})  # each block must hold whole embeddings
+    block_bytes = memory_budget(Y).block_bytes
+    known = [rows for rows in Y.chunks[0] if not np.isnan(rows)]  # a frame's may be unknown
+    widths = output_columns(coefficients.shape[1], int(max(known, default=DEFAULT_BLOCK_ROWS)),
+                            block_bytes)
+    if len(widths) > 1:
+        return _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths)
     shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
     return Y.map_blocks(
         _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
         params=params, block_bytes=memory_budget(Y).block_bytes,
         chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
         meta=np.empty((0, 0), np.float64))
+
+
+def output_columns(p: int, rows: int, most_bytes: int) -> tuple[int, ...]:
+    """Column chunks of wide pre-images: equal ones of at most ``most_bytes`` per row block.
+
+    Examples
+    --------
+    >>> output_columns(10, 100, 2**20)
+    (10,)
+    >>> columns = output_columns(10**6, 500, 2**27)  # 128 MiB: 33 554 columns of 500 rows
+    >>> len(columns), columns[0], sum(columns)
+    (30, 33334, 1000000)
+    """
+    most = max(1, most_bytes // (8 * max(rows, 1)))
+    parts = -(-p // most)
+    return tuple(p // parts + (1 if k < p % parts else 0) for k in range(parts))
+
+
+def _reconstruct_columns(y, column, *, centres, panels, kernel, params, block_bytes=None):
+    """x_hat's columns of one output chunk: k(y, Y_Z) times that chunk's coefficients."""
+    coefficients = panels[int(column[0])]
+    return _reconstruct_block(y, centres=centres, coefficients=coefficients, kernel=kernel,
+                              params=params, block_bytes=block_bytes)
+
+
+def _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths) -> da.Array:
+    """Pre-images as wide as the data, made and handed on by column chunks (§12)."""
+    edges = np.cumsum((0,) + widths)
+    panels = [np.asarray(coefficients[:, a:b], np.float64)
+              for a, b in zip(edges[:-1], edges[1:])]
+    shared = shared_values(Y, np.asarray(centres, np.float64), *panels)
+    columns = da.arange(len(widths), chunks=1)
+    return da.blockwise(
+        _reconstruct_columns, "ij", Y, "ik", columns, "j", centres=shared[0],
+        panels=[shared[k] for k in range(1, len(panels) + 1)], kernel=kernel, params=params,
+        block_bytes=memory_budget(Y).block_bytes, adjust_chunks={"j": widths},
+        dtype=np.float64, concatenate=True, meta=np.empty((0, 0), np.float64))
 
 
 def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
@@ -271,11 +367,20 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
     ...                      "linear", {}, np.float64).compute()
     array([0., 0., 1.])
     """
+    weights = np.column_stack([projection, terms.mean_weights])
+    if is_wide(X, kernel):
+        wide = WideTerms(X, landmarks, kernel, dtype)
+        shared = shared_values(X, wide.norms, weights, np.asarray(offset, np.float64))
+        return wide.terms.map_blocks(
+            error_of_sums, norms=shared[0], weights=shared[1], offset=shared[2],
+            mean_norm2=terms.mean_norm2, kernel=kernel, params=params, dtype_kernel=dtype,
+            chunks=(wide.row_chunks,), drop_axis=1, dtype=np.float64,
+            meta=np.empty((0,), np.float64))
+    X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel)
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    weights = np.column_stack([projection, terms.mean_weights])
     shared = shared_values(X, Z.astype(dtype), weights, np.asarray(offset, np.float64), origin)
     return X.map_blocks(
         _error_block, landmarks=shared[0], weights=shared[1], offset=shared[2],

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 import dask.array as da
 import numpy as np
 
+from .._parallel import distributed_client
 from ..blocks.sparse_rows import as_block, first_nonfinite
-from ..errors import NonFiniteInputError
+from ..errors import InsufficientMemoryError, NonFiniteInputError
 
 __all__ = ["as_generator", "independent_generators", "take_rows", "raise_if_rows_nonfinite",
-           "sample_rows", "sample_indices", "RowSampler", "run_rows"]
+           "sample_rows", "sample_indices", "RowSampler", "run_rows", "read_rows",
+           "rows_by_runs", "refuse_sample_beyond_memory", "SAMPLE_SHARE"]
 
 #: Most bytes of rows :meth:`RowSampler.reading_ahead` holds in memory; planned
 #: samples above it are read one by one, as they are asked for.
@@ -125,7 +127,7 @@ class RowSampler:
         limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
         if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
             return cls(X)
-        return cls(X, union, as_block(_rows_by_runs(X, union).compute()))
+        return cls(X, union, read_rows(_rows_by_runs(X, union)))
 
     def take(self, indices: np.ndarray, *, purpose: str = "choosing landmarks") -> np.ndarray:
         """Rows ``X[indices]`` as numpy; reads only the chunks that hold rows not held.
@@ -139,9 +141,15 @@ class RowSampler:
         ascending = indices[order]
         rows = self._held(ascending)
         if rows is None:
-            rows = as_block(_rows_by_runs(self.X, ascending).compute())
+            rows = read_rows(_rows_by_runs(self.X, ascending))
         raise_if_rows_nonfinite(rows, ascending, purpose)
         return rows[np.argsort(order)]
+
+    def holds(self, size: int, rng: np.random.Generator) -> bool:
+        """Whether the rows :meth:`sample` would draw from ``rng`` are held (rng unchanged)."""
+        import copy
+
+        return self._held(sample_indices(self.X.shape[0], size, copy.deepcopy(rng))) is not None
 
     def sample(self, size: int, rng: np.random.Generator, *,
                purpose: str = "choosing landmarks") -> tuple[np.ndarray, np.ndarray]:
@@ -177,8 +185,67 @@ def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing land
     return RowSampler(X).take(indices, purpose=purpose)
 
 
+def read_rows(rows: da.Array):
+    """``rows`` computed: numpy (or CSR for sparse blocks).
+
+    Rows chunked along the features (docs/design.md §12) and computed here
+    are written chunk by chunk into one array made first, so the rows are held
+    once: a compute would hold every chunk and their concatenation at once
+    (twice the rows). A cluster's workers join them before they are sent.
+
+    Examples
+    --------
+    >>> read_rows(da.arange(12.0, chunks=3).reshape(2, 6)).tolist()
+    [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]
+    """
+    if (rows.numblocks[1] == 1 or not isinstance(rows._meta, np.ndarray)
+            or distributed_client(rows) is not None):
+        return as_block(rows.compute())
+    out = np.empty(rows.shape, rows.dtype)
+    da.store(rows, out, lock=False)
+    return out
+
+
 #: Most runs read as slices; more scattered rows are read by one fancy index.
 _SLICED_RUNS = 128
+
+
+#: The most of the memory available that a sample of rows held in memory may take.
+SAMPLE_SHARE = 0.25
+
+
+def refuse_sample_beyond_memory(X: da.Array, rows: int, purpose: str, advice: str) -> None:
+    """Refuse, before reading it, a sample of ``rows`` float64 rows of ``X`` over
+    :data:`SAMPLE_SHARE` of the memory available (wide data: 10^6 features).
+
+    Examples
+    --------
+    >>> refuse_sample_beyond_memory(da.zeros((10, 3)), 5, "testing", "")
+    """
+    from dask.utils import format_bytes
+
+    from .._memory import memory_budget
+
+    needed = 8 * min(rows, X.shape[0]) * X.shape[1]
+    budget = memory_budget(X)
+    if needed > SAMPLE_SHARE * budget.free_bytes:
+        raise InsufficientMemoryError(
+            f"{purpose} holds {min(rows, X.shape[0])} rows of {X.shape[1]} features in memory: "
+            f"{format_bytes(needed)} as float64, more than {SAMPLE_SHARE:.0%} of "
+            f"{budget.describe()}. {advice}")
+
+
+def rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:
+    """The lazy rows ``X[ascending]``, each run of consecutive indices taken as a slice.
+
+    Examples
+    --------
+    >>> rows_by_runs(da.arange(12.0, chunks=4).reshape(6, 2), np.array([1, 2, 5])).compute()
+    array([[ 2.,  3.],
+           [ 4.,  5.],
+           [10., 11.]])
+    """
+    return _rows_by_runs(X, ascending)
 
 
 def _rows_by_runs(X: da.Array, ascending: np.ndarray) -> da.Array:

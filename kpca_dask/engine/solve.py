@@ -176,7 +176,7 @@ def _exact_trace_is_cheap(n: int, rank: int, pass_dtype) -> bool:
 def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
     """S U = G U - s (s^T U) / n for U of shape (m, b), reading G once (BLAS symm)."""
     G = stats.gram if stats.gram.flags.f_contiguous else stats.gram.T  # symmetric: the same
-    with factor_threads(G.shape[0]):  # OpenBLAS's threads past 2^31 bytes (landmark_factor)
+    with factor_threads(G.shape[0]):  # one BLAS thread for large m (landmark_factor)
         SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
     s = stats.column_sums
     SU -= np.outer(s, s @ U) / stats.n_samples

@@ -84,7 +84,14 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
                reference: np.ndarray) -> PassStatistics:
     """The pass over ``X`` with G left on the cluster as tiles (module docstring)."""
     if X.numblocks[1] != 1:
-        raise ValueError("tiled_pass needs one chunk along the feature axis")
+        # The tiles' block function takes whole rows; the kernel terms summed over feature
+        # chunks (docs/design.md §12) feed one m x m accumulator, not tile rows.
+        raise InvalidParameterError(
+            f"The landmark problem of m = {len(landmarks)} is solved as tiles over the workers "
+            f"(2.2 m^2 words outgrow one), which needs whole rows, but X has "
+            f"{X.numblocks[1]} chunks along its features. Rechunk it, X.rechunk({{1: -1}}), if "
+            "a row block fits a task, or use fewer landmarks so that one worker holds the "
+            "problem (dask config 'kpca-dask.landmark-solve': 'worker').")
     m = len(landmarks)
     budget = memory_budget(X)
     t = tile_size(m, budget)

@@ -2,8 +2,8 @@
 
 The functions live in the modules of :mod:`kpca_dask.io` (one concern each:
 ``locations``, ``atomic``, ``zarr_io``, ``zarr_out``, ``formats``, ``tables``, ``frames``,
-``labelled``, ``parquet_out``, ``checksums``, ``claims``); the common ones are
-imported here so that ``from kpca_dask.io import open_array`` reads as the
+``labelled``, ``fields``, ``field_rows``, ``parquet_out``, ``checksums``, ``claims``); the
+common ones are imported here so that ``from kpca_dask.io import open_array`` reads as the
 public entry point.
 """
 

@@ -3,9 +3,9 @@
 Inputs (:func:`open_array`) are Zarr arrays by path or fsspec URL, a Zarr
 group plus an array name, xarray DataArrays and Dataset variables, dask
 arrays and numpy arrays, and the files of :mod:`kpca_dask.io.formats`
-(``.npy``, Parquet, CSV, HDF5, netCDF). Row chunks are kept as stored; the
-feature axis is made one chunk (each task must see whole rows), with a
-warning when the store splits it.
+(``.npy``, Parquet, CSV, HDF5, netCDF). Chunks are kept as stored, along
+the features too: the kernels are sums over feature chunks (docs/design.md
+§12).
 
 :func:`open_array` and :func:`open_group` refuse an output that kpca-dask is
 still writing (:mod:`kpca_dask.io.atomic`); the writers are in
@@ -26,7 +26,7 @@ import xarray as xr
 import zarr
 from dask.array.core import PerformanceWarning
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .atomic import COMPLETE, WRITE_STATE_ATTR
 from .formats import open_file
@@ -83,7 +83,7 @@ def open_array(
     feature_dim: str | None = None, storage_options: dict | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS, format: str | None = None,
     columns: Sequence[str | int] | None = None, header: bool | None = None, filters: Any = None,
-    whole_rows: bool = True,
+    whole_rows: bool = False,
 ) -> da.Array | xr.DataArray:
     """Open data for fitting or transforming as a lazy (n_samples, n_features) array.
 
@@ -108,16 +108,17 @@ def open_array(
         Tables: the columns to use, in order (default: all, numeric); Parquet
         row filters (as ``dask.dataframe.read_parquet``); whether a CSV's
         first line names the columns. See the guide's "Data formats" page.
-    whole_rows : bool, default=True
-        One chunk of features, as every fit of points needs. False keeps the
-        stored chunks along the features of a Zarr array or dask array: a
-        precomputed kernel matrix, of which only the landmark columns are read.
+    whole_rows : bool, default=False
+        One chunk of features. By default the stored chunks along the
+        features of a Zarr array or dask array are kept: the named kernels
+        sum over them, and a precomputed kernel matrix reads only the
+        landmark columns.
 
     Returns
     -------
     dask.array.Array or xarray.DataArray
         A DataArray (sample_dim, feature_dim) for labelled input, else a dask
-        array with the stored row chunks and one chunk of features.
+        array with the stored chunks.
 
     Examples
     --------
@@ -163,7 +164,7 @@ def _open_frame(frame, block_rows: int) -> da.Array:
 
 
 def _open_path(source, *, format, array, columns, header, sample_dim, feature_dim, block_rows,
-               filters, storage_options, whole_rows=True):
+               filters, storage_options, whole_rows=False):
     """A path or URL: a file of :mod:`kpca_dask.io.formats`, else a Zarr store."""
     opened = open_file(source, format=format, array=array, columns=columns, header=header,
                        sample_dim=sample_dim, block_rows=block_rows, filters=filters,
@@ -171,14 +172,14 @@ def _open_path(source, *, format, array, columns, header, sample_dim, feature_di
     if isinstance(opened, xr.Dataset):  # netCDF: labelled like a Dataset
         return open_array(opened, array=array, sample_dim=sample_dim, feature_dim=feature_dim)
     if opened is not None:
-        return one_feature_chunk(opened, os.fspath(source), stacklevel=4)
+        return one_feature_chunk(opened, os.fspath(source), stacklevel=4) if whole_rows else opened
     shown = os.fspath(source)
     where = store_location(source, storage_options)
     return _from_zarr_node(_open_node(where, shown), shown, array, where, sample_dim,
                            feature_dim, whole_rows)
 
 
-def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim, whole_rows=True):
+def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim, whole_rows=False):
     if isinstance(node, zarr.Group):
         z = _group_array(node, name, shown)
         if z.metadata.zarr_format == 3 and z.metadata.dimension_names and where is not None:
@@ -194,17 +195,14 @@ def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim, whole_row
         raise InvalidInputError(
             f"The Zarr array {shown} has shape {z.shape}; a 2-D (n_samples, n_features) "
             "array is needed.")
-    if not whole_rows:  # the stored chunks: only the columns used are read
-        return da.from_array(z, chunks=z.chunks, name=f"zarr-{_token(z, shown)}",
-                             inline_array=True)
-    if z.chunks[1] < z.shape[1]:
+    if whole_rows and z.chunks[1] < z.shape[1]:
         warnings.warn(
             f"The Zarr array {shown} is chunked along the feature axis ({z.chunks[1]} of "
             f"{z.shape[1]} columns per chunk); each row block reads several chunks. Store it "
             f"with chunks=({z.chunks[0]}, {z.shape[1]}) to avoid this.",
             PerformanceWarning, stacklevel=3)
-    return da.from_array(z, chunks=(z.chunks[0], z.shape[1]), name=f"zarr-{_token(z, shown)}",
-                         inline_array=True)
+    chunks = (z.chunks[0], z.shape[1]) if whole_rows else z.chunks
+    return da.from_array(z, chunks=chunks, name=f"zarr-{_token(z, shown)}", inline_array=True)
 
 
 def _token(z, shown) -> str:
@@ -219,6 +217,8 @@ def _group_array(group: zarr.Group, name: str | None, shown: str):
                 f"The Zarr group {shown} has no array {name!r}; it has {sorted(arrays)}.")
         return arrays[name]
     candidates = [k for k, v in arrays.items() if v.ndim == 2]
+    if not candidates:  # a field written by xarray: its one array of more dimensions
+        candidates = [k for k, v in arrays.items() if v.ndim > 2]
     if len(candidates) != 1:
         raise InvalidInputError(
             f"The Zarr group {shown} holds {len(candidates)} 2-D arrays "
@@ -232,16 +232,28 @@ def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataAr
             raise InvalidInputError(
                 f"{shown} has no data variable {name!r}; it has {sorted(map(str, ds.data_vars))}.")
         return ds[name]
-    two_d = [k for k, v in ds.data_vars.items() if v.ndim == 2]
+    # Cell bounds of coordinates (CF's "bounds" attribute) are not data.
+    bounds = {v.attrs.get("bounds") for v in ds.variables.values()}
+    data = {k: v for k, v in ds.data_vars.items() if k not in bounds}
+    two_d = [k for k, v in data.items() if v.ndim == 2]
+    if not two_d:  # a field: the one variable of two or more dimensions
+        two_d = [k for k, v in data.items() if v.ndim >= 2]
     if len(two_d) != 1:
         raise InvalidInputError(
-            f"{shown} holds {len(two_d)} 2-D data variables ({sorted(map(str, two_d))}); "
-            "say which one to use (array=...).")
+            f"{shown} holds {len(two_d)} data variables of two or more dimensions "
+            f"({sorted(map(str, two_d))}); say which one to use (array=...).")
     return ds[two_d[0]]
 
 
 def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
-    """``X`` with dims (sample_dim, feature_dim) and one chunk of features."""
+    """``X`` with dims (sample_dim, feature_dim), chunked as it comes; a field of more
+    dimensions with ``sample_dim`` first (its feature dimensions are stacked by
+    :mod:`kpca_dask.io.fields`)."""
+    if X.ndim > 2 and feature_dim is None:
+        if sample_dim is not None and sample_dim not in X.dims:
+            raise InvalidParameterError(f"sample_dim={sample_dim!r} is not a dimension of the "
+                                        f"DataArray (its dims are {X.dims}).")
+        return X.transpose(sample_dim or X.dims[0], ...)
     if X.ndim != 2:
         raise InvalidInputError(
             f"The DataArray has dims {X.dims}; a 2-D (sample, feature) array is needed.")
@@ -253,8 +265,4 @@ def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
                                     f"(its dims are {X.dims}).")
     if sample_dim == feature_dim:
         raise InvalidInputError(f"sample_dim and feature_dim are both {sample_dim!r}.")
-    X = X.transpose(sample_dim, feature_dim)
-    if isinstance(X.data, da.Array):
-        X = X.copy(data=one_feature_chunk(X.data, f"The DataArray {X.name or ''}".rstrip(),
-                                              stacklevel=4))
-    return X
+    return X.transpose(sample_dim, feature_dim)

@@ -42,7 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
 from ..engine.landmark_factor import factor_landmarks
-from ..engine.sampling import RowSampler, sample_indices
+from ..engine.sampling import RowSampler, refuse_sample_beyond_memory, sample_indices
 from ..errors import InvalidParameterError
 from .strategies import Landmarks, planned_sample, select_landmarks
 
@@ -153,6 +153,9 @@ def grow_landmarks(
     _check_strategy(strategy)
     cap = min(max_landmarks, X.shape[0])
     sampler = sampler or RowSampler(X)
+    refuse_sample_beyond_memory(
+        X, validation_rows + cap, 'n_landmarks="auto" (its held-out rows and landmarks)',
+        "Give n_landmarks as a number, or set max_landmarks lower.")
     sample, _ = sampler.sample(validation_rows, validation_rng, purpose=_VALIDATION_PURPOSE)
     path: list[tuple[int, float]] = []
     for m in _doubling(start, cap):

@@ -32,7 +32,7 @@ import dask.array as da
 import numpy as np
 
 from ..blocks.sparse_rows import dense
-from ..engine.sampling import RowSampler, sample_indices
+from ..engine.sampling import RowSampler, refuse_sample_beyond_memory, sample_indices
 from ..errors import InvalidParameterError
 from .kmeans_clustering import kmeans_centroids
 from .pivoted_cholesky import PIVOT_BLOCK
@@ -101,6 +101,9 @@ def kmeans(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kernel=No
     >>> landmarks.points.shape, landmarks.indices is None
     ((10, 2), True)
     """
+    refuse_sample_beyond_memory(
+        X, sample_factor * n_landmarks, f'landmarks="kmeans" (its sample of {sample_factor} m)',
+        _WIDE_ADVICE)
     sample, indices = (sampler or RowSampler(X)).sample(sample_factor * n_landmarks, rng)
     if n_landmarks >= sample.shape[0]:
         return Landmarks(points=dense(sample), indices=indices, n_passes=0)
@@ -126,11 +129,19 @@ def rpcholesky(X: da.Array, n_landmarks: int, *, rng: np.random.Generator, kerne
     >>> landmarks.points.shape, bool(np.all(np.diff(landmarks.indices) > 0))
     ((10, 2), True)
     """
+    refuse_sample_beyond_memory(
+        X, pool_factor * n_landmarks, f'landmarks="rpcholesky" (its pool of {pool_factor} m)',
+        _WIDE_ADVICE)
     pool, pool_indices = (sampler or RowSampler(X)).sample(pool_factor * n_landmarks, rng)
     factorisation = rpcholesky_factor(pool, n_landmarks, rng=rng, kernel=kernel,
                                       params=params or {}, block_size=block_size)
     chosen = np.sort(factorisation.pivots)
     return Landmarks(points=dense(pool[chosen]), indices=pool_indices[chosen], n_passes=0)
+
+
+#: What to do when a strategy's sample of wide rows does not fit (docs/design.md §12).
+_WIDE_ADVICE = ('Use landmarks="uniform" (it holds the m landmarks only), fewer landmarks, '
+                "or fewer features.")
 
 
 _STRATEGIES: dict[str, LandmarkStrategy] = {

@@ -17,13 +17,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
 from ..io.frames import frame_feature_names
+from .field_inputs import fit_rows
 from .fitted import FittedModel, fitted_attribute
 from .fitting import fit_model
 from .growing import GrowingMixin
 from .inputs import as_fit_input
-from .model_files import save_model
+from .model_files import SavingMixin
 from .outputs import OutputsMixin
 from .parameters import check_params
+from .patterns import PatternsMixin
 from .precomputed import PRECOMPUTED, fit_precomputed
 
 __all__ = ["KernelPCA"]
@@ -31,7 +33,8 @@ __all__ = ["KernelPCA"]
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, BaseEstimator):
+class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
+                ClassNamePrefixFeaturesOutMixin, BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -126,6 +129,14 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         interrupted fit redoes it).
     alpha : float, default=1.0
         Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
+    sample_dim : str or None, default=None
+        The sample dimension of a DataArray (None: its first); the others are
+        stacked lazily into features, positions NaN at every sample (a mask)
+        dropped and given back as NaN (:mod:`kpca_dask.io.fields`).
+    weights : DataArray, 1-D array or None, default=None
+        Multiply the features before the kernel: a DataArray over feature
+        dimensions (e.g. ``np.sqrt(np.cos(np.deg2rad(X.lat)))``), or one
+        weight per feature of an array; finite and >= 0.
 
     Attributes
     ----------
@@ -208,6 +219,11 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     preimage_coefficients_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
         Dual coefficients W_Y B of the pre-image map:
         ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_``.
+    feature_layout_ : FeatureLayout
+        A field's (or weighted) fit: dimensions, coordinates, mask, weights
+        (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
+    feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
+        The weights and the flat field positions of the features (if any).
 
     See Also
     --------
@@ -252,6 +268,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         random_state: int | np.random.Generator | None = None,
         fit_inverse_transform: bool = False,
         alpha: float = 1.0,
+        sample_dim: str | None = None,
+        weights=None,
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -269,6 +287,8 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         self.random_state = random_state
         self.fit_inverse_transform = fit_inverse_transform
         self.alpha = alpha
+        self.sample_dim = sample_dim
+        self.weights = weights
 
     # -- fit ---------------------------------------------------------------
 
@@ -299,28 +319,14 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
         names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
-        # A kernel matrix keeps its stored column chunks: only the landmarks' are read.
-        model = fit(params, as_fit_input(X, whole_rows=not precomputed), feature_names=names,
-                    checkpoint=checkpoint, started=started)
+        # Stored column chunks are kept: a kernel matrix's (only the landmarks' are
+        # read) and the points' (the kernels sum over them, docs/design.md §12).
+        X, layout = fit_rows(X, params["sample_dim"], params["weights"], precomputed=precomputed)
+        model = fit(params, as_fit_input(X), feature_names=names, checkpoint=checkpoint,
+                    started=started)
+        model = model.replace(layout=layout)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
-
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
-
-        See :func:`kpca_dask.model.model_files.save_model`; read it back with
-        :func:`kpca_dask.load`.
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(100, 3))
-        >>> kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
-        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
-        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
-        True
-        """
-        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit, then project the training rows (a second, lazy pass for dask input).
@@ -361,6 +367,9 @@ class KernelPCA(GrowingMixin, OutputsMixin, ClassNamePrefixFeaturesOutMixin, Bas
     novelty_mean_norm2_ = fitted_attribute("novelty_mean_norm2_")
     preimage_centres_ = fitted_attribute("preimage_centres_")
     preimage_coefficients_ = fitted_attribute("preimage_coefficients_")
+    feature_layout_ = fitted_attribute("feature_layout_")
+    feature_weights_ = fitted_attribute("feature_weights_")
+    feature_kept_ = fitted_attribute("feature_kept_")
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None

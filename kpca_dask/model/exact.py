@@ -13,22 +13,30 @@ import dask.array as da
 import numpy as np
 import zarr
 from numpy.typing import ArrayLike
-from scipy import linalg, sparse
+from scipy import linalg
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
+from ..engine.gram import cross_kernel_by_panels, gram_by_panels
+from ..engine.sampling import read_rows
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
-from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import as_numpy_array, check_n_features
+from ..errors import InvalidParameterError
+from ..io.labelled import label_embedding, label_rows
+from ..validation import as_dask_array, as_numpy_array, check_n_features
+from .field_inputs import ExactRowsMixin
+from .inputs import computed, is_xarray
+from .kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
 from .parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from .patterns import PatternsMixin
 
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(TransformerMixin, BaseEstimator):
+class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstimator):
     """Exact kernel PCA through the centred Gram matrix (small n only).
 
     Builds the full n x n kernel matrix K in float64, centres it as
@@ -65,6 +73,13 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     remove_zero_eig : bool, default=False
         Drop the components with eigenvalue 0 that an int ``n_components``
         would keep (scikit-learn's parameter of the same name).
+    sample_dim : str or None, default=None
+        For a DataArray: the dimension of the samples (None: the first); the
+        others are stacked into features, a fixed mask dropped, as for
+        :class:`~kpca_dask.KernelPCA`.
+    weights : DataArray, 1-D array or None, default=None
+        Multiplies the features before the kernel (see
+        :class:`~kpca_dask.KernelPCA`).
 
     Attributes
     ----------
@@ -81,14 +96,20 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         The kernel used, aliases resolved.
     kernel_params_ : dict
         The kernel parameters used, defaults resolved.
-    X_fit_ : ndarray of shape (n_samples, ``n_features_in_``)
+    X_fit_ : ndarray or dask array of shape (n_samples, ``n_features_in_``)
         The training data (float64; CSR for sparse input), needed by
-        :meth:`transform`. Absent for ``kernel="precomputed"``, whose matrix is
-        decomposed in place in one n x n buffer and not kept.
+        :meth:`transform`. Lazy input (dask, Zarr, xarray) stays lazy: the
+        Gram matrix is summed over its feature chunks in one read (T-mode,
+        docs/design.md §12), and :meth:`transform` reads it once more.
+        Absent for ``kernel="precomputed"``, whose matrix is decomposed in
+        place in one n x n buffer and not kept.
     n_samples_fit_ : int
         Number of training points.
     n_features_in_ : int
-        Number of features seen in :meth:`fit`.
+        Number of features seen in :meth:`fit` (the positions kept, for a field).
+    feature_layout_ : FeatureLayout
+        The field's dimensions, mask and weights, for a DataArray or weighted
+        fit (:class:`~kpca_dask.io.fields.FeatureLayout`); absent otherwise.
 
     See Also
     --------
@@ -116,6 +137,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         coef0: float = 1.0,
         kernel_params: dict | None = None,
         remove_zero_eig: bool = False,
+        sample_dim: str | None = None,
+        weights=None,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -124,15 +147,21 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.coef0 = coef0
         self.kernel_params = kernel_params
         self.remove_zero_eig = remove_zero_eig
+        self.sample_dim = sample_dim
+        self.weights = weights
 
     def fit(self, X: ArrayLike, y: None = None) -> ExactKernelPCA:
         """Eigendecompose the centred Gram matrix of ``X``.
 
         Parameters
         ----------
-        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
-            With ``kernel="precomputed"``, the kernel matrix of shape
-            (n_samples, n_samples).
+        X : array-like, scipy.sparse matrix, dask array, Zarr array or path, or DataArray
+            Shape (n_samples, n_features). Lazy input is never held whole:
+            the n x n kernel matrix is summed over its feature chunks in one
+            read (memory: the matrix and one column panel), and refused with
+            :class:`~kpca_dask.errors.InsufficientMemoryError` when it does
+            not fit. With ``kernel="precomputed"``, the kernel matrix of
+            shape (n_samples, n_samples).
         y : ignored
 
         Returns
@@ -142,22 +171,16 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
                      estimator=type(self).__name__)
+        X, layout = self._fit_input(X)
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
-            kernel, params, K = PRECOMPUTED, {}, _kernel_matrix_buffer(X)
+            kernel, params, K = PRECOMPUTED, {}, kernel_matrix_buffer(X)
             X = None
         else:
-            # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
-            X = as_numpy_array(X, min_samples=2).astype(np.float64, copy=False)
-            kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1],
-                                  self.kernel_params)
-            params = resolve_kernel_params(
-                kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                kernel_params=self.kernel_params)
-            K = np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
+            X, kernel, params, K = self._points_gram(X)
         n = K.shape[0]
-        _symmetrise_in_place(K)
+        symmetrise_in_place(K)
         column_means = K.mean(axis=0)
         grand_mean = column_means.mean()
         # K~ = J K J: subtract row and column means, add back the grand mean (in place).
@@ -194,7 +217,24 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             self.__dict__.pop("X_fit_", None)
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
+        self._keep_layout(layout)
         return self
+
+    def _points_gram(self, X):
+        """The rows kept for transform, the kernel, its parameters and K = k(X, X)."""
+        # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
+        X = _lazy_rows(X) if _is_lazy(X) else as_numpy_array(X, min_samples=2).astype(
+            np.float64, copy=False)
+        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
+        params = resolve_kernel_params(
+            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+            kernel_params=self.kernel_params)
+        if isinstance(X, da.Array) and feature_sum(kernel) is None:
+            X = read_rows(X.astype(np.float64))  # a callable kernel needs the rows
+        if isinstance(X, da.Array):  # T-mode: K summed over feature panels (§12)
+            return X, kernel, params, gram_by_panels(X, kernel, params)[0]
+        return X, kernel, params, np.asarray(pairwise_kernel(X, X, kernel, **params),
+                                             dtype=np.float64)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
@@ -204,7 +244,10 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         Y : ndarray of shape (n_samples, ``n_components_``)
         """
         self.fit(X)
-        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        Y = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        like = self._model_rows(X)[1] if is_xarray(X) or isinstance(X, (str, os.PathLike)) \
+            else None
+        return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
     def transform(self, X: ArrayLike) -> np.ndarray:
         """Project new points: y(x) = Lambda_q^{-1/2} A_q^T k~_n(x), k~ the centred kernel vector.
@@ -221,13 +264,26 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
-        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        X, like = self._model_rows(X)
+        Y = self._transform_rows(X)
+        return Y if like is None else label_embedding(Y, like, self._output_attrs())
+
+    def _embedding(self, X, frame=None) -> da.Array:
+        """The embedding of the rows ``X``, lazily: one block of rows at a time."""
+        X, _ = as_dask_array(X, min_samples=1)
+        return X.map_blocks(transform_block, estimator=self,
+                            chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
+                            meta=np.empty((0, 0), np.float64))
+
+    def _transform_rows(self, X) -> np.ndarray:
         if self.kernel_ == PRECOMPUTED:
-            Kx = _kernel_rows(X, self.n_samples_fit_)
+            X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+            Kx = new_point_kernel_rows(X, self.n_samples_fit_)
         else:
-            check_n_features(X, self.n_features_in_, type(self).__name__)
-            Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
-                            dtype=np.float64)
+            Kx, _ = self._kernel_rows_of(X)
+        return self._projected(Kx)
+
+    def _projected(self, Kx: np.ndarray) -> np.ndarray:
         Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._column_means[None, :] + self._grand_mean
         nonzero = self.eigenvalues_ > 0
         scaled = np.zeros_like(self.eigenvectors_)
@@ -260,15 +316,27 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        X, like = self._model_rows(X)
+        Kx, diagonal = self._kernel_rows_of(X)
+        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
+        Y = self._projected(Kx)
+        errors = distance - np.sum(Y * Y, axis=1)
+        return errors if like is None else label_rows(errors, like, name="reconstruction_error")
+
+    def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """k(X, X_fit) and k(x, x) of new points; lazy training data are read once more."""
+        if isinstance(self.X_fit_, da.Array):
+            X = _lazy_rows(X, min_samples=1) if _is_lazy(X) else as_numpy_array(
+                X, min_samples=1).astype(np.float64, copy=False)
+            check_n_features(X, self.n_features_in_, type(self).__name__)
+            return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
+        X = as_numpy_array(computed(X) if isinstance(X, da.Array) else X, min_samples=1
+                           ).astype(np.float64, copy=False)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
-        diagonal = np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
+        return Kx, np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
                               dtype=np.float64)
-        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
-        Y = self.transform(X)
-        return distance - np.sum(Y * Y, axis=1)
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
@@ -281,59 +349,24 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         return tags
 
 
+def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
+    """The embedding of one block of rows by a fitted exact model (a task of :meth:`patterns`)."""
+    return estimator._transform_rows(block)
+
+
+def _is_lazy(X) -> bool:
+    """Dask, Zarr, a path or an xarray object: data read by feature panels (T-mode)."""
+    return isinstance(X, (str, os.PathLike, zarr.Array, da.Array)) or is_xarray(X)
+
+
+def _lazy_rows(X, min_samples: int = 2) -> da.Array:
+    """Lazy input as a validated dask array, chunked as stored."""
+    from ..io import open_array
+
+    opened = open_array(X)
+    X, _ = as_dask_array(opened.data if is_xarray(opened) else opened, min_samples=min_samples)
+    return X
+
+
 #: The ``kernel`` value that makes X the kernel matrix itself.
 PRECOMPUTED = "precomputed"
-
-
-def _kernel_matrix_buffer(K) -> np.ndarray:
-    """The n x n kernel matrix as one new float64 array, read block by block from numpy,
-    scipy.sparse, a dask array or a Zarr array (by path or URL)."""
-    if isinstance(K, (str, os.PathLike, zarr.Array, da.Array)):
-        from ..io import open_array
-
-        lazy = open_array(K, whole_rows=False)
-        if lazy.ndim != 2 or lazy.shape[0] != lazy.shape[1]:
-            _refuse_non_square(lazy.shape)
-        buffer = np.empty(lazy.shape, dtype=np.float64)
-        start = 0
-        for rows in lazy.chunks[0]:  # one row block held at a time beside the buffer
-            buffer[start:start + rows] = lazy[start:start + rows].compute()
-            start += rows
-        if not np.isfinite(buffer).all():  # numpy input was checked as it was read
-            raise InvalidInputError("The kernel matrix holds NaN or infinite values; kernel "
-                                    "PCA needs a finite kernel.")
-    else:
-        K = as_numpy_array(K, min_samples=2)
-        K = K.toarray() if sparse.issparse(K) else K
-        if K.shape[0] != K.shape[1]:
-            _refuse_non_square(K.shape)
-        buffer = np.array(K, dtype=np.float64)  # our own copy: it is overwritten
-    return buffer
-
-
-def _refuse_non_square(shape) -> None:
-    raise InvalidInputError(
-        f'With kernel="precomputed", fit takes the square kernel matrix of the training '
-        f"points, shape (n_samples, n_samples); got shape {tuple(shape)}. Pass "
-        "k(X_train, X_train), not the data.")
-
-
-def _symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:
-    """K <- (K + K^T) / 2, one pair of off-diagonal blocks at a time (no n x n temporary)."""
-    n = K.shape[0]
-    for i in range(0, n, block):
-        for j in range(i, n, block):
-            upper, lower = K[i:i + block, j:j + block], K[j:j + block, i:i + block]
-            mean = 0.5 * (upper + lower.T)
-            upper[...] = mean
-            lower[...] = mean.T
-
-
-def _kernel_rows(K, n_fit: int) -> np.ndarray:
-    K = K.toarray() if sparse.issparse(K) else K
-    if K.shape[1] != n_fit:
-        raise InvalidInputError(
-            f'With kernel="precomputed", transform takes the kernel values of the new points '
-            f"against the {n_fit} training points, shape (n_samples, {n_fit}); got shape "
-            f"{K.shape}. Pass k(X_new, X_train).")
-    return K

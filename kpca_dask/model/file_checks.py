@@ -143,6 +143,22 @@ def check_model(model, shown: str) -> None:
     _check_fitted_numbers(model, shown)
     _check_kernel(model, shown)
     _check_arrays(model, shown)
+    _check_layout(model.model_.layout, model.model_.n_features, shown)
+
+
+def _check_layout(layout, n_features: int, shown: str) -> None:
+    """A field's kept positions and weights: one per feature, weights finite and >= 0."""
+    if layout is None:
+        return
+    if layout.n_features != n_features:
+        raise damaged(shown, f"feature_layout_ keeps {layout.n_features} positions, but the "
+                             f"model has {n_features} features")
+    if layout.kept is not None:
+        check_array(layout.kept, "feature_kept", shown, (n_features,), kind="i")
+    if layout.weights is not None:
+        check_array(layout.weights, "feature_weights", shown, (n_features,))
+        if (layout.weights < 0).any():
+            raise damaged(shown, "the array 'feature_weights' holds negative values")
 
 
 def _check_fitted_numbers(model, shown: str) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..blocks.statistics import PassStatistics
 from ..engine.solve import NoveltyTerms, NystromSolution
+from ..io.fields import FeatureLayout
 from .parameters import rcond_for
 
 __all__ = ["FittedModel", "FitSettings", "Preimage", "FITTED_ATTRIBUTES",
@@ -95,6 +96,7 @@ class FittedModel:
     landmark_path: list | None = None  # m tried and its trace error, for n_landmarks="auto"
     row_provenance: dict | None = None  # the rows counted (kpca_dask.model.provenance)
     fit_seconds: float = 0.0
+    layout: FeatureLayout | None = None  # a field's dims, mask and weights (kpca_dask.io.fields)
     # The model file the workers last wrote G into, for statistics held on a cluster
     # (kpca_dask.model.held_statistics): read from there once the cluster is gone.
     statistics_file: str | None = None
@@ -157,13 +159,17 @@ FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
     "novelty_mean_norm2_": _novelty("mean_norm2"),
     "preimage_centres_": _preimage("centres"),
     "preimage_coefficients_": _preimage("coefficients"),
+    "feature_layout_": lambda model: model.layout,
+    "feature_weights_": lambda model: None if model.layout is None else model.layout.weights,
+    "feature_kept_": lambda model: None if model.layout is None else model.layout.kept,
 }
 
 #: Attributes that are absent (``hasattr`` is False), not None, when the model has no such part:
 #: scikit-learn's habit for what only some fits learn.
 OPTIONAL_ATTRIBUTES = frozenset({"feature_names_in_", "novelty_weights_", "novelty_mean_norm2_",
                                  "preimage_centres_", "preimage_coefficients_",
-                                 "eigenvalue_residuals_"})
+                                 "eigenvalue_residuals_", "feature_layout_",
+                                 "feature_weights_", "feature_kept_"})
 
 
 def fitted_attribute(name: str) -> property:

@@ -35,10 +35,11 @@ from ..errors import (
 )
 from ..io.frames import check_feature_names
 from ..validation import check_n_features
+from .field_inputs import layout_differences, model_rows
 from .file_checks import check_model
 from .fitting import solved, with_rows_added
 from .held_statistics import live_statistics
-from .inputs import as_fit_input, held_in_memory, row_range
+from .inputs import as_fit_input, held_in_memory, is_xarray, row_range
 from .parameters import check_params, rcond_for
 from .precomputed import PRECOMPUTED, refuse_growth
 from .provenance import combined, recorded_rows, source_of, with_rows
@@ -142,6 +143,11 @@ class GrowingMixin:
         if fitted:
             check_feature_names(self, X, reset=False)
         table = X
+        layout = self.model_.layout if fitted else None
+        if not fitted and is_xarray(X) or layout is not None and layout.dims:
+            X = _field_batch(self, X, rows)
+            if not fitted:
+                return self
         X = as_fit_input(X, min_samples=1)
         source = source_of(X)  # of the whole input, before the rows are selected
         start, stop = row_range(rows, X.shape[0])
@@ -246,6 +252,19 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     return stats
 
 
+def _field_batch(estimator, X, rows):
+    """A batch of a field: its checked rows for a fitted model (``rows`` are then selected
+    from them, as from an array's); the first batch is a fit of the whole field."""
+    if estimator.__dict__.get("model_") is not None:
+        return model_rows(estimator.model_.layout, X)[0]
+    if rows is not None:
+        raise InvalidParameterError(
+            "rows=(start, stop) of a first batch selects rows of an array; select the "
+            "samples of a DataArray with X.isel(...) instead.")
+    estimator.fit(X)
+    return None
+
+
 def model_differences(first, other) -> list[str]:
     """What keeps two fitted models from being merged, one phrase per difference.
 
@@ -265,7 +284,7 @@ def model_differences(first, other) -> list[str]:
     >>> model_differences(a, c)
     ['kernel parameter gamma is 0.5 in one model but 0.25 in the other']
     """
-    found = []
+    found = layout_differences(first.model_.layout, other.model_.layout)
     if _kernel_name(first.kernel_) != _kernel_name(other.kernel_):
         return [f"the kernel is {_kernel_name(first.kernel_)!r} in one model but "
                 f"{_kernel_name(other.kernel_)!r} in the other"]

@@ -2,7 +2,7 @@
 
 Arrays, dask arrays, scipy.sparse rows, xarray DataArrays, Zarr paths and URLs,
 pandas and dask DataFrames all arrive here; the methods see a float dask
-array with one chunk of features (docs/design.md §2).
+array, chunked along the features as it was given (docs/design.md §12).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def computed(Y: da.Array):
         return Y.compute()
 
 
-def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = True
+def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = False
             ) -> tuple[da.Array, bool]:
     """``X`` as a lazy float array and whether the input was lazy.
 
@@ -65,8 +65,11 @@ def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = True
     return as_dask_array(X, what=what, min_samples=1, unknown_rows=True, whole_rows=whole_rows)
 
 
-def open_input(X: Any, whole_rows: bool = True) -> Any:
+def open_input(X: Any, whole_rows: bool = False, sample_dim: str | None = None) -> Any:
     """Zarr paths and xarray objects go through :mod:`kpca_dask.io`; anything else unchanged.
+
+    A labelled input comes back as a DataArray with ``sample_dim`` (default:
+    its first dimension) first.
 
     Examples
     --------
@@ -76,13 +79,13 @@ def open_input(X: Any, whole_rows: bool = True) -> Any:
     if isinstance(X, (str, os.PathLike)) or is_xarray(X):
         from ..io import open_array
 
-        return open_array(X, whole_rows=whole_rows)
+        return open_array(X, whole_rows=whole_rows, sample_dim=sample_dim)
     return X
 
 
-def as_fit_input(X: Any, min_samples: int = 2, whole_rows: bool = True) -> da.Array:
-    """The training data as a validated dask array with one chunk of features (or, with
-    ``whole_rows=False``, the stored chunks of a precomputed kernel matrix).
+def as_fit_input(X: Any, min_samples: int = 2, whole_rows: bool = False) -> da.Array:
+    """The training data as a validated dask array, with the chunks it was stored in
+    (``whole_rows=True``: one chunk of features).
 
     Examples
     --------

@@ -23,6 +23,7 @@ from .._json import jsonable
 from ..blocks.statistics import PassStatistics
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..errors import InvalidParameterError, ModelFormatError
+from ..io.fields import FeatureLayout
 from .file_checks import damaged
 from .fitted import (
     FITTED_ATTRIBUTES,
@@ -31,6 +32,7 @@ from .fitted import (
     FittedModel,
     Preimage,
 )
+from .layout_files import layout_attribute, layout_from_attribute
 from .parameters import check_params
 
 __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS_NULL",
@@ -39,13 +41,13 @@ __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS
 #: The arrays of a model file; each holds the fitted attribute of its name plus "_".
 MODEL_ARRAYS = ("landmarks", "landmark_indices", "projection", "offset", "eigenvalues",
                 "explained_variance_ratio", "eigenvalue_residuals", "novelty_weights",
-                "preimage_centres", "preimage_coefficients")
+                "preimage_centres", "preimage_coefficients", "feature_weights", "feature_kept")
 #: The fitted attributes a model file holds as JSON, in the ``fitted`` attribute.
 MODEL_ATTRIBUTES = ("kernel_", "kernel_params_", "gamma_", "n_landmarks_", "landmark_rank_",
                     "n_components_", "trace_error_", "trace_error_std_", "n_features_in_",
                     "n_samples_fit_",
                     "novelty_mean_norm2_", "landmark_path_", "fit_seconds_", "row_provenance_",
-                    "feature_names_in_", "fit_settings_")
+                    "feature_names_in_", "fit_settings_", "feature_layout_")
 #: Attributes that follow from other fields, and how (from the other fields read).
 DERIVED_ATTRIBUTES = ("gamma_", "n_components_", "n_landmarks_")
 #: Arrays a model may lack, written then as a JSON null attribute of their name.
@@ -79,6 +81,8 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
             continue
         if name == "fit_settings_":
             value = dataclasses.asdict(value)
+        if name == "feature_layout_":  # its arrays are feature_weights and feature_kept
+            value = layout_attribute(value)
         try:
             attributes[name] = jsonable(value)
         except TypeError:
@@ -127,7 +131,8 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
         feature_names=None if names is None else _feature_names(names, shown),
         landmark_path=attributes.get("landmark_path_"),
         row_provenance=attributes.get("row_provenance_"),
-        fit_seconds=attributes["fit_seconds_"])
+        fit_seconds=attributes["fit_seconds_"],
+        layout=_layout(attributes.get("feature_layout_"), arrays, shown))
     _check_derived(model, attributes, shown)
     return model
 
@@ -176,6 +181,20 @@ def _settings(stored, params: dict, shown: str) -> FitSettings:
     except InvalidParameterError as exc:
         raise damaged(shown, f"fit_settings_ is invalid: {exc}") from None
     return FitSettings(**stored)
+
+
+def _layout(stored, arrays: dict, shown: str) -> FeatureLayout | None:
+    if stored is None:
+        for name in ("feature_weights", "feature_kept"):
+            if name in arrays:
+                raise damaged(shown, f"the array {name!r} is stored without the attribute "
+                                     "feature_layout_ it belongs to")
+        return None
+    try:
+        return layout_from_attribute(stored, arrays.get("feature_kept"),
+                                     arrays.get("feature_weights"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise damaged(shown, f"feature_layout_ is invalid ({exc})") from None
 
 
 def _feature_names(names, shown: str) -> np.ndarray:

@@ -8,6 +8,7 @@ or Series for a frame (built by :mod:`kpca_dask.io.labelled`).
 
 from __future__ import annotations
 
+import dask
 import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
@@ -15,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, NotInvertibleError
+from ..io.fields import as_field
 from ..io.frames import (
     Partitions,
     frame_to_array,
@@ -26,7 +28,8 @@ from ..io.frames import (
 )
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
-from .inputs import as_rows, computed, is_xarray, open_input
+from .field_inputs import model_rows, stacked_positions, unweighted
+from .inputs import as_rows, computed, held_in_memory, is_xarray
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["OutputsMixin"]
@@ -75,22 +78,40 @@ class OutputsMixin(TransformerMixin):
         check_is_fitted(self)
         X, frame = table_input(self, X)
         model = self.model_
-        whole_rows = model.kernel != PRECOMPUTED  # kernel rows: only landmark columns read
-        X = open_input(X, whole_rows)
-        if is_xarray(X):
+        lazy = not held_in_memory(X)  # dask, Zarr, a path: a lazy result
+        X, like = self._model_rows(X, frame)
+        Y = self._embedding(X, frame)
+        if not lazy:
+            Y = computed(Y)
+        if like is not None:
             attrs = {"kernel": model.kernel, **model.kernel_params,
                      "n_landmarks": model.n_landmarks}
-            return label_embedding(self.transform(X.data), X, attrs)
-        X, is_lazy = as_rows(X, frame, whole_rows=whole_rows)
+            return label_embedding(Y, like, attrs)
+        if lazy and frame is not None:
+            return frame_like(Y, frame, self.get_feature_names_out())
+        return Y
+
+    def _layout(self):
+        """The fitted layout of the features (:class:`~kpca_dask.io.fields.FeatureLayout`)."""
+        return self.model_.layout
+
+    def _model_rows(self, X, frame=None, *, weighted: bool = True):
+        """``X`` as rows of the model's features (masked, checked, weighted), and the DataArray
+        the outputs are labelled like (None for unlabelled input)."""
+        return model_rows(self.model_.layout, X, weighted=weighted, frame=frame)
+
+    def _embedding(self, X, frame=None):
+        """The lazy embedding of the rows ``X`` (features as :meth:`_model_rows` gives them)."""
+        model = self.model_
+        # Stored column chunks are kept: kernel rows (only the landmark columns are read)
+        # and points (the kernels sum over them, docs/design.md §12).
+        X, _ = as_rows(X, frame)
         check_n_features(X, model.n_features, type(self).__name__)
-        if not whole_rows:
+        if model.kernel == PRECOMPUTED:
             X = new_point_rows(X, model.landmark_indices)
         Y = project(X, model.landmarks, model.solution.projection, model.solution.offset,
                     model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
-        Y = Y.astype(_result_dtype(model, X.dtype), copy=False)
-        if is_lazy:
-            return Y if frame is None else frame_like(Y, frame, self.get_feature_names_out())
-        return computed(Y)
+        return Y.astype(_result_dtype(model, X.dtype), copy=False)
 
     def inverse_transform(self, Y):
         """Map embeddings back to input space: the pre-images x_hat(y) (docs/design.md §6).
@@ -110,7 +131,10 @@ class OutputsMixin(TransformerMixin):
         X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_features_in_``)
             A lazy dask array for dask input, numpy for in-memory input; for a
             DataArray, a DataArray with its sample coordinates and a
-            ``feature`` dimension.
+            ``feature`` dimension, or for a model fitted on a field the field
+            itself (its feature dimensions and coordinates, NaN on the mask).
+            Weighted features are divided by their weights (NaN where a weight
+            is 0), so pre-images are in the units of the input.
 
         Examples
         --------
@@ -140,14 +164,9 @@ class OutputsMixin(TransformerMixin):
         elif is_frame(Y):
             frame, Y = Y, frame_to_numpy(Y, what="The embedding")
         Y, is_lazy = as_rows(Y, frame, what="The embedding")
-        if Y.shape[1] != model.n_components:
-            raise InvalidInputError(
-                f"The embedding has {Y.shape[1]} column(s), but this model has "
-                f"{model.n_components} components; pass the output of transform (shape "
-                f"(n_samples, {model.n_components})).")
-        X_hat = reconstruct(Y, model.preimage.centres, model.preimage.coefficients,
-                            model.kernel, model.kernel_params)
-        X_hat = X_hat.astype(_result_dtype(model, Y.dtype), copy=False)
+        X_hat = self._preimages(Y)
+        if model.layout is not None and model.layout.dims:  # the field's stacked positions
+            X_hat = stacked_positions(X_hat, model.layout)
         if frame is not None:
             names = model.feature_names
             names = list(names) if names is not None else [
@@ -155,12 +174,33 @@ class OutputsMixin(TransformerMixin):
             return frame_like(X_hat if is_lazy else computed(X_hat), frame, names)
         return X_hat if is_lazy else computed(X_hat)
 
+    def _preimages(self, Y):
+        """Lazy pre-images of the embedding rows ``Y``, in the units of the input features."""
+        model = self.model_
+        if Y.shape[1] != model.n_components:
+            raise InvalidInputError(
+                f"The embedding has {Y.shape[1]} column(s), but this model has "
+                f"{model.n_components} components; pass the output of transform (shape "
+                f"(n_samples, {model.n_components})).")
+        X_hat = reconstruct(Y, model.preimage.centres, model.preimage.coefficients,
+                            model.kernel, model.kernel_params)
+        return unweighted(X_hat.astype(_result_dtype(model, Y.dtype), copy=False),
+                          model.layout)
+
     def _inverse_data_array(self, Y):
         if "component" not in Y.dims or Y.ndim != 2:
             raise InvalidInputError(
                 f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
                 "Pass the output of transform, or rename its component dimension.")
         Y = Y.transpose(..., "component")
+        layout = self.model_.layout
+        if layout is not None and layout.dims:
+            X_hat = self._preimages(as_rows(Y.data, None, what="The embedding")[0])
+            if not dask.is_dask_collection(Y.data):
+                X_hat = computed(X_hat)
+            sample_dim = Y.dims[0]
+            coord = Y.indexes[sample_dim] if sample_dim in Y.indexes else None
+            return as_field(X_hat, layout, {sample_dim: coord}, name="reconstruction")
         return label_rows(self.inverse_transform(Y.data), Y, name="reconstruction",
                           column_dim="feature")
 
@@ -202,19 +242,20 @@ class OutputsMixin(TransformerMixin):
         if model.kernel == PRECOMPUTED:
             refuse_scores("reconstruction_error and score_samples")
         X, frame = table_input(self, X)
-        X = open_input(X)
-        if is_xarray(X):
-            return label_rows(self.reconstruction_error(X.data), X, name="reconstruction_error")
-        X, is_lazy = as_rows(X, frame)
+        is_lazy = not held_in_memory(X)
+        X, like = self._model_rows(X, frame)
+        X, _ = as_rows(X, frame)
         check_n_features(X, model.n_features, type(self).__name__)
         errors = reconstruction_error(
             X, model.landmarks, model.solution.projection, model.solution.offset,
             model.novelty, model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
         errors = errors.astype(_result_dtype(model, X.dtype), copy=False)
+        errors = errors if is_lazy else computed(errors)
+        if like is not None:
+            return label_rows(errors, like, name="reconstruction_error")
         if frame is not None:
-            return series_like(errors if is_lazy else computed(errors), frame,
-                               "reconstruction_error")
-        return errors if is_lazy else computed(errors)
+            return series_like(errors, frame, "reconstruction_error")
+        return errors
 
     def score_samples(self, X):
         """Minus :meth:`reconstruction_error`: higher means more like the training data.

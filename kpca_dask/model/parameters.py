@@ -35,6 +35,7 @@ from ..engine.bandwidth import BANDWIDTH_RULES
 from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
 from ..validation import is_count, is_finite_real, is_real
+from .field_inputs import weights_allowed
 
 __all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND",
            "rcond_for",
@@ -203,13 +204,18 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     "fit_inverse_transform": Constraint(_is_flag, "True or False"),
     "alpha": Constraint(_is_positive_finite, "a finite number > 0 (the pre-image map's ridge "
                                              "penalty)"),
+    "sample_dim": Constraint(lambda v: v is None or isinstance(v, str),
+                             "None (the first dimension) or the name of a dimension of X"),
+    "weights": Constraint(weights_allowed, "None, a DataArray over the feature dimensions of X, "
+                                           "or a 1-D array of one weight per feature"),
 })
 
 
 #: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes.
 EXACT_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     name: CONSTRAINTS[name] for name in ("n_components", "kernel", "gamma", "degree", "coef0",
-                                         "kernel_params", "remove_zero_eig")})
+                                         "kernel_params", "remove_zero_eig", "sample_dim",
+                                         "weights")})
 
 
 def check_params(params: Mapping[str, Any], *,

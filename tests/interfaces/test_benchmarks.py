@@ -44,6 +44,8 @@ RUNS = {
     "bench_large_m": (["--n", "3000", "--m", "200,1600"], None),
     "bench_frame_memory": (["--n", "20000", "--rows-per-partition", "5000"], None),
     "bench_mnist": (["--n-landmarks", "50", "--n-components", "5"], "mnist"),
+    "bench_wide": (["--n", "600", "--p", "3e3", "--m", "30", "--chunk-rows", "200",
+                    "--chunk-columns", "1000", "--exact-n", "200", "--exact-p", "3e3"], None),
 }
 
 

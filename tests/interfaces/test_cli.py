@@ -215,7 +215,7 @@ def test_fit_defaults_are_the_librarys():
     args = cli.build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
     params = fit_params(args)
     defaults = kpca_dask.KernelPCA().get_params(deep=False)
-    assert set(defaults) - set(params) == {"max_landmarks", "rcond"}  # no option for these
+    assert set(defaults) - set(params) == {"max_landmarks", "rcond", "weights"}  # no option
     assert params == {name: defaults[name] for name in params}
 
 

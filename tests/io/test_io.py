@@ -10,6 +10,7 @@ import textwrap
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import dask
@@ -64,12 +65,23 @@ def test_zarr_path_keeps_row_chunks(tmp_path, rows):
     np.testing.assert_array_equal(opened.compute(), X)
 
 
-def test_zarr_split_features_warns_and_reads_whole_rows(tmp_path):
-    """A store chunked along features is read in whole rows, with a warning saying so."""
+def test_zarr_split_features_keeps_the_stored_chunks(tmp_path):
+    """A store chunked along features opens with its stored chunks, without a warning."""
+    X = _data(p=4)
+    path = _zarr_array(tmp_path / "x.zarr", X, (50, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        opened = open_array(path)
+    assert opened.chunks == ((50,) * 6, (2, 2))
+    np.testing.assert_array_equal(opened.compute(), X)
+
+
+def test_zarr_split_features_whole_rows_warns(tmp_path):
+    """whole_rows=True reads a store chunked along features in whole rows, with a warning."""
     X = _data(p=4)
     path = _zarr_array(tmp_path / "x.zarr", X, (50, 2))
     with pytest.warns(PerformanceWarning, match="chunked along the feature axis"):
-        opened = open_array(path)
+        opened = open_array(path, whole_rows=True)
     assert opened.chunks == ((50,) * 6, (4,))
     np.testing.assert_array_equal(opened.compute(), X)
 

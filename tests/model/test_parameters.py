@@ -45,6 +45,8 @@ BAD_VALUES = {
     "random_state": -1,
     "fit_inverse_transform": 1,
     "alpha": 0.0,
+    "sample_dim": 0,
+    "weights": "cos(lat)",
 }
 
 

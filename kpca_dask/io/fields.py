@@ -1,0 +1,320 @@
+"""Labelled fields as rows: a DataArray of any dimensions, its mask and weights, and back.
+
+A field such as (time, lat, lon) becomes rows of features: the sample
+dimension indexes the rows, every other dimension is a feature dimension,
+and the feature dimensions are stacked lazily, in their order, into one
+feature axis (C order). A :class:`FeatureLayout` records what a fit saw: the
+dimensions, their sizes and coordinates, the positions kept (a fixed mask,
+NaN at every sample such as land, is dropped) and the weights each kept
+feature is multiplied by before the kernel (docs/design.md §12). Outputs over
+the features (pre-images, patterns) are put back into the field with
+:func:`as_field`, NaN on the mask.
+
+The mask and the check of every block as it is read are in
+:mod:`kpca_dask.io.field_rows`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from dask.array.core import PerformanceWarning
+
+from ..errors import InvalidInputError, InvalidParameterError
+from ..validation import DEFAULT_BLOCK_ROWS
+
+__all__ = ["FeatureLayout", "layout_of", "check_weights", "check_same_field", "stacked",
+           "as_field", "scattered", "shown_value"]
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureLayout:
+    """How the features of a fit are laid out, masked and weighted.
+
+    Parameters
+    ----------
+    sample_dim : str or None
+        The dimension of the samples; None for unlabelled (array) input.
+    dims : tuple of str
+        The feature dimensions, in the order they are stacked (C order).
+    shape : tuple of int
+        Their sizes; for unlabelled input, ``(n_features,)``.
+    coords : dict
+        The index coordinate of each feature dimension that has one.
+    kept : ndarray of int64 or None
+        Flat positions kept as features, ascending; None: every position.
+    weights : ndarray of float64 or None
+        The weight of each kept feature, applied before the kernel.
+    weight_dims : tuple of str
+        The dimensions the weights were given over (broadcast over the others).
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("time", ("lat", "lon"), (2, 3), {"lat": np.array([0.0, 10.0])},
+    ...                        kept=np.array([0, 1, 2, 4]))
+    >>> layout.n_positions, layout.n_features, layout.describe(4)
+    (6, 4, 'lat=10.0, lon index 1')
+    """
+
+    sample_dim: str | None
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    coords: Mapping[str, np.ndarray] = field(default_factory=dict)
+    kept: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    weight_dims: tuple[str, ...] = ()
+
+    @property
+    def n_positions(self) -> int:
+        """Positions of the field, masked or not."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def n_features(self) -> int:
+        """Features the kernel sees: the positions kept."""
+        return self.n_positions if self.kept is None else int(self.kept.size)
+
+    @cached_property
+    def masked(self) -> np.ndarray:
+        """The flat positions dropped (NaN at every sample), ascending."""
+        if self.kept is None:
+            return np.empty(0, np.int64)
+        return np.setdiff1d(np.arange(self.n_positions), self.kept)
+
+    def mask(self) -> xr.DataArray:
+        """The mask over the feature dimensions: True where the field is NaN at every sample.
+
+        Examples
+        --------
+        >>> FeatureLayout("t", ("x",), (3,), kept=np.array([0, 2])).mask().values.tolist()
+        [False, True, False]
+        """
+        flat = np.zeros(self.n_positions, bool)
+        flat[self.masked] = True
+        return xr.DataArray(flat.reshape(self.shape), dims=self.dims, coords=dict(self.coords),
+                            name="mask")
+
+    def describe(self, position: int) -> str:
+        """The flat ``position`` by its coordinates, for messages."""
+        if not self.dims:
+            return f"feature {int(position)}"
+        index = np.unravel_index(int(position), self.shape)
+        parts = []
+        for dim, i in zip(self.dims, index):
+            values = self.coords.get(dim)
+            parts.append(f"{dim}={shown_value(values[i])}" if values is not None
+                         else f"{dim} index {int(i)}")
+        return ", ".join(parts)
+
+
+def shown_value(value) -> str:
+    value = np.asarray(value)
+    return str(value) if value.dtype.kind in "MmUSO" else repr(value.item())
+
+
+def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureLayout:
+    """The layout of the field ``X`` (no mask yet), checking its dims, dtype and ``weights``.
+
+    Examples
+    --------
+    >>> X = xr.DataArray(np.zeros((4, 2, 3)), dims=("time", "lat", "lon"),
+    ...                  coords={"lat": [-10.0, 10.0]})
+    >>> w = xr.DataArray([0.5, 1.0], dims="lat", coords={"lat": [-10.0, 10.0]})
+    >>> layout = layout_of(X, None, w)
+    >>> layout.sample_dim, layout.dims, layout.weights.tolist()
+    ('time', ('lat', 'lon'), [0.5, 0.5, 0.5, 1.0, 1.0, 1.0])
+    """
+    if X.ndim < 2:
+        raise InvalidInputError(
+            f"The DataArray has dims {X.dims}; a sample dimension and at least one feature "
+            "dimension are needed.")
+    if sample_dim is None:
+        sample_dim = X.dims[0]
+    elif sample_dim not in X.dims:
+        raise InvalidParameterError(
+            f"sample_dim={sample_dim!r} is not a dimension of the DataArray (its dims are "
+            f"{X.dims}); pass one of them, or None for the first.")
+    if np.dtype(X.dtype).kind not in "biuf":
+        from ..errors import NonNumericInputError
+
+        raise NonNumericInputError(
+            f"The DataArray {X.name or ''} has dtype {X.dtype}; kernel PCA needs numbers "
+            "(convert it, e.g. X.astype('float64'), or select a numeric variable).")
+    dims = tuple(str(d) for d in X.dims if d != sample_dim)
+    shape = tuple(int(X.sizes[d]) for d in dims)
+    coords = {d: np.asarray(X.indexes[d]) for d in dims if d in X.indexes}
+    layout = FeatureLayout(str(sample_dim), dims, shape, coords)
+    return layout if weights is None else _with_weights(layout, X, weights)
+
+
+def _with_weights(layout: FeatureLayout, X: xr.DataArray, weights) -> FeatureLayout:
+    if not isinstance(weights, xr.DataArray):
+        raise InvalidParameterError(
+            "weights for a DataArray must be a DataArray over its feature dimensions "
+            f"{layout.dims} (e.g. np.sqrt(np.cos(np.deg2rad(X.lat)))); got "
+            f"{type(weights).__name__}.")
+    extra = [d for d in weights.dims if d not in layout.dims]
+    if extra:
+        raise InvalidParameterError(
+            f"weights have dims {weights.dims}, but {extra} are not feature dimensions of X "
+            f"(those are {layout.dims}; {layout.sample_dim!r} is the sample dimension).")
+    for dim in weights.dims:
+        if weights.sizes[dim] != X.sizes[dim] or (
+                dim in weights.indexes and dim in X.indexes
+                and not weights.indexes[dim].equals(X.indexes[dim])):
+            raise InvalidParameterError(
+                f"weights and X differ along {dim!r}: the weights need X's coordinates "
+                "there (e.g. weights.reindex_like(X) or build them from X's coordinates).")
+    values = np.asarray(weights.transpose(*[d for d in layout.dims if d in weights.dims])
+                        .values, dtype=np.float64)
+    shaped = values.reshape([layout.shape[i] if d in weights.dims else 1
+                             for i, d in enumerate(layout.dims)])
+    flat = np.broadcast_to(shaped, layout.shape).reshape(-1).copy()
+    check_weights(flat)
+    return replace(layout, weights=flat, weight_dims=tuple(str(d) for d in weights.dims))
+
+
+def check_weights(flat: np.ndarray) -> None:
+    """Refuse weights that are NaN, infinite or negative.
+
+    Examples
+    --------
+    >>> check_weights(np.array([1.0, -0.5]))
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: weights must be finite and >= 0; 1 of 2 are \
+negative (the first at position 1: -0.5).
+    """
+    for bad, what in ((~np.isfinite(flat), "NaN or infinite"), (flat < 0, "negative")):
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise InvalidParameterError(
+                f"weights must be finite and >= 0; {int(bad.sum())} of {flat.size} are {what} "
+                f"(the first at position {first}: {flat[first]}).")
+
+
+def check_same_field(X: xr.DataArray, layout: FeatureLayout, what: str = "X") -> xr.DataArray:
+    """``X`` with the sample dimension first, if its feature dims and coordinates are the fit's.
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("time", ("lat",), (2,), {"lat": np.array([0.0, 1.0])})
+    >>> X = xr.DataArray(np.zeros((3, 2)), dims=("time", "lat"), coords={"lat": [0.0, 2.0]})
+    >>> check_same_field(X, layout)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidInputError: X has other 'lat' coordinates than the fit's ...
+    """
+    if layout.sample_dim not in X.dims:
+        raise InvalidInputError(
+            f"{what} has dims {X.dims}, without the model's sample dimension "
+            f"{layout.sample_dim!r}; rename its sample dimension to it.")
+    dims = tuple(d for d in X.dims if d != layout.sample_dim)
+    if dims != layout.dims:
+        order = (" (the same dimensions in another order: X.transpose("
+                 f"{', '.join(map(repr, (layout.sample_dim,) + layout.dims))}))"
+                 if sorted(dims) == sorted(layout.dims) else "")
+        raise InvalidInputError(
+            f"{what} has the feature dimensions {dims}, but the model was fitted on "
+            f"{layout.dims}{order}.")
+    for dim, size in zip(dims, layout.shape):
+        stored = layout.coords.get(dim)
+        given = np.asarray(X.indexes[dim]) if dim in X.indexes else None
+        same = (X.sizes[dim] == size and (stored is None) == (given is None)
+                and (stored is None or _equal_coords(stored, given)))
+        if not same:
+            raise InvalidInputError(
+                f"{what} has other {dim!r} coordinates than the fit's ({X.sizes[dim]} values "
+                f"{_range(given)}; the fit had {size} {_range(stored)}). Select or interpolate "
+                f"{what} onto the fit's grid first (e.g. X.sel({dim}=model.feature_layout_"
+                f".coords[{dim!r}]).")
+    return X.transpose(layout.sample_dim, *dims)
+
+
+def _equal_coords(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype.kind == b.dtype.kind and bool(np.all(a == b))
+
+
+def _range(values) -> str:
+    if values is None:
+        return "without coordinates"
+    if not len(values):
+        return "(none)"
+    return f"from {shown_value(values[0])} to {shown_value(values[-1])}"
+
+
+def stacked(X: xr.DataArray) -> da.Array:
+    """The sample-first DataArray ``X`` as lazy rows (n, positions), features stacked in C order.
+
+    The feature dimensions are made one chunk first (with a warning when they
+    were split, as for any input), so the reshape is one task per row block.
+
+    Examples
+    --------
+    >>> X = xr.DataArray(np.arange(12.0).reshape(2, 2, 3), dims=("t", "a", "b"))
+    >>> stacked(X).compute()[1].tolist()
+    [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+    """
+    data = X.data
+    if not isinstance(data, da.Array):  # in memory: blocks of rows, as for a numpy array
+        data = da.from_array(np.asarray(data),
+                             chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (X.ndim - 1))
+    if any(n > 1 for n in data.numblocks[1:]):
+        warnings.warn(
+            f"The DataArray {X.name or ''} has {data.numblocks[1:]} chunks along its feature "
+            f"dimensions {X.dims[1:]}; rechunking them to one (each row block must hold whole "
+            "rows). Store it with one chunk per sample block (e.g. "
+            f"X.chunk({{{', '.join(f'{d!r}: -1' for d in X.dims[1:])}}})) to avoid this.",
+            PerformanceWarning, stacklevel=4)
+        data = data.rechunk({i: -1 for i in range(1, X.ndim)})
+    return data.reshape(data.shape[0], -1)
+
+
+def as_field(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | None],
+             *, name: str, attrs: Mapping | None = None) -> xr.DataArray:
+    """Values over the features (..., n_features) as a DataArray over the field, NaN on the mask.
+
+    ``leading`` names the dimensions before the features and their
+    coordinates (None: none), e.g. ``{"component": np.arange(q)}`` or the
+    sample dimension with its coordinate. Lazy for dask ``values``.
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("t", ("x",), (3,), {"x": np.array([5, 6, 7])},
+    ...                        kept=np.array([0, 2]))
+    >>> as_field(np.array([[1.0, 2.0]]), layout, {"component": None}, name="p").values.tolist()
+    [[1.0, nan, 2.0]]
+    """
+    if layout.kept is not None:
+        if isinstance(values, da.Array):
+            values = values.map_blocks(
+                scattered, kept=layout.kept, n_positions=layout.n_positions,
+                chunks=values.chunks[:-1] + ((layout.n_positions,),), dtype=values.dtype)
+        else:
+            values = scattered(np.asarray(values), layout.kept, layout.n_positions)
+    shape = tuple(values.shape[:-1]) + layout.shape
+    values = values.reshape(shape)
+    coords = {dim: coord for dim, coord in leading.items() if coord is not None}
+    coords.update(layout.coords)
+    return xr.DataArray(values, dims=tuple(leading) + layout.dims, coords=coords, name=name,
+                        attrs=dict(attrs or {}))
+
+
+def scattered(values: np.ndarray, kept: np.ndarray, n_positions: int) -> np.ndarray:
+    """``values`` (..., kept) placed at the ``kept`` positions of (..., n_positions), NaN elsewhere.
+
+    Examples
+    --------
+    >>> scattered(np.array([1.0, 2.0]), np.array([0, 2]), 3).tolist()
+    [1.0, nan, 2.0]
+    """
+    dtype = values.dtype if values.dtype.kind == "f" else np.float64
+    out = np.full(values.shape[:-1] + (n_positions,), np.nan, dtype)
+    out[..., kept] = values
+    return out
