@@ -184,6 +184,15 @@ def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):
                                reference.explained_variance_ratio_, rtol=1e-8)
 
 
+def test_tiles_refuse_data_chunked_along_the_features_with_the_fix(client):
+    """The tiles' block function takes whole rows: feature chunks are refused, naming the
+    rechunk and the one-worker way, before the pass."""
+    X = _data().rechunk((1000, 4))
+    with dask.config.set({SOLVE_KEY: "tiles"}), pytest.raises(
+            InvalidParameterError, match=r"2 chunks along its features.*rechunk"):
+        KernelPCA(**PARAMS, n_landmarks=100).fit(X)
+
+
 def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
     """100 landmarks repeated: K_mm has rank 300 of 400. The tiled factor of K_mm + tau I
     gives the single-process (pivoted) model's eigenvalues and embeddings, up to sign."""
