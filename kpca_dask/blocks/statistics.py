@@ -76,6 +76,14 @@ class RunningStatistics:
         m = reference.shape[0]
         return cls(np.asarray(reference, np.float64), np.zeros((m, m), order="F"), np.zeros(m))
 
+    def count_nonfinite(self, n_bad: int, row: int) -> "RunningStatistics":
+        """Count ``n_bad`` rows with a NaN or an infinity, the first at global ``row``; returns
+        self (a block with one is not added: the fit stops at its error, which names it)."""
+        self.n_nonfinite += n_bad
+        self.first_nonfinite_row = (row if self.first_nonfinite_row < 0
+                                    else min(row, self.first_nonfinite_row))
+        return self
+
     def add(self, other: "RunningStatistics") -> "RunningStatistics":
         """Add another chain's sums to these, in place; returns self."""
         self.gram += other.gram
@@ -120,11 +128,7 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     running.n_samples += x.shape[0]
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
-        running.n_nonfinite += n_bad
-        row = int(row_offset + first_bad)
-        running.first_nonfinite_row = (row if running.first_nonfinite_row < 0
-                                       else min(row, running.first_nonfinite_row))
-        return running
+        return running.count_nonfinite(n_bad, int(row_offset + first_bad))
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
     m = landmarks.shape[0]
     shift = reference.astype(dtype, copy=False)

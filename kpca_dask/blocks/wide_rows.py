@@ -52,11 +52,7 @@ def statistics_of_sums(running, sums, row_offset, norms, kernel, params, dtype, 
     running.n_samples += n_rows
     n_bad, first_bad = nonfinite_rows(sums, m)
     if n_bad:
-        running.n_nonfinite += n_bad
-        row = int(row_offset + first_bad)
-        running.first_nonfinite_row = (row if running.first_nonfinite_row < 0
-                                       else min(row, running.first_nonfinite_row))
-        return running
+        return running.count_nonfinite(n_bad, int(row_offset + first_bad))
     shift = reference.astype(dtype, copy=False)
     rows = even_block_rows(n_rows, kernel_block_rows(m, np.dtype(dtype).itemsize, block_bytes))
     buffer = np.empty((min(rows, n_rows), m), dtype)

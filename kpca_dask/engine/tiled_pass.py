@@ -162,11 +162,7 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
     running.n_samples += x.shape[0]
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
-        running.n_nonfinite += n_bad
-        row = int(row_offset + first_bad)
-        running.first_nonfinite_row = (row if running.first_nonfinite_row < 0
-                                       else min(row, running.first_nonfinite_row))
-        return running
+        return running.count_nonfinite(n_bad, int(row_offset + first_bad))
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
     rows = even_block_rows(x.shape[0], kernel_block_rows(stop, np.dtype(dtype).itemsize,
                                                          block_bytes))

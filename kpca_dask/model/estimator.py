@@ -189,19 +189,14 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
     statistics_ : PassStatistics
         The pass statistics n, s, G, t and the reference row r (float64,
         docs/design.md §7): everything :meth:`partial_fit`, :meth:`set_n_components`
-        and :func:`kpca_dask.merge` need. None for a model loaded from a
-        format-version-1 file. Fitted on a distributed cluster, its m x m
-        ``gram`` is a dask array held by the workers (one chunk, or tiles),
-        never brought here (docs/design.md §11).
+        and :func:`kpca_dask.merge` need; None from a format-version-1 file. On a
+        cluster, ``gram`` is a dask array the workers hold (docs/design.md §11).
     row_provenance_ : dict
-        Which rows the statistics hold: per source (a fingerprint, a
-        description, row ranges), so that :meth:`partial_fit` and
-        :func:`kpca_dask.merge` refuse rows counted already. Absent from
-        models saved before it was recorded. See
-        :mod:`kpca_dask.model.provenance`.
+        Which rows the statistics hold, per source (a fingerprint, a description,
+        row ranges): :meth:`partial_fit` and :func:`kpca_dask.merge` refuse rows
+        counted already (:mod:`kpca_dask.model.provenance`).
     fit_seconds_ : float
-        Wall time of the last fit, plus that of every later
-        :meth:`partial_fit`.
+        Wall time of the last fit, plus that of every later :meth:`partial_fit`.
     fit_settings_ : FitSettings
         The parameters the model was solved with (``n_components`` as asked,
         ``remove_zero_eig``, ``dtype``, and ``rcond`` resolved): what outputs,

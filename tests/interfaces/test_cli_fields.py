@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 import xarray as xr
+from test_cli import main  # kpca-dask ARGS in this process
 
 import kpca_dask
-from kpca_dask import cli
 
 pytest.importorskip("h5netcdf")
-
-
-def main(*args, capsys):
-    """``kpca-dask ARGS`` in this process: (exit status, stdout, stderr)."""
-    try:
-        status = cli.main([str(a) for a in args])
-    except SystemExit as exc:  # argparse's own errors
-        status = exc.code
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(args, status, out, err)
 
 
 @pytest.fixture
