@@ -166,3 +166,16 @@ def test_an_all_nan_sample_in_chunks_is_named_with_the_hint():
     with pytest.raises(NonFiniteInputError, match=r"NaN at time=2007, lat=.*If the sample is "
                                                   r"NaN at every position.*X.dropna\('time'"):
         _kpca().fit(field.chunk({"time": 10, "lat": 2}))
+
+
+def test_stacked_positions_in_column_chunks():
+    """A dask array of the field's stacked positions, in column chunks of which two hold only
+    masked positions, transforms as the DataArray; a NaN in it is named by its row."""
+    field = _field()
+    model = _kpca(weights=_weights(field)).fit(field)
+    stacked = np.asarray(field.values).reshape(40, -1)
+    chunks = (10, (1, 23, 23, 1))
+    _close(model.transform(da.from_array(stacked, chunks=chunks)), model.transform(field))
+    stacked[3, 30] = np.nan
+    with pytest.raises(NonFiniteInputError, match=r"NaN at row=3, lat=10.0, lon=60.0.*Fill it"):
+        model.transform(da.from_array(stacked, chunks=chunks)).compute()
