@@ -179,3 +179,17 @@ def test_stacked_positions_in_column_chunks():
     stacked[3, 30] = np.nan
     with pytest.raises(NonFiniteInputError, match=r"NaN at row=3, lat=10.0, lon=60.0.*Fill it"):
         model.transform(da.from_array(stacked, chunks=chunks)).compute()
+
+
+def test_chunked_field_on_a_process_cluster(process_cluster, whole):
+    """On worker processes the chunks of a field are masked, checked and weighted as locally:
+    the same embedding and patterns."""
+    from distributed import Client
+
+    field, expected, Y = whole
+    chunked = field.chunk({"lat": 2})
+    with Client(process_cluster, set_as_default=False) as client:
+        with dask.config.set(scheduler=client.get):
+            model = _kpca(weights=_weights(field)).fit(chunked)
+            _close(model.transform(chunked).compute(), Y)
+            _close(model.patterns(chunked).compute(), expected.patterns(field))
