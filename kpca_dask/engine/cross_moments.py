@@ -18,8 +18,8 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
-from dask.graph_manipulation import clone
 
+from .._compat import independent_copy
 from .passes import reads_inlined
 
 __all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "pattern_maps",
@@ -134,7 +134,7 @@ def pattern_maps(Y: da.Array, X: da.Array, kind: str) -> da.Array:
     made from the block of ``X`` beside it reads the data once. With feature
     chunks a row block's scores need every chunk of it, so the chunks are read
     a second time, by a copy of ``X``'s graph
-    (``dask.graph_manipulation.clone``) whose reads are made part of the
+    (:func:`~kpca_dask._compat.independent_copy`) whose reads are made part of the
     tasks that take their moments: a chunk is read when its row block's
     scores are known, not held from the first read until then (which would
     make whole rows).
@@ -149,7 +149,7 @@ def pattern_maps(Y: da.Array, X: da.Array, kind: str) -> da.Array:
     Y, X = _aligned(Y, X)
     reads: set = set()
     if X.numblocks[1] > 1:
-        X = clone(X)
+        X = independent_copy(X)
         reads = {key for row in X.__dask_keys__() for key in row}
     name = "patterns-" + dask.base.tokenize(Y.name, X.name, kind)
     maps = [dask.delayed(patterns_of, pure=True)(part, kind, dask_key_name=(name, 0, c))

@@ -193,3 +193,57 @@ def test_chunked_field_on_a_process_cluster(process_cluster, whole):
             model = _kpca(weights=_weights(field)).fit(chunked)
             _close(model.transform(chunked).compute(), Y)
             _close(model.patterns(chunked).compute(), expected.patterns(field))
+
+
+class _Recording:
+    """A 3-D array that counts the reads of each (time start, lat start, lat stop)."""
+
+    def __init__(self, data):
+        self.data, self.shape, self.dtype, self.ndim = data, data.shape, data.dtype, 3
+        self.reads = collections.Counter()
+
+    def __getitem__(self, key):
+        if key[0].stop > key[0].start:
+            self.reads[key[0].start, key[1].start, key[1].stop] += 1
+        return self.data[key]
+
+
+def _recorded_field():
+    source = _Recording(np.asarray(_field().values))
+    field = xr.DataArray(da.from_array(source, chunks=(10, 2, 8), asarray=True, fancy=False),
+                         dims=("time", "lat", "lon"))
+    return source, field
+
+
+def test_fit_of_a_chunked_field_reads_each_chunk_once_but_the_first():
+    """Chunks of (10 time steps, 2 lat): the first rows are read chunk by chunk for the mask's
+    candidates, so the chunks of the first row block are read twice, every other once (given
+    landmarks, so the pass is the only other read)."""
+    source, field = _recorded_field()
+    landmarks = np.random.default_rng(1).normal(size=(5, 46))
+    KernelPCA(2, landmarks=landmarks, n_landmarks=5).fit(field)
+    expected = {(t, lat, lat + 2): 2 if t == 0 else 1 for t in range(0, 40, 10)
+                for lat in range(0, 6, 2)}
+    assert dict(source.reads) == expected
+
+
+def test_preimage_pass_of_a_chunked_field_reads_each_chunk_twice():
+    """With fit_inverse_transform, the pre-image pass reads each chunk twice (for the
+    embeddings, then for R once they are known), through a copy of the field's reshape."""
+    source, field = _recorded_field()
+    KernelPCA(2, landmarks=np.random.default_rng(1).normal(size=(5, 46)), n_landmarks=5,
+              fit_inverse_transform=True, alpha=1e-3).fit(field)
+    expected = {(t, lat, lat + 2): 4 if t == 0 else 3 for t in range(0, 40, 10)
+                for lat in range(0, 6, 2)}
+    assert dict(source.reads) == expected
+
+
+def test_patterns_of_a_chunked_field_read_each_chunk_twice():
+    """patterns of a field chunked along lat: one compute, each chunk read twice, once for
+    the scores and once, when they are known, for its moments."""
+    source, field = _recorded_field()
+    model = KernelPCA(2, landmarks=np.random.default_rng(1).normal(size=(5, 46)),
+                      n_landmarks=5).fit(field)
+    source.reads.clear()
+    model.patterns(field).compute()
+    assert set(source.reads.values()) == {2} and len(source.reads) == 12
