@@ -82,7 +82,8 @@ def test_chunked_field_is_the_model_of_whole_rows(whole, chunks):
 @pytest.mark.parametrize("chunks", CHUNKINGS, ids=CHUNK_IDS)
 def test_chunked_field_exact_model(chunks):
     """ExactKernelPCA of a chunked field sums its Gram matrix over the kept positions of each
-    chunk and equals the whole-row model."""
+    chunk and equals the whole-row model; its patterns join the chunks into whole rows, with
+    a PerformanceWarning."""
     field = _field()
     chunked = field.chunk(chunks)
     expected = ExactKernelPCA(n_components=3, gamma=0.02, weights=_weights(field)).fit(field)
@@ -90,6 +91,9 @@ def test_chunked_field_exact_model(chunks):
     assert model.X_fit_.numblocks[1] > 1
     _close(model.eigenvalues_, expected.eigenvalues_)
     _close(model.transform(chunked), expected.transform(field))
+    with pytest.warns(PerformanceWarning, match="ExactKernelPCA projects whole rows"):
+        maps = model.patterns(chunked)
+    _close(maps, expected.patterns(field))
 
 
 def test_fully_masked_chunks_are_joined_to_a_neighbour():
