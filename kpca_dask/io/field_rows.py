@@ -165,8 +165,6 @@ def kept_chunks(widths: tuple, kept: np.ndarray | None) -> tuple[tuple, tuple]:
             joined[-1][0] += width
         else:
             waiting += width
-    if waiting and joined:
-        joined[-1][0] += waiting
     return tuple(int(w) for w, _ in joined), tuple(int(c) for _, c in joined)
 
 
