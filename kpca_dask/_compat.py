@@ -21,6 +21,11 @@ Why each is private and still used:
   it to the pass's sums (:func:`kpca_dask.engine.passes.reads_inlined`).
 * ``_meta``: the empty object a dask collection carries for its type and
   dtype; documented by dask, named as private.
+* ``GraphNode.substitute`` (task spec): to copy an array's graph under new
+  keys (:func:`independent_copy`), which ``dask.graph_manipulation.clone``
+  does not do for task-spec layers (rechunk, reshape, slicing) in the dask
+  releases checked: it renames their keys but not the references inside their
+  tasks (dask/dask#12455), so the "copy" still reads through the original.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["PRIVATE_APIS", "check_feature_names", "get_feature_names", "known_lengths",
-           "frame_from_graph", "task_spec", "meta_of"]
+           "frame_from_graph", "task_spec", "meta_of", "independent_copy"]
 
 #: Each private API: (distribution, oldest version supported, newest version checked).
 PRIVATE_APIS: dict[str, tuple[str, str, str]] = {
@@ -42,6 +47,7 @@ PRIVATE_APIS: dict[str, tuple[str, str, str]] = {
     "dask._task_spec.Alias": ("dask", "2025.1", "2026.7.0"),
     "dask._task_spec.convert_legacy_graph": ("dask", "2025.1", "2026.7.0"),
     "dask collections' _meta": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.GraphNode": ("dask", "2025.1", "2026.7.0"),
 }
 
 
@@ -96,3 +102,36 @@ def task_spec():
 def meta_of(collection: Any) -> Any:
     """The empty object of a dask collection's type and dtype (its ``_meta``)."""
     return collection._meta
+
+
+def independent_copy(X: Any) -> Any:
+    """The dask array ``X`` computed by a copy of its whole graph, under keys of its own.
+
+    What ``dask.graph_manipulation.clone`` is for, done node by node: every
+    key gets a new name and every reference inside a task follows it
+    (``GraphNode.substitute``), so the copy shares no task with ``X`` and reads
+    its data again.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> X = da.arange(6.0, chunks=2).reshape(2, 3).rechunk((1, 3))
+    >>> copy = independent_copy(X)
+    >>> set(dict(copy.__dask_graph__())).isdisjoint(dict(X.__dask_graph__()))
+    True
+    >>> copy.compute().tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    """
+    import dask.array as da
+    from dask.base import tokenize
+
+    _, _, _, convert_legacy_graph = task_spec()
+    graph = convert_legacy_graph(dict(X.__dask_graph__()))
+    suffix = "-copy-" + tokenize(X.name, "independent_copy")
+
+    def renamed(key):
+        return (key[0] + suffix, *key[1:]) if isinstance(key, tuple) else str(key) + suffix
+
+    names = {key: renamed(key) for key in graph}
+    copy = {names[key]: node.substitute(names, key=names[key]) for key, node in graph.items()}
+    return da.Array(copy, X.name + suffix, X.chunks, meta=meta_of(X))

@@ -69,6 +69,10 @@ def test_the_shims_work():
     graph = convert_legacy_graph({"x": 1, "y": (max, "x", 2)})
     assert isinstance(graph["y"], Task) and graph["y"]({"x": 1}) == 2
     assert graph["y"].dependencies == {"x"} and TaskRef("x").key == "x" and Alias
+    X = da.arange(24.0, chunks=6).reshape(4, 6).rechunk((2, 3))[1:]
+    copy = _compat.independent_copy(X)
+    assert set(dict(copy.__dask_graph__())).isdisjoint(dict(X.__dask_graph__()))
+    np.testing.assert_array_equal(copy.compute(), X.compute())
     keys = [(frame._name, i) for i in range(frame.npartitions)]
     rebuilt = _compat.frame_from_graph(dict(frame.__dask_graph__()), _compat.meta_of(frame),
                                        frame.divisions, keys, "copy")

@@ -1,11 +1,13 @@
 """Covariances between component scores and features, in one pass over row blocks.
 
-Each row block gives its count, means and centred sums of squares and of
-cross-products of the scores y (q) and the features x (p); blocks are merged
-pairwise by the update of Chan, Golub and LeVeque (docs/design.md §12), which
-keeps the digits that ``sum(y x) - n mean(y) mean(x)`` would lose for data
-far from zero. :func:`patterns_of` turns the merged sums into covariance maps
-(scores scaled to unit variance) or correlation maps, ddof = 1.
+Each row block gives, for each chunk of its features, its count, means and
+centred sums of squares and of cross-products of the scores y (q) and the
+features x of the chunk (p_c); the blocks of a chunk are merged pairwise by
+the update of Chan, Golub and LeVeque (docs/design.md §12), which keeps the
+digits that ``sum(y x) - n mean(y) mean(x)`` would lose for data far from
+zero. :func:`patterns_of` turns a chunk's merged sums into its covariance
+maps (scores scaled to unit variance) or correlation maps, ddof = 1: no task
+holds more than one chunk's q x p_c.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ from dataclasses import dataclass
 import dask
 import dask.array as da
 import numpy as np
+from dask.delayed import Delayed
 
-__all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "patterns_of",
-           "PATTERN_KINDS"]
+from .._compat import independent_copy
+from .passes import reads_inlined
+
+__all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "pattern_maps",
+           "patterns_of", "PATTERN_KINDS"]
 
 #: What :func:`patterns_of` can give.
 PATTERN_KINDS = ("covariance", "correlation")
@@ -87,32 +93,79 @@ def merge_moments(*parts: CrossMoments) -> CrossMoments:
     return total
 
 
-def cross_moments(Y: da.Array, X: da.Array):
-    """Lazy :class:`CrossMoments` of the scores ``Y`` (n, q) and features ``X`` (n, p).
+def cross_moments(Y: da.Array, X: da.Array) -> list[Delayed]:
+    """Lazy :class:`CrossMoments` of the scores ``Y`` (n, q) and each feature chunk of ``X``.
 
-    ``Y`` and ``X`` have the same row chunks and one chunk of columns each; a
-    block of ``Y`` made from the block of ``X`` beside it reads the data once.
+    One per chunk of ``X``'s columns, in order: each (row block, feature
+    chunk) gives its moments against the row block's scores, and a chunk's
+    are merged over the row blocks by a tree, so no task holds more than one
+    chunk and q x (its columns). ``X`` is cut to ``Y``'s row blocks.
 
     Examples
     --------
-    >>> X = da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 2))
-    >>> cross_moments(X[:, :1], X).compute().cross.tolist()
-    [[20.0, 20.0]]
+    >>> X = da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 1))
+    >>> [m.cross.tolist() for m in dask.compute(*cross_moments(X[:, :1], X))]
+    [[[20.0]], [[20.0]]]
     """
+    Y, X = _aligned(Y, X)
+    name = dask.base.tokenize(Y.name, X.name)
+    scores = Y.to_delayed(optimize_graph=False).ravel()
+    chunks = X.to_delayed(optimize_graph=False)
+    merged = []
+    for c in range(X.numblocks[1]):
+        parts = [dask.delayed(block_moments, pure=True)(
+            y, chunks[i, c], dask_key_name=(f"moments-{name}", i, c))
+            for i, y in enumerate(scores)]
+        level = 0
+        while len(parts) > 1:
+            level += 1
+            parts = [dask.delayed(merge_moments, pure=True)(
+                *parts[i:i + MERGE_FAN_IN], dask_key_name=(f"merge-moments-{name}", level, i, c))
+                for i in range(0, len(parts), MERGE_FAN_IN)]
+        merged.append(parts[0])
+    return merged
+
+
+def pattern_maps(Y: da.Array, X: da.Array, kind: str) -> da.Array:
+    """Lazy maps (q, p) of :func:`patterns_of`, chunked like ``X``'s features.
+
+    One task per feature chunk turns its merged moments
+    (:func:`cross_moments`) into its maps. With whole rows, a block of ``Y``
+    made from the block of ``X`` beside it reads the data once. With feature
+    chunks a row block's scores need every chunk of it, so the chunks are read
+    a second time, by a copy of ``X``'s graph
+    (:func:`~kpca_dask._compat.independent_copy`) whose reads are made part of the
+    tasks that take their moments: a chunk is read when its row block's
+    scores are known, not held from the first read until then (which would
+    make whole rows).
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[1.0, 2.0], [2.0, 4.0], [3.0, 5.0]]), chunks=(2, 1))
+    >>> maps = pattern_maps(X[:, :1], X, "correlation")
+    >>> maps.chunks, np.round(maps.compute(), 3).tolist()
+    (((1,), (1, 1)), [[1.0, 0.982]])
+    """
+    Y, X = _aligned(Y, X)
+    reads: set = set()
+    if X.numblocks[1] > 1:
+        X = independent_copy(X)
+        reads = {key for row in X.__dask_keys__() for key in row}
+    name = "patterns-" + dask.base.tokenize(Y.name, X.name, kind)
+    maps = [dask.delayed(patterns_of, pure=True)(part, kind, dask_key_name=(name, 0, c))
+            for c, part in enumerate(cross_moments(Y, X))]
+    graph = reads_inlined(dask.delayed(list, pure=True)(maps), reads).__dask_graph__()
+    return da.Array(graph, name, ((Y.shape[1],), X.chunks[1]), dtype=np.float64,
+                    meta=np.empty((0, 0), np.float64))
+
+
+def _aligned(Y: da.Array, X: da.Array) -> tuple[da.Array, da.Array]:
+    """``Y`` in one chunk of columns and ``X`` in ``Y``'s row blocks."""
     if Y.numblocks[1] != 1:
         Y = Y.rechunk({1: -1})
-    if X.numblocks[1] != 1:
-        X = X.rechunk({1: -1})
-    name = dask.base.tokenize(Y.name, X.name)
-    parts = [dask.delayed(block_moments, pure=True)(y, x, dask_key_name=(f"moments-{name}", i))
-             for i, (y, x) in enumerate(zip(Y.to_delayed().ravel(), X.to_delayed().ravel()))]
-    level = 0
-    while len(parts) > 1:
-        level += 1
-        parts = [dask.delayed(merge_moments, pure=True)(
-            *parts[i:i + MERGE_FAN_IN], dask_key_name=(f"merge-moments-{name}", level, i))
-            for i in range(0, len(parts), MERGE_FAN_IN)]
-    return parts[0]
+    if X.chunks[0] != Y.chunks[0]:
+        X = X.rechunk({0: Y.chunks[0]})
+    return Y, X
 
 
 def patterns_of(moments: CrossMoments, kind: str) -> np.ndarray:

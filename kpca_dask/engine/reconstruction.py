@@ -38,9 +38,9 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
-from dask.graph_manipulation import clone
 from scipy import linalg
 
+from .._compat import independent_copy
 from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.projection import project_block
@@ -182,7 +182,7 @@ def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, 
     The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`).
     R is one product per (row block, feature chunk), added over the row blocks, so
     R arrives by feature chunks too. Its chunks are read a second time, by a copy
-    of X's graph (``dask.graph_manipulation.clone``) whose reads are made part of
+    of X's graph (:func:`~kpca_dask._compat.independent_copy`) whose reads are made part of
     the products: a chunk is read when its row block's g(y) is ready, not held
     from the first read until then.
     """
@@ -196,7 +196,7 @@ def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, 
     G = Y.map_blocks(_preimage_features, centres=shared[3], centre_basis=shared[4],
                      kernel=kernel, params=params, chunks=(wide.row_chunks, (r,)),
                      dtype=np.float64, meta=np.empty((0, 0), np.float64))
-    rows = clone(X.rechunk({0: wide.row_chunks}))
+    rows = independent_copy(X.rechunk({0: wide.row_chunks}))
     parts = da.blockwise(_cross_block, "irj", rows, "ij", G, "ir", dtype=np.float64,
                          adjust_chunks={"i": 1}, new_axes={}, concatenate=True,
                          meta=np.empty((0, 0, 0), np.float64))

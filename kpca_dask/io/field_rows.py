@@ -23,21 +23,27 @@ from ..errors import NonFiniteInputError
 from .fields import FeatureLayout, shown_value, stacked
 
 __all__ = ["CANDIDATE_ROWS", "candidate_mask", "with_mask", "sample_labels", "field_rows",
-           "checked_features"]
+           "layout_rows", "kept_chunks", "checked_features"]
 
 #: Rows read before the pass for the mask's candidates (all in the first row block).
 CANDIDATE_ROWS = 4
 
 
-def candidate_mask(rows: np.ndarray) -> np.ndarray:
-    """Flat positions NaN in every one of ``rows`` (k, positions): the mask's candidates.
+def candidate_mask(rows: da.Array) -> da.Array:
+    """Whether each position is NaN in every one of ``rows`` (k, positions), lazily.
+
+    The positions where it is True are the mask's candidates. A dask
+    reduction over the rows, chunk by chunk of positions: no task holds more
+    than one chunk of the first rows.
 
     Examples
     --------
-    >>> candidate_mask(np.array([[np.nan, 1.0, np.nan], [np.nan, np.nan, 2.0]])).tolist()
+    >>> rows = da.from_array(np.array([[np.nan, 1.0, np.nan], [np.nan, np.nan, 2.0]]),
+    ...                      chunks=(2, 2))
+    >>> np.flatnonzero(candidate_mask(rows).compute()).tolist()
     [0]
     """
-    return np.flatnonzero(np.isnan(rows).all(axis=0)).astype(np.int64)
+    return da.isnan(rows).all(axis=0)
 
 
 def with_mask(layout: FeatureLayout, masked: np.ndarray, first_label=None) -> FeatureLayout:
@@ -83,9 +89,9 @@ def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True,
                fitting: bool = False) -> da.Array:
     """The features of the sample-first field ``X``: masked positions dropped, checked, weighted.
 
-    Lazy rows (n, ``layout.n_features``) in the row chunks of ``X``; each block
-    is checked as it is read (:func:`checked_features`; ``fitting``: the
-    blocks of the fit that found the mask, which its errors then speak of).
+    Lazy rows (n, ``layout.n_features``) in the row chunks of ``X`` and its
+    chunks of positions (:func:`~kpca_dask.io.fields.stacked`), as
+    :func:`layout_rows` makes them.
 
     Examples
     --------
@@ -96,63 +102,146 @@ def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True,
     [[1.0, 2.0], [3.0, 4.0]]
     """
     rows = stacked(X)
-    labels = sample_labels(X, rows.chunks)
+    return layout_rows(rows, sample_labels(X, rows.chunks), layout, weighted=weighted,
+                       fitting=fitting)
+
+
+def layout_rows(rows: da.Array, labels: da.Array, layout: FeatureLayout, *,
+                weighted: bool = True, fitting: bool = False) -> da.Array:
+    """Rows of stacked positions (n, positions) as features, one task per chunk.
+
+    Each (row block, chunk of positions) is masked, checked and weighted by
+    :func:`checked_features` on its own, with the slice of the mask and of the
+    weights of its positions (``fitting``: the blocks of the fit that found
+    the mask, which its errors then speak of); ``labels`` (n, 1) name the
+    samples. The chunks of features are the kept positions of each chunk; a
+    chunk with none is joined to a neighbour first (:func:`kept_chunks`).
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("t", ("x",), (4,), kept=np.array([0, 3]))
+    >>> rows = da.from_array(np.array([[1.0, np.nan, np.nan, 2.0]]), chunks=(1, 2))
+    >>> out = layout_rows(rows, da.zeros((1, 1), chunks=1), layout)
+    >>> out.chunks, out.compute().tolist()
+    (((1,), (1, 1)), [[1.0, 2.0]])
+    """
+    widths, counts = kept_chunks(rows.chunks[1], layout.kept)
+    if widths != rows.chunks[1]:
+        rows = rows.rechunk({1: widths})
     dtype = rows.dtype if not (weighted and layout.weights is not None) else (
         rows.dtype if rows.dtype == np.float32 else np.dtype(np.float64))
     # One key for the layout (its kept positions and weights are p-sized), not one per task.
     shared = dask.delayed(replace(layout, weights=layout.weights if weighted else None),
                           pure=True)
     return da.map_blocks(checked_features, rows, labels, layout=shared, fitting=fitting,
-                         chunks=(rows.chunks[0], (layout.n_features,)), dtype=dtype,
+                         chunks=(rows.chunks[0], counts), dtype=dtype,
                          meta=np.empty((0, 0), dtype), name="kpca-field-rows-"
-                         + dask.base.tokenize(rows.name, labels.name, layout, weighted))
+                         + dask.base.tokenize(rows.name, labels.name, layout, weighted, fitting))
+
+
+def kept_chunks(widths: tuple, kept: np.ndarray | None) -> tuple[tuple, tuple]:
+    """Chunks of positions that each keep a position, and how many each keeps.
+
+    A chunk that keeps none (wholly masked) is joined to the chunk before it
+    (the first ones to the first that keeps one): a chunk of no features would
+    be a panel of no columns to every step after.
+
+    Examples
+    --------
+    >>> kept_chunks((2, 2, 2, 2), np.array([2, 3, 7]))
+    ((6, 2), (2, 1))
+    >>> kept_chunks((2, 3), None)
+    ((2, 3), (2, 3))
+    """
+    edges = np.cumsum((0,) + tuple(widths))
+    counts = np.diff(edges if kept is None else np.searchsorted(kept, edges))
+    joined: list[list[int]] = []
+    waiting = 0  # positions of the first chunks, until one keeps a position
+    for width, count in zip(widths, counts.tolist()):
+        if count:
+            joined.append([width + waiting, count])
+            waiting = 0
+        elif joined:
+            joined[-1][0] += width
+        else:
+            waiting += width
+    return tuple(int(w) for w, _ in joined), tuple(int(c) for _, c in joined)
 
 
 def checked_features(block: np.ndarray, labels: np.ndarray, layout: FeatureLayout,
-                     fitting: bool = False) -> np.ndarray:
-    """One row block of a stacked field as features; a NaN that is not fixed raises.
+                     fitting: bool = False, block_info=None) -> np.ndarray:
+    """One chunk of a stacked field as features; a NaN that is not fixed raises.
 
-    Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming the sample
-    and the position by their coordinates when a masked position holds a
-    value, a kept position holds NaN or an infinity, or a sample is NaN at
-    every kept position.
+    ``block`` holds the positions of ``block_info``'s location (every position
+    without it). Raises :class:`~kpca_dask.errors.NonFiniteInputError` naming
+    the sample and the position by their coordinates when a masked position
+    holds a value, a kept position holds NaN or an infinity, or a sample is NaN
+    at every kept position.
     """
     block = np.asarray(block)
-    masked = layout.masked
-    if masked.size:
-        held = ~np.isnan(block[:, masked])
-        if held.any():
-            i, j = np.argwhere(held)[0]
-            where, sample = layout.describe(masked[j]), _sample(layout, labels[i, 0])
-            if not fitting:
-                raise NonFiniteInputError(
-                    f"X holds a value at {sample}, {where}, a position the model masks (NaN at "
-                    "every sample it was fitted on), so it has no feature there. Set the mask "
-                    "to NaN first: X.where(~model.feature_layout_.mask()).")
-            raise NonFiniteInputError(
-                f"The field is NaN at {where} in its first samples but holds a value at "
-                f"{sample}: only positions NaN at every sample (a fixed mask, such as land) are "
-                "dropped. Fill or drop the NaN there (e.g. X.fillna(...) or X.where(mask)).")
-    x = block if layout.kept is None else block[:, layout.kept]
+    start, stop = (block_info[0]["array-location"][1] if block_info
+                   else (0, layout.n_positions))
+    if layout.kept is None:
+        kept, where = None, slice(start, stop)
+    else:
+        first, last = np.searchsorted(layout.kept, (start, stop))
+        kept, where = layout.kept[first:last] - start, slice(first, last)
+        _refuse_masked_values(block, kept, labels, layout, start, fitting)
+    x = block if kept is None else block[:, kept]
     bad = ~np.isfinite(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
     if bad.any():
-        empty = bad.all(axis=1) & np.isnan(x).all(axis=1)
-        if empty.any():
-            raise NonFiniteInputError(
-                f"The sample {_sample(layout, labels[np.flatnonzero(empty)[0], 0])} is NaN at "
-                "every position: it has no features to embed. Drop the all-NaN samples first, "
-                f"e.g. X.dropna({layout.sample_dim!r}, how='all').")
-        i, j = np.argwhere(bad)[0]
-        position = j if layout.kept is None else layout.kept[j]
-        what = "NaN" if np.isnan(x[i, j]) else "infinite"
-        raise NonFiniteInputError(
-            f"The field is {what} at {_sample(layout, labels[i, 0])}, {layout.describe(position)}"
-            + (", a position that holds values at other samples: only positions NaN at every "
-               "sample (a fixed mask, such as land) are dropped. Fill or drop it first."
-               if fitting else ", a position the model has a feature for. Fill it first."))
+        _refuse_nonfinite(x, bad, labels, layout, start if kept is None else kept + start,
+                          x.shape[1] == layout.n_features, fitting)
     if layout.weights is not None:
-        x = x * layout.weights.astype(x.dtype if x.dtype == np.float32 else np.float64)
+        x = x * layout.weights[where].astype(x.dtype if x.dtype == np.float32 else np.float64)
     return x
+
+
+def _refuse_masked_values(block, kept, labels, layout, start, fitting) -> None:
+    """Refuse a value at a masked position of the chunk (its positions ``start`` on)."""
+    masked = np.ones(block.shape[1], bool)
+    masked[kept] = False
+    masked = np.flatnonzero(masked)
+    if not masked.size:
+        return
+    held = ~np.isnan(block[:, masked])
+    if not held.any():
+        return
+    i, j = np.argwhere(held)[0]
+    where, sample = layout.describe(start + masked[j]), _sample(layout, labels[i, 0])
+    if not fitting:
+        raise NonFiniteInputError(
+            f"X holds a value at {sample}, {where}, a position the model masks (NaN at "
+            "every sample it was fitted on), so it has no feature there. Set the mask "
+            "to NaN first: X.where(~model.feature_layout_.mask()).")
+    raise NonFiniteInputError(
+        f"The field is NaN at {where} in its first samples but holds a value at "
+        f"{sample}: only positions NaN at every sample (a fixed mask, such as land) are "
+        "dropped. Fill or drop the NaN there (e.g. X.fillna(...) or X.where(mask)).")
+
+
+def _refuse_nonfinite(x, bad, labels, layout, positions, every_feature, fitting) -> None:
+    """Name the first NaN or infinity of the kept features ``x`` (at flat ``positions``:
+    an array, or the first position of a run). ``every_feature``: ``x`` holds all of them,
+    so a sample NaN throughout is an all-NaN sample."""
+    empty = bad.all(axis=1) & np.isnan(x).all(axis=1)
+    drop = (f"Drop the all-NaN samples first, e.g. X.dropna({layout.sample_dim!r}, "
+            "how='all').")
+    if empty.any() and every_feature:
+        raise NonFiniteInputError(
+            f"The sample {_sample(layout, labels[np.flatnonzero(empty)[0], 0])} is NaN at "
+            f"every position: it has no features to embed. {drop}")
+    i, j = np.argwhere(bad)[0]
+    position = positions + j if np.isscalar(positions) else positions[j]
+    what = "NaN" if np.isnan(x[i, j]) else "infinite"
+    hint = (f" If the sample is NaN at every position, it has no features to embed: {drop}"
+            if empty[i] else "")
+    raise NonFiniteInputError(
+        f"The field is {what} at {_sample(layout, labels[i, 0])}, {layout.describe(position)}"
+        + (", a position that holds values at other samples: only positions NaN at every "
+           "sample (a fixed mask, such as land) are dropped. Fill or drop it first."
+           if fitting else ", a position the model has a feature for. Fill it first.")
+        + hint)
 
 
 def _sample(layout: FeatureLayout, label) -> str:

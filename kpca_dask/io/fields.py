@@ -16,21 +16,20 @@ The mask and the check of every block as it is read are in
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
-from dask.array.core import PerformanceWarning
 
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS
 
 __all__ = ["FeatureLayout", "layout_of", "check_weights", "check_same_field", "stacked",
-           "as_field", "scattered", "shown_value"]
+           "as_field", "positions_of", "scattered", "scattered_chunk", "shown_value"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,27 +251,26 @@ def _range(values) -> str:
 def stacked(X: xr.DataArray) -> da.Array:
     """The sample-first DataArray ``X`` as lazy rows (n, positions), features stacked in C order.
 
-    The feature dimensions are made one chunk first (with a warning when they
-    were split, as for any input), so the reshape is one task per row block.
+    The chunks of the feature dimensions are kept as far as a lazy reshape
+    allows: chunks of the outer feature dimension stay chunks of positions
+    (docs/design.md §12). Inner feature dimensions split into chunks are made
+    whole by dask's reshape, a bounded rechunk that keeps chunks about the
+    size they were stored in (the outer dimension's chunks are cut finer to
+    make room), so no task ever holds more than about one stored chunk.
+    In-memory DataArrays become blocks of whole rows, as a numpy array does.
 
     Examples
     --------
     >>> X = xr.DataArray(np.arange(12.0).reshape(2, 2, 3), dims=("t", "a", "b"))
     >>> stacked(X).compute()[1].tolist()
     [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+    >>> stacked(X.chunk({"a": 1})).chunks
+    ((2,), (3, 3))
     """
     data = X.data
     if not isinstance(data, da.Array):  # in memory: blocks of rows, as for a numpy array
         data = da.from_array(np.asarray(data),
                              chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (X.ndim - 1))
-    if any(n > 1 for n in data.numblocks[1:]):
-        warnings.warn(
-            f"The DataArray {X.name or ''} has {data.numblocks[1:]} chunks along its feature "
-            f"dimensions {X.dims[1:]}; rechunking them to one (each row block must hold whole "
-            "rows). Store it with one chunk per sample block (e.g. "
-            f"X.chunk({{{', '.join(f'{d!r}: -1' for d in X.dims[1:])}}})) to avoid this.",
-            PerformanceWarning, stacklevel=4)
-        data = data.rechunk({i: -1 for i in range(1, X.ndim)})
     return data.reshape(data.shape[0], -1)
 
 
@@ -291,13 +289,10 @@ def as_field(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | N
     >>> as_field(np.array([[1.0, 2.0]]), layout, {"component": None}, name="p").values.tolist()
     [[1.0, nan, 2.0]]
     """
-    if layout.kept is not None:
-        if isinstance(values, da.Array):
-            values = values.map_blocks(
-                scattered, kept=layout.kept, n_positions=layout.n_positions,
-                chunks=values.chunks[:-1] + ((layout.n_positions,),), dtype=values.dtype)
-        else:
-            values = scattered(np.asarray(values), layout.kept, layout.n_positions)
+    if isinstance(values, da.Array):
+        values = positions_of(values, layout)
+    elif layout.kept is not None:
+        values = scattered(np.asarray(values), layout.kept, layout.n_positions)
     shape = tuple(values.shape[:-1]) + layout.shape
     values = values.reshape(shape)
     coords = {dim: coord for dim, coord in leading.items() if coord is not None}
@@ -318,3 +313,47 @@ def scattered(values: np.ndarray, kept: np.ndarray, n_positions: int) -> np.ndar
     out = np.full(values.shape[:-1] + (n_positions,), np.nan, dtype)
     out[..., kept] = values
     return out
+
+
+def positions_of(values: da.Array, layout: FeatureLayout) -> da.Array:
+    """Lazy ``values`` (..., n_features) over every position of the field, NaN on the mask.
+
+    Chunk by chunk: each chunk of features becomes one chunk of positions,
+    its own and the masked ones up to the next chunk's; two chunks part at
+    the start of a row of the field's outer dimension where one lies between
+    them (chunks of whole rows stay so), else at the later one's first kept
+    position. No task holds more than its chunk's positions.
+
+    Examples
+    --------
+    >>> layout = FeatureLayout("t", ("x", "y"), (2, 2), kept=np.array([0, 2, 3]))
+    >>> out = positions_of(da.from_array(np.array([[1.0, 2.0, 3.0]]), chunks=(1, (1, 2))),
+    ...                    layout)
+    >>> out.chunks[1], out.compute().tolist()
+    ((2, 2), [[1.0, nan, 2.0, 3.0]])
+    """
+    if layout.kept is None:
+        return values
+    if 0 in values.chunks[-1]:
+        values = values.rechunk({-1: tuple(c for c in values.chunks[-1] if c)})
+    kept_edges = np.cumsum((0,) + values.chunks[-1])
+    inner = int(np.prod(layout.shape[1:], dtype=np.int64))
+    edges = [0]
+    for k in kept_edges[1:-1]:
+        after, first = int(layout.kept[k - 1]), int(layout.kept[k])
+        row_start = (after // inner + 1) * inner
+        edges.append(row_start if row_start <= first else first)
+    edges.append(layout.n_positions)
+    return values.map_blocks(
+        scattered_chunk, kept=dask.delayed(layout.kept, pure=True),
+        kept_edges=kept_edges, edges=np.asarray(edges),
+        chunks=values.chunks[:-1] + (tuple(np.diff(edges).tolist()),),
+        dtype=values.dtype if values.dtype.kind == "f" else np.float64)
+
+
+def scattered_chunk(values: np.ndarray, kept: np.ndarray, kept_edges: np.ndarray,
+                    edges: np.ndarray, block_info=None) -> np.ndarray:
+    """One chunk of :func:`positions_of`: its features at their positions, NaN elsewhere."""
+    k = block_info[0]["chunk-location"][-1]
+    local = kept[kept_edges[k]:kept_edges[k + 1]] - edges[k]
+    return scattered(values, local, int(edges[k + 1] - edges[k]))

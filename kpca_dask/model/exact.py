@@ -7,11 +7,13 @@ tested against, not a tool for large data.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Callable
 
 import dask.array as da
 import numpy as np
 import zarr
+from dask.array.core import PerformanceWarning
 from numpy.typing import ArrayLike
 from scipy import linalg
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -269,8 +271,18 @@ class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstima
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
     def _embedding(self, X, frame=None) -> da.Array:
-        """The embedding of the rows ``X``, lazily: one block of rows at a time."""
+        """The embedding of the rows ``X``, lazily: one block of rows at a time.
+
+        Each task projects whole rows (k(x, X_fit) of its block), so data chunked
+        along the features are joined into whole rows here, with a warning.
+        """
         X, _ = as_dask_array(X, min_samples=1)
+        if X.numblocks[1] > 1:
+            warnings.warn(
+                f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
+                "whole rows, one block of rows per task, so they are joined into whole rows "
+                "(KernelPCA keeps them).", PerformanceWarning, stacklevel=3)
+            X = X.rechunk({1: -1})
         return X.map_blocks(transform_block, estimator=self,
                             chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
                             meta=np.empty((0, 0), np.float64))

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 
 from ..errors import InvalidInputError, InvalidParameterError
-from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, checked_features, field_rows, with_mask
+from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, layout_rows, with_mask
 from ..io.fields import (
     FeatureLayout,
     check_same_field,
     check_weights,
     layout_of,
-    scattered,
+    positions_of,
     stacked,
 )
 from ..validation import DEFAULT_BLOCK_ROWS
@@ -79,11 +78,10 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool 
     if is_xarray(X):
         layout = layout_of(X, sample_dim, weights)
         X = X.transpose(layout.sample_dim, *layout.dims)
-        first = computed(stacked(X)[:CANDIDATE_ROWS])
+        candidates = computed(candidate_mask(stacked(X)[:CANDIDATE_ROWS]))
         first_label = f"{layout.sample_dim}={X[layout.sample_dim].values[0]}" if (
             layout.sample_dim in X.coords) else None
-        layout = with_mask(layout, candidate_mask(np.asarray(first, dtype=np.float64)),
-                           first_label)
+        layout = with_mask(layout, np.flatnonzero(candidates).astype(np.int64), first_label)
         return field_rows(X, layout, fitting=True), layout
     if sample_dim is not None:
         raise InvalidParameterError(
@@ -178,7 +176,8 @@ def _positions(X, frame) -> da.Array:
 
 
 def _stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool) -> da.Array:
-    """Rows of a field's stacked positions, masked, checked and weighted like a DataArray's."""
+    """Rows of a field's stacked positions, masked, checked and weighted like a DataArray's,
+    chunk by chunk of positions as they come (:func:`~kpca_dask.io.field_rows.layout_rows`)."""
     from dataclasses import replace
 
     if any(np.isnan(c) for c in rows.chunks[0]):
@@ -186,11 +185,7 @@ def _stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool) -> da.A
             "X has row blocks of unknown length; a model fitted on a field needs them to "
             "name the samples of its checks: call X.compute_chunk_sizes() first.")
     labels = da.arange(rows.shape[0], chunks=rows.chunks[0])[:, None]
-    used = replace(layout, sample_dim="row", weights=layout.weights if weighted else None)
-    dtype = rows.dtype if rows.dtype.kind == "f" else np.dtype(np.float64)
-    return da.map_blocks(checked_features, rows, labels, layout=dask.delayed(used, pure=True),
-                         chunks=(rows.chunks[0], (layout.n_features,)), dtype=dtype,
-                         meta=np.empty((0, 0), dtype))
+    return layout_rows(rows, labels, replace(layout, sample_dim="row"), weighted=weighted)
 
 
 def unweighted(X_hat: da.Array, layout: FeatureLayout | None) -> da.Array:
@@ -218,10 +213,7 @@ def stacked_positions(X_hat: da.Array, layout: FeatureLayout) -> da.Array:
     >>> stacked_positions(da.ones((1, 2)), layout).compute().tolist()
     [[1.0, nan, 1.0]]
     """
-    if layout.kept is None:
-        return X_hat
-    return X_hat.map_blocks(scattered, kept=layout.kept, n_positions=layout.n_positions,
-                            chunks=(X_hat.chunks[0], (layout.n_positions,)), dtype=X_hat.dtype)
+    return positions_of(X_hat, layout)
 
 
 def layout_differences(first: FeatureLayout | None, other: FeatureLayout | None) -> list[str]:

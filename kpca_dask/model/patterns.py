@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-import dask
-import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine.cross_moments import PATTERN_KINDS, cross_moments, patterns_of
+from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
 from ..io.fields import as_field
 from ..io.frames import table_input
@@ -70,9 +68,8 @@ class PatternsMixin:
         rows, like = self._model_rows(X, frame, weighted=False)
         rows, _ = as_rows(rows, frame)
         Y = self._embedding(weighted_rows(rows, layout), frame)
-        q, p = Y.shape[1], rows.shape[1]
-        maps = da.from_delayed(dask.delayed(patterns_of, pure=True)(cross_moments(Y, rows), kind),
-                               shape=(q, p), dtype=np.float64)
+        q = Y.shape[1]
+        maps = pattern_maps(Y, rows, kind)
         if layout is None or not layout.dims:
             return maps
         if like is None:

@@ -313,18 +313,6 @@ def test_an_edited_layout_in_a_model_file_is_refused(tmp_path, edit, match):
         kpca_dask.load(path)
 
 
-def test_a_field_chunked_along_its_features_warns_and_fits_the_same():
-    """Chunks along lat are made one (with a PerformanceWarning), the model unchanged."""
-    from dask.array.core import PerformanceWarning
-
-    field = _field()
-    expected = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit_transform(field)
-    with pytest.warns(PerformanceWarning, match=r"chunks along its feature dimensions"):
-        Y = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit_transform(
-            field.chunk({"lat": 2}))
-    np.testing.assert_allclose(Y.values, expected.values, rtol=1e-12)
-
-
 def test_a_value_on_the_models_mask_at_transform_is_refused(fitted):
     """At transform, a value where the model masks the field is named, with the fix."""
     field, kpca = fitted
