@@ -89,9 +89,10 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
         raise InvalidParameterError(
             f"The landmark problem of m = {len(landmarks)} is solved as tiles over the workers "
             f"(2.2 m^2 words outgrow one), which needs whole rows, but X has "
-            f"{X.numblocks[1]} chunks along its features. Rechunk it, X.rechunk({{1: -1}}), if "
-            "a row block fits a task, or use fewer landmarks so that one worker holds the "
-            "problem (dask config 'kpca-dask.landmark-solve': 'worker').")
+            f"{X.numblocks[1]} chunks along its features. Rechunk it to whole rows if a row "
+            "block fits a task (X.rechunk({1: -1}); a DataArray: X.chunk() with -1 for each "
+            "feature dimension), or use fewer landmarks so that one worker holds the problem "
+            "(dask config 'kpca-dask.landmark-solve': 'worker').")
     m = len(landmarks)
     budget = memory_budget(X)
     t = tile_size(m, budget)
