@@ -34,18 +34,18 @@ from .errors import (
     TooFewComponentsError,
     ZeroEigenvalueWarning,
 )
+from .estimators.exact import ExactKernelPCA
+from .estimators.kernel_pca import KernelPCA
 from .io.parquet_out import write_table
-from .model.estimator import KernelPCA
-from .model.exact import ExactKernelPCA
 from .model.growing import merge
-from .model.model_files import load_model
 from .model.table_outputs import transform_table
+from .storage.model_files import load_model
 
 
 def load(path, *, storage_options: dict | None = None) -> KernelPCA:
     """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
 
-    See :func:`kpca_dask.model.model_files.load_model`.
+    See :func:`kpca_dask.storage.model_files.load_model`.
     """
     return load_model(path, KernelPCA, storage_options=storage_options)
 

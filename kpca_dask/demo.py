@@ -19,8 +19,8 @@ import numpy as np
 from .dask_client import get_client
 from .datasets import make_two_shells
 from .engine.sampling import as_generator, sample_rows, take_rows
+from .estimators.kernel_pca import KernelPCA
 from .io import open_array, open_group, write_embedding, write_group
-from .model.estimator import KernelPCA
 
 
 def _parse(argv=None):

@@ -21,8 +21,10 @@ LAYERS = {
     "engine": 2,
     "landmarks": 3,
     "model": 4,
-    "": 5,  # the package itself: its public names
-    "cli": 6, "demo": 6, "dask_client": 6, "datasets": 6, "__main__": 6,
+    "storage": 5,
+    "estimators": 6,
+    "": 7,  # the package itself: its public names
+    "cli": 8, "demo": 8, "dask_client": 8, "datasets": 8, "__main__": 8,
 }
 
 

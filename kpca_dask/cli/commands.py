@@ -20,7 +20,7 @@ import numpy as np
 
 from ..datasets import make_dataset
 from ..errors import KPCAError
-from ..model.estimator import KernelPCA
+from ..estimators.kernel_pca import KernelPCA
 from .compute import CommandError, check_parameters, compute_context, open_data
 from .parser import PROG, UNSET
 from .summary import print_summary, shown_components, summary

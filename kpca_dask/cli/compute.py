@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import dask
 
 from ..blocks.kernels import canonical_kernel_name
-from ..model.estimator import KernelPCA
+from ..estimators.kernel_pca import KernelPCA
 from ..model.parameters import check_params, resolve_kernel_params
 
 __all__ = ["CommandError", "LOCAL_SCHEDULERS", "ProgressGet", "compute_context", "open_data",

@@ -17,8 +17,8 @@ from types import MappingProxyType
 from ..blocks.kernels import KERNEL_NAMES
 from ..datasets import DATASETS
 from ..engine.bandwidth import BANDWIDTH_RULES
+from ..estimators.kernel_pca import KernelPCA
 from ..io.formats import FORMATS
-from ..model.estimator import KernelPCA
 from .compute import LOCAL_SCHEDULERS
 
 __all__ = ["build_parser", "PROG", "UNSET", "LIBRARY_DEFAULTS"]

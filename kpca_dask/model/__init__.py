@@ -1,1 +1,1 @@
-"""The estimators and what they keep on disk: model files and checkpoints."""
+"""The fitted model: how it is made, grown, checked and read by the outputs."""

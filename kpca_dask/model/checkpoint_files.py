@@ -5,7 +5,7 @@ reference row it continues with, and the running total it adds to. They are
 therefore stored as a model file's arrays are — a crc32c checksum on every
 chunk and a digest of every array in the attributes
 (:mod:`kpca_dask.io.checksums`) — and read back through the same kind of
-checks (:mod:`kpca_dask.model.file_checks`): the layout against the data's
+checks (:mod:`kpca_dask.model.checks`): the layout against the data's
 row blocks, the landmarks against the data's shape, the kernel parameters
 through the kernel's own checks, and the running total against the rows of
 the segments it says are finished. A failure is a
@@ -35,7 +35,7 @@ from ..io.checksums import (
     recorded_digests,
 )
 from ..validation import is_count
-from .file_checks import check_array, check_landmark_path, check_statistics, damaged
+from .checks import check_array, check_landmark_path, check_statistics, damaged
 from .parameters import resolve_kernel_params
 from .statistics_files import (
     read_statistics,

@@ -7,7 +7,7 @@ terms, the optional pre-image map and the feature names. A fit,
 :meth:`~kpca_dask.KernelPCA.partial_fit`, :func:`kpca_dask.merge` and
 :meth:`~kpca_dask.KernelPCA.set_n_components` each make a new one
 (:mod:`kpca_dask.model.fitting`); transform and the rest only read it; the
-model file writes and reads it field by field (:mod:`kpca_dask.model.model_fields`).
+model file writes and reads it field by field (:mod:`kpca_dask.storage.model_fields`).
 
 The estimator's scikit-learn attributes (``eigenvalues_``, ``landmarks_``,
 ...) are read-only views of it, declared once in :data:`FITTED_ATTRIBUTES`.

@@ -35,8 +35,8 @@ from ..errors import (
 )
 from ..io.frames import check_feature_names
 from ..validation import check_n_features
+from .checks import check_model
 from .field_inputs import layout_differences, model_rows
-from .file_checks import check_model
 from .fitting import solved, with_rows_added
 from .held_statistics import live_statistics
 from .inputs import as_fit_input, held_in_memory, is_xarray, row_range
@@ -228,7 +228,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     """The statistics of a fitted ``model``, or a clear error saying why ``action`` cannot run.
 
     The model is checked first as a loaded one is
-    (:func:`kpca_dask.model.file_checks.check_model`): an attribute set by
+    (:func:`kpca_dask.model.checks.check_model`): an attribute set by
     hand to something no fit could make is refused with a
     :class:`~kpca_dask.errors.ModelFormatError` before it is added to.
 

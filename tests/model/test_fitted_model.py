@@ -12,7 +12,7 @@ import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.errors import ModelFormatError
 from kpca_dask.model.fitted import FITTED_ATTRIBUTES, FittedModel
-from kpca_dask.model.model_fields import MODEL_ARRAYS, MODEL_ATTRIBUTES
+from kpca_dask.storage.model_fields import MODEL_ARRAYS, MODEL_ATTRIBUTES
 
 
 def _data(n=200, seed=0):
@@ -97,7 +97,7 @@ def test_every_fitted_attribute_is_declared_in_the_class_body():
     (found by a reader and an IDE), none made by a loop at import."""
     import inspect
 
-    from kpca_dask.model import estimator
+    from kpca_dask.estimators import kernel_pca as estimator
     from kpca_dask.model.fitted import FITTED_ATTRIBUTES
 
     source = inspect.getsource(estimator.KernelPCA)

@@ -1,6 +1,6 @@
 """The fields of a model file: which part of a fitted model each array and attribute holds.
 
-A model file (:mod:`kpca_dask.model.model_files`) writes a
+A model file (:mod:`kpca_dask.storage.model_files`) writes a
 :class:`~kpca_dask.model.fitted.FittedModel` field by field, as the arrays of
 :data:`MODEL_ARRAYS` and the JSON attributes of :data:`MODEL_ATTRIBUTES`,
 under the names of the estimator's fitted attributes (an array drops the
@@ -24,16 +24,16 @@ from ..blocks.statistics import PassStatistics
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..errors import InvalidParameterError, ModelFormatError
 from ..io.fields import FeatureLayout
-from .file_checks import damaged
-from .fitted import (
+from ..model.checks import damaged
+from ..model.fitted import (
     FITTED_ATTRIBUTES,
     OPTIONAL_ATTRIBUTES,
     FitSettings,
     FittedModel,
     Preimage,
 )
+from ..model.parameters import check_params
 from .layout_files import layout_attribute, layout_from_attribute
-from .parameters import check_params
 
 __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS_NULL",
            "stored_fields", "model_from_fields"]
@@ -97,7 +97,7 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
                       params: dict | None = None) -> FittedModel:
     """The fitted model a file's arrays and attributes hold; a name no file holds is refused.
 
-    Values are taken as they are stored: :func:`kpca_dask.model.file_checks.check_model`
+    Values are taken as they are stored: :func:`kpca_dask.model.checks.check_model`
     then holds them to what a fit could make. A file written before the fitted
     settings were recorded takes them from the saved estimator ``params``.
 

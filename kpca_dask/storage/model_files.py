@@ -34,7 +34,7 @@ carries a crc32c checksum, every array and the attributes a digest
 (:mod:`kpca_dask.io.checksums`), the stored constructor parameters must pass
 the checks a fit makes (:func:`kpca_dask.model.parameters.check_params`), and
 the model as a whole must be one a fit could have made
-(:mod:`kpca_dask.model.file_checks`). A file that fails is
+(:mod:`kpca_dask.model.checks`). A file that fails is
 refused with a :class:`~kpca_dask.errors.ModelFormatError` naming the array
 or attribute. Attributes a user adds to the group later are not the model's
 and are left out of the digest.
@@ -70,11 +70,10 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from .file_checks import check_model, damaged
-from .held_statistics import GRAM_NAME, live_statistics, saved_gram
-from .model_fields import model_from_fields, stored_fields
-from .parameters import check_params
-from .statistics_files import (
+from ..model.checks import check_model, damaged
+from ..model.held_statistics import GRAM_NAME, live_statistics, saved_gram
+from ..model.parameters import check_params
+from ..model.statistics_files import (
     STATISTICS_ATTRIBUTE,
     STATISTICS_PREFIX,
     file_digest,
@@ -82,6 +81,7 @@ from .statistics_files import (
     statistics_arrays,
     statistics_attributes,
 )
+from .model_fields import model_from_fields, stored_fields
 
 __all__ = ["save_model", "load_model", "SavingMixin", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
@@ -105,7 +105,7 @@ class SavingMixin:
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
 
-        See :func:`kpca_dask.model.model_files.save_model`; read it back with
+        See :func:`kpca_dask.storage.model_files.save_model`; read it back with
         :func:`kpca_dask.load`.
 
         Examples

@@ -17,16 +17,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
 
 from ..io.frames import frame_feature_names
-from .field_inputs import fit_rows
-from .fitted import FittedModel, fitted_attribute
-from .fitting import fit_model
-from .growing import GrowingMixin
-from .inputs import as_fit_input
-from .model_files import SavingMixin
-from .outputs import OutputsMixin
-from .parameters import check_params
-from .patterns import PatternsMixin
-from .precomputed import PRECOMPUTED, fit_precomputed
+from ..model.field_inputs import fit_rows
+from ..model.fitted import FittedModel, fitted_attribute
+from ..model.fitting import fit_model
+from ..model.growing import GrowingMixin
+from ..model.inputs import as_fit_input
+from ..model.outputs import OutputsMixin
+from ..model.parameters import check_params
+from ..model.patterns import PatternsMixin
+from ..model.precomputed import PRECOMPUTED, fit_precomputed
+from ..storage.model_files import SavingMixin
 
 __all__ = ["KernelPCA"]
 

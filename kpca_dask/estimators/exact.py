@@ -28,12 +28,12 @@ from ..engine.sampling import read_rows
 from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
+from ..model.field_inputs import ExactRowsMixin
+from ..model.inputs import computed, is_xarray
+from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
+from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from ..model.patterns import PatternsMixin
 from ..validation import as_dask_array, as_numpy_array, check_n_features
-from .field_inputs import ExactRowsMixin
-from .inputs import computed, is_xarray
-from .kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
-from .parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
-from .patterns import PatternsMixin
 
 __all__ = ["ExactKernelPCA"]
 
