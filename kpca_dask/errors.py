@@ -8,9 +8,13 @@ exception a Python or scikit-learn user would expect (``ValueError``,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sklearn.exceptions import NotFittedError
 
 __all__ = [
+    "about",
     "KPCAError",
     "InvalidInputError",
     "NonNumericInputError",
@@ -35,7 +39,43 @@ __all__ = [
 
 
 class KPCAError(Exception):
-    """Base class of every error raised deliberately by kpca-dask."""
+    """Base class of every error raised deliberately by kpca-dask.
+
+    ``where`` names the file, store or URL the error is about, and the message
+    begins with it. Code deep in a reader raises without it; the boundary that
+    knows what the user gave names it once, with :func:`about`.
+    """
+
+    #: The file, store or URL the error is about, as the user gave it (no credentials).
+    where: str | None = None
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{self.where}: {text}" if self.where else text
+
+
+@contextmanager
+def about(where: str) -> Iterator[None]:
+    """Name ``where`` in every :class:`KPCAError` raised inside that names no place yet.
+
+    The innermost ``about`` wins, so a reader of one array inside a model file
+    can name the array's path while the loader names the file.
+
+    Examples
+    --------
+    >>> try:
+    ...     with about("model.zarr"):
+    ...         raise ModelFormatError("the array 'projection' is missing")
+    ... except ModelFormatError as exc:
+    ...     print(exc)
+    model.zarr: the array 'projection' is missing
+    """
+    try:
+        yield
+    except KPCAError as exc:
+        if exc.where is None:
+            exc.where = where
+        raise
 
 
 class InvalidInputError(KPCAError, ValueError):
