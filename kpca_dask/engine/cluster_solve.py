@@ -37,11 +37,11 @@ import numpy as np
 
 from .._parallel import distributed_client, held_client, persist_held
 from ..blocks.statistics import PassStatistics
-from .landmark_memory import SOLVE_KEY, SOLVE_MODES, configured_solve_mode, landmark_solve_mode
+from .landmark_memory import configured_solve_mode
 from .passes import pass_plan, pass_statistics, raise_if_nonfinite, shared_values
 from .solve import SmallProblem, solve_small_problem
 
-__all__ = ["SOLVE_KEY", "SOLVE_MODES", "landmark_solve_mode", "held_on_cluster",
+__all__ = ["held_on_cluster",
            "is_held", "solve_statistics", "added_statistics", "summed_statistics",
            "client_of", "is_alive", "cluster_pass"]
 

@@ -53,7 +53,7 @@ from .passes import SPLIT_EVERY, reads_inlined, shared_values
 from .solve import NoveltyTerms
 from .wide_pass import WideTerms, is_wide
 
-__all__ = ["PreimageStatistics", "NoveltyTerms", "embed_landmarks", "preimage_basis",
+__all__ = ["PreimageStatistics", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
 
 

@@ -57,7 +57,7 @@ from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
-           "EXACT_TRACE_SHARE", "n_components_for", "ZERO_EIGENVALUE_RTOL"]
+           "EXACT_TRACE_SHARE"]
 
 #: At or below this many features (the factor's rank r) M is formed and
 #: eigendecomposed: below it that is as fast as the iterative way.

@@ -23,9 +23,9 @@ from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
+from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..engine.gram import cross_kernel_by_panels, gram_by_panels
 from ..engine.sampling import read_rows
-from ..engine.solve import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
 from ..model.field_inputs import ExactRowsMixin

@@ -29,7 +29,7 @@ FEW = settings(PROPERTY_SETTINGS, max_examples=3)
 #: The error classes kpca_dask documents: those kpca_dask.errors exports.
 DOCUMENTED_ERRORS = frozenset(
     getattr(errors, name) for name in errors.__all__
-    if issubclass(getattr(errors, name), KPCAError))
+    if isinstance(getattr(errors, name), type) and issubclass(getattr(errors, name), KPCAError))
 
 
 @st.composite
