@@ -142,7 +142,7 @@ def partial_fitted(model: FittedModel, batch: da.Array, statistics: PassStatisti
     >>> import time
     >>> from kpca_dask import KernelPCA
     >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6)).model_
-    >>> grown = partial_fitted(model, np.eye(6)[:2], model.statistics, model.row_provenance,
+    >>> grown = partial_fitted(model, da.from_array(np.eye(6)[:2]), model.statistics, None,
     ...                        started=time.perf_counter())
     >>> grown.n_samples
     8
