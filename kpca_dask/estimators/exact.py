@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Callable
+from typing import Callable, Literal
 
 import dask.array as da
 import numpy as np
@@ -28,17 +28,17 @@ from ..engine.gram import cross_kernel_by_panels, gram_by_panels
 from ..engine.sampling import read_rows
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
-from ..model.field_inputs import ExactRowsMixin
+from ..model.field_inputs import fit_rows, model_rows
 from ..model.inputs import computed, is_xarray
 from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
-from ..model.patterns import PatternsMixin
+from ..model.patterns import patterns_of
 from ..validation import as_dask_array, as_numpy_array, check_n_features
 
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstimator):
+class ExactKernelPCA(TransformerMixin, BaseEstimator):
     """Exact kernel PCA through the centred Gram matrix (small n only).
 
     Builds the full n x n kernel matrix K in float64, centres it as
@@ -271,7 +271,9 @@ class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstima
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
     def _embedding(self, X, frame=None) -> da.Array:
-        """The embedding of the rows ``X``, lazily: one block of rows at a time.
+        """The embedding of the rows ``X``, lazily: one block of rows at a time (for
+        :meth:`patterns`, through :func:`~kpca_dask.model.patterns.patterns_of`, whence the
+        warning's stack level).
 
         Each task projects whole rows (k(x, X_fit) of its block), so data chunked
         along the features are joined into whole rows here, with a warning.
@@ -281,7 +283,7 @@ class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstima
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
                 "whole rows, one block of rows per task, so they are joined into whole rows "
-                "(KernelPCA keeps them).", PerformanceWarning, stacklevel=3)
+                "(KernelPCA keeps them).", PerformanceWarning, stacklevel=4)
             X = X.rechunk({1: -1})
         return X.map_blocks(transform_block, estimator=self,
                             chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
@@ -353,6 +355,68 @@ class ExactKernelPCA(ExactRowsMixin, PatternsMixin, TransformerMixin, BaseEstima
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
         return -self.reconstruction_error(X)
+
+    def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
+        """Map of each component over the features: covariance or correlation with its score.
+
+        ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
+        of the unweighted input with the score of component j scaled to unit
+        variance over the rows of ``X``, in the units of the input (eofs'
+        ``eofsAsCovariance(pcscaling=1)``); ``"correlation"``: corr(y_j, x)
+        (eofs' ``eofsAsCorrelation``). ddof = 1. Computed lazily, in one pass
+        over ``X``.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            The data the maps are taken over, usually the training data.
+        kind : {"covariance", "correlation"}, default="covariance"
+
+        Returns
+        -------
+        patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
+            For a model fitted on a field, a DataArray (component, then the feature
+            dims) with the fit's coordinates and NaN on the mask; for arrays, a
+            lazy dask array. A feature or score of zero variance gives NaN.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [3.0, 1.0, 0.1]
+        >>> kpca = ExactKernelPCA(n_components=2, kernel="linear").fit(X)
+        >>> np.round(np.abs(kpca.patterns(X, kind="correlation").compute()[0]), 2)
+        array([1.  , 0.01, 0.09])
+        """
+        check_is_fitted(self)
+        return patterns_of(self, X, kind, layout=self._layout(), rows=self._model_rows,
+                           embedding=self._embedding)
+
+    # -- the fitted layout of the features (kpca_dask.model.field_inputs) ---
+
+    def _fit_input(self, X):
+        """The data of a fit and their layout; a field's rows stay lazy (the Gram matrix is
+        summed over their feature chunks, docs/design.md §12)."""
+        return fit_rows(X, self.sample_dim, self.weights,
+                        precomputed=self.kernel == PRECOMPUTED)
+
+    def _keep_layout(self, layout) -> None:
+        self.__dict__.pop("feature_layout_", None)
+        if layout is not None:
+            self.feature_layout_ = layout
+
+    def _output_attrs(self) -> dict:
+        kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"
+        return {"kernel": kernel, **self.kernel_params_}
+
+    def _layout(self):
+        """The fitted layout of the features, or None."""
+        return self.__dict__.get("feature_layout_")
+
+    def _model_rows(self, X, frame=None, *, weighted: bool = True):
+        """``X`` as rows of the fitted features, and the DataArray outputs are labelled like."""
+        if self.kernel_ == PRECOMPUTED:
+            return X, None
+        return model_rows(self._layout(), X, weighted=weighted, frame=frame)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

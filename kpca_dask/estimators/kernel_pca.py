@@ -3,38 +3,50 @@
 A thin face over the fitted model: parameters in, a
 :class:`~kpca_dask.model.fitted.FittedModel` out (``model_``), made by
 :mod:`kpca_dask.model.fitting`; the fitted attributes are read-only views of
-it; growing (:mod:`kpca_dask.model.growing`) and the outputs
-(:mod:`kpca_dask.model.outputs`) are mixed in.
+it. Every public method is written here, with its documentation, and calls
+the function of :mod:`kpca_dask.model` that does the work on the fitted
+model: growing (:mod:`kpca_dask.model.growing`), the outputs
+(:mod:`kpca_dask.model.outputs`), the patterns (:mod:`kpca_dask.model.patterns`),
+and saving (:mod:`kpca_dask.storage.model_files`).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from typing import Callable, Literal
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
 
-from ..io.frames import frame_feature_names
-from ..model.field_inputs import fit_rows
+from ..io.frames import check_feature_names, frame_feature_names, is_frame, table_input
+from ..model.field_inputs import fit_rows, model_rows
 from ..model.fitted import FittedModel, fitted_attribute
-from ..model.fitting import fit_model
-from ..model.growing import GrowingMixin
+from ..model.fitting import fit_model, solved
+from ..model.growing import (
+    batch_of,
+    first_batch,
+    partial_fitted,
+    require_statistics,
+    warn_of_parameters_set_since,
+)
 from ..model.inputs import as_fit_input
-from ..model.outputs import OutputsMixin
+from ..model.outputs import embedding, preimages, reconstruction_errors, transformed
 from ..model.parameters import check_params
-from ..model.patterns import PatternsMixin
+from ..model.patterns import patterns_of
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
-from ..storage.model_files import SavingMixin
+from ..model.provenance import recorded_rows, with_rows
+from ..storage.model_files import save_model
+from ..validation import check_n_features
 
 __all__ = ["KernelPCA"]
 
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
-                ClassNamePrefixFeaturesOutMixin, BaseEstimator):
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -330,6 +342,300 @@ class KernelPCA(GrowingMixin, OutputsMixin, PatternsMixin, SavingMixin,
         pre-image map.
         """
         return self.fit(X, **fit_params).transform(X)
+
+    # -- growing: more rows, another number of components (kpca_dask.model.growing) --
+
+    def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "KernelPCA":
+        """Add a batch of rows to the model: for data that grow or arrive in batches.
+
+        The first call on an unfitted model is :meth:`fit` on the batch: it
+        chooses the landmarks from it (with the configured strategy, or takes
+        the explicit points) and resolves ``gamma`` from it. Every later call
+        keeps the landmarks, the kernel parameters and the settings of the fit
+        (``fit_settings_``: n_components, remove_zero_eig, dtype, rcond), adds
+        the batch's pass statistics to the model's (one pass over the batch)
+        and solves the small m x m problem again. A parameter set since the
+        fit takes effect at the next :meth:`fit`, as in scikit-learn; one that
+        this call would have used is named in a
+        :class:`~kpca_dask.errors.ParametersChangedWarning`. After any sequence
+        of batches the model equals a :meth:`fit` on their concatenation with
+        ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
+        it can transform and be saved after every call. A fitted or loaded
+        model (format version 2) takes more rows the same way.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
+        y : ignored
+        rows : (int, int), optional
+            Add only rows ``start:stop`` of ``X``: the way to add the new rows
+            of a stored array that grows, so that the model records which
+            rows of it it holds (``row_provenance_``, see
+            :mod:`kpca_dask.model.provenance`). Default: every row of ``X``.
+
+        Returns
+        -------
+        self : KernelPCA
+
+        Raises
+        ------
+        InvalidInputError
+            The batch has another number of features than the model.
+        NoStatisticsError
+            The model keeps no statistics (loaded from a version-1 file).
+        OverlappingRowsError
+            The model has counted some of these rows already: rows of a
+            stored array or URL it holds, or ``rows=`` it holds.
+
+        Warns
+        -----
+        RepeatedRowsWarning
+            An in-memory batch (numpy, pandas, scipy.sparse) given whole
+            again: its rows count once more, as in scikit-learn.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import KernelPCA
+        >>> X, kpca = np.random.default_rng(0).normal(size=(600, 3)), KernelPCA(
+        ...     n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
+        >>> for batch in np.array_split(X, 3):
+        ...     kpca = kpca.partial_fit(batch)
+        >>> kpca.n_samples_fit_
+        600
+        >>> refit = KernelPCA(n_components=2, gamma=kpca.gamma_, landmarks=kpca.landmarks_).fit(X)
+        >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
+        True
+        """
+        started = time.perf_counter()
+        if self.__dict__.get("model_") is None:  # the first batch: a fit on it
+            batch, provenance = first_batch(X, rows)
+            self.fit(batch)
+            if provenance is not None:  # a field's samples are chosen with X.isel
+                self.model_ = self.model_.replace(row_provenance=provenance)
+            return self
+        check_feature_names(self, X, reset=False)
+        batch = batch_of(self.model_, X, rows)
+        statistics = require_statistics(self, "add rows to")
+        check_n_features(batch.rows, self.model_.n_features, type(self).__name__)
+        # Refused before the pass: rows counted already would be weighted twice, unless
+        # they are an in-memory batch given whole again (scikit-learn's partial_fit).
+        provenance = with_rows(recorded_rows(self), batch.source, batch.start, batch.stop,
+                               repeatable=batch.repeatable)
+        warn_of_parameters_set_since(self.model_.settings, self.get_params(deep=False))
+        model = partial_fitted(self.model_, batch.rows, statistics, provenance, started=started)
+        self.model_ = model  # only now, with every step done, does the estimator change
+        return self
+
+    def set_n_components(self, n_components: int | float | None) -> "KernelPCA":
+        """Re-solve the fitted model for another ``n_components``, without reading the data.
+
+        The stored pass statistics (:attr:`statistics_`) hold everything the
+        small problem needs, so another number of components costs O(m^3),
+        not a pass: the result equals a fresh fit with the same landmarks and
+        ``n_components`` (to 1e-12). ``n_components`` is set as well, so the
+        parameters and the fitted state agree, as after a fit. The name
+        follows scikit-learn's ``set_params``/``set_output``: a setter that
+        returns ``self``; unlike ``set_params(n_components=...)``, which by
+        scikit-learn's contract only takes effect at the next fit, it changes
+        the fitted model now.
+
+        Parameters
+        ----------
+        n_components : int, float in (0, 1) or None
+            As in the constructor: a number of components, a fraction of the
+            variance to explain, or None for every positive eigenvalue.
+
+        Returns
+        -------
+        self : KernelPCA
+
+        Raises
+        ------
+        NoStatisticsError
+            The model keeps no statistics (loaded from a version-1 file).
+
+        Warns
+        -----
+        ZeroEigenvalueWarning
+            An int ``n_components`` above the number of positive eigenvalues:
+            the extra components have eigenvalue 0 (dropped with
+            ``remove_zero_eig=True``), as in :meth:`fit`.
+
+        Examples
+        --------
+        >>> import numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
+        >>> kpca.fit(X).set_n_components(0.9).n_components_
+        22
+        >>> kpca.transform(X).shape
+        (300, 22)
+        """
+        check_params({"n_components": n_components})
+        statistics = require_statistics(self, "re-solve")
+        self.model_ = solved(self.model_, statistics, n_components=n_components)
+        self.n_components = n_components
+        return self
+
+    # -- outputs: read the fitted model only (kpca_dask.model.outputs) -------
+
+    def transform(self, X):
+        """Project rows onto the principal components: y(x) = P^T k_m(x) - c.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features).
+
+        Returns
+        -------
+        Y : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
+            A lazy dask array (same row chunks) for dask or Zarr input, numpy
+            for in-memory input; for a DataArray, a DataArray with dims
+            (sample dim, "component"), the sample coordinates and the kernel
+            parameters in ``attrs``.
+        """
+        check_is_fitted(self)
+        X, frame = table_input(self, X)
+        return transformed(self.model_, X, frame, columns=self.get_feature_names_out(),
+                           name=type(self).__name__)
+
+    def inverse_transform(self, Y):
+        """Map embeddings back to input space: the pre-images x_hat(y) (docs/design.md §6).
+
+        Needs a model fitted with ``fit_inverse_transform=True``. As in
+        scikit-learn, x_hat is a kernel ridge regression from embeddings to
+        rows, so it is an approximate pre-image, smoothed by ``alpha``.
+
+        Parameters
+        ----------
+        Y : array-like, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
+            Embeddings, e.g. from :meth:`transform`. A DataArray needs a
+            ``component`` dimension.
+
+        Returns
+        -------
+        X_hat : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_features_in_``)
+            A lazy dask array for dask input, numpy for in-memory input; for a
+            DataArray, a DataArray with its sample coordinates and a
+            ``feature`` dimension, or for a model fitted on a field the field
+            itself (its feature dimensions and coordinates, NaN on the mask).
+            Weighted features are divided by their weights (NaN where a weight
+            is 0), so pre-images are in the units of the input.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import KernelPCA
+        >>> X = np.random.default_rng(0).normal(size=(300, 3))
+        >>> kpca = KernelPCA(n_components=3, gamma=0.1, n_landmarks=100, random_state=0,
+        ...                  fit_inverse_transform=True, alpha=1e-2).fit(X)
+        >>> X_hat = kpca.inverse_transform(kpca.transform(X))
+        >>> X_hat.shape, bool(np.mean((X_hat - X) ** 2) < 0.1 * np.mean(X ** 2))
+        ((300, 3), True)
+        """
+        check_is_fitted(self)
+        return preimages(self.model_, Y)
+
+    def reconstruction_error(self, X):
+        """Squared distance in feature space from each row to the principal subspace.
+
+        ``e(x) = |phi(x) - phi_bar|^2 - sum_{j<=q} y_j(x)^2`` in the Nyström
+        feature space (docs/design.md §6; Hoffmann 2007): large for rows unlike the
+        training data, a novelty score. Every model can compute it; no pass
+        beyond the fit's is needed.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            Shape (n_samples, n_features), as for :meth:`transform`.
+
+        Returns
+        -------
+        errors : ndarray, dask array or xarray.DataArray of shape (n_samples,)
+            Lazy for dask or Zarr input, numpy for in-memory input, a
+            DataArray with the sample coordinates for a DataArray.
+
+        Examples
+        --------
+        >>> import numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(300, 2))
+        >>> kpca = kpca_dask.KernelPCA(n_components=5, gamma=0.5, n_landmarks=100,
+        ...                            random_state=0).fit(X)
+        >>> errors = kpca.reconstruction_error(np.array([[0.0, 0.0], [6.0, 6.0]]))
+        >>> bool(errors[0] < errors[1])
+        True
+        """
+        check_is_fitted(self)
+        X, frame = table_input(self, X)
+        return reconstruction_errors(self.model_, X, frame, name=type(self).__name__)
+
+    def score_samples(self, X):
+        """Minus :meth:`reconstruction_error`: higher means more like the training data.
+
+        scikit-learn's outlier-detection convention (as in
+        ``IsolationForest.score_samples``); same input and output types as
+        :meth:`reconstruction_error`.
+        """
+        scores = -self.reconstruction_error(X)
+        return scores.rename("score_samples") if is_frame(X) else scores
+
+    def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
+        """Map of each component over the features: covariance or correlation with its score.
+
+        ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
+        of the unweighted input with the score of component j scaled to unit
+        variance over the rows of ``X``, in the units of the input (eofs'
+        ``eofsAsCovariance(pcscaling=1)``); ``"correlation"``: corr(y_j, x)
+        (eofs' ``eofsAsCorrelation``). ddof = 1. Computed lazily, in one pass
+        over ``X``.
+
+        Parameters
+        ----------
+        X : array-like, dask array, xarray.DataArray or Zarr path/URL
+            The data the maps are taken over, usually the training data.
+        kind : {"covariance", "correlation"}, default="covariance"
+
+        Returns
+        -------
+        patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
+            For a model fitted on a field, a DataArray (component, then the feature
+            dims) with the fit's coordinates and NaN on the mask; for arrays, a
+            lazy dask array. A feature or score of zero variance gives NaN.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import KernelPCA
+        >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [3.0, 1.0, 0.1]
+        >>> kpca = KernelPCA(n_components=2, kernel="linear", n_landmarks=200).fit(X)
+        >>> np.round(np.abs(kpca.patterns(X, kind="correlation").compute()[0]), 2)
+        array([1.  , 0.01, 0.09])
+        """
+        check_is_fitted(self)
+        model = self.model_
+        return patterns_of(self, X, kind, layout=model.layout,
+                           rows=partial(model_rows, model.layout),
+                           embedding=partial(embedding, model, name=type(self).__name__))
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
+
+        See :func:`kpca_dask.storage.model_files.save_model`; read it back with
+        :func:`kpca_dask.load`.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
+        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
+        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
+        True
+        """
+        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
 
     #: The fitted model (:class:`~kpca_dask.model.fitted.FittedModel`); absent before a fit.
     model_: FittedModel

@@ -29,8 +29,8 @@ from ..io.fields import (
 from ..validation import DEFAULT_BLOCK_ROWS
 from .inputs import as_rows, computed, is_xarray, open_input
 
-__all__ = ["ExactRowsMixin", "fit_rows", "layout_differences", "model_rows", "weights_allowed",
-           "weighted_rows", "unweighted", "stacked_positions"]
+__all__ = ["fit_rows", "layout_differences", "model_rows", "weights_allowed", "weighted_rows",
+           "unweighted", "stacked_positions"]
 
 
 def weights_allowed(value) -> bool:
@@ -243,32 +243,3 @@ def layout_differences(first: FeatureLayout | None, other: FeatureLayout | None)
         elif mine is not None and not np.array_equal(mine, theirs):
             found.append(f"the {what} differ")
     return found
-
-
-class ExactRowsMixin:
-    """How :class:`~kpca_dask.ExactKernelPCA` reads data after its fit: its layout's rows."""
-
-    def _fit_input(self, X):
-        """The data of a fit and their layout; a field's rows stay lazy (the Gram matrix is
-        summed over their feature chunks, docs/design.md §12)."""
-        return fit_rows(X, self.sample_dim, self.weights,
-                        precomputed=self.kernel == "precomputed")
-
-    def _keep_layout(self, layout) -> None:
-        self.__dict__.pop("feature_layout_", None)
-        if layout is not None:
-            self.feature_layout_ = layout
-
-    def _output_attrs(self) -> dict:
-        kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"
-        return {"kernel": kernel, **self.kernel_params_}
-
-    def _layout(self):
-        """The fitted layout of the features, or None."""
-        return self.__dict__.get("feature_layout_")
-
-    def _model_rows(self, X, frame=None, *, weighted: bool = True):
-        """``X`` as rows of the fitted features, and the DataArray outputs are labelled like."""
-        if self.kernel_ == "precomputed":
-            return X, None
-        return model_rows(self._layout(), X, weighted=weighted, frame=frame)

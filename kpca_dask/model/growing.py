@@ -21,7 +21,9 @@ import copy
 import time
 import warnings
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
+import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -33,33 +35,33 @@ from ..errors import (
     NoStatisticsError,
     ParametersChangedWarning,
 )
-from ..io.frames import check_feature_names
-from ..validation import check_n_features
 from .checks import check_model
 from .field_inputs import layout_differences, model_rows
+from .fitted import FitSettings, FittedModel
 from .fitting import solved, with_rows_added
 from .held_statistics import live_statistics
 from .inputs import as_fit_input, held_in_memory, is_xarray, row_range
-from .parameters import check_params, rcond_for
+from .parameters import rcond_for
 from .precomputed import PRECOMPUTED, refuse_growth
 from .provenance import combined, recorded_rows, source_of, with_rows
 
-__all__ = ["GrowingMixin", "merge", "require_statistics", "model_differences"]
+__all__ = ["Batch", "first_batch", "batch_of", "partial_fitted", "warn_of_parameters_set_since",
+           "merge", "require_statistics", "model_differences"]
 
 #: The parameters a re-solve with more rows would read, and where the fitted model keeps them.
 _SETTINGS_READ_BY_UPDATES = ("n_components", "remove_zero_eig", "dtype", "rcond")
 
 
-def _warn_of_parameters_set_since(estimator) -> None:
-    """Warn when a parameter that adding rows would use differs from the fitted model's.
+def warn_of_parameters_set_since(settings: FitSettings, params: dict) -> None:
+    """Warn when a parameter that adding rows would use differs from the fitted ``settings``.
 
     The fitted settings win (they are what the statistics were made and solved
-    with); the warning says so and how to use the new value.
+    with); the warning says so and how to use the new value. Called by
+    ``partial_fit`` itself, so that the warning points at its caller.
     """
-    settings = estimator.model_.settings
     changed = []
     for name in _SETTINGS_READ_BY_UPDATES:
-        value, fitted = getattr(estimator, name), getattr(settings, name)
+        value, fitted = params[name], getattr(settings, name)
         if name == "rcond":
             value = rcond_for(value, settings.dtype) if value is None else value
         if value != fitted:
@@ -72,156 +74,83 @@ def _warn_of_parameters_set_since(estimator) -> None:
             ParametersChangedWarning, stacklevel=3)
 
 
-class GrowingMixin:
-    """partial_fit and set_n_components of an estimator whose fitted model is ``model_``."""
+class Batch(NamedTuple):
+    """The rows a ``partial_fit`` adds, and where they come from (for ``row_provenance_``)."""
 
-    def partial_fit(self, X, y=None, *, rows: tuple[int, int] | None = None) -> "GrowingMixin":
-        """Add a batch of rows to the model: for data that grow or arrive in batches.
+    rows: da.Array  # rows of the model's features, those selected by ``rows=``
+    source: dict  # the whole input's provenance entry (kpca_dask.model.provenance)
+    start: int
+    stop: int
+    repeatable: bool  # an in-memory batch given whole: it may be given again
 
-        The first call on an unfitted model is :meth:`fit` on the batch: it
-        chooses the landmarks from it (with the configured strategy, or takes
-        the explicit points) and resolves ``gamma`` from it. Every later call
-        keeps the landmarks, the kernel parameters and the settings of the fit
-        (``fit_settings_``: n_components, remove_zero_eig, dtype, rcond), adds
-        the batch's pass statistics to the model's (one pass over the batch)
-        and solves the small m x m problem again. A parameter set since the
-        fit takes effect at the next :meth:`fit`, as in scikit-learn; one that
-        this call would have used is named in a
-        :class:`~kpca_dask.errors.ParametersChangedWarning`. After any sequence
-        of batches the model equals a :meth:`fit` on their concatenation with
-        ``landmarks=landmarks_`` and ``gamma=gamma_`` (to rounding, ~1e-12);
-        it can transform and be saved after every call. A fitted or loaded
-        model (format version 2) takes more rows the same way.
 
-        Parameters
-        ----------
-        X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_batch, ``n_features_in_``); any input :meth:`fit` takes.
-        y : ignored
-        rows : (int, int), optional
-            Add only rows ``start:stop`` of ``X``: the way to add the new rows
-            of a stored array that grows, so that the model records which
-            rows of it it holds (``row_provenance_``, see
-            :mod:`kpca_dask.model.provenance`). Default: every row of ``X``.
+def first_batch(X: Any, rows: tuple[int, int] | None) -> tuple[Any, dict | None]:
+    """What the first ``partial_fit`` of an unfitted model fits, and the provenance of its
+    rows (None for a field, whose samples are selected with ``X.isel``).
 
-        Returns
-        -------
-        self : KernelPCA
+    Examples
+    --------
+    >>> X, provenance = first_batch(np.ones((10, 2)), (2, 5))
+    >>> X.shape, provenance["sources"][0]["rows"]
+    ((3, 2), [[2, 5]])
+    """
+    if is_xarray(X):
+        if rows is not None:
+            raise InvalidParameterError(
+                "rows=(start, stop) of a first batch selects rows of an array; select the "
+                "samples of a DataArray with X.isel(...) instead.")
+        return X, None
+    table, X = X, as_fit_input(X, min_samples=1)
+    source = source_of(X)  # of the whole input, before the rows are selected
+    start, stop = row_range(rows, X.shape[0])
+    whole = (start, stop) == (0, X.shape[0])
+    # A whole table keeps its feature names.
+    return (table if whole else X[start:stop]), with_rows(None, source, start, stop)
 
-        Raises
-        ------
-        InvalidInputError
-            The batch has another number of features than the model.
-        NoStatisticsError
-            The model keeps no statistics (loaded from a version-1 file).
-        OverlappingRowsError
-            The model has counted some of these rows already: rows of a
-            stored array or URL it holds, or ``rows=`` it holds.
 
-        Warns
-        -----
-        RepeatedRowsWarning
-            An in-memory batch (numpy, pandas, scipy.sparse) given whole
-            again: its rows count once more, as in scikit-learn.
+def batch_of(model: FittedModel, X: Any, rows: tuple[int, int] | None) -> Batch:
+    """The rows ``start:stop`` of ``X`` that a ``partial_fit`` of ``model`` adds, checked.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from kpca_dask import KernelPCA
-        >>> X, kpca = np.random.default_rng(0).normal(size=(600, 3)), KernelPCA(
-        ...     n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
-        >>> for batch in np.array_split(X, 3):
-        ...     kpca = kpca.partial_fit(batch)
-        >>> kpca.n_samples_fit_
-        600
-        >>> refit = KernelPCA(n_components=2, gamma=kpca.gamma_, landmarks=kpca.landmarks_).fit(X)
-        >>> bool(np.allclose(kpca.eigenvalues_, refit.eigenvalues_, rtol=1e-10))
-        True
-        """
-        started = time.perf_counter()
-        fitted = self.__dict__.get("model_") is not None
-        if fitted:
-            check_feature_names(self, X, reset=False)
-        table = X
-        layout = self.model_.layout if fitted else None
-        if not fitted and is_xarray(X) or layout is not None and layout.dims:
-            X = _field_batch(self, X, rows)
-            if not fitted:
-                return self
-        X = as_fit_input(X, min_samples=1)
-        source = source_of(X)  # of the whole input, before the rows are selected
-        start, stop = row_range(rows, X.shape[0])
-        whole = (start, stop) == (0, X.shape[0])
-        X = X if whole else X[start:stop]
-        if not fitted:
-            self.fit(table if whole else X)  # a whole table keeps its feature names
-            self.model_ = self.model_.replace(row_provenance=with_rows(None, source, start, stop))
-            return self
-        if self.model_.kernel == PRECOMPUTED:
-            refuse_growth()
-        total = require_statistics(self, "add rows to")
-        check_n_features(X, self.model_.n_features, type(self).__name__)
-        # Refused before the pass: rows counted already would be weighted twice, unless
-        # they are an in-memory batch given whole again (scikit-learn's partial_fit).
-        provenance = with_rows(recorded_rows(self), source, start, stop,
-                               repeatable=rows is None and held_in_memory(table))
-        _warn_of_parameters_set_since(self)
-        stats = with_rows_added(self.model_.replace(statistics=total), X)
-        model = solved(self.model_, stats)
-        self.model_ = model.replace(row_provenance=provenance,
-                                    fit_seconds=model.fit_seconds + time.perf_counter() - started)
-        return self
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6)).model_
+    >>> batch = batch_of(model, np.eye(6), (1, 4))
+    >>> batch.rows.shape, batch.start, batch.stop, batch.repeatable
+    ((3, 6), 1, 4, False)
+    """
+    table = X
+    if model.layout is not None and model.layout.dims:  # the field's checked rows
+        X = model_rows(model.layout, X)[0]
+    X = as_fit_input(X, min_samples=1)
+    source = source_of(X)  # of the whole input, before the rows are selected
+    start, stop = row_range(rows, X.shape[0])
+    X = X if (start, stop) == (0, X.shape[0]) else X[start:stop]
+    if model.kernel == PRECOMPUTED:
+        refuse_growth()
+    return Batch(X, source, start, stop, repeatable=rows is None and held_in_memory(table))
 
-    def set_n_components(self, n_components: int | float | None) -> "GrowingMixin":
-        """Re-solve the fitted model for another ``n_components``, without reading the data.
 
-        The stored pass statistics (:attr:`statistics_`) hold everything the
-        small problem needs, so another number of components costs O(m^3),
-        not a pass: the result equals a fresh fit with the same landmarks and
-        ``n_components`` (to 1e-12). ``n_components`` is set as well, so the
-        parameters and the fitted state agree, as after a fit. The name
-        follows scikit-learn's ``set_params``/``set_output``: a setter that
-        returns ``self``; unlike ``set_params(n_components=...)``, which by
-        scikit-learn's contract only takes effect at the next fit, it changes
-        the fitted model now.
+def partial_fitted(model: FittedModel, batch: da.Array, statistics: PassStatistics,
+                   provenance: dict, *, started: float) -> FittedModel:
+    """``model`` with the rows ``batch`` added to its ``statistics`` (one pass) and the small
+    problem solved again; ``provenance`` the rows it then holds, ``started`` when the call
+    began (its time adds to ``fit_seconds``).
 
-        Parameters
-        ----------
-        n_components : int, float in (0, 1) or None
-            As in the constructor: a number of components, a fraction of the
-            variance to explain, or None for every positive eigenvalue.
-
-        Returns
-        -------
-        self : KernelPCA
-
-        Raises
-        ------
-        NoStatisticsError
-            The model keeps no statistics (loaded from a version-1 file).
-
-        Warns
-        -----
-        ZeroEigenvalueWarning
-            An int ``n_components`` above the number of positive eigenvalues:
-            the extra components have eigenvalue 0 (dropped with
-            ``remove_zero_eig=True``), as in :meth:`fit`.
-
-        Examples
-        --------
-        >>> import numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(300, 3))
-        >>> kpca = kpca_dask.KernelPCA(n_components=2, gamma=0.5, n_landmarks=50, random_state=0)
-        >>> kpca.fit(X).set_n_components(0.9).n_components_
-        22
-        >>> kpca.transform(X).shape
-        (300, 22)
-        """
-        check_params({"n_components": n_components})
-        stats = require_statistics(self, "re-solve")
-        self.model_ = solved(self.model_, stats, n_components=n_components)
-        self.n_components = n_components
-        return self
+    Examples
+    --------
+    >>> import time
+    >>> from kpca_dask import KernelPCA
+    >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6)).model_
+    >>> grown = partial_fitted(model, da.from_array(np.eye(6)[:2]), model.statistics, None,
+    ...                        started=time.perf_counter())
+    >>> grown.n_samples
+    8
+    """
+    stats = with_rows_added(model.replace(statistics=statistics), batch)
+    grown = solved(model, stats)
+    return grown.replace(row_provenance=provenance,
+                         fit_seconds=grown.fit_seconds + time.perf_counter() - started)
 
 
 def require_statistics(model, action: str, name: str = "this model") -> PassStatistics:
@@ -250,19 +179,6 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
             "its landmarks) and save it; the new file can then be updated, merged and "
             "re-solved.")
     return stats
-
-
-def _field_batch(estimator, X, rows):
-    """A batch of a field: its checked rows for a fitted model (``rows`` are then selected
-    from them, as from an array's); the first batch is a fit of the whole field."""
-    if estimator.__dict__.get("model_") is not None:
-        return model_rows(estimator.model_.layout, X)[0]
-    if rows is not None:
-        raise InvalidParameterError(
-            "rows=(start, stop) of a first batch selects rows of an array; select the "
-            "samples of a DataArray with X.isel(...) instead.")
-    estimator.fit(X)
-    return None
 
 
 def model_differences(first, other) -> list[str]:

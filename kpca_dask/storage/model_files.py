@@ -83,7 +83,7 @@ from ..model.statistics_files import (
 )
 from .model_fields import model_from_fields, stored_fields
 
-__all__ = ["save_model", "load_model", "SavingMixin", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
+__all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3
@@ -99,25 +99,6 @@ _REQUIRED_FITTED = ("kernel_", "kernel_params_", "gamma_", "n_features_in_", "n_
                     "n_landmarks_", "landmark_rank_", "trace_error_", "n_samples_fit_",
                     "fit_seconds_")
 _REQUIRED_FITTED_SINCE = {2: ("novelty_mean_norm2_",)}
-class SavingMixin:
-    """``save`` for an estimator whose fitted model a model file holds."""
-
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
-
-        See :func:`kpca_dask.storage.model_files.save_model`; read it back with
-        :func:`kpca_dask.load`.
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(100, 3))
-        >>> kpca = kpca_dask.KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
-        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
-        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
-        True
-        """
-        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
 
 
 def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False,
