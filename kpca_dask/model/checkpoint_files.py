@@ -94,7 +94,7 @@ def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str,
     recorded = meta.get(CHECKSUMS_ATTRIBUTE) or {}
     if "attributes" in recorded and attributes_digest(_fixed_part(meta)) != recorded["attributes"]:
         raise damaged("its attribute differs from the one written (its digest does not "
-                             "match): it was edited", "checkpoint")
+                      "match): it was edited", "checkpoint")
     return arrays
 
 
@@ -102,7 +102,7 @@ def _require_digests(meta: dict, attributes: dict) -> None:
     """Refuse a checkpoint of a version that always records digests, without them."""
     if meta["format_version"] >= CHECKSUMMED_VERSION and CHECKSUMS_ATTRIBUTE not in attributes:
         raise damaged(f"the attribute {CHECKSUMS_ATTRIBUTE!r} is missing (every "
-                             f"checkpoint of format version {meta['format_version']} records it)",
+                      f"checkpoint of format version {meta['format_version']} records it)",
                       "checkpoint")
 
 
@@ -135,7 +135,7 @@ def read_state(group: zarr.Group, meta: dict, shown: str) -> tuple[PassStatistic
     if ("attributes" in recorded and recorded["attributes"]
             != attributes_digest(statistics_attributes(total))):
         raise damaged(f"the attribute 'statistics' of its state {name!r} differs from "
-                             "the one written (its digest does not match): it was edited",
+                      "the one written (its digest does not match): it was edited",
                       "checkpoint")
     return total, finished
 
@@ -175,8 +175,8 @@ def _check_layout(meta: dict, n_blocks: int) -> bool:
     if not (is_count(segment_blocks) and is_count(n_segments)
             and n_segments == -(-n_blocks // segment_blocks)):
         raise damaged(f"n_segments is {n_segments!r} and segment_blocks "
-                              f"{segment_blocks!r}, but the data have {n_blocks} row blocks",
-                       "checkpoint")
+                      f"{segment_blocks!r}, but the data have {n_blocks} row blocks",
+                      "checkpoint")
     written = meta.get("landmarks_written")
     missing = [key for key in ("state", "landmarks_written") + (
         ("kernel_params", "landmark_path") if written else ()) if key not in meta]
@@ -197,8 +197,8 @@ def _check_landmark_arrays(arrays: dict, n: int, p: int) -> int:
     m = landmarks.shape[0] if getattr(landmarks, "ndim", 0) == 2 else 0
     if not 1 <= m <= n:
         raise damaged(f"the array 'landmarks' has shape {np.shape(landmarks)}; a fit "
-                              f"on {n} rows of {p} features chooses 1 to {n} landmarks of {p}",
-                       "checkpoint")
+                      f"on {n} rows of {p} features chooses 1 to {n} landmarks of {p}",
+                      "checkpoint")
     check_array(landmarks, "landmarks", (m, p), kind="x", source="checkpoint")
     check_array(arrays.get("reference"), "reference", (m,), source="checkpoint")
     if "landmark_indices" in arrays:
@@ -206,7 +206,7 @@ def _check_landmark_arrays(arrays: dict, n: int, p: int) -> int:
                               kind="i", source="checkpoint")
         if (indices < 0).any() or (indices >= n).any():
             raise damaged(f"the array 'landmark_indices' holds rows outside the {n} "
-                                  "rows of the data", "checkpoint")
+                          "rows of the data", "checkpoint")
     return m
 
 
@@ -243,16 +243,16 @@ checkpoint path starts afresh.
     check_statistics(stats, m, least_rows=0, source="checkpoint")
     if not np.array_equal(stats.reference, reference):
         raise damaged("the reference row of the running total is not the checkpoint's",
-                       "checkpoint")
+                      "checkpoint")
     n_segments = -(-len(row_chunks) // segment_blocks)
     if (not isinstance(finished, np.ndarray) or finished.dtype != np.bool_
             or finished.shape != (n_segments,)):
         raise damaged(f"the array 'finished' must be {n_segments} booleans; got "
-                              f"{getattr(finished, 'dtype', type(finished).__name__)} of shape "
-                              f"{getattr(finished, 'shape', '?')}", "checkpoint")
+                      f"{getattr(finished, 'dtype', type(finished).__name__)} of shape "
+                      f"{getattr(finished, 'shape', '?')}", "checkpoint")
     rows = np.add.reduceat(np.asarray(row_chunks, dtype=np.int64),
                            np.arange(0, len(row_chunks), segment_blocks))
     counted = int(rows[finished].sum())
     if stats.n_samples != counted:
         raise damaged(f"the running total counts {stats.n_samples} rows, but its "
-                              f"finished segments hold {counted}", "checkpoint")
+                      f"finished segments hold {counted}", "checkpoint")

@@ -33,7 +33,7 @@ from ..blocks.kernels import canonical_kernel_name
 from ..blocks.statistics import PassStatistics
 from ..errors import KPCAError, ModelFormatError, about
 from ..validation import is_count, is_finite_real, is_real
-from .fitted import DECLARED
+from .fitted import declared
 from .parameters import resolve_kernel_params
 
 __all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "damaged"]
@@ -70,10 +70,10 @@ def check_array(value, name: str, shape: tuple, *, kind: str = "f",
         raise damaged(f"the array {name!r} has dtype {dtype}, not {expected}", source)
     if value.shape != tuple(shape):
         raise damaged(f"the array {name!r} has shape {value.shape}, but the other "
-                              f"arrays and attributes need {tuple(shape)}", source)
+                      f"arrays and attributes need {tuple(shape)}", source)
     if kind != "i" and not np.isfinite(value).all():
         raise damaged(f"the array {name!r} holds {int((~np.isfinite(value)).sum())} "
-                              "NaN or infinite value(s)", source)
+                      "NaN or infinite value(s)", source)
     return value
 
 
@@ -95,10 +95,10 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
     """
     if not is_count(stats.n_samples, least_rows):
         raise damaged(f"statistics.n_samples is {stats.n_samples!r}, not an integer "
-                              f">= {least_rows}", source)
+                      f">= {least_rows}", source)
     if not is_count(stats.n_nonfinite, 0) or not is_count(stats.first_nonfinite_row, -1):
         raise damaged("statistics.n_nonfinite and statistics.first_nonfinite_row must "
-                              "be integers >= 0 and >= -1", source)
+                      "be integers >= 0 and >= -1", source)
     if not np.isfinite(stats.diagonal_sum):  # t = sum k(x, x) may be < 0 (sigmoid kernel)
         raise damaged(f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
     if isinstance(stats.gram, da.Array):
@@ -106,7 +106,7 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
         # read only when solved, so only its form is checked here.
         if stats.gram.shape != (m, m) or stats.gram.dtype != np.float64:
             raise damaged(f"the array 'statistics_gram' is {stats.gram.dtype} of shape "
-                                  f"{stats.gram.shape}, not float64 of shape {(m, m)}", source)
+                          f"{stats.gram.shape}, not float64 of shape {(m, m)}", source)
         gram = None
     else:
         gram = check_array(stats.gram, "statistics_gram", (m, m), source=source)
@@ -119,7 +119,7 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
     if (np.diag(gram) < 0).any() or not np.allclose(gram, gram.T, rtol=0,
                                                      atol=_ROUNDING * scale):
         raise damaged("the array 'statistics_gram' is not a Gram matrix (it must be "
-                              "symmetric with a non-negative diagonal)", source)
+                      "symmetric with a non-negative diagonal)", source)
 
 
 def check_model(model, where: str | None = None) -> None:
@@ -161,14 +161,14 @@ def _check_layout(layout, n_features: int) -> None:
         return
     if layout.n_features != n_features:
         raise damaged(f"feature_layout_ keeps {layout.n_features} positions, but the "
-                             f"model has {n_features} features")
+                      f"model has {n_features} features")
     if layout.weights is not None and (layout.weights < 0).any():
-            raise damaged("the array 'feature_weights' holds negative values")
+        raise damaged("the array 'feature_weights' holds negative values")
 
 
 def _check_fitted_numbers(model) -> None:
     """Each number declared a count, or a finite number (with its least value)."""
-    for each in DECLARED:
+    for each in declared(type(model.model_)):
         rule, name = each.declaration.check, each.declaration.attribute
         if not rule:
             continue
@@ -217,14 +217,14 @@ def check_row_provenance(provenance, n_samples) -> None:
                     and ranges_ok(source.get("rows"))
                     for source in provenance["sources"])):
         raise damaged("row_provenance_ must be {'sources': [{'fingerprint', "
-                             "'description', 'rows': [[start, stop], ...]}], "
-                             f"'unrecorded_rows': int, optionally 'repeated_rows': int}}; "
-                             f"got {provenance!r}")
+                      "'description', 'rows': [[start, stop], ...]}], "
+                      f"'unrecorded_rows': int, optionally 'repeated_rows': int}}; "
+                      f"got {provenance!r}")
     counted = provenance["unrecorded_rows"] + provenance.get("repeated_rows", 0) + sum(
         stop - start for source in provenance["sources"] for start, stop in source["rows"])
     if n_samples is not None and counted != n_samples:
         raise damaged(f"the record of counted rows holds {counted} rows, but the model "
-                             f"counted n_samples_fit_ = {n_samples}")
+                      f"counted n_samples_fit_ = {n_samples}")
 
 
 def check_landmark_path(path, source: str = "model") -> None:
@@ -239,7 +239,7 @@ def check_landmark_path(path, source: str = "model") -> None:
             and is_real(step[1])
             for step in path)):
         raise damaged("the landmark path must be a list of [m, trace error] pairs; "
-                              f"got {path!r}", source)
+                      f"got {path!r}", source)
 
 
 def _check_kernel(model) -> None:
@@ -267,7 +267,7 @@ def _check_declared_arrays(fitted) -> None:
     p, q, m = fitted.n_features, fitted.n_components, fitted.n_landmarks
     # A precomputed kernel's landmarks are rows [K[J, J], diag K[J, J]] (model.precomputed).
     sizes = {"m": m, "p": p, "q": q, "w": m + 1 if fitted.kernel == "precomputed" else p}
-    for each in DECLARED:
+    for each in declared(type(fitted)):
         declaration = each.declaration
         if declaration.place != "array":
             continue
@@ -283,7 +283,7 @@ def _check_arrays(model) -> None:
     eigenvalues, ratio = model.eigenvalues_, model.explained_variance_ratio_
     if (eigenvalues < 0).any():
         raise damaged("the array 'eigenvalues' holds negative values (a fit keeps "
-                              "only non-negative ones)")
+                      "only non-negative ones)")
     if (np.diff(eigenvalues) > 0).any():
         raise damaged("the array 'eigenvalues' is not in descending order")
     # ratio_j = eigenvalue_j / total, one total for all j, and at most 1 in all.
@@ -292,7 +292,7 @@ def _check_arrays(model) -> None:
             or (total is not None and not np.allclose(ratio * total, eigenvalues,
                                                       rtol=_ROUNDING, atol=0))):
         raise damaged("the array 'explained_variance_ratio' is not the eigenvalues' "
-                              "share of one total variance")
+                      "share of one total variance")
     residuals = model.model_.solution.residuals
     if residuals is not None and (residuals < 0).any():
         raise damaged("the array 'eigenvalue_residuals' holds negative norms")
@@ -300,18 +300,18 @@ def _check_arrays(model) -> None:
         indices = model.landmark_indices_
         if (indices < 0).any() or (indices >= model.n_samples_fit_).any():
             raise damaged("the array 'landmark_indices' holds rows outside the "
-                                  f"{model.n_samples_fit_} training rows")
+                          f"{model.n_samples_fit_} training rows")
     if not 1 <= model.landmark_rank_ <= m:
         raise damaged(f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
-                              "landmarks")
+                      "landmarks")
     stats = model.model_.statistics
     if stats is not None:
         check_statistics(stats, m)
         if stats.n_samples != model.n_samples_fit_ or stats.n_nonfinite:
             raise damaged(f"statistics.n_samples is {stats.n_samples} but "
-                                  f"n_samples_fit_ is {model.n_samples_fit_}"
+                          f"n_samples_fit_ is {model.n_samples_fit_}"
                            if stats.n_nonfinite == 0 else
-                           "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
+                          "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
 
 
 def damaged(what: str, source: str = "model") -> ModelFormatError:

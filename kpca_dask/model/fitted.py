@@ -19,6 +19,7 @@ declarations (:data:`DECLARED`), so adding a field touches this module alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ from ..io.fields import FeatureLayout
 from .parameters import rcond_for
 
 __all__ = ["FittedModel", "FitSettings", "Preimage", "Stored", "stored", "Derived", "Declared",
-           "DECLARED", "FITTED_ATTRIBUTES", "OPTIONAL_ATTRIBUTES", "fitted_attribute"]
+           "DECLARED", "declared", "FITTED_ATTRIBUTES", "OPTIONAL_ATTRIBUTES", "fitted_attribute"]
 
 
 @dataclass(frozen=True)
@@ -292,11 +293,23 @@ def _flatten(declaration: Stored, path: tuple[str, ...]) -> list[Declared]:
     return found
 
 
-#: Every declared value of a :class:`FittedModel`, fields first (with their parts after
-#: them), then the derived properties.
-DECLARED: tuple[Declared, ...] = tuple(_walk(FittedModel) + [
-    Declared(value.declaration, _reader((name,)), (name,))
-    for name, value in vars(FittedModel).items() if isinstance(value, Derived)])
+@functools.cache
+def declared(cls: type) -> tuple[Declared, ...]:
+    """Every declared value of a model class: fields first (each followed by its parts),
+    then the derived properties. A missing declaration is a KeyError here, at import.
+
+    Examples
+    --------
+    >>> [each.path for each in declared(FittedModel) if each.declaration.attribute == "offset_"]
+    [('solution', 'offset')]
+    """
+    return tuple(_walk(cls) + [
+        Declared(value.declaration, _reader((name,)), (name,))
+        for name in dir(cls) if isinstance(value := getattr(cls, name, None), Derived)])
+
+
+#: Every declared value of a :class:`FittedModel`.
+DECLARED: tuple[Declared, ...] = declared(FittedModel)
 
 #: Each fitted attribute of the estimator and how it is read from the model.
 FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {

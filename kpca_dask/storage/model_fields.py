@@ -28,7 +28,7 @@ from ..blocks.statistics import PassStatistics
 from ..errors import InvalidParameterError, ModelFormatError
 from ..io.fields import FeatureLayout
 from ..model.checks import damaged
-from ..model.fitted import DECLARED, Derived, FitSettings, FittedModel, Stored
+from ..model.fitted import Declared, Derived, FitSettings, FittedModel, Stored, declared
 from ..model.parameters import check_params
 from .layout_files import layout_attribute, layout_from_attribute
 
@@ -36,7 +36,13 @@ __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS
            "REQUIRED_ARRAYS", "ENCODINGS", "required_attributes", "stored_fields",
            "model_from_fields"]
 
-_STORED = tuple(each for each in DECLARED if each.declaration.place)
+
+def _stored(cls: type) -> tuple[Declared, ...]:
+    """The declared values of ``cls`` that a model file holds."""
+    return tuple(each for each in declared(cls) if each.declaration.place)
+
+
+_STORED = _stored(FittedModel)
 #: The arrays of a model file; each holds the fitted attribute of its name plus "_".
 MODEL_ARRAYS = tuple(each.declaration.file_name for each in _STORED
                      if each.declaration.place == "array")
@@ -123,7 +129,7 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
     (['eigenvalue_residuals', 'eigenvalues', 'explained_variance_ratio'], None, 2)
     """
     arrays, attributes = {}, {}
-    for each in _STORED:
+    for each in _stored(type(model)):
         declaration, value = each.declaration, each.read(model)
         name = declaration.file_name
         if declaration.place == "array":
@@ -146,13 +152,14 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
 
 
 def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
-                      statistics: PassStatistics | None,
-                      params: dict | None = None) -> FittedModel:
+                      statistics: PassStatistics | None, params: dict | None = None,
+                      cls: type = FittedModel) -> FittedModel:
     """The fitted model a file's arrays and attributes hold; a name no file holds is refused.
 
     Values are taken as they are stored: :func:`kpca_dask.model.checks.check_model`
     then holds them to what a fit could make. A file written before the fitted
     settings were recorded takes them from the saved estimator ``params``.
+    ``cls`` is the model class whose declarations are read.
 
     Examples
     --------
@@ -162,14 +169,15 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
     >>> model_from_fields(arrays, attributes, model.statistics).n_components
     2
     """
-    _refuse_unknown_names(arrays, attributes)
+    stored = _stored(cls)
+    _refuse_unknown_names(arrays, attributes, stored)
     values = {"statistics": statistics}
-    for each in dataclasses.fields(FittedModel):
+    for each in dataclasses.fields(cls):
         declaration = each.metadata["stored"]
         if declaration.place or declaration.parts:
             _read(declaration, each.name, arrays, attributes, params or {}, values)
-    model = FittedModel(**values)
-    _check_derived(model, attributes)
+    model = cls(**values)
+    _check_derived(model, attributes, stored)
     return model
 
 
@@ -209,29 +217,34 @@ def _held(declaration: Stored, arrays: dict, attributes: dict) -> bool:
     return declaration.file_name in source
 
 
-def _refuse_unknown_names(arrays: dict, attributes: dict) -> None:
+def _refuse_unknown_names(arrays: dict, attributes: dict, stored: tuple[Declared, ...]) -> None:
+    names = {each.declaration.place: set() for each in stored}
+    for each in stored:
+        names[each.declaration.place].add(each.declaration.file_name)
+    nulls = [each.declaration.attribute for each in stored if each.declaration.null]
     for name in attributes:
-        if name not in MODEL_ATTRIBUTES and name not in WRITTEN_AS_NULL:
+        if name not in names["attribute"] and name not in nulls:
             raise ModelFormatError(
                 f"the model has an invalid attribute name {name!r}: no model file holds it. "
                 "Fit and save the model again.")
-    for name in WRITTEN_AS_NULL:
+    for name in nulls:
         if attributes.get(name, None) is not None:
             raise damaged(f"the attribute {name} is {attributes[name]!r}; a model file "
                           "holds it only as null, for a model without that array")
     for name in arrays:
-        if name not in MODEL_ARRAYS:
+        if name not in names["array"]:
             raise ModelFormatError(f"the model holds an array {name!r} that no model file "
                                    "has. Fit and save the model again.")
         if f"{name}_" in attributes:
             raise damaged(f"{name!r} is stored both as an array and as an attribute")
 
 
-def _check_derived(model: FittedModel, attributes: dict) -> None:
+def _check_derived(model: FittedModel, attributes: dict, stored: tuple[Declared, ...]) -> None:
     """Attributes written beside what they follow from must agree with it."""
-    for each in _STORED:
+    for each in stored:
         name = each.declaration.attribute
-        if name not in DERIVED_ATTRIBUTES or name not in attributes:
+        if not isinstance(getattr(type(model), each.path[0], None), Derived) or (
+                name not in attributes):
             continue  # absent from files of format version 1
         try:
             expected = each.read(model)
