@@ -57,7 +57,7 @@ import zarr.errors
 from .._parallel import distributed_client
 from ..blocks.statistics import PassStatistics, add_statistics
 from ..engine.passes import PassPlan, pass_plan, pass_statistics, pass_threads
-from ..errors import CheckpointMismatchError, ModelFormatError
+from ..errors import CheckpointMismatchError, ModelFormatError, about
 from ..io import PathOrURL, store_location
 from ..io.checksums import CHECKSUMS_ATTRIBUTE
 from ..landmarks.strategies import Landmarks
@@ -68,6 +68,7 @@ from .checkpoint_files import (
     write_landmark_arrays,
     write_state,
 )
+from .checks import damaged
 from .fingerprints import recorded
 
 __all__ = ["FitCheckpoint"]
@@ -123,12 +124,17 @@ class FitCheckpoint:
             The checkpoint was written by an unknown format version.
         """
         shown = str(path)
+        with about(repr(shown)):
+            return cls._open(path, shown, identity)
+
+    @classmethod
+    def _open(cls, path: PathOrURL, shown: str, identity: dict) -> "FitCheckpoint":
         where = store_location(path)
         if not where.exists():
             return cls(shown, identity, _where=where)
         not_a_checkpoint = CheckpointMismatchError(
-            f"{shown!r} exists and is not a kpca-dask checkpoint. Pass a new path for the "
-            "checkpoint, or delete this one if it is not needed.")
+            "exists and is not a kpca-dask checkpoint. Pass a new path for the checkpoint, "
+            "or delete this one if it is not needed.")
         try:
             group = zarr.open_group(where.url, mode="r+", **where.zarr_kwargs())
         except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
@@ -139,16 +145,15 @@ class FitCheckpoint:
         version = meta.get("format_version")
         if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise ModelFormatError(
-                f"The checkpoint {shown!r} has format version {version!r}; this kpca-dask "
+                f"the checkpoint has format version {version!r}; this kpca-dask "
                 f"reads versions {', '.join(map(str, READABLE_VERSIONS))}. Finish the fit with "
                 "the version that wrote it, or delete the checkpoint and start again.")
         if not isinstance(meta.get("identity"), dict):
-            raise ModelFormatError(f"The checkpoint at {shown!r} is damaged: it records no "
-                                   "identity of its fit. Delete it and fit again.")
+            raise damaged("it records no identity of its fit", "checkpoint")
         differences = _differences(meta["identity"], identity)
         if differences:
             raise CheckpointMismatchError(
-                f"The checkpoint {shown!r} belongs to a different fit and cannot be resumed: "
+                "the checkpoint belongs to a different fit and cannot be resumed: "
                 + "; ".join(differences) + ". Fit with the same data and parameters, or "
                 "use a new checkpoint path (or delete this one) to start afresh.")
         checkpoint = cls(shown, identity, _group=group, _where=where)
@@ -181,8 +186,9 @@ class FitCheckpoint:
         segment_blocks, n_segments = meta["segment_blocks"], meta["n_segments"]
         total, finished = self._load_state(meta, n_segments)
         if total is not None:
-            check_checkpoint_state(total, finished, self.reference, X.chunks[0],
-                                   segment_blocks, repr(self.path))
+            with about(repr(self.path)):
+                check_checkpoint_state(total, finished, self.reference, X.chunks[0],
+                                       segment_blocks)
 
         # Each segment is one chain of the pass; as many run at once as the pass
         # would run chains (kpca_dask.engine.passes.pass_plan).
@@ -250,7 +256,8 @@ class FitCheckpoint:
         self._generation = int(current.split("-")[1]) if current else 0
         if current is None:
             return None, np.zeros(n_segments, dtype=bool)
-        return read_state(self._group, meta, repr(self.path))
+        with about(repr(self.path)):
+            return read_state(self._group, meta, repr(self.path))
 
     def _save_state(self, total: PassStatistics, finished: np.ndarray) -> None:
         group = self._group

@@ -9,14 +9,18 @@ terms, the optional pre-image map and the feature names. A fit,
 (:mod:`kpca_dask.model.fitting`); transform and the rest only read it; the
 model file writes and reads it field by field (:mod:`kpca_dask.storage.model_fields`).
 
-The estimator's scikit-learn attributes (``eigenvalues_``, ``landmarks_``,
-...) are read-only views of it, declared once in :data:`FITTED_ATTRIBUTES`.
+Each field declares, in its metadata (:class:`Stored`), the estimator's
+scikit-learn attribute that shows it (``eigenvalues_``, ``landmarks_``, ...,
+read-only views of the model, :data:`FITTED_ATTRIBUTES`) and how a model file
+keeps it; the file's schema, reader, writer and checks are derived from these
+declarations (:data:`DECLARED`), so adding a field touches this module alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -26,8 +30,88 @@ from ..engine.solve import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
 from .parameters import rcond_for
 
-__all__ = ["FittedModel", "FitSettings", "Preimage", "FITTED_ATTRIBUTES",
-           "OPTIONAL_ATTRIBUTES", "fitted_attribute"]
+__all__ = ["FittedModel", "FitSettings", "Preimage", "Stored", "stored", "Derived", "Declared",
+           "DECLARED", "declared", "FITTED_ATTRIBUTES", "OPTIONAL_ATTRIBUTES", "fitted_attribute"]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """How one fitted value is shown and kept: the single declaration of the model file's schema.
+
+    Each field of :class:`FittedModel` carries one in its metadata (``stored``), and
+    so do the fields of the values it nests (the solution, the novelty terms, the
+    pre-image map, the feature layout) in ``parts``. The estimator's fitted
+    attributes (:data:`FITTED_ATTRIBUTES`), the writer and reader of model files
+    (:mod:`kpca_dask.storage.model_fields`) and the checks of a loaded model
+    (:mod:`kpca_dask.model.checks`) are all derived from these declarations, so a
+    new field is declared here once.
+
+    Examples
+    --------
+    >>> Stored("offset_", "array", shape=("q",)).file_name
+    'offset'
+    """
+
+    #: The estimator's fitted attribute that shows the value; None for a value shown
+    #: only through its parts (the solution) or not at all.
+    attribute: str | None
+    #: Where a model file keeps it: "array" (the attribute's name without its "_"),
+    #: "attribute" (JSON, in the file's ``fitted`` attribute), or "" (not there).
+    place: str = ""
+    #: An array's shape, in the model's sizes: m landmarks, p features, q components,
+    #: w the width of a landmark (p, or m + 1 for a precomputed kernel).
+    shape: tuple[str, ...] = ()
+    #: An array's dtype: "f" float64, "i" int64, "x" float64 or float32 (points in input space).
+    kind: str = "f"
+    #: A JSON number's rule: "count" (an integer >= 1), "real" (finite), "nonnegative".
+    check: str = ""
+    #: The model may lack it: the estimator attribute is then absent, and nothing is written.
+    optional: bool = False
+    #: An array the model may lack, written then as a JSON null of the attribute's name.
+    null: bool = False
+    #: The first file format version that always holds it; None: files may lack it, and
+    #: then the field's default (or, with an ``encoding``, what the encoding makes) applies.
+    since: int | None = 1
+    #: The name of the storage layer's encoding of a JSON value that is not plain JSON.
+    encoding: str = ""
+    #: The declarations of the value's own fields, by field name.
+    parts: tuple[tuple[str, "Stored"], ...] = ()
+    #: The class rebuilt from ``parts`` when the value itself is not written.
+    build: type | None = None
+    #: What the parts are, for a message about a file that holds only some of them.
+    what: str = ""
+
+    @property
+    def file_name(self) -> str:
+        """The name of the array or JSON attribute that holds the value in a model file."""
+        return self.attribute[:-1] if self.place == "array" else self.attribute
+
+
+def stored(attribute: str | None, place: str = "", **declaration: Any) -> dict:
+    """The metadata of a dataclass field kept as ``Stored(attribute, place, ...)``."""
+    parts = declaration.pop("parts", {})
+    return {"stored": Stored(attribute, place, parts=tuple(parts.items()), **declaration)}
+
+
+class Derived(property):
+    """A property of the model shown as a fitted attribute and written beside the fields it
+    follows from, for readers of the file (a file's copy is checked against them).
+
+    Examples
+    --------
+    >>> FittedModel.n_components.declaration.attribute
+    'n_components_'
+    """
+
+    declaration: Stored
+
+    @classmethod
+    def of(cls, attribute: str, check: str = "") -> Callable[[Callable], "Derived"]:
+        def make(fget: Callable) -> "Derived":
+            made = cls(fget, doc=fget.__doc__)
+            made.declaration = Stored(attribute, "attribute", check=check)
+            return made
+        return make
 
 
 @dataclass(frozen=True)
@@ -66,9 +150,41 @@ class Preimage:
     coefficients: np.ndarray  # dual coefficients W_Y B, (m, p)
 
 
+def _array(attribute: str, *shape: str, **declaration: Any) -> Stored:
+    return Stored(attribute, "array", shape=shape, **declaration)
+
+
+def _json(attribute: str, **declaration: Any) -> Stored:
+    return Stored(attribute, "attribute", **declaration)
+
+
+#: The solution's fields (kpca_dask.engine.solve.NystromSolution, which knows no files).
+_SOLUTION = {"projection": _array("projection_", "m", "q"), "offset": _array("offset_", "q"),
+             "eigenvalues": _array("eigenvalues_", "q"),
+             "explained_variance_ratio": _array("explained_variance_ratio_", "q"),
+             "trace_error": _json("trace_error_", check="real"),
+             # absent from files written before the iterative solve
+             "residuals": _array("eigenvalue_residuals_", "q", optional=True, since=None),
+             "trace_error_std": _json("trace_error_std_", check="nonnegative", since=None)}
+#: The novelty terms' fields (kpca_dask.engine.solve.NoveltyTerms); files of format version 1
+#: have none.
+_NOVELTY = {"mean_weights": _array("novelty_weights_", "m", optional=True, since=2),
+            "mean_norm2": _json("novelty_mean_norm2_", check="nonnegative", optional=True,
+                                since=2)}
+_PREIMAGE = {"centres": _array("preimage_centres_", "m", "q", optional=True, since=None),
+             "coefficients": _array("preimage_coefficients_", "m", "p", optional=True,
+                                    since=None)}
+#: A field's kept positions and weights, arrays beside the layout's JSON.
+_LAYOUT = {"weights": _array("feature_weights_", "p", optional=True, since=None),
+           "kept": _array("feature_kept_", "p", kind="i", optional=True, since=None)}
+
+
 @dataclass(frozen=True)
 class FittedModel:
     """Everything a fit learns; see the estimator's Attributes for each field's meaning.
+
+    Each field declares, in its metadata, the fitted attribute that shows it and
+    how a model file keeps it (:class:`Stored`).
 
     Examples
     --------
@@ -80,36 +196,60 @@ class FittedModel:
     ((20, 3), 2, {'gamma': 0.5})
     """
 
-    kernel: str | Callable  # the canonical name of a built-in kernel, or the callable
-    kernel_params: dict  # every resolved kernel parameter
-    landmarks: np.ndarray  # Z, (m, p)
-    landmark_indices: np.ndarray | None  # global rows of Z, None when not data rows
-    landmark_rank: int  # landmark directions kept by the factorisation of K_mm
-    solution: NystromSolution  # P, c, eigenvalues, ratios, trace error
-    n_features: int
-    n_samples: int
-    statistics: PassStatistics | None  # None for a model file of format version 1
-    novelty: NoveltyTerms | None  # None for a model file of format version 1
-    settings: FitSettings  # the parameters it was solved with; outputs read only these
-    preimage: Preimage | None = None  # only with fit_inverse_transform=True
-    feature_names: np.ndarray | None = None  # the column names of a table fit
-    landmark_path: list | None = None  # m tried and its trace error, for n_landmarks="auto"
-    row_provenance: dict | None = None  # the rows counted (kpca_dask.model.provenance)
-    fit_seconds: float = 0.0
-    layout: FeatureLayout | None = None  # a field's dims, mask and weights (kpca_dask.io.fields)
+    # the canonical name of a built-in kernel, or the callable
+    kernel: str | Callable = field(metadata=stored("kernel_", "attribute"))
+    # every resolved kernel parameter
+    kernel_params: dict = field(metadata=stored("kernel_params_", "attribute"))
+    landmarks: np.ndarray = field(  # Z, (m, p)
+        metadata=stored("landmarks_", "array", shape=("m", "w"), kind="x"))
+    landmark_indices: np.ndarray | None = field(  # global rows of Z, None when not data rows
+        metadata=stored("landmark_indices_", "array", shape=("m",), kind="i", null=True,
+                        since=None))
+    landmark_rank: int = field(  # landmark directions kept by the factorisation of K_mm
+        metadata=stored("landmark_rank_", "attribute", check="count"))
+    solution: NystromSolution = field(  # P, c, eigenvalues, ratios, trace error
+        metadata=stored(None, parts=_SOLUTION, build=NystromSolution, what="the solution"))
+    n_features: int = field(metadata=stored("n_features_in_", "attribute", check="count"))
+    n_samples: int = field(metadata=stored("n_samples_fit_", "attribute", check="count"))
+    # None for a model file of format version 1; files keep it in their own layout
+    # (kpca_dask.model.statistics_files)
+    statistics: PassStatistics | None = field(metadata=stored("statistics_"))
+    novelty: NoveltyTerms | None = field(  # None for a model file of format version 1
+        metadata=stored(None, parts=_NOVELTY, build=NoveltyTerms, optional=True,
+                        what="the novelty terms"))
+    # the parameters it was solved with; outputs read only these. Files written before
+    # they were recorded take them from the saved parameters.
+    settings: FitSettings = field(
+        metadata=stored("fit_settings_", "attribute", encoding="settings", since=None))
+    preimage: Preimage | None = field(  # only with fit_inverse_transform=True
+        default=None, metadata=stored(None, parts=_PREIMAGE, build=Preimage, optional=True,
+                                      what="the pre-image map"))
+    feature_names: np.ndarray | None = field(  # the column names of a table fit
+        default=None, metadata=stored("feature_names_in_", "attribute", encoding="names",
+                                      optional=True, since=None))
+    landmark_path: list | None = field(  # m tried and its trace error, for n_landmarks="auto"
+        default=None, metadata=stored("landmark_path_", "attribute", since=None))
+    row_provenance: dict | None = field(  # the rows counted (kpca_dask.model.provenance)
+        default=None, metadata=stored("row_provenance_", "attribute", since=None))
+    fit_seconds: float = field(
+        default=0.0, metadata=stored("fit_seconds_", "attribute", check="nonnegative"))
+    # a field's dims, mask and weights (kpca_dask.io.fields)
+    layout: FeatureLayout | None = field(
+        default=None, metadata=stored("feature_layout_", "attribute", encoding="layout",
+                                      optional=True, since=None, parts=_LAYOUT))
     # The model file the workers last wrote G into, for statistics held on a cluster
     # (kpca_dask.model.held_statistics): read from there once the cluster is gone.
-    statistics_file: str | None = None
+    statistics_file: str | None = field(default=None, metadata=stored(None))
 
-    @property
+    @Derived.of("n_components_", check="count")
     def n_components(self) -> int:
         return int(np.shape(self.solution.projection)[-1])
 
-    @property
+    @Derived.of("n_landmarks_", check="count")
     def n_landmarks(self) -> int:
         return int(np.shape(self.landmarks)[0])
 
-    @property
+    @Derived.of("gamma_")
     def gamma(self) -> float | None:
         return self.kernel_params.get("gamma")
 
@@ -118,58 +258,67 @@ class FittedModel:
         return dataclasses.replace(self, **changes)
 
 
-def _novelty(field: str) -> Callable[[FittedModel], Any]:
-    return lambda model: None if model.novelty is None else getattr(model.novelty, field)
+@dataclass(frozen=True)
+class Declared:
+    """One declared value of a model: its declaration and how to read it from a model."""
+
+    declaration: Stored
+    read: Callable[[FittedModel], Any]
+    #: The field names from the model down to the value (one for a derived property).
+    path: tuple[str, ...]
 
 
-def _preimage(field: str) -> Callable[[FittedModel], Any]:
-    return lambda model: None if model.preimage is None else getattr(model.preimage, field)
+def _reader(path: tuple[str, ...]) -> Callable[[Any], Any]:
+    def read(model):
+        for name in path:
+            if model is None:
+                return None
+            model = getattr(model, name)
+        return model
+    return read
 
 
-def _solution(field: str) -> Callable[[FittedModel], Any]:
-    return lambda model: getattr(model.solution, field)
+def _walk(cls: type, path: tuple[str, ...] = ()) -> list[Declared]:
+    found = []
+    for each in dataclasses.fields(cls):
+        declaration = each.metadata["stored"]
+        found += _flatten(declaration, path + (each.name,))
+    return found
 
+
+def _flatten(declaration: Stored, path: tuple[str, ...]) -> list[Declared]:
+    found = [Declared(declaration, _reader(path), path)]
+    for name, part in declaration.parts:
+        found += _flatten(part, path + (name,))
+    return found
+
+
+@functools.cache
+def declared(cls: type) -> tuple[Declared, ...]:
+    """Every declared value of a model class: fields first (each followed by its parts),
+    then the derived properties. A missing declaration is a KeyError here, at import.
+
+    Examples
+    --------
+    >>> [each.path for each in declared(FittedModel) if each.declaration.attribute == "offset_"]
+    [('solution', 'offset')]
+    """
+    return tuple(_walk(cls) + [
+        Declared(value.declaration, _reader((name,)), (name,))
+        for name in dir(cls) if isinstance(value := getattr(cls, name, None), Derived)])
+
+
+#: Every declared value of a :class:`FittedModel`.
+DECLARED: tuple[Declared, ...] = declared(FittedModel)
 
 #: Each fitted attribute of the estimator and how it is read from the model.
 FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
-    "kernel_": lambda model: model.kernel,
-    "kernel_params_": lambda model: model.kernel_params,
-    "gamma_": lambda model: model.gamma,
-    "landmarks_": lambda model: model.landmarks,
-    "landmark_indices_": lambda model: model.landmark_indices,
-    "n_landmarks_": lambda model: model.n_landmarks,
-    "landmark_rank_": lambda model: model.landmark_rank,
-    "landmark_path_": lambda model: model.landmark_path,
-    "projection_": _solution("projection"),
-    "offset_": _solution("offset"),
-    "eigenvalues_": _solution("eigenvalues"),
-    "explained_variance_ratio_": _solution("explained_variance_ratio"),
-    "trace_error_": _solution("trace_error"),
-    "trace_error_std_": _solution("trace_error_std"),
-    "eigenvalue_residuals_": _solution("residuals"),
-    "n_components_": lambda model: model.n_components,
-    "n_features_in_": lambda model: model.n_features,
-    "feature_names_in_": lambda model: model.feature_names,
-    "n_samples_fit_": lambda model: model.n_samples,
-    "statistics_": lambda model: model.statistics,
-    "row_provenance_": lambda model: model.row_provenance,
-    "fit_seconds_": lambda model: model.fit_seconds,
-    "fit_settings_": lambda model: model.settings,
-    "novelty_weights_": _novelty("mean_weights"),
-    "novelty_mean_norm2_": _novelty("mean_norm2"),
-    "preimage_centres_": _preimage("centres"),
-    "preimage_coefficients_": _preimage("coefficients"),
-    "feature_layout_": lambda model: model.layout,
-    "feature_weights_": lambda model: None if model.layout is None else model.layout.weights,
-    "feature_kept_": lambda model: None if model.layout is None else model.layout.kept,
-}
+    each.declaration.attribute: each.read for each in DECLARED if each.declaration.attribute}
 
 #: Attributes that are absent (``hasattr`` is False), not None, when the model has no such part:
 #: scikit-learn's habit for what only some fits learn.
-OPTIONAL_ATTRIBUTES = frozenset({"feature_names_in_", "novelty_weights_", "novelty_mean_norm2_",
-                                 "preimage_centres_", "preimage_coefficients_",
-                                 "eigenvalue_residuals_", "feature_layout_",
-                                 "feature_weights_", "feature_kept_"})
+OPTIONAL_ATTRIBUTES = frozenset(each.declaration.attribute for each in DECLARED
+                                if each.declaration.optional and each.declaration.attribute)
 
 
 def fitted_attribute(name: str) -> property:

@@ -96,7 +96,9 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
 
     ``attributes`` are the group's attributes. None when the group holds no
     statistics at all (a model saved before they were kept); a group that
-    holds only part of them is damaged. With ``lazy_gram`` (a Zarr group) G is
+    holds only part of them is damaged. ``shown`` names the file to the checksum
+    reader of its arrays; messages of this module name none (the caller's
+    :func:`~kpca_dask.errors.about` does). With ``lazy_gram`` (a Zarr group) G is
     a dask array over the stored chunks, read where it is computed (the workers
     of a cluster), each chunk checked against its crc32c as it is read.
 
@@ -119,15 +121,14 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
     if scalars is None:
         missing.append(f'attribute "{STATISTICS_ATTRIBUTE}"')
     if missing:
-        raise ModelFormatError(f"The statistics in {shown} are incomplete: "
-                               f"{', '.join(missing)} missing.")
+        raise ModelFormatError(f"the statistics are incomplete: {', '.join(missing)} missing.")
     values = {name: _read(arrays, STATISTICS_PREFIX + name, shown)
               for name in _ARRAYS if not (lazy_gram and name == "gram")}
     if lazy_gram:
-        values["gram"] = _lazy(arrays, STATISTICS_PREFIX + "gram", shown)
+        values["gram"] = _lazy(arrays, STATISTICS_PREFIX + "gram")
     if not isinstance(scalars, Mapping):
-        raise ModelFormatError(f'The attribute "{STATISTICS_ATTRIBUTE}" in {shown} must be a '
-                               f"mapping; got {scalars!r}.")
+        raise ModelFormatError(f'the attribute "{STATISTICS_ATTRIBUTE}" must be a mapping; got '
+                               f"{scalars!r}.")
     kinds = {"n_samples": int, "diagonal_sum": float, "n_nonfinite": int,
              "first_nonfinite_row": int}
     for name, kind in kinds.items():
@@ -136,8 +137,8 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
         allowed = (int, float) if kind is float else (int,)
         if isinstance(value, bool) or not isinstance(value, allowed):
             raise ModelFormatError(
-                f'The statistics in {shown} are damaged: "{STATISTICS_ATTRIBUTE}.{name}" must '
-                f"be {'a number' if kind is float else 'an integer'}; got {value!r}.")
+                f'the statistics are damaged: "{STATISTICS_ATTRIBUTE}.{name}" must be '
+                f"{'a number' if kind is float else 'an integer'}; got {value!r}.")
     return PassStatistics(
         n_samples=scalars["n_samples"],
         column_sums=values["column_sums"],
@@ -149,14 +150,14 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
     )
 
 
-def _lazy(group, name: str, shown: str):
+def _lazy(group, name: str):
     """A stored array as a dask array over its chunks, its dtype checked from its metadata."""
     import dask.array as da
 
     array = group[name]
     if array.dtype != np.float64:
         raise ModelFormatError(
-            f"The array {name!r} in {shown} has dtype {array.dtype}; the statistics are "
+            f"the array {name!r} has dtype {array.dtype}; the statistics are "
             "stored as float64. The file was edited or damaged: fit and save it again.")
     return da.from_zarr(array, chunks=array.chunks)
 
@@ -184,6 +185,6 @@ def _read(arrays: Mapping, name: str, shown: str) -> np.ndarray:
                        else arrays[name])
     if value.dtype != np.float64:
         raise ModelFormatError(
-            f"The array {name!r} in {shown} has dtype {value.dtype}; the statistics are "
+            f"the array {name!r} has dtype {value.dtype}; the statistics are "
             "stored as float64. The file was edited or damaged: fit and save it again.")
     return value

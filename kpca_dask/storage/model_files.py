@@ -60,7 +60,7 @@ from .._json import jsonable
 from .._parallel import compute_held, distributed_client
 from .._version import __version__
 from ..engine.cluster_solve import is_held
-from ..errors import InvalidParameterError, ModelFormatError
+from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
@@ -81,7 +81,7 @@ from ..model.statistics_files import (
     statistics_arrays,
     statistics_attributes,
 )
-from .model_fields import model_from_fields, stored_fields
+from .model_fields import REQUIRED_ARRAYS, model_from_fields, required_attributes, stored_fields
 
 __all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
 
@@ -92,13 +92,6 @@ FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 #: The first version whose files always carry checksums.
 CHECKSUMMED_VERSION = 3
-REQUIRED_ARRAYS = ("landmarks", "projection", "offset", "eigenvalues",
-                   "explained_variance_ratio")
-#: Fitted attributes every version stores; version 2 adds the novelty terms.
-_REQUIRED_FITTED = ("kernel_", "kernel_params_", "gamma_", "n_features_in_", "n_components_",
-                    "n_landmarks_", "landmark_rank_", "trace_error_", "n_samples_fit_",
-                    "fit_seconds_")
-_REQUIRED_FITTED_SINCE = {2: ("novelty_mean_norm2_",)}
 
 
 def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False,
@@ -212,46 +205,50 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     'rbf'
     """
     shown = os.fspath(path)
+    with about(shown):
+        return _load(path, shown, estimator_class, storage_options)
+
+
+def _load(path: PathOrURL, shown: str, estimator_class: type,
+          storage_options: dict | None) -> BaseEstimator:
     try:
         group = open_group(path, storage_options=storage_options)
     except FileNotFoundError:
         raise FileNotFoundError(f"No model at {shown}: check the path.") from None
     except ValueError as exc:  # an array, not a group; or an unfinished write
-        raise ModelFormatError(f"{shown} is not a kpca-dask model: {exc}") from None
+        raise ModelFormatError(f"not a kpca-dask model: {exc}") from None
     attrs = group.attrs.asdict()
     if attrs.get("format") != FORMAT_NAME:
         raise ModelFormatError(
-            f"{shown} is a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
+            f"a Zarr group but not a kpca-dask model (no format={FORMAT_NAME!r} "
             "attribute). Save models with KernelPCA.save or `kpca-dask fit`.")
     version = attrs.get("format_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise ModelFormatError(
-            f"{shown} was written in model format version {version!r} (by kpca-dask "
+            f"written in model format version {version!r} (by kpca-dask "
             f"{attrs.get('kpca_dask_version', '?')}); this kpca-dask {__version__} reads format "
             f"versions {', '.join(map(str, READABLE_VERSIONS))}. Install a matching kpca-dask "
             "version.")
     if attrs.get("estimator") != estimator_class.__name__:
-        raise ModelFormatError(f"{shown} holds a {attrs.get('estimator')!r} model; only "
+        raise ModelFormatError(f"holds a {attrs.get('estimator')!r} model; only "
                                f"{estimator_class.__name__} models can be loaded.")
     stored = set(group.array_keys())
     missing = [name for name in REQUIRED_ARRAYS if name not in stored]
     fitted = attrs.get("fitted", {})
     if not isinstance(fitted, dict):
-        raise ModelFormatError(f"The model at {shown} is damaged: the attribute 'fitted' must "
-                               f"be a mapping; got {fitted!r}.")
-    required = _REQUIRED_FITTED + sum((names for since, names in _REQUIRED_FITTED_SINCE.items()
-                                       if version >= since), ())
-    missing += [f"attribute {name}" for name in required if name not in fitted]
+        raise damaged(f"the attribute 'fitted' must be a mapping; got {fitted!r}")
+    missing += [f"attribute {name}" for name in required_attributes(version)
+                if name not in fitted]
     if missing:
-        raise ModelFormatError(f"The model at {shown} is damaged: {', '.join(missing)} "
+        raise ModelFormatError(f"the model is damaged: {', '.join(missing)} "
                                "missing. Fit and save it again.")
     arrays = {name: read_checked(group, name, shown) for name in sorted(stored)
               if not name.startswith(STATISTICS_PREFIX)}
     # On a cluster G stays in the file until the workers read it (docs/design.md §11).
     lazy = distributed_client() is not None and GRAM_NAME in stored
     stats = read_statistics(group, attrs, shown, lazy_gram=lazy)
-    model = _rebuild(estimator_class, attrs, arrays, stats, shown)
-    check_model(model, shown)
+    model = _rebuild(estimator_class, attrs, arrays, stats)
+    check_model(model)
     # Last, so that a value no fit could make is named by what is wrong with it.
     digests = {}
     if stats is not None:
@@ -275,9 +272,9 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int,
         if version < CHECKSUMMED_VERSION:
             return  # written before digests were kept
         raise ModelFormatError(
-            f"The model at {shown} is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing "
-            f"(every file of format version {version} is written with it), so nothing in it can "
-            "be trusted. Copy the file again from its source, or fit and save it again.")
+            f"the model is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing (every "
+            f"file of format version {version} is written with it), so nothing in it can be "
+            "trusted. Copy the file again from its source, or fit and save it again.")
     check_digests(arrays, recorded_digests(attrs, shown), shown, taken=taken)
     recorded = attrs[CHECKSUMS_ATTRIBUTE]
     names = recorded.get("attribute_names")
@@ -286,29 +283,26 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int,
     written = {name: attrs[name] for name in names if name in attrs}
     if attributes_digest(written) != recorded.get("attributes"):
         raise ModelFormatError(
-            f"The attributes of the model at {shown} differ from those that were written (their "
-            "digest does not match): the file was edited. Copy the file again from its source, "
-            "or fit and save it again.")
+            "the model's attributes differ from those that were written (their digest does not "
+            "match): the file was edited. Copy the file again from its source, or fit and save "
+            "it again.")
 
 
-def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats, shown: str
-             ) -> BaseEstimator:
+def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats) -> BaseEstimator:
     for key in ("params", "fitted"):
         if not isinstance(attrs.get(key, {}), dict):
-            raise ModelFormatError(f"The model at {shown} is damaged: the attribute {key!r} "
-                                   f"must be a mapping; got {attrs[key]!r}.")
+            raise damaged(f"the attribute {key!r} must be a mapping; got {attrs[key]!r}")
     if not isinstance(attrs.get("unsaved_params", []), list):
-        raise ModelFormatError(f"The model at {shown} is damaged: the attribute "
-                               "'unsaved_params' must be a list of parameter names.")
+        raise damaged("the attribute 'unsaved_params' must be a list of parameter names")
     params = attrs.get("params", {})
     try:
         # The table fit checks them with: a name the estimator does not take, or a
         # value it refuses, is an edited or damaged file, named before it is used.
         check_params(params)
     except InvalidParameterError as exc:
-        raise damaged(shown, f"a parameter is invalid: {exc}") from None
+        raise damaged(f"a parameter is invalid: {exc}") from None
     model = estimator_class(**params)
-    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, shown, params)
+    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, params)
     if "landmarks" in attrs.get("unsaved_params", []) and model.model_.landmark_indices is None:
         # Explicit landmark points were passed to the constructor: they are landmarks_.
         model.set_params(landmarks=model.model_.landmarks)

@@ -139,7 +139,7 @@ def test_merge_refuses_a_model_damaged_in_memory(model):
     """merge checks its inputs as a loaded model is checked, naming the damaged one."""
     other = KernelPCA(n_components=3, gamma=0.3, landmarks=model.landmarks_).fit(_data(seed=3))
     other.statistics_.gram[0, 1] = np.nan
-    with pytest.raises(ModelFormatError, match="The model at model 1 is damaged: the array "
+    with pytest.raises(ModelFormatError, match="model 1: the model is damaged: the array "
                                                "'statistics_gram' holds 1 NaN"):
         kpca_dask.merge([model, other])
 
