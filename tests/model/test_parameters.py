@@ -134,7 +134,7 @@ def test_model_file_with_an_invalid_parameter_is_refused(X, tmp_path, name, valu
     attrs = group.attrs.asdict()
     attrs["params"][name] = value
     group.attrs.put(attrs)
-    with pytest.raises(ModelFormatError, match=rf"The model at {re.escape(str(path))} is "
+    with pytest.raises(ModelFormatError, match=rf"{re.escape(str(path))}: the model is "
                                                rf"damaged: a parameter is invalid: {message}"):
         kpca_dask.load(path)
 
