@@ -27,10 +27,14 @@ __all__ = ["ReadRequest", "read_npy_file", "read_hdf5_file", "read_netcdf_file",
 
 @dataclass(frozen=True)
 class ReadRequest:
-    """What :func:`kpca_dask.io.formats.open_file` was asked to read, as every reader takes it."""
+    """What :func:`kpca_dask.io.formats.open_file` was asked to read, as every reader takes it.
+
+    Readers raise without naming the file: ``open_file`` names it once
+    (:func:`kpca_dask.errors.about`).
+    """
 
     kind: str  # the format
-    shown: str  # the source as given, for messages
+    source: str  # the path or URL as given (a URL is read from it)
     path: Path | None  # the local file, or None for a URL
     array: str | None
     columns: Sequence[str | int] | None
@@ -75,17 +79,16 @@ def _row_ranges(n: int, step: int) -> list[tuple[int, int]]:
     return [(start, min(start + step, n)) for start in range(0, n, step)]
 
 
-def _two_d(shape, shown: str, what: str) -> None:
+def _two_d(shape, what: str = "the array") -> None:
     if len(shape) != 2:
         raise InvalidInputError(
-            f"{what} in {shown} has shape {tuple(shape)}; a 2-D (n_samples, n_features) "
-            "array is needed.")
+            f"{what} has shape {tuple(shape)}; a 2-D (n_samples, n_features) array is needed.")
 
 
-def _numeric_dtype(dtype: np.dtype, shown: str) -> np.dtype:
+def _numeric_dtype(dtype: np.dtype, what: str = "the array") -> np.dtype:
     if dtype.kind not in "biuf":
         raise NonNumericInputError(
-            f"{shown} holds {dtype} values; kernel PCA needs numbers (int or float).")
+            f"{what} holds {dtype} values; kernel PCA needs numbers (int or float).")
     return dtype
 
 
@@ -95,17 +98,17 @@ def _numeric_dtype(dtype: np.dtype, shown: str) -> np.dtype:
 def read_npy_file(request: ReadRequest) -> da.Array:
     """A ``.npy`` file: memory-mapped locally, by ranged reads from a URL."""
     if request.path is None:
-        return _read_remote_npy(request.shown, request.storage_options, request.block_rows)
-    return _read_npy(request.path, request.shown, request.block_rows)
+        return _read_remote_npy(request.source, request.storage_options, request.block_rows)
+    return _read_npy(request.path, request.block_rows)
 
 
-def _read_npy(path: Path, shown: str, block_rows: int) -> da.Array:
+def _read_npy(path: Path, block_rows: int) -> da.Array:
     try:
         data = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
-        raise InvalidInputError(f"{shown} is not a readable .npy array: {exc}") from None
-    _two_d(data.shape, shown, "The array")
-    dtype = _numeric_dtype(data.dtype, shown)
+        raise InvalidInputError(f"not a readable .npy array: {exc}") from None
+    _two_d(data.shape)
+    dtype = _numeric_dtype(data.dtype)
     n, p = data.shape
     pieces = [(str(path), start, stop) for start, stop in _row_ranges(n, block_rows)]
     return _from_blocks(_npy_block, pieces, [b - a for _, a, b in pieces], p, dtype,
@@ -122,7 +125,7 @@ def _read_remote_npy(url: str, storage_options: dict | None, block_rows: int) ->
     from .tables import url_filesystem
 
     fs, path = url_filesystem(url, storage_options)
-    if not fs.exists(path):
+    if not fs.exists(path):  # a builtin error: it names the file itself
         raise FileNotFoundError(f"No such file: {url}: check the path or URL.")
     with fs.open(path, "rb") as f:
         try:
@@ -131,14 +134,14 @@ def _read_remote_npy(url: str, storage_options: dict | None, block_rows: int) ->
                            else np.lib.format.read_array_header_2_0)
             shape, fortran, dtype = read_header(f)
         except ValueError as exc:
-            raise InvalidInputError(f"{url} is not a readable .npy array: {exc}") from None
+            raise InvalidInputError(f"not a readable .npy array: {exc}") from None
         offset = f.tell()
-    _two_d(shape, url, "The array")
-    dtype = _numeric_dtype(dtype, url)
+    _two_d(shape)
+    dtype = _numeric_dtype(dtype)
     if fortran:
         raise InvalidInputError(
-            f"{url} is stored in Fortran order, so its rows are not contiguous; save it in C "
-            "order (np.save(path, np.ascontiguousarray(X))) or as Zarr.")
+            "the array is stored in Fortran order, so its rows are not contiguous; save it in "
+            "C order (np.save(path, np.ascontiguousarray(X))) or as Zarr.")
     n, p = shape
     row_bytes = p * dtype.itemsize
     pieces = [(fs, path, offset + start * row_bytes, stop - start, p, dtype.str)
@@ -159,18 +162,17 @@ def _remote_npy_block(piece) -> np.ndarray:
 
 def read_hdf5_file(request: ReadRequest) -> da.Array:
     """An HDF5 dataset, a row slice per block (whole stored chunks)."""
-    path, shown, array, block_rows = (request.path, request.shown, request.array,
-                                      request.block_rows)
+    path, array, block_rows = request.path, request.array, request.block_rows
     h5py = require_package("h5py", "hdf5")
     try:
         f = h5py.File(path, "r")
     except OSError as exc:
-        raise InvalidInputError(f"{shown} is not a readable HDF5 file: {exc}") from None
+        raise InvalidInputError(f"not a readable HDF5 file: {exc}") from None
     with f:
-        name = _hdf5_dataset(f, array, shown, h5py)
+        name = _hdf5_dataset(f, array, h5py)
         dataset = f[name]
-        _two_d(dataset.shape, shown, f"The dataset {name!r}")
-        dtype = _numeric_dtype(dataset.dtype, f"The dataset {name!r} in {shown}")
+        _two_d(dataset.shape, f"the dataset {name!r}")
+        dtype = _numeric_dtype(dataset.dtype, f"the dataset {name!r}")
         n, p = dataset.shape
         step = block_rows
         if dataset.chunks:  # whole stored chunks per block
@@ -180,18 +182,18 @@ def read_hdf5_file(request: ReadRequest) -> da.Array:
                         f"{_name(path)}-{name}")
 
 
-def _hdf5_dataset(f, array, shown, h5py) -> str:
+def _hdf5_dataset(f, array, h5py) -> str:
     found = []
     f.visititems(lambda key, node: found.append(key)
                  if isinstance(node, h5py.Dataset) else None)
     if array is not None:
         if array.strip("/") not in found:
-            raise InvalidInputError(f"{shown} has no dataset {array!r}; it has {found}.")
+            raise InvalidInputError(f"the file has no dataset {array!r}; it has {found}.")
         return array.strip("/")
     two_d = [key for key in found if f[key].ndim == 2]
     if len(two_d) != 1:
         raise InvalidInputError(
-            f"{shown} holds {len(two_d)} 2-D datasets ({two_d}); say which one to use "
+            f"the file holds {len(two_d)} 2-D datasets ({two_d}); say which one to use "
             "(array=..., or --array).")
     return two_d[0]
 
@@ -211,14 +213,13 @@ def read_netcdf_file(request: ReadRequest):
     """A netCDF file as a Dataset chunked by rows, its labels kept."""
     import xarray as xr
 
-    path, shown, sample_dim, block_rows = (request.path, request.shown, request.sample_dim,
-                                           request.block_rows)
+    path, sample_dim, block_rows = request.path, request.sample_dim, request.block_rows
     try:
         ds = xr.open_dataset(path)  # lazily indexed: nothing is read yet
     except (OSError, ValueError) as exc:
         raise InvalidInputError(
-            f"{shown} could not be opened as netCDF ({' '.join(str(exc).split())}); netCDF-4 "
-            "files need h5netcdf: pip install 'kpca-dask[formats]'.") from None
+            f"could not be opened as netCDF ({' '.join(str(exc).split())}); netCDF-4 files "
+            "need h5netcdf: pip install 'kpca-dask[formats]'.") from None
     chunks = {}
     for var in ds.data_vars.values():
         if var.ndim == 2:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import zarr
 
-from ..errors import OutputExistsError
+from ..errors import OutputExistsError, about
 from .claims import exclusive_writer
 from .locations import PathOrURL, StoreLocation, store_location
 
@@ -47,27 +47,29 @@ def staged_output(path: PathOrURL, overwrite: bool,
 
     The writer must create its root node with ``WRITE_STATE_ATTR`` set to
     "incomplete"; this sets it to "complete" and, for local paths, renames
-    the hidden staging directory onto ``path``.
+    the hidden staging directory onto ``path``. Its own errors name ``path``;
+    those of the block (about the data being written) pass as they are.
     """
     final = store_location(path, storage_options)
-    shown = os.fspath(path)
-    refuse_existing(final, shown, overwrite)
     with contextlib.ExitStack() as claimed:
-        if final.local:
-            final.path.parent.mkdir(parents=True, exist_ok=True)
-            staging = StoreLocation(str(final.path.with_name(
-                f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
-        else:
-            # Written in place: first make sure no other process writes here too.
-            claimed.enter_context(exclusive_writer(*final.fs(), shown))
-            if overwrite:
-                final.remove()
-            staging = final
+        with about(os.fspath(path)):
+            refuse_existing(final, overwrite)
+            if final.local:
+                final.path.parent.mkdir(parents=True, exist_ok=True)
+                staging = StoreLocation(str(final.path.with_name(
+                    f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
+            else:
+                # Written in place: first make sure no other process writes here too.
+                claimed.enter_context(exclusive_writer(*final.fs()))
+                if overwrite:
+                    final.remove()
+                staging = final
         try:
             yield staging
             mark_complete(staging)
             if final.local:
-                rename_into_place(staging.path, final.path, shown, overwrite)
+                with about(os.fspath(path)):
+                    rename_into_place(staging.path, final.path, overwrite)
         except BaseException:
             # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
             remove_after_failure(staging)
@@ -94,10 +96,11 @@ def remove_after_failure(staging: StoreLocation) -> None:
             return
 
 
-def refuse_existing(final: StoreLocation, shown: str, overwrite: bool) -> None:
+def refuse_existing(final: StoreLocation, overwrite: bool) -> None:
+    """Raise OutputExistsError if ``final`` exists and may not be replaced (naming no place)."""
     if not overwrite and final.exists():
         raise OutputExistsError(
-            f"{shown} exists already; choose another output path or pass overwrite=True "
+            "the output exists already; choose another output path or pass overwrite=True "
             "(--overwrite on the command line) to replace it.")
 
 
@@ -113,7 +116,8 @@ def check_can_write(path: PathOrURL, *, overwrite: bool = False,
     >>> import tempfile
     >>> check_can_write(tempfile.mkdtemp() + "/new.zarr")
     """
-    refuse_existing(store_location(path, storage_options), os.fspath(path), overwrite)
+    with about(os.fspath(path)):
+        refuse_existing(store_location(path, storage_options), overwrite)
 
 
 def mark_complete(where: StoreLocation) -> None:
@@ -121,7 +125,7 @@ def mark_complete(where: StoreLocation) -> None:
     node.attrs[WRITE_STATE_ATTR] = COMPLETE
 
 
-def rename_into_place(staging: Path, final: Path, shown: str, overwrite: bool) -> None:
+def rename_into_place(staging: Path, final: Path, overwrite: bool) -> None:
     """Rename the complete ``staging`` onto ``final``; with ``overwrite``, retire the old one.
 
     Safe against another process doing the same at the same instant: each
@@ -141,8 +145,8 @@ def rename_into_place(staging: Path, final: Path, shown: str, overwrite: bool) -
                     raise
             if not overwrite:
                 raise OutputExistsError(
-                    f"{shown} appeared while it was being written (another writer finished "
-                    "first); the new output was discarded.")
+                    "the output appeared while it was being written (another writer "
+                    "finished first); the new output was discarded.")
             # Move the old output aside first so that the final path is never half-old,
             # half-new.
             aside = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:12]}")
@@ -152,8 +156,8 @@ def rename_into_place(staging: Path, final: Path, shown: str, overwrite: bool) -
                 continue  # another writer moved it aside first: try again
             retired.append(aside)
         raise OutputExistsError(
-            f"{shown} was replaced by other writers {_SWAP_ATTEMPTS} times while this one "
-            "tried to put its output in place; the new output was discarded. Write to "
+            f"the output was replaced by other writers {_SWAP_ATTEMPTS} times while this "
+            "one tried to put its output in place; the new output was discarded. Write to "
             "another path.")
     except BaseException:
         if retired and not final.exists():

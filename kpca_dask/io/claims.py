@@ -37,8 +37,10 @@ CLAIMS = ".kpca-dask-writers"
 
 
 @contextlib.contextmanager
-def exclusive_writer(fs, root: str, shown: str) -> Iterator[None]:
+def exclusive_writer(fs, root: str) -> Iterator[None]:
     """Hold the only claim on the output at ``root`` of filesystem ``fs`` while the block runs.
+
+    Its error names no output: the writer names it (:func:`kpca_dask.errors.about`).
 
     Raises
     ------
@@ -49,12 +51,12 @@ def exclusive_writer(fs, root: str, shown: str) -> Iterator[None]:
     --------
     >>> import fsspec
     >>> fs, root = fsspec.core.url_to_fs("memory://claims-example/out.zarr")
-    >>> with exclusive_writer(fs, root, "out.zarr"):
-    ...     with exclusive_writer(fs, root, "out.zarr"):
+    >>> with exclusive_writer(fs, root):
+    ...     with exclusive_writer(fs, root):
     ...         pass
     Traceback (most recent call last):
     ...
-    kpca_dask.errors.ConcurrentWriteError: Another process is writing out.zarr...
+    kpca_dask.errors.ConcurrentWriteError: another process is writing this output...
     """
     folder = claims_folder(root)
     name = uuid.uuid4().hex
@@ -65,7 +67,7 @@ def exclusive_writer(fs, root: str, shown: str) -> Iterator[None]:
         live = [path for path in others if not _stale(fs, path)]
         if live:
             raise ConcurrentWriteError(
-                f"Another process is writing {shown} at the same time (its claim: "
+                "another process is writing this output at the same time (its claim: "
                 f"{live[0]}); this write was abandoned before writing anything, so the "
                 "output is that process's alone. Write again once it has finished; if no "
                 "such process runs any more (it was killed on another machine), delete "

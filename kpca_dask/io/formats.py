@@ -36,7 +36,7 @@ from typing import Any
 
 import dask.array as da
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, about
 from ..validation import DEFAULT_BLOCK_ROWS
 from .array_files import (
     ReadRequest,
@@ -106,10 +106,11 @@ def file_format(source: str | os.PathLike, format: str | None = None) -> str:
         return "parquet" if not zarr_metadata and _parquet_files(path) else "zarr"
     if path.is_file():
         known = ", ".join(sorted(EXTENSIONS))
-        raise InvalidInputError(
-            f"{text} has the extension {suffix or '(none)'!r}, which is not a known data "
-            f"format ({known}); rename the file or say which format it is (format=..., or "
-            "--format on the command line).")
+        with about(text):
+            raise InvalidInputError(
+                f"the extension {suffix or '(none)'!r} is not a known data format ({known}); "
+                "rename the file or say which format it is (format=..., or --format on the "
+                "command line).")
     return "zarr"
 
 
@@ -140,30 +141,30 @@ def open_file(
     >>> open_file(path, block_rows=4).chunks
     ((4, 2), (2,))
     """
-    kind = file_format(source, format)
-    shown = os.fspath(source)
-    reader = READERS[kind]
-    _check_options(reader, shown, array=array, columns=columns, header=header,
-                   filters=filters)
-    if reader.read is None:
-        return None
-    if block_rows < 1:
-        raise InvalidInputError(f"block_rows must be >= 1; got {block_rows}.")
-    remote = "://" in shown and not shown.startswith("file://")
-    if remote and not reader.from_urls:
-        raise InvalidInputError(
-            f"{shown}: {kind} files are read from local paths only (their libraries read by "
-            "many small seeks, one request each on object storage); copy it locally or "
-            "convert it to Zarr (xarray.open_dataset(path).to_zarr(url)), which is read from "
-            "URLs. Parquet, CSV, .npy and Zarr are read from URLs.")
-    if reader.package is not None:
-        require_package(reader.package, kind)
-    path = None if remote else _local_file(shown, storage_options)
-    return reader.read(ReadRequest(kind, shown, path, array, columns, header, filters, sample_dim,
-                                block_rows, storage_options))
+    text = os.fspath(source)
+    with about(text):
+        kind = file_format(source, format)
+        reader = READERS[kind]
+        _check_options(reader, array=array, columns=columns, header=header, filters=filters)
+        if reader.read is None:
+            return None
+        if block_rows < 1:
+            raise InvalidInputError(f"block_rows must be >= 1; got {block_rows}.")
+        remote = "://" in text and not text.startswith("file://")
+        if remote and not reader.from_urls:
+            raise InvalidInputError(
+                f"{kind} files are read from local paths only (their libraries read by many "
+                "small seeks, one request each on object storage); copy it locally or "
+                "convert it to Zarr (xarray.open_dataset(path).to_zarr(url)), which is read "
+                "from URLs. Parquet, CSV, .npy and Zarr are read from URLs.")
+        if reader.package is not None:
+            require_package(reader.package, kind)
+        path = None if remote else _local_file(text, storage_options)
+        return reader.read(ReadRequest(kind, text, path, array, columns, header, filters,
+                                       sample_dim, block_rows, storage_options))
 
 
-def _check_options(reader: Reader, shown: str, **given) -> None:
+def _check_options(reader: Reader, **given) -> None:
     """Refuse an option that does not apply to the format, saying which formats it applies to."""
     for option, value in given.items():
         if value is None or option in reader.options:
@@ -171,19 +172,20 @@ def _check_options(reader: Reader, shown: str, **given) -> None:
         if option == "array":
             raise InvalidInputError(
                 f"array={value!r} names an array in a Zarr group or an HDF5/netCDF file; "
-                f"{shown} holds one table: drop it.")
+                f"a {reader.title} file holds one table: drop it.")
         takers = " and ".join(r.title for r in READERS.values() if option in r.options)
-        raise InvalidInputError(f"{option}= applies to {takers} files, not to {shown}.")
+        raise InvalidInputError(
+            f"{option}= applies to {takers} files, not to {reader.title} files.")
 
 
-def _local_file(shown: str, storage_options: dict | None) -> Path:
+def _local_file(text: str, storage_options: dict | None) -> Path:
     if storage_options:
         raise InvalidInputError(
-            f"storage_options were given for the local path {shown!r}; they apply to fsspec "
-            "URLs (s3://, gs://, memory://...) only.")
-    path = Path(shown.removeprefix("file://")).expanduser().absolute()
-    if not path.exists():
-        raise FileNotFoundError(f"No such file: {shown}: check the path.")
+            "storage_options were given for a local path; they apply to fsspec URLs "
+            "(s3://, gs://, memory://...) only.")
+    path = Path(text.removeprefix("file://")).expanduser().absolute()
+    if not path.exists():  # a builtin error: it names the file itself
+        raise FileNotFoundError(f"No such file: {text}: check the path.")
     return path
 
 
@@ -194,16 +196,15 @@ def _read_table(request: ReadRequest) -> da.Array:
     from .frames import frame_to_array
     from .tables import TableLocation, read_table
 
-    shown = request.shown
-    frame = read_table(shown, request.kind, columns=request.columns, header=request.header,
+    frame = read_table(request.source, request.kind, columns=request.columns, header=request.header,
                        filters=request.filters, storage_options=request.storage_options,
                        block_rows=request.block_rows)
     try:
-        return frame_to_array(frame, what=TableLocation.of(shown), file=True)
+        return frame_to_array(frame, what=TableLocation.of(request.source), file=True)
     except pd.errors.ParserError as exc:  # CSV lengths are computed: the parse runs here
         raise InvalidInputError(
-            f"{shown} is ragged or malformed: {' '.join(str(exc).split())}. Every line must "
-            "have the same number of fields.") from None
+            f"the table is ragged or malformed: {' '.join(str(exc).split())}. Every line "
+            "must have the same number of fields.") from None
 
 
 def _parquet_files(path: Path) -> list[Path]:

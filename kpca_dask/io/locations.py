@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, about
 
 __all__ = ["PathOrURL", "StoreLocation", "store_location"]
 
@@ -85,8 +85,9 @@ def store_location(path: PathOrURL, storage_options: dict | None = None) -> Stor
     if "://" in text:
         return StoreLocation(text, local=False, storage_options=storage_options)
     if storage_options:
-        raise InvalidInputError(
-            f"storage_options were given for the local path {text!r}; they apply to fsspec "
-            "URLs (s3://, gs://, memory://...) only.")
+        with about(os.fspath(path)):
+            raise InvalidInputError(
+                "storage_options were given for a local path; they apply to fsspec URLs "
+                "(s3://, gs://, memory://...) only.")
     # Absolute, because worker processes need not share our working directory.
     return StoreLocation(str(Path(text).expanduser().absolute()), local=True)

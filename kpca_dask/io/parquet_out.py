@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..errors import about
 from .atomic import refuse_existing, remove_after_failure, rename_into_place
 from .locations import PathOrURL, StoreLocation, store_location
 
@@ -75,8 +76,8 @@ def write_table(frame: Any, path: PathOrURL, *, overwrite: bool = False,
     if not isinstance(frame, dd.DataFrame):
         frame = dd.from_pandas(frame, npartitions=1)
     final = store_location(path, storage_options)
-    shown = os.fspath(path)
-    refuse_existing(final, shown, overwrite)
+    with about(os.fspath(path)):
+        refuse_existing(final, overwrite)
     if final.local:
         final.path.parent.mkdir(parents=True, exist_ok=True)
         staging = StoreLocation(str(final.path.with_name(
@@ -93,11 +94,12 @@ def write_table(frame: Any, path: PathOrURL, *, overwrite: bool = False,
         frame.to_parquet(staging.url, storage_options=staging.storage_options or None,
                          write_metadata_file=False, write_index=frame.index.name is not None)
         if staging.local:
-            rename_into_place(staging.path, final.path, shown, overwrite)
+            with about(os.fspath(path)):
+                rename_into_place(staging.path, final.path, overwrite)
         else:
             fs.rm_file(f"{root.rstrip('/')}/{INCOMPLETE_MARKER}")
     except BaseException:
         # Also on KeyboardInterrupt: nothing left that could be taken for output.
         remove_after_failure(staging)
         raise
-    return shown
+    return os.fspath(path)

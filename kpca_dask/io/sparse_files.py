@@ -16,7 +16,7 @@ from pathlib import Path
 import dask.array as da
 from scipy import sparse
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, about
 from ..validation import DEFAULT_BLOCK_ROWS
 
 __all__ = ["is_sparse_source", "open_sparse"]
@@ -54,16 +54,17 @@ def open_sparse(source, *, block_rows: int = DEFAULT_BLOCK_ROWS) -> da.Array:
     if sparse.issparse(source):
         matrix = source
     else:
-        shown = os.fspath(source)
-        if not os.path.exists(shown):
-            raise FileNotFoundError(f"No such file: {shown!r}.")
+        text = os.fspath(source)
+        if not os.path.exists(text):  # a builtin error: it names the file itself
+            raise FileNotFoundError(f"No such file: {text!r}.")
         try:
-            matrix = sparse.load_npz(shown)
+            matrix = sparse.load_npz(text)
         except (ValueError, KeyError, OSError) as exc:
-            raise InvalidInputError(
-                f"{shown!r} is not a sparse matrix saved with scipy.sparse.save_npz ({exc}). "
-                "Save sparse data with scipy.sparse.save_npz(path, X), or store dense data "
-                "as a Zarr array.") from None
+            with about(text):
+                raise InvalidInputError(
+                    f"not a sparse matrix saved with scipy.sparse.save_npz ({exc}). Save "
+                    "sparse data with scipy.sparse.save_npz(path, X), or store dense data as "
+                    "a Zarr array.") from None
     if matrix.ndim != 2:
         raise InvalidInputError(f"A sparse input must be 2-D; got shape {matrix.shape}.")
     matrix = matrix.tocsr()  # row blocks slice rows: CSR, whatever was saved

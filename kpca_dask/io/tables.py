@@ -27,7 +27,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, about
 
 __all__ = ["read_table", "url_filesystem", "TableLocation"]
 
@@ -76,8 +76,8 @@ def url_filesystem(source: str, storage_options: dict | None):
         return fsspec.core.url_to_fs(source, **(storage_options or {}))
     except ImportError as exc:
         raise InvalidInputError(
-            f"Reading {source} needs an fsspec implementation that is not installed "
-            f"({exc}); for s3:// pip install 'kpca-dask[cloud]'.") from None
+            f"reading it needs an fsspec implementation that is not installed ({exc}); for "
+            "s3:// pip install 'kpca-dask[cloud]'.") from None
 
 
 def read_table(source: str | os.PathLike, kind: str, *, columns: Sequence | None = None,
@@ -93,6 +93,11 @@ def read_table(source: str | os.PathLike, kind: str, *, columns: Sequence | None
     >>> read_table(path, "csv", columns=["b"], block_rows=10).compute()["b"].tolist()
     [3.0, 4.0]
     """
+    with about(os.fspath(source)):
+        return _read_table(source, kind, columns, header, filters, storage_options, block_rows)
+
+
+def _read_table(source, kind, columns, header, filters, storage_options, block_rows):
     text = os.fspath(source)
     if text.startswith("file://"):
         text = text[len("file://"):]
@@ -102,32 +107,31 @@ def read_table(source: str | os.PathLike, kind: str, *, columns: Sequence | None
     try:
         exists = fs.exists(path)
     except Exception as exc:  # the store's own error: credentials, endpoint, permissions
-        raise _store_error(os.fspath(source), exc) from None
-    if not exists:
+        raise _store_error(exc) from None
+    if not exists:  # a builtin error: it names the file itself
         raise FileNotFoundError(f"No such file: {os.fspath(source)}: check the path or URL.")
     try:
         if kind == "parquet":
             return _read_parquet(text, fs, path, columns, filters, storage_options, block_rows)
         if filters is not None:
             raise InvalidInputError("filters= applies to Parquet only.")
-        return _read_csv(text, fs, path, os.fspath(source), columns, header, storage_options,
-                         block_rows)
+        return _read_csv(text, fs, path, columns, header, storage_options, block_rows)
     except (InvalidInputError, FileNotFoundError):
         raise
     except (OSError, PermissionError) as exc:
-        raise _store_error(os.fspath(source), exc) from None
+        raise _store_error(exc) from None
 
 
-def _store_error(shown: str, exc: Exception) -> InvalidInputError:
+def _store_error(exc: Exception) -> InvalidInputError:
     detail = " ".join(str(exc).split()) or type(exc).__name__
     return InvalidInputError(
-        f"{shown} could not be read: {type(exc).__name__}: {detail}. For object storage, give "
+        f"could not be read: {type(exc).__name__}: {detail}. For object storage, give "
         "credentials and endpoint as for Zarr: storage_options={'key': ..., 'secret': ..., "
         "'client_kwargs': {'endpoint_url': ...}} in Python, or AWS_ACCESS_KEY_ID, "
         "AWS_SECRET_ACCESS_KEY and AWS_ENDPOINT_URL_S3 in the environment.")
 
 
-def _chosen(available: list, columns, shown: str) -> list | None:
+def _chosen(available: list, columns) -> list | None:
     if columns is None:
         return None
     if isinstance(columns, (str, int)):
@@ -138,7 +142,7 @@ def _chosen(available: list, columns, shown: str) -> list | None:
     missing = [c for c in columns if c not in available]
     if missing:
         raise InvalidInputError(
-            f"{shown} has no column(s) {missing}; its columns are {available}.")
+            f"the table has no column(s) {missing}; its columns are {available}.")
     return columns
 
 
@@ -161,17 +165,17 @@ def _read_parquet(url, fs, path, columns, filters, storage_options, block_rows):
 
     if fs.isdir(path) and fs.exists(f"{path.rstrip('/')}/_KPCA_DASK_INCOMPLETE"):
         raise InvalidInputError(
-            f"{url} is an incomplete kpca-dask output: its writer stopped before finishing "
-            "(or is still writing). Delete it and write it again.")
+            "an incomplete kpca-dask output: its writer stopped before finishing (or is "
+            "still writing). Delete it and write it again.")
     files = [path] if fs.isfile(path) else sorted(
         f for f in fs.find(path) if f.endswith((".parquet", ".pq"))
         and not any(part.startswith(("_", ".")) for part in f[len(path):].split("/")))
     if not files:
-        raise InvalidInputError(f"{url} holds no .parquet files.")
+        raise InvalidInputError("the dataset holds no .parquet files.")
     with fs.open(files[0], "rb") as f:
         meta = pq.ParquetFile(f).metadata
     available = list(meta.schema.to_arrow_schema().names)
-    chosen = _chosen(available, columns, url)
+    chosen = _chosen(available, columns)
     per_group = max(1, meta.row_group(0).num_rows) if meta.num_row_groups else 1
     # With filters, one row group per block: dask's reader (2026.7) returned the
     # filtered rows of several row groups read together out of file order.
@@ -190,22 +194,22 @@ def _read_parquet(url, fs, path, columns, filters, storage_options, block_rows):
 # -- CSV ---------------------------------------------------------------------
 
 
-def _read_csv(url, fs, path, shown, columns, header, storage_options, block_rows):
+def _read_csv(url, fs, path, columns, header, storage_options, block_rows):
     import dask.dataframe as dd
 
     with fs.open(path, "rb") as f:
         head = f.read(_HEAD_BYTES)
     first = head.split(b"\n", 1)[0]
     if not first.strip():
-        raise InvalidInputError(f"{shown} is empty or starts with a blank line.")
+        raise InvalidInputError("the file is empty or starts with a blank line.")
     fields = _csv_fields(first)
     if header is None:
         header = _looks_like_header(fields)
     names = fields if header else list(range(len(fields)))
-    chosen = _chosen(names, columns, shown)
+    chosen = _chosen(names, columns)
     lines = head.count(b"\n") - bool(header)
     if lines < 1 and len(head) < _HEAD_BYTES and not (not header and head.strip()):
-        raise InvalidInputError(f"{shown} has a header line but no rows.")
+        raise InvalidInputError("the file has a header line but no rows.")
     body = max(1, len(head) - (len(first) + 1 if header else 0))
     per_line = body / max(lines, 1)
     blocksize = max(int(per_line * block_rows), 1024)

@@ -26,7 +26,7 @@ import xarray as xr
 import zarr
 from dask.array.core import PerformanceWarning
 
-from ..errors import InvalidInputError, InvalidParameterError
+from ..errors import InvalidInputError, InvalidParameterError, about
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .atomic import COMPLETE, WRITE_STATE_ATTR
 from .formats import open_file
@@ -40,21 +40,25 @@ __all__ = ["open_array", "open_group"]
 # -- reading -----------------------------------------------------------------
 
 
-def _open_node(where: StoreLocation, shown: str):
-    """The Zarr array or group at ``where``, refusing an incomplete output."""
+def _open_node(where: StoreLocation, text: str):
+    """The Zarr array or group at ``where`` (given as ``text``), refusing an incomplete output.
+
+    Its errors name no place: the caller names it (:func:`kpca_dask.errors.about`),
+    but for the builtin FileNotFoundError, which names ``text`` itself.
+    """
     if not where.exists():
-        raise FileNotFoundError(f"No Zarr store at {shown}: check the path or URL.")
+        raise FileNotFoundError(f"No Zarr store at {text}: check the path or URL.")
     try:
         node = zarr.open(where.url, mode="r", **where.zarr_kwargs())
     except zarr.errors.NodeNotFoundError:
         raise InvalidInputError(
-            f"{shown} exists but is not a Zarr array or group (no zarr.json / .zarray found)."
+            "it exists but is not a Zarr array or group (no zarr.json / .zarray found)."
         ) from None
     state = node.attrs.get(WRITE_STATE_ATTR)
     if state is not None and state != COMPLETE:
         raise InvalidInputError(
-            f"{shown} is an incomplete kpca-dask output: its writer stopped before finishing "
-            "(or is still writing). Delete it and write it again."
+            "an incomplete kpca-dask output: its writer stopped before finishing (or is "
+            "still writing). Delete it and write it again."
         )
     return node
 
@@ -71,10 +75,11 @@ def open_group(path: PathOrURL, *, storage_options: dict | None = None) -> zarr.
     >>> open_group(out).attrs["note"], open_group(out)["x"][:].tolist()
     ('hi', [0.0, 1.0, 2.0])
     """
-    shown = os.fspath(path)
-    node = _open_node(store_location(path, storage_options), shown)
-    if not isinstance(node, zarr.Group):
-        raise InvalidInputError(f"{shown} is a Zarr array, but a Zarr group was expected.")
+    text = os.fspath(path)
+    with about(text):
+        node = _open_node(store_location(path, storage_options), text)
+        if not isinstance(node, zarr.Group):
+            raise InvalidInputError("a Zarr array, but a Zarr group was expected.")
     return node
 
 
@@ -137,19 +142,21 @@ def open_array(
     if is_sparse_source(source):  # a scipy.sparse matrix or a save_npz file
         return open_sparse(source, block_rows=block_rows)
     if isinstance(source, (str, os.PathLike)):
-        return _open_path(source, format=format, array=array, columns=columns, header=header,
-                          sample_dim=sample_dim, feature_dim=feature_dim, block_rows=block_rows,
-                          filters=filters, storage_options=storage_options,
-                          whole_rows=whole_rows)
+        with about(os.fspath(source)):
+            return _open_path(source, format=format, array=array, columns=columns,
+                              header=header, sample_dim=sample_dim, feature_dim=feature_dim,
+                              block_rows=block_rows, filters=filters,
+                              storage_options=storage_options, whole_rows=whole_rows)
     if isinstance(source, (zarr.Array, zarr.Group)):
-        return _from_zarr_node(source, repr(source), array, None, sample_dim, feature_dim,
-                               whole_rows)
+        with about(repr(source)):
+            return _from_zarr_node(source, repr(source), array, None, sample_dim, feature_dim,
+                                   whole_rows)
     return _wrap_numpy(np.asarray(source), block_rows)
 
 
 def _open_labelled(source, array, sample_dim, feature_dim) -> xr.DataArray:
     if isinstance(source, xr.Dataset):
-        source = _dataset_variable(source, array, "the Dataset")
+        source = _dataset_variable(source, array)
     return _oriented(source, sample_dim, feature_dim)
 
 
@@ -173,64 +180,67 @@ def _open_path(source, *, format, array, columns, header, sample_dim, feature_di
         return open_array(opened, array=array, sample_dim=sample_dim, feature_dim=feature_dim)
     if opened is not None:
         return one_feature_chunk(opened, os.fspath(source), stacklevel=4) if whole_rows else opened
-    shown = os.fspath(source)
+    text = os.fspath(source)
     where = store_location(source, storage_options)
-    return _from_zarr_node(_open_node(where, shown), shown, array, where, sample_dim,
+    return _from_zarr_node(_open_node(where, text), text, array, where, sample_dim,
                            feature_dim, whole_rows)
 
 
-def _from_zarr_node(node, shown, name, where, sample_dim, feature_dim, whole_rows=False):
+def _from_zarr_node(node, label, name, where, sample_dim, feature_dim, whole_rows=False):
+    """``node`` (named ``label``: in the dask name, and in the warning, which no
+    :func:`~kpca_dask.errors.about` names) as a dask array or a labelled DataArray."""
     if isinstance(node, zarr.Group):
-        z = _group_array(node, name, shown)
+        z = _group_array(node, name)
         if z.metadata.zarr_format == 3 and z.metadata.dimension_names and where is not None:
             # Written by xarray: open it as labelled data, coordinates and all.
             ds = xr.open_zarr(where.url, consolidated=False, zarr_format=3,
                               storage_options=where.storage_options)
             return _oriented(ds[z.basename], sample_dim, feature_dim)
     elif name is not None:
-        raise InvalidInputError(f"{shown} is a Zarr array, not a group; drop array={name!r}.")
+        raise InvalidInputError(f"a Zarr array, not a group; drop array={name!r}.")
     else:
         z = node
     if z.ndim != 2:
         raise InvalidInputError(
-            f"The Zarr array {shown} has shape {z.shape}; a 2-D (n_samples, n_features) "
-            "array is needed.")
+            f"the Zarr array has shape {z.shape}; a 2-D (n_samples, n_features) array is "
+            "needed.")
     if whole_rows and z.chunks[1] < z.shape[1]:
         warnings.warn(
-            f"The Zarr array {shown} is chunked along the feature axis ({z.chunks[1]} of "
+            f"The Zarr array {label} is chunked along the feature axis ({z.chunks[1]} of "
             f"{z.shape[1]} columns per chunk); each row block reads several chunks. Store it "
             f"with chunks=({z.chunks[0]}, {z.shape[1]}) to avoid this.",
             PerformanceWarning, stacklevel=3)
     chunks = (z.chunks[0], z.shape[1]) if whole_rows else z.chunks
-    return da.from_array(z, chunks=chunks, name=f"zarr-{_token(z, shown)}", inline_array=True)
+    return da.from_array(z, chunks=chunks, name=f"zarr-{_token(z, label)}", inline_array=True)
 
 
-def _token(z, shown) -> str:
-    return dask.base.tokenize(shown, z.shape, z.chunks, str(z.dtype), z.attrs.asdict())
+def _token(z, label) -> str:
+    return dask.base.tokenize(label, z.shape, z.chunks, str(z.dtype), z.attrs.asdict())
 
 
-def _group_array(group: zarr.Group, name: str | None, shown: str):
+def _group_array(group: zarr.Group, name: str | None):
     arrays = dict(group.arrays())
     if name is not None:
         if name not in arrays:
             raise InvalidInputError(
-                f"The Zarr group {shown} has no array {name!r}; it has {sorted(arrays)}.")
+                f"the Zarr group has no array {name!r}; it has {sorted(arrays)}.")
         return arrays[name]
     candidates = [k for k, v in arrays.items() if v.ndim == 2]
     if not candidates:  # a field written by xarray: its one array of more dimensions
         candidates = [k for k, v in arrays.items() if v.ndim > 2]
     if len(candidates) != 1:
         raise InvalidInputError(
-            f"The Zarr group {shown} holds {len(candidates)} 2-D arrays "
+            f"the Zarr group holds {len(candidates)} 2-D arrays "
             f"({sorted(candidates)}); say which one to use (array=..., or --array).")
     return arrays[candidates[0]]
 
 
-def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataArray:
+def _dataset_variable(ds: xr.Dataset, name: str | None) -> xr.DataArray:
     if name is not None:
         if name not in ds.data_vars:
             raise InvalidInputError(
-                f"{shown} has no data variable {name!r}; it has {sorted(map(str, ds.data_vars))}.")
+                f"the Dataset has no data variable {name!r}; it has "
+                f"{sorted(map(str, ds.data_vars))}.")
         return ds[name]
     # Cell bounds of coordinates (CF's "bounds" attribute) are not data.
     bounds = {v.attrs.get("bounds") for v in ds.variables.values()}
@@ -240,7 +250,7 @@ def _dataset_variable(ds: xr.Dataset, name: str | None, shown: str) -> xr.DataAr
         two_d = [k for k, v in data.items() if v.ndim >= 2]
     if len(two_d) != 1:
         raise InvalidInputError(
-            f"{shown} holds {len(two_d)} data variables of two or more dimensions "
+            f"the Dataset holds {len(two_d)} data variables of two or more dimensions "
             f"({sorted(map(str, two_d))}); say which one to use (array=...).")
     return ds[two_d[0]]
 

@@ -154,7 +154,7 @@ def test_two_processes_writing_one_url_never_mix(storage_options, tmp_path):
         stdout, stderr = writer.communicate(timeout=300)
         assert writer.returncode == 0, stderr
         reports.append(stdout.strip())
-    refused = ("ConcurrentWriteError: Another process is writing", "OutputExistsError:")
+    refused = (f"ConcurrentWriteError: {url}: another process is writing", "OutputExistsError:")
     assert all(r == "ok" or r.startswith(refused) for r in reports), reports
     assert reports.count("ok") <= 1
     fs = s3fs.S3FileSystem(**storage_options)

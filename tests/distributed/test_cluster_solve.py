@@ -110,7 +110,7 @@ def test_a_changed_gram_is_found_when_loaded_on_the_cluster(client, fitted, tmp_
     path = fitted.save(str(tmp_path / "model.zarr"))
     gram = zarr.open_group(path, mode="r+")["statistics_gram"]
     gram[0, 0] = gram[0, 0] * 2
-    with pytest.raises(ModelFormatError, match="'statistics_gram' .* differs from the array"):
+    with pytest.raises(ModelFormatError, match="'statistics_gram' differs from the array"):
         load(path)
 
 

@@ -116,10 +116,10 @@ def test_overwrite_refused_without_flag(workdir, tmp_path, capsys):
     before = (model / "zarr.json").read_bytes()
     done = main("fit", data, "--model", model, "--n-components", 3, "--scheduler", "threads",
                 capsys=capsys)
-    assert_user_error(done, "model.zarr exists already")
+    assert_user_error(done, "model.zarr: the output exists already")
     assert (model / "zarr.json").read_bytes() == before
     done = main("generate", "blobs", "--n-samples", 10, "--out", data, capsys=capsys)
-    assert_user_error(done, "data.zarr exists already")
+    assert_user_error(done, "data.zarr: the output exists already")
     for _ in range(2):
         done = main("transform", model, data, "--out", tmp_path / "y.zarr", "--overwrite",
                     "--scheduler", "threads", capsys=capsys)

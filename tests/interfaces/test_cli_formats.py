@@ -107,7 +107,8 @@ def test_parquet_fit_in_a_subprocess(tmp_path):
     (["fit", "x.txt", "--model", "new.zarr"], "not a known data format"),
     (["fit", "x.parquet", "--model", "new.zarr"], "non-numeric column(s) 'name'"),
     (["fit", "x.parquet", "--model", "new.zarr", "--columns", "a,z"], "no column(s) ['z']"),
-    (["fit", "x.parquet", "--model", "old.zarr", "--columns", "a"], "old.zarr exists already"),
+    (["fit", "x.parquet", "--model", "old.zarr", "--columns", "a"],
+     "old.zarr: the output exists already"),
     (["fit", "x.npy", "--model", "new.zarr", "--gamma", "wide"],
      "argument --gamma: 'wide' is neither a number nor a rule (median, scale)"),
     (["fit", "x.npy", "--model", "new.zarr", "--gamma", "-1"], "gamma must be a positive"),
@@ -116,7 +117,8 @@ def test_parquet_fit_in_a_subprocess(tmp_path):
     (["fit", "x.npy", "--model", "new.zarr", "--tol", "2"], "tol must be a number in (0, 1)"),
     (["transform", "old.zarr", "x.npy", "--out", "y.zarr"], "not a kpca-dask model"),
     (["transform", "model.zarr", "x.h5", "--out", "y.zarr"], "X has 2 features, but"),
-    (["transform", "model.zarr", "x.npy", "--out", "old.zarr"], "old.zarr exists already"),
+    (["transform", "model.zarr", "x.npy", "--out", "old.zarr"],
+     "old.zarr: the output exists already"),
 ])
 def test_mistakes_are_found_before_the_scheduler_is_reached(args, message, tmp_path, capsys,
                                                             monkeypatch):

@@ -98,8 +98,8 @@ def test_two_processes_writing_one_output(tmp_path, overwrite):
         assert reports == ["ok", "ok"]
     else:
         assert sorted(reports)[0] == "OutputExistsError: " + (
-            f"{out} appeared while it was being written (another writer finished first); "
-            "the new output was discarded.")
+            f"{out}: the output appeared while it was being written (another writer "
+            "finished first); the new output was discarded.")
         assert sorted(reports)[1] == "ok"
     values = np.asarray(open_array(out))
     assert values.shape == (4000, 5)
