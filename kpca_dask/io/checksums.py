@@ -6,8 +6,8 @@ Two layers, for two kinds of damage:
   bytes-to-bytes codec of the array, so a chunk changed on disk or in transit
   (a flipped bit, a truncated object) fails its checksum when it is read;
   :func:`read_checked` turns that failure into a
-  :class:`~kpca_dask.errors.ModelFormatError` naming the array (and the file:
-  ``where``, or the caller's :func:`~kpca_dask.errors.about`);
+  :class:`~kpca_dask.errors.ModelFormatError` naming the array (the caller's
+  :func:`~kpca_dask.errors.about` names the file);
 - a digest of each whole array (and of the attributes) is recorded in the
   group's attributes when it is written, so what no chunk checksum can see —
   a chunk file deleted (Zarr then reads its fill value), or an array rewritten
@@ -20,7 +20,6 @@ their chunks decode as before and their digests are simply absent.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 
@@ -29,7 +28,7 @@ import xxhash
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from ..errors import ModelFormatError, about
+from ..errors import ModelFormatError
 
 __all__ = ["CHECKSUMS_ATTRIBUTE", "checksummed_codecs", "has_checksum", "read_checked", "digest",
            "attributes_digest", "recorded_digests", "check_digests", "digest_of_rows"]
@@ -67,34 +66,23 @@ def has_checksum(array: zarr.Array) -> bool:
     return any(isinstance(codec, Crc32cCodec) for codec in array.compressors)
 
 
-def _naming(where: str | None):
-    """``about(where)``, or nothing when the caller names the place itself."""
-    return contextlib.nullcontext() if where is None else about(where)
-
-
-def read_checked(group: zarr.Group, name: str, where: str | None = None,
-                 fix: str = MODEL_FIX) -> np.ndarray:
+def read_checked(group: zarr.Group, name: str, fix: str = MODEL_FIX) -> np.ndarray:
     """The array ``name`` of ``group`` as numpy, or a ModelFormatError if it is damaged.
 
     Damaged means: its metadata cannot be read, a stored chunk fails its
     checksum, or a chunk cannot be decoded into the array's dtype and shape.
-    The message names the array; ``where``, the file as the user named it,
-    begins it (or the caller's :func:`~kpca_dask.errors.about` does). Errors
-    of the storage itself (a permission, a network) pass through.
+    The message names the array; the caller's :func:`~kpca_dask.errors.about`
+    names the file. Errors of the storage itself (a permission, a network)
+    pass through.
 
     Examples
     --------
     >>> group = zarr.open_group({}, mode="w")
     >>> group.create_array("offset", data=np.arange(3.0), compressors=checksummed_codecs())
     <Array memory://... shape=(3,) dtype=float64>
-    >>> read_checked(group, "offset", "model.zarr").tolist()
+    >>> read_checked(group, "offset").tolist()
     [0.0, 1.0, 2.0]
     """
-    with _naming(where):
-        return _read_checked(group, name, fix)
-
-
-def _read_checked(group: zarr.Group, name: str, fix: str) -> np.ndarray:
     try:
         return group[name][...]
     except (ValueError, RuntimeError, TypeError, KeyError) as exc:
@@ -153,14 +141,14 @@ def attributes_digest(attributes: Mapping) -> str:
     return xxhash.xxh3_128_hexdigest(text.encode())
 
 
-def recorded_digests(attributes: Mapping, where: str | None = None, fix: str = MODEL_FIX) -> dict:
+def recorded_digests(attributes: Mapping, fix: str = MODEL_FIX) -> dict:
     """The array digests recorded in a group's ``attributes``; empty for a file without them.
 
     Examples
     --------
-    >>> recorded_digests({"checksums": {"arrays": {"a": "12ab"}}}, "model.zarr")
+    >>> recorded_digests({"checksums": {"arrays": {"a": "12ab"}}})
     {'a': '12ab'}
-    >>> recorded_digests({}, "model.zarr")
+    >>> recorded_digests({})
     {}
     """
     recorded = attributes.get(CHECKSUMS_ATTRIBUTE)
@@ -168,15 +156,13 @@ def recorded_digests(attributes: Mapping, where: str | None = None, fix: str = M
         return {}
     arrays = recorded.get("arrays") if isinstance(recorded, Mapping) else None
     if not (isinstance(arrays, Mapping) and all(isinstance(v, str) for v in arrays.values())):
-        with _naming(where):
-            raise ModelFormatError(
-                f"the attribute {CHECKSUMS_ATTRIBUTE!r} is not the mapping of digests that "
-                f"was written: the file was edited. {fix}")
+        raise ModelFormatError(
+            f"the attribute {CHECKSUMS_ATTRIBUTE!r} is not the mapping of digests that "
+            f"was written: the file was edited. {fix}")
     return dict(arrays)
 
 
-def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping,
-                  where: str | None = None, fix: str = MODEL_FIX,
+def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping, fix: str = MODEL_FIX,
                   taken: Mapping[str, str] | None = None) -> None:
     """Raise ModelFormatError unless every array of ``recorded`` is present and matches it.
 
@@ -185,20 +171,21 @@ def check_digests(arrays: Mapping[str, np.ndarray], recorded: Mapping,
 
     Examples
     --------
-    >>> check_digests({"a": np.ones(2)}, {"a": digest(np.ones(2))}, "model.zarr")
-    >>> check_digests({"a": np.zeros(2)}, {"a": digest(np.ones(2))}, "model.zarr")
+    >>> check_digests({"a": np.ones(2)}, {"a": digest(np.ones(2))})
+    >>> from kpca_dask.errors import about
+    >>> with about("model.zarr"):
+    ...     check_digests({"a": np.zeros(2)}, {"a": digest(np.ones(2))})
     Traceback (most recent call last):
     ...
     kpca_dask.errors.ModelFormatError: model.zarr: the array 'a' differs from the array \
 that was written (its digest does not match): the file was edited or a chunk of it is \
 missing. Copy the file again from its source, or fit and save it again.
     """
-    with _naming(where):
-        for name, expected in recorded.items():
-            if name not in arrays:
-                raise ModelFormatError(f"the array {name!r} is missing, although the file was "
-                                       f"written with it. {fix}")
-            if ((taken or {}).get(name) or digest(arrays[name])) != expected:
-                raise ModelFormatError(
-                    f"the array {name!r} differs from the array that was written (its digest "
-                    f"does not match): the file was edited or a chunk of it is missing. {fix}")
+    for name, expected in recorded.items():
+        if name not in arrays:
+            raise ModelFormatError(f"the array {name!r} is missing, although the file was "
+                                   f"written with it. {fix}")
+        if ((taken or {}).get(name) or digest(arrays[name])) != expected:
+            raise ModelFormatError(
+                f"the array {name!r} differs from the array that was written (its digest "
+                f"does not match): the file was edited or a chunk of it is missing. {fix}")

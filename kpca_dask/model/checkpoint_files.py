@@ -76,21 +76,20 @@ def write_landmark_arrays(group: zarr.Group, arrays: dict[str, np.ndarray], meta
             "attributes": attributes_digest(_fixed_part(meta))}
 
 
-def read_landmark_arrays(group: zarr.Group, meta: dict, shown: str) -> dict[str, np.ndarray]:
+def read_landmark_arrays(group: zarr.Group, meta: dict) -> dict[str, np.ndarray]:
     """The checkpoint's landmark arrays, checked; empty when none were written yet.
 
     ``meta`` is the checkpoint's attribute, its identity already matched
-    against the fit that resumes it; ``shown`` names the checkpoint to the checksum
-    reader (messages of this module name none: the checkpoint's
-    :func:`~kpca_dask.errors.about` does).
+    against the fit that resumes it. Messages of this module name no file: the
+    checkpoint's :func:`~kpca_dask.errors.about` does.
     """
     arrays = {}
     if meta.get("landmarks_written"):
-        arrays = {name: read_checked(group, name, shown, _FIX) for name in _LANDMARK_ARRAYS
+        arrays = {name: read_checked(group, name, _FIX) for name in _LANDMARK_ARRAYS
                   if name in group or name != "landmark_indices"}
         _require_digests(meta, meta)
     check_checkpoint(meta, arrays)
-    check_digests(arrays, recorded_digests(meta, shown, _FIX), shown, _FIX)
+    check_digests(arrays, recorded_digests(meta, _FIX), _FIX)
     recorded = meta.get(CHECKSUMS_ATTRIBUTE) or {}
     if "attributes" in recorded and attributes_digest(_fixed_part(meta)) != recorded["attributes"]:
         raise damaged("its attribute differs from the one written (its digest does not "
@@ -115,7 +114,7 @@ def write_state(state: zarr.Group, total: PassStatistics, finished: np.ndarray) 
     write_statistics(state, total, also={"finished": finished})
 
 
-def read_state(group: zarr.Group, meta: dict, shown: str) -> tuple[PassStatistics, np.ndarray]:
+def read_state(group: zarr.Group, meta: dict) -> tuple[PassStatistics, np.ndarray]:
     """The running total and the finished flags of the current state, their digests checked.
 
     ``meta`` is the checkpoint's attribute, which names the current state.
@@ -127,10 +126,10 @@ def read_state(group: zarr.Group, meta: dict, shown: str) -> tuple[PassStatistic
     state = group[name]
     attrs = state.attrs.asdict()
     _require_digests(meta, attrs)
-    total = read_statistics(state, attrs, shown)
-    finished = read_checked(state, "finished", shown, _FIX)
+    total = read_statistics(state, attrs)
+    finished = read_checked(state, "finished", _FIX)
     check_digests({"finished": finished, **statistics_arrays(total)},
-                  recorded_digests(attrs, shown, _FIX), shown, _FIX)
+                  recorded_digests(attrs, _FIX), _FIX)
     recorded = attrs.get(CHECKSUMS_ATTRIBUTE) or {}
     if ("attributes" in recorded and recorded["attributes"]
             != attributes_digest(statistics_attributes(total))):

@@ -124,7 +124,7 @@ class FitCheckpoint:
             The checkpoint was written by an unknown format version.
         """
         shown = str(path)
-        with about(repr(shown)):
+        with about(shown):
             return cls._open(path, shown, identity)
 
     @classmethod
@@ -157,7 +157,7 @@ class FitCheckpoint:
                 + "; ".join(differences) + ". Fit with the same data and parameters, or "
                 "use a new checkpoint path (or delete this one) to start afresh.")
         checkpoint = cls(shown, identity, _group=group, _where=where)
-        arrays = read_landmark_arrays(group, meta, repr(shown))  # checked: a resumed fit uses them
+        arrays = read_landmark_arrays(group, meta)  # checked: a resumed fit uses them
         if meta.get("landmarks_written"):
             checkpoint.landmarks = Landmarks(points=arrays["landmarks"], n_passes=0,
                                              indices=arrays.get("landmark_indices"))
@@ -186,7 +186,7 @@ class FitCheckpoint:
         segment_blocks, n_segments = meta["segment_blocks"], meta["n_segments"]
         total, finished = self._load_state(meta, n_segments)
         if total is not None:
-            with about(repr(self.path)):
+            with about(self.path):
                 check_checkpoint_state(total, finished, self.reference, X.chunks[0],
                                        segment_blocks)
 
@@ -256,8 +256,8 @@ class FitCheckpoint:
         self._generation = int(current.split("-")[1]) if current else 0
         if current is None:
             return None, np.zeros(n_segments, dtype=bool)
-        with about(repr(self.path)):
-            return read_state(self._group, meta, repr(self.path))
+        with about(self.path):
+            return read_state(self._group, meta)
 
     def _save_state(self, total: PassStatistics, finished: np.ndarray) -> None:
         group = self._group

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..blocks.statistics import PassStatistics
 from ..engine.cluster_solve import client_of, is_alive, is_held
-from ..errors import NoStatisticsError
+from ..errors import NoStatisticsError, about
 from ..io import open_group
 from ..io.checksums import digest, digest_of_rows, read_checked
 from .fitted import FittedModel
@@ -62,7 +62,8 @@ def _gram_from_file(path: str):
 
     group = open_group(path)
     if distributed_client() is None:
-        return read_checked(group, GRAM_NAME, path)
+        with about(path):
+            return read_checked(group, GRAM_NAME)
     array = group[GRAM_NAME]  # every chunk checked against its crc32c as a worker reads it
     return da.from_zarr(array, chunks=array.chunks)
 

@@ -90,15 +90,14 @@ def write_statistics(group, stats: PassStatistics,
         "attributes": attributes_digest(scalars)}})
 
 
-def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the group", *,
+def read_statistics(arrays: Mapping, attributes: Mapping, *,
                     lazy_gram: bool = False) -> PassStatistics | None:
     """The statistics stored in ``arrays`` (a Zarr group, or a dict of arrays), or None.
 
     ``attributes`` are the group's attributes. None when the group holds no
     statistics at all (a model saved before they were kept); a group that
-    holds only part of them is damaged. ``shown`` names the file to the checksum
-    reader of its arrays; messages of this module name none (the caller's
-    :func:`~kpca_dask.errors.about` does). With ``lazy_gram`` (a Zarr group) G is
+    holds only part of them is damaged. Messages of this module name no file
+    (the caller's :func:`~kpca_dask.errors.about` does). With ``lazy_gram`` (a Zarr group) G is
     a dask array over the stored chunks, read where it is computed (the workers
     of a cluster), each chunk checked against its crc32c as it is read.
 
@@ -122,7 +121,7 @@ def read_statistics(arrays: Mapping, attributes: Mapping, shown: str = "the grou
         missing.append(f'attribute "{STATISTICS_ATTRIBUTE}"')
     if missing:
         raise ModelFormatError(f"the statistics are incomplete: {', '.join(missing)} missing.")
-    values = {name: _read(arrays, STATISTICS_PREFIX + name, shown)
+    values = {name: _read(arrays, STATISTICS_PREFIX + name)
               for name in _ARRAYS if not (lazy_gram and name == "gram")}
     if lazy_gram:
         values["gram"] = _lazy(arrays, STATISTICS_PREFIX + "gram")
@@ -179,9 +178,9 @@ def file_digest(array, rows: int | None = None) -> str:
     return digest_of_rows(panels, array.dtype, array.shape)
 
 
-def _read(arrays: Mapping, name: str, shown: str) -> np.ndarray:
+def _read(arrays: Mapping, name: str) -> np.ndarray:
     """One statistics array as float64, refusing any other dtype rather than converting it."""
-    value = np.asarray(read_checked(arrays, name, shown) if isinstance(arrays, zarr.Group)
+    value = np.asarray(read_checked(arrays, name) if isinstance(arrays, zarr.Group)
                        else arrays[name])
     if value.dtype != np.float64:
         raise ModelFormatError(

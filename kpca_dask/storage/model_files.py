@@ -216,7 +216,8 @@ def _load(path: PathOrURL, shown: str, estimator_class: type,
     except FileNotFoundError:
         raise FileNotFoundError(f"No model at {shown}: check the path.") from None
     except ValueError as exc:  # an array, not a group; or an unfinished write
-        raise ModelFormatError(f"not a kpca-dask model: {exc}") from None
+        reason = exc.args[0] if exc.args else exc  # without the path it names: about does
+        raise ModelFormatError(f"not a kpca-dask model: {reason}") from None
     attrs = group.attrs.asdict()
     if attrs.get("format") != FORMAT_NAME:
         raise ModelFormatError(
@@ -242,11 +243,11 @@ def _load(path: PathOrURL, shown: str, estimator_class: type,
     if missing:
         raise ModelFormatError(f"the model is damaged: {', '.join(missing)} "
                                "missing. Fit and save it again.")
-    arrays = {name: read_checked(group, name, shown) for name in sorted(stored)
+    arrays = {name: read_checked(group, name) for name in sorted(stored)
               if not name.startswith(STATISTICS_PREFIX)}
     # On a cluster G stays in the file until the workers read it (docs/design.md §11).
     lazy = distributed_client() is not None and GRAM_NAME in stored
-    stats = read_statistics(group, attrs, shown, lazy_gram=lazy)
+    stats = read_statistics(group, attrs, lazy_gram=lazy)
     model = _rebuild(estimator_class, attrs, arrays, stats)
     check_model(model)
     # Last, so that a value no fit could make is named by what is wrong with it.
@@ -261,11 +262,11 @@ def _load(path: PathOrURL, shown: str, estimator_class: type,
             model.model_ = model.model_.replace(statistics_file=shown)
         else:
             arrays[GRAM_NAME] = stats.gram
-    _check_recorded_digests(attrs, arrays, shown, version, digests)
+    _check_recorded_digests(attrs, arrays, version, digests)
     return model
 
 
-def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int,
+def _check_recorded_digests(attrs: dict, arrays: dict, version: int,
                             taken: dict | None = None) -> None:
     """Compare the arrays and attributes with the digests taken when they were written."""
     if CHECKSUMS_ATTRIBUTE not in attrs:
@@ -275,7 +276,7 @@ def _check_recorded_digests(attrs: dict, arrays: dict, shown: str, version: int,
             f"the model is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing (every "
             f"file of format version {version} is written with it), so nothing in it can be "
             "trusted. Copy the file again from its source, or fit and save it again.")
-    check_digests(arrays, recorded_digests(attrs, shown), shown, taken=taken)
+    check_digests(arrays, recorded_digests(attrs), taken=taken)
     recorded = attrs[CHECKSUMS_ATTRIBUTE]
     names = recorded.get("attribute_names")
     if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):

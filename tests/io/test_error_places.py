@@ -16,11 +16,11 @@ from kpca_dask.io.checksums import recorded_digests
 
 
 def test_nested_about_keeps_the_innermost_place():
-    """A checksum error named by its reader keeps that name inside an outer ``about``."""
+    """An error keeps the place of the innermost ``about`` it passes through."""
     damaged = {"checksums": {"arrays": ["not", "a", "mapping"]}}
     with pytest.raises(ModelFormatError) as caught:
-        with about("model.zarr"):
-            recorded_digests(damaged, "model.zarr/statistics")
+        with about("model.zarr"), about("model.zarr/statistics"):
+            recorded_digests(damaged)
     assert caught.value.where == "model.zarr/statistics"
     assert str(caught.value).startswith("model.zarr/statistics: the attribute 'checksums' ")
 
