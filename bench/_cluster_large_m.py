@@ -13,40 +13,9 @@ restarted, and the bytes the workers sent one another (their
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
-
-
-class _WorkerPeak:
-    def __init__(self, worker):
-        import psutil
-
-        self.process, self.worker = psutil.Process(), worker
-        self.peak, self.paused = self.process.memory_info().rss, False
-        self.sent = worker.transfer_outgoing_bytes_total
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.done.wait(0.05):
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            self.paused = self.paused or self.worker.status.name == "paused"
-
-
-def _start(dask_worker) -> None:
-    dask_worker.bench_peak = _WorkerPeak(dask_worker)
-
-
-def _stop(dask_worker) -> dict:
-    watch = dask_worker.bench_peak
-    watch.done.set()
-    watch.thread.join()
-    return {"peak": watch.peak, "paused": watch.paused, "pid": os.getpid(),
-            "sent": dask_worker.transfer_outgoing_bytes_total - watch.sent,
-            "limit": dask_worker.memory_manager.memory_limit}
 
 
 def measure_cluster(spec: dict) -> dict:
@@ -58,6 +27,7 @@ def measure_cluster(spec: dict) -> dict:
 
     from kpca_dask import KernelPCA
     from kpca_dask.dask_client import environment_kept
+    from kpca_dask.diagnostics import watch_workers
 
     n, m, workers = spec["n"], spec["m"], spec["workers"]
     X = np.random.default_rng(0).uniform(size=(n, 32)).astype(np.float32)
@@ -72,24 +42,23 @@ def measure_cluster(spec: dict) -> dict:
         # A warm-up fit loads what a first fit loads (numba's kernels) on every worker.
         KernelPCA(2, n_landmarks=20, gamma=0.01, dtype="float32").fit(data[:2000])
         pids = client.run(os.getpid)
-        client.run(_start)
-        memory = PeakMemory()
-        started = time.perf_counter()
-        kpca = KernelPCA(10, n_landmarks=m, landmarks="uniform", gamma=spec["gamma"],
-                         dtype="float32", random_state=0).fit(data)
-        fit = time.perf_counter() - started
-        memory.stop()
-        watched = client.run(_stop)
+        with watch_workers(client) as watched:
+            memory = PeakMemory()
+            started = time.perf_counter()
+            kpca = KernelPCA(10, n_landmarks=m, landmarks="uniform", gamma=spec["gamma"],
+                             dtype="float32", random_state=0).fit(data)
+            fit = time.perf_counter() - started
+            memory.stop()
         gram = kpca.statistics_.gram
         tiles = gram.numblocks[0] if hasattr(gram, "numblocks") else 0
         restarted = client.run(os.getpid) != pids
     return {"m": m, "n": n, "workers": workers, "fit": fit,
             "client_gib": memory.above_start_gib, "tiles": tiles,
             "tile": int(gram.chunks[0][0]) if tiles else m,
-            "worker_peak_gib": max(w["peak"] for w in watched.values()) / 2**30,
-            "limit_gib": min(w["limit"] for w in watched.values()) / 2**30,
-            "paused": any(w["paused"] for w in watched.values()), "restarted": restarted,
-            "moved_gib": sum(w["sent"] for w in watched.values()) / 2**30,
+            "worker_peak_gib": max(w.peak for w in watched.values()) / 2**30,
+            "limit_gib": min(w.limit for w in watched.values()) / 2**30,
+            "paused": any(w.paused for w in watched.values()), "restarted": restarted,
+            "moved_gib": sum(w.sent for w in watched.values()) / 2**30,
             "eigenvalues": [float(v) for v in kpca.eigenvalues_]}
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import threading
 from pathlib import Path
+
+from kpca_dask.diagnostics import MemoryWatch
 
 #: Tables and cached references (git-ignored); KPCA_DASK_BENCH_RESULTS moves them (the
 #: test suite's smoke runs write there, not over the real tables).
@@ -14,8 +15,8 @@ RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
                               Path(__file__).resolve().parent / "results"))
 
 
-class PeakMemory:
-    """Samples this process's resident memory on a thread until :meth:`stop`.
+class PeakMemory(MemoryWatch):
+    """:class:`kpca_dask.diagnostics.MemoryWatch` in GiB, sampled every 50 ms.
 
     ``start_gib`` is the memory when sampling began, ``peak_gib`` the largest
     sampled, ``above_start_gib`` their difference: what the measured code held
@@ -23,35 +24,19 @@ class PeakMemory:
     """
 
     def __init__(self, every: float = 0.05):
-        import psutil
-
-        self._process = psutil.Process()
-        self._start = self._peak = self._process.memory_info().rss
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
-        self._thread.start()
-
-    def _sample(self, every: float) -> None:
-        while not self._done.wait(every):
-            self._peak = max(self._peak, self._process.memory_info().rss)
-
-    def stop(self) -> PeakMemory:
-        self._done.set()
-        self._thread.join()
-        self._peak = max(self._peak, self._process.memory_info().rss)
-        return self
+        super().__init__(every)
 
     @property
     def start_gib(self) -> float:
-        return self._start / 2**30
+        return self.start / 2**30
 
     @property
     def peak_gib(self) -> float:
-        return self._peak / 2**30
+        return self.peak / 2**30
 
     @property
     def above_start_gib(self) -> float:
-        return (self._peak - self._start) / 2**30
+        return self.above_start / 2**30
 
 
 def write_results(name: str, text: str, argv: list[str] | None) -> Path:

@@ -27,7 +27,7 @@ LAYERS = {
     "storage": 5,
     "estimators": 6,
     "": 7,  # the package itself: its public names
-    "cli": 8, "demo": 8, "dask_client": 8, "datasets": 8, "__main__": 8,
+    "cli": 8, "demo": 8, "dask_client": 8, "datasets": 8, "diagnostics": 8, "__main__": 8,
 }
 
 

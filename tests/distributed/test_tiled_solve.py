@@ -21,12 +21,12 @@ import time
 import dask
 import dask.array as da
 import numpy as np
-import psutil
 import pytest
 from distributed import Client, LocalCluster
 
 from kpca_dask import KernelPCA, load
 from kpca_dask.dask_client import environment_kept
+from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.engine.landmark_memory import SOLVE_KEY, landmark_solve_mode
 from kpca_dask.errors import InvalidParameterError
 
@@ -49,38 +49,6 @@ def _single_process(X=None, **params) -> KernelPCA:
         return KernelPCA(**{**PARAMS, **params}).fit(_data() if X is None else X)
 
 
-class _Peak:
-    """A process's peak RSS and whether a worker paused, sampled every 20 ms by a thread."""
-
-    def __init__(self, worker=None):
-        self.process, self.worker = psutil.Process(), worker
-        self.start = self.peak = self.process.memory_info().rss
-        self.paused = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            self.paused = self.paused or (self.worker is not None
-                                          and self.worker.status.name == "paused")
-
-    def stop(self) -> "_Peak":
-        self._stop.set()
-        self._thread.join()
-        return self
-
-
-def _start(dask_worker) -> None:
-    dask_worker.tiled_peak = _Peak(dask_worker)
-
-
-def _stop(dask_worker) -> dict:
-    peak = dask_worker.tiled_peak.stop()
-    return {"peak": peak.peak, "paused": peak.paused, "pid": os.getpid()}
-
-
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     with environment_kept():
@@ -95,18 +63,17 @@ def client(tmp_path_factory):
 def _watched(client: Client, fit, client_growth: float = CLIENT_GROWTH_LIMIT):
     """``fit()`` with the workers and this process watched; asserts the budget held."""
     pids = client.run(os.getpid)
-    client.run(_start)
-    here = _Peak()
-    result = fit()
-    here.stop()
-    workers = client.run(_stop)
-    assert {w: v["pid"] for w, v in workers.items()} == pids, "a worker was restarted"
+    with watch_workers(client) as workers:
+        here = MemoryWatch()
+        result = fit()
+        here.stop()
+    assert {w: v.pid for w, v in workers.items()} == pids, "a worker was restarted"
     for address, watched in workers.items():
-        assert not watched["paused"], f"worker {address} paused"
-        assert watched["peak"] < PAUSE * WORKER_LIMIT, (
-            f"worker {address} peaked at {watched['peak'] / 2**20:.0f} MiB")
-    assert here.peak - here.start <= client_growth, (
-        f"the client grew by {(here.peak - here.start) / 2**20:.0f} MiB")
+        assert not watched.paused, f"worker {address} paused"
+        assert watched.peak < PAUSE * WORKER_LIMIT, (
+            f"worker {address} peaked at {watched.peak / 2**20:.0f} MiB")
+    assert here.above_start <= client_growth, (
+        f"the client grew by {here.above_start / 2**20:.0f} MiB")
     return result
 
 

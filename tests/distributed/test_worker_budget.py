@@ -23,18 +23,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import dask
 import dask.array as da
 import numpy as np
-import psutil
 import pytest
 from distributed import Client, LocalCluster
 
 from kpca_dask import KernelPCA, load, merge, transform_table, write_table
 from kpca_dask.dask_client import environment_kept
+from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.io import open_array, write_array
 
 pytestmark = [pytest.mark.slow, pytest.mark.budget]
@@ -67,48 +66,6 @@ FIGURES: list[tuple[str, float, float, float, float]] = []
 
 # -- what is watched ---------------------------------------------------------
 
-class _Watch:
-    """This process's peak RSS, sampled by a thread (the worker's twin runs there)."""
-
-    def __init__(self, is_paused=lambda: False, held=lambda: 0):
-        self.process = psutil.Process()
-        self.start = self.peak = self.process.memory_info().rss
-        self.paused = False
-        self.most_held = 0
-        self._is_paused, self._held = is_paused, held
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        while not self._stop.wait(0.02):
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            self.paused = self.paused or self._is_paused()
-            self.most_held = max(self.most_held, self._held())
-
-    def stop(self) -> "_Watch":
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.process.memory_info().rss)
-        return self
-
-
-def _start_watch(dask_worker) -> None:
-    """Run on each worker: a watch of its RSS and of its paused status."""
-    old = getattr(dask_worker, "budget_watch", None)
-    if old is not None:
-        old.stop()
-    dask_worker.budget_watch = _Watch(lambda: dask_worker.status.name == "paused",
-                                      lambda: dask_worker.state.nbytes)
-
-
-def _stop_watch(dask_worker) -> dict:
-    watch = dask_worker.budget_watch.stop()
-    return {"peak": watch.peak, "start": watch.start, "paused": watch.paused, "pid": os.getpid(),
-            "held": watch.most_held,
-            "limit": dask_worker.memory_manager.memory_limit}
-
-
 def _load_library() -> None:
     """Load what a task loads (numba's runtime, compiled kernels) before measuring."""
     from kpca_dask.blocks import epilogue
@@ -126,38 +83,37 @@ class _Budget:
     def run(self, name: str, path, *args, held_at_most: int | None = None, **kwargs):
         """``path(*args, **kwargs)`` under watch; ``held_at_most``: the most bytes of task
         results (chunks read ahead, partial sums) a worker may hold meanwhile."""
-        self.client.run(_start_watch)
         log_lengths = {w: len(lines) for w, lines in self.client.get_worker_logs().items()}
-        client = _Watch()
-        started = time.perf_counter()
-        result = path(*args, **kwargs)
-        seconds = time.perf_counter() - started
-        client.stop()
-        workers = self.client.run(_stop_watch)
-        FIGURES.append((name, seconds, max(w["start"] for w in workers.values()) / 2**30,
-                        max(w["peak"] for w in workers.values()) / 2**30,
-                        (client.peak - client.start) / 2**30))
+        with watch_workers(self.client) as workers:
+            client = MemoryWatch()
+            started = time.perf_counter()
+            result = path(*args, **kwargs)
+            seconds = time.perf_counter() - started
+            client.stop()
+        FIGURES.append((name, seconds, max(w.start for w in workers.values()) / 2**30,
+                        max(w.peak for w in workers.values()) / 2**30,
+                        client.above_start / 2**30))
         self.check(name, workers, log_lengths, client)
-        most = max(w["held"] for w in workers.values())
+        most = max(w.most_held for w in workers.values())
         assert held_at_most is None or most <= held_at_most, (
             f"{name}: a worker held {most / 2**20:.0f} MiB of results (chunks read ahead of "
             f"the pass?), more than {held_at_most / 2**20:.0f} MiB")
         return result
 
     def check(self, name, workers, log_lengths, client):
-        assert {w: v["pid"] for w, v in workers.items()} == self.pids, (
+        assert {w: v.pid for w, v in workers.items()} == self.pids, (
             f"{name}: a worker was restarted")
         logs = self.client.get_worker_logs()
         for address, watched in workers.items():
             new = [line for _, line in logs[address][log_lengths.get(address, 0):]]
-            assert not watched["paused"] and not any("Pausing worker" in line for line in new), (
+            assert not watched.paused and not any("Pausing worker" in line for line in new), (
                 f"{name}: worker {address} paused")
-            threshold = PAUSE_FRACTION * watched["limit"]
-            assert watched["peak"] < threshold, (
-                f"{name}: worker {address} peaked at {watched['peak'] / 2**20:.0f} MiB, "
+            threshold = PAUSE_FRACTION * watched.limit
+            assert watched.peak < threshold, (
+                f"{name}: worker {address} peaked at {watched.peak / 2**20:.0f} MiB, "
                 f"above the pause threshold {threshold / 2**20:.0f} MiB")
-        assert client.peak - client.start <= CLIENT_GROWTH_LIMIT, (
-            f"{name}: the client grew by {(client.peak - client.start) / 2**30:.2f} GiB")
+        assert client.above_start <= CLIENT_GROWTH_LIMIT, (
+            f"{name}: the client grew by {client.above_start / 2**30:.2f} GiB")
 
 
 # -- the data and the cluster ------------------------------------------------
