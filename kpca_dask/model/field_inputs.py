@@ -42,8 +42,8 @@ def stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool = True) -
     Examples
     --------
     >>> layout = FeatureLayout("t", ("x",), (3,), kept=np.array([0, 2]))
-    >>> stacked_rows(da.ones((1, 3)), layout).compute().tolist()
-    [[1.0, 1.0]]
+    >>> stacked_rows(da.from_array(np.array([[1.0, np.nan, 3.0]])), layout).compute().tolist()
+    [[1.0, 3.0]]
     """
     from dataclasses import replace
 
