@@ -31,7 +31,13 @@ from ..model.growing import (
     warn_of_parameters_set_since,
 )
 from ..model.inputs import embedding_input, first_batch, fit_input, method_input
-from ..model.outputs import embedding, preimages, reconstruction_errors, transformed
+from ..model.outputs import (
+    check_invertible,
+    embedding,
+    preimages,
+    reconstruction_errors,
+    transformed,
+)
 from ..model.parameters import check_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
@@ -535,6 +541,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ((300, 3), True)
         """
         check_is_fitted(self)
+        check_invertible(self.model_)
         return preimages(self.model_, embedding_input(Y))
 
     def reconstruction_error(self, X):

@@ -26,7 +26,8 @@ from .fitted import FittedModel
 from .inputs import Rows, computed, method_input
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
-__all__ = ["embedding", "transformed", "preimages", "reconstruction_errors"]
+__all__ = ["embedding", "transformed", "check_invertible", "preimages",
+           "reconstruction_errors"]
 
 
 def _result_dtype(model, input_dtype) -> np.dtype:
@@ -99,6 +100,24 @@ def embedding(model: FittedModel, X, *, name: str = "KernelPCA"):
     return Y.astype(_result_dtype(model, X.dtype), copy=False)
 
 
+def check_invertible(model: FittedModel) -> None:
+    """Refuse a model without a pre-image map (checked before its embeddings are read).
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> check_invertible(KernelPCA(n_components=2, n_landmarks=10, random_state=0,
+    ...                            fit_inverse_transform=True).fit(X).model_)
+    """
+    if model.preimage is None:
+        raise NotInvertibleError(
+            "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
+            "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
+            "map is learnt by a pass over the training rows). Fit it with "
+            "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
+
+
 def preimages(model: FittedModel, rows: Rows):
     """The pre-images of the embeddings ``rows`` (as
     :func:`~kpca_dask.model.inputs.embedding_input` gives them) in the container they came
@@ -114,12 +133,7 @@ def preimages(model: FittedModel, rows: Rows):
     >>> preimages(model, embedding_input(np.zeros((3, 2)))).shape
     (3, 2)
     """
-    if model.preimage is None:
-        raise NotInvertibleError(
-            "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
-            "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
-            "map is learnt by a pass over the training rows). Fit it with "
-            "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
+    check_invertible(model)
     X_hat = _preimage_rows(model, rows.data)
     if rows.like is not None:
         return _inverse_data_array(model, X_hat, rows)
