@@ -262,7 +262,7 @@ def _update(args) -> None:
     from .. import load
     from ..io import check_can_write, open_array, store_location
     from ..io.replacing import replace_unchanged, staging_path, version_of
-    from ..model.field_inputs import model_rows
+    from ..model.inputs import model_rows
     from ..model.provenance import recorded_rows, source_of, with_rows
 
     out = args.out or args.model

@@ -6,13 +6,11 @@ tested against, not a tool for large data.
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Callable, Literal
 
 import dask.array as da
 import numpy as np
-import zarr
 from dask.array.core import PerformanceWarning
 from numpy.typing import ArrayLike
 from scipy import linalg
@@ -28,12 +26,11 @@ from ..engine.gram import cross_kernel_by_panels, gram_by_panels
 from ..engine.sampling import read_rows
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
-from ..model.field_inputs import fit_rows, model_rows
-from ..model.inputs import computed, is_xarray
+from ..model.inputs import held_fit_input, held_input, labels_of, method_input
 from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
-from ..model.patterns import patterns_of
-from ..validation import as_dask_array, as_numpy_array, check_n_features
+from ..model.patterns import check_kind, patterns_of
+from ..validation import check_n_features
 
 __all__ = ["ExactKernelPCA"]
 
@@ -173,14 +170,18 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
                      estimator=type(self).__name__)
-        X, layout = self._fit_input(X)
+        # A field's rows stay lazy (the Gram matrix is summed over their feature chunks,
+        # docs/design.md §12); small in-memory input is held as float64.
+        given = held_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
+                               precomputed=self.kernel == PRECOMPUTED)
+        layout = given.layout
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
-            kernel, params, K = PRECOMPUTED, {}, kernel_matrix_buffer(X)
-            X = None
+            kernel, params, K = PRECOMPUTED, {}, kernel_matrix_buffer(given)
+            X, lazy = None, False
         else:
-            X, kernel, params, K = self._points_gram(X)
+            X, lazy, kernel, params, K = self._points_gram(given.data, given.is_lazy)
         n = K.shape[0]
         symmetrise_in_place(K)
         column_means = K.mean(axis=0)
@@ -213,6 +214,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.explained_variance_ratio_ = (self.eigenvalues_ / total if total > 0
                                           else np.zeros(q))
         self.n_components_ = q
+        self._lazy_fit = lazy
         if X is not None:
             self.X_fit_ = X
         else:  # a kernel matrix: its rows were decomposed in place and are not kept
@@ -222,21 +224,20 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self._keep_layout(layout)
         return self
 
-    def _points_gram(self, X):
-        """The rows kept for transform, the kernel, its parameters and K = k(X, X)."""
-        # float64 throughout: a float32 Gram matrix loses the small eigenvalues.
-        X = _lazy_rows(X) if _is_lazy(X) else as_numpy_array(X, min_samples=2).astype(
-            np.float64, copy=False)
+    def _points_gram(self, X, lazy: bool):
+        """The rows kept for transform, whether they stay lazy, the kernel, its parameters
+        and K = k(X, X) (float64 throughout: a float32 Gram matrix loses the small
+        eigenvalues)."""
         kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
         params = resolve_kernel_params(
             kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
             kernel_params=self.kernel_params)
-        if isinstance(X, da.Array) and feature_sum(kernel) is None:
-            X = read_rows(X.astype(np.float64))  # a callable kernel needs the rows
-        if isinstance(X, da.Array):  # T-mode: K summed over feature panels (§12)
-            return X, kernel, params, gram_by_panels(X, kernel, params)[0]
-        return X, kernel, params, np.asarray(pairwise_kernel(X, X, kernel, **params),
-                                             dtype=np.float64)
+        if lazy and feature_sum(kernel) is None:
+            X, lazy = read_rows(X.astype(np.float64)), False  # a callable kernel needs rows
+        if lazy:  # T-mode: K summed over feature panels (§12)
+            return X, lazy, kernel, params, gram_by_panels(X, kernel, params)[0]
+        return X, lazy, kernel, params, np.asarray(pairwise_kernel(X, X, kernel, **params),
+                                                   dtype=np.float64)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
@@ -247,8 +248,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         """
         self.fit(X)
         Y = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
-        like = self._model_rows(X)[1] if is_xarray(X) or isinstance(X, (str, os.PathLike)) \
-            else None
+        like = labels_of(self._layout(), X, precomputed=self.kernel_ == PRECOMPUTED)
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
     def transform(self, X: ArrayLike) -> np.ndarray:
@@ -266,11 +266,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
-        X, like = self._model_rows(X)
-        Y = self._transform_rows(X)
-        return Y if like is None else label_embedding(Y, like, self._output_attrs())
+        rows = self._held(X)
+        Y = self._transform_rows(rows.data)
+        return Y if rows.like is None else label_embedding(Y, rows.like, self._output_attrs())
 
-    def _embedding(self, X, frame=None) -> da.Array:
+    def _embedding(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X``, lazily: one block of rows at a time (for
         :meth:`patterns`, through :func:`~kpca_dask.model.patterns.patterns_of`, whence the
         warning's stack level).
@@ -278,7 +278,6 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         Each task projects whole rows (k(x, X_fit) of its block), so data chunked
         along the features are joined into whole rows here, with a warning.
         """
-        X, _ = as_dask_array(X, min_samples=1)
         if X.numblocks[1] > 1:
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
@@ -290,8 +289,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
                             meta=np.empty((0, 0), np.float64))
 
     def _transform_rows(self, X) -> np.ndarray:
+        """The embedding of rows as :meth:`_held` gives them."""
         if self.kernel_ == PRECOMPUTED:
-            X = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
             Kx = new_point_kernel_rows(X, self.n_samples_fit_)
         else:
             Kx, _ = self._kernel_rows_of(X)
@@ -330,22 +329,20 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        X, like = self._model_rows(X)
-        Kx, diagonal = self._kernel_rows_of(X)
+        rows = self._held(X)
+        like = rows.like
+        Kx, diagonal = self._kernel_rows_of(rows.data)
         distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
         Y = self._projected(Kx)
         errors = distance - np.sum(Y * Y, axis=1)
         return errors if like is None else label_rows(errors, like, name="reconstruction_error")
 
     def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """k(X, X_fit) and k(x, x) of new points; lazy training data are read once more."""
-        if isinstance(self.X_fit_, da.Array):
-            X = _lazy_rows(X, min_samples=1) if _is_lazy(X) else as_numpy_array(
-                X, min_samples=1).astype(np.float64, copy=False)
+        """k(X, X_fit) and k(x, x) of new points (as :meth:`_held` gives them); lazy training
+        data are read once more."""
+        if self._lazy_fit:
             check_n_features(X, self.n_features_in_, type(self).__name__)
             return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
-        X = as_numpy_array(computed(X) if isinstance(X, da.Array) else X, min_samples=1
-                           ).astype(np.float64, copy=False)
         check_n_features(X, self.n_features_in_, type(self).__name__)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
@@ -388,16 +385,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
-        return patterns_of(self, X, kind, layout=self._layout(), rows=self._model_rows,
-                           embedding=self._embedding)
+        check_kind(kind)
+        rows = method_input(self, self._layout(), X, weighted=False)
+        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding)
 
-    # -- the fitted layout of the features (kpca_dask.model.field_inputs) ---
-
-    def _fit_input(self, X):
-        """The data of a fit and their layout; a field's rows stay lazy (the Gram matrix is
-        summed over their feature chunks, docs/design.md §12)."""
-        return fit_rows(X, self.sample_dim, self.weights,
-                        precomputed=self.kernel == PRECOMPUTED)
+    # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 
     def _keep_layout(self, layout) -> None:
         self.__dict__.pop("feature_layout_", None)
@@ -412,11 +404,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         """The fitted layout of the features, or None."""
         return self.__dict__.get("feature_layout_")
 
-    def _model_rows(self, X, frame=None, *, weighted: bool = True):
-        """``X`` as rows of the fitted features, and the DataArray outputs are labelled like."""
-        if self.kernel_ == PRECOMPUTED:
-            return X, None
-        return model_rows(self._layout(), X, weighted=weighted, frame=frame)
+    def _held(self, X):
+        """``X`` as rows of the fitted features, held in memory unless the training rows are
+        lazy, and the DataArray outputs are labelled like."""
+        return held_input(self._layout(), X, keep_lazy=self._lazy_fit,
+                          precomputed=self.kernel_ == PRECOMPUTED)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -427,21 +419,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
 def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
     """The embedding of one block of rows by a fitted exact model (a task of :meth:`patterns`)."""
-    return estimator._transform_rows(block)
-
-
-def _is_lazy(X) -> bool:
-    """Dask, Zarr, a path or an xarray object: data read by feature panels (T-mode)."""
-    return isinstance(X, (str, os.PathLike, zarr.Array, da.Array)) or is_xarray(X)
-
-
-def _lazy_rows(X, min_samples: int = 2) -> da.Array:
-    """Lazy input as a validated dask array, chunked as stored."""
-    from ..io import open_array
-
-    opened = open_array(X)
-    X, _ = as_dask_array(opened.data if is_xarray(opened) else opened, min_samples=min_samples)
-    return X
+    rows = held_input(None, block, keep_lazy=False,
+                      precomputed=estimator.kernel_ == PRECOMPUTED)
+    return estimator._transform_rows(rows.data)
 
 
 #: The ``kernel`` value that makes X the kernel matrix itself.

@@ -21,21 +21,25 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..io.frames import check_feature_names, frame_feature_names, is_frame, table_input
-from ..model.field_inputs import fit_rows, model_rows
+from ..io.frames import check_feature_names
 from ..model.fitted import FittedModel, fitted_attribute
 from ..model.fitting import fit_model, solved
 from ..model.growing import (
     batch_of,
-    first_batch,
     partial_fitted,
     require_statistics,
     warn_of_parameters_set_since,
 )
-from ..model.inputs import as_fit_input
-from ..model.outputs import embedding, preimages, reconstruction_errors, transformed
+from ..model.inputs import embedding_input, first_batch, fit_input, method_input
+from ..model.outputs import (
+    check_invertible,
+    embedding,
+    preimages,
+    reconstruction_errors,
+    transformed,
+)
 from ..model.parameters import check_params
-from ..model.patterns import patterns_of
+from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
 from ..model.provenance import recorded_rows, with_rows
 from ..storage.model_files import save_model
@@ -323,15 +327,15 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         started = time.perf_counter()
         params = self.get_params(deep=False)
         check_params(params)
-        names = frame_feature_names(X)  # before the pass: mixed-type names raise now
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
         # Stored column chunks are kept: a kernel matrix's (only the landmarks' are
         # read) and the points' (the kernels sum over them, docs/design.md §12).
-        X, layout = fit_rows(X, params["sample_dim"], params["weights"], precomputed=precomputed)
-        model = fit(params, as_fit_input(X), feature_names=names, checkpoint=checkpoint,
-                    started=started)
-        model = model.replace(layout=layout)
+        given = fit_input(X, sample_dim=params["sample_dim"], weights=params["weights"],
+                          precomputed=precomputed)
+        model = fit(params, given.data, feature_names=given.feature_names,
+                    checkpoint=checkpoint, started=started)
+        model = model.replace(layout=given.layout)
         self.model_ = model  # only now, with every step done, does the estimator change
         return self
 
@@ -498,8 +502,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             parameters in ``attrs``.
         """
         check_is_fitted(self)
-        X, frame = table_input(self, X)
-        return transformed(self.model_, X, frame, columns=self.get_feature_names_out(),
+        rows = method_input(self, self.model_.layout, X)
+        return transformed(self.model_, rows, columns=self.get_feature_names_out(),
                            name=type(self).__name__)
 
     def inverse_transform(self, Y):
@@ -537,7 +541,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ((300, 3), True)
         """
         check_is_fitted(self)
-        return preimages(self.model_, Y)
+        check_invertible(self.model_)
+        return preimages(self.model_, embedding_input(Y))
 
     def reconstruction_error(self, X):
         """Squared distance in feature space from each row to the principal subspace.
@@ -569,8 +574,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         True
         """
         check_is_fitted(self)
-        X, frame = table_input(self, X)
-        return reconstruction_errors(self.model_, X, frame, name=type(self).__name__)
+        rows = method_input(self, self.model_.layout, X)
+        return reconstruction_errors(self.model_, rows, name=type(self).__name__)
 
     def score_samples(self, X):
         """Minus :meth:`reconstruction_error`: higher means more like the training data.
@@ -579,8 +584,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``IsolationForest.score_samples``); same input and output types as
         :meth:`reconstruction_error`.
         """
-        scores = -self.reconstruction_error(X)
-        return scores.rename("score_samples") if is_frame(X) else scores
+        check_is_fitted(self)
+        rows = method_input(self, self.model_.layout, X)
+        return -reconstruction_errors(self.model_, rows, name=type(self).__name__,
+                                      series_name="score_samples")
 
     def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
         """Map of each component over the features: covariance or correlation with its score.
@@ -615,9 +622,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
+        check_kind(kind)
         model = self.model_
-        return patterns_of(self, X, kind, layout=model.layout,
-                           rows=partial(model_rows, model.layout),
+        rows = method_input(self, model.layout, X, weighted=False)
+        return patterns_of(rows, kind, layout=model.layout,
                            embedding=partial(embedding, model, name=type(self).__name__))
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:

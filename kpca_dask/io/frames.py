@@ -328,19 +328,3 @@ def check_feature_names(estimator: Any, X: Any, *, reset: bool) -> None:
             f"{exc}Pass the columns the model was fitted on, in that order "
             f"(X[{list(estimator.feature_names_in_)!r}]).") from None
 
-
-def table_input(estimator: Any, X: Any, *, lengths: bool = False):
-    """Check ``X``'s feature names against ``estimator``'s; a frame becomes an array.
-
-    Returns ``(X, frame)``: for a frame, its values (numpy for pandas, a lazy
-    dask array for dask, with row counts only if ``lengths``) and what the
-    outputs take the index from (the pandas frame, or a dask frame's
-    :class:`Partitions`); anything else unchanged, and None.
-    """
-    check_feature_names(estimator, X, reset=False)
-    if is_dask_frame(X):
-        parts = Partitions.of(select_columns(X))
-        return frame_to_array(parts, lengths=lengths), parts
-    if is_frame(X):
-        return frame_to_numpy(X), X
-    return X, None

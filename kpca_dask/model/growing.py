@@ -36,16 +36,16 @@ from ..errors import (
     ParametersChangedWarning,
 )
 from .checks import check_model
-from .field_inputs import layout_differences, model_rows
+from .field_inputs import layout_differences
 from .fitted import FitSettings, FittedModel
 from .fitting import solved, with_rows_added
 from .held_statistics import live_statistics
-from .inputs import as_fit_input, held_in_memory, is_xarray, row_range
+from .inputs import batch_input, row_range
 from .parameters import rcond_for
 from .precomputed import PRECOMPUTED, refuse_growth
-from .provenance import combined, recorded_rows, source_of, with_rows
+from .provenance import combined, recorded_rows, source_of
 
-__all__ = ["Batch", "first_batch", "batch_of", "partial_fitted", "warn_of_parameters_set_since",
+__all__ = ["Batch", "batch_of", "partial_fitted", "warn_of_parameters_set_since",
            "merge", "require_statistics", "model_differences"]
 
 #: The parameters a re-solve with more rows would read, and where the fitted model keeps them.
@@ -84,30 +84,6 @@ class Batch(NamedTuple):
     repeatable: bool  # an in-memory batch given whole: it may be given again
 
 
-def first_batch(X: Any, rows: tuple[int, int] | None) -> tuple[Any, dict | None]:
-    """What the first ``partial_fit`` of an unfitted model fits, and the provenance of its
-    rows (None for a field, whose samples are selected with ``X.isel``).
-
-    Examples
-    --------
-    >>> X, provenance = first_batch(np.ones((10, 2)), (2, 5))
-    >>> X.shape, provenance["sources"][0]["rows"]
-    ((3, 2), [[2, 5]])
-    """
-    if is_xarray(X):
-        if rows is not None:
-            raise InvalidParameterError(
-                "rows=(start, stop) of a first batch selects rows of an array; select the "
-                "samples of a DataArray with X.isel(...) instead.")
-        return X, None
-    table, X = X, as_fit_input(X, min_samples=1)
-    source = source_of(X)  # of the whole input, before the rows are selected
-    start, stop = row_range(rows, X.shape[0])
-    whole = (start, stop) == (0, X.shape[0])
-    # A whole table keeps its feature names.
-    return (table if whole else X[start:stop]), with_rows(None, source, start, stop)
-
-
 def batch_of(model: FittedModel, X: Any, rows: tuple[int, int] | None) -> Batch:
     """The rows ``start:stop`` of ``X`` that a ``partial_fit`` of ``model`` adds, checked.
 
@@ -119,16 +95,14 @@ def batch_of(model: FittedModel, X: Any, rows: tuple[int, int] | None) -> Batch:
     >>> batch.rows.shape, batch.start, batch.stop, batch.repeatable
     ((3, 6), 1, 4, False)
     """
-    table = X
-    if model.layout is not None and model.layout.dims:  # the field's checked rows
-        X = model_rows(model.layout, X)[0]
-    X = as_fit_input(X, min_samples=1)
+    given = batch_input(model.layout, X)
+    X = given.data
     source = source_of(X)  # of the whole input, before the rows are selected
     start, stop = row_range(rows, X.shape[0])
     X = X if (start, stop) == (0, X.shape[0]) else X[start:stop]
     if model.kernel == PRECOMPUTED:
         refuse_growth()
-    return Batch(X, source, start, stop, repeatable=rows is None and held_in_memory(table))
+    return Batch(X, source, start, stop, repeatable=rows is None and not given.is_lazy)
 
 
 def partial_fitted(model: FittedModel, batch: da.Array, statistics: PassStatistics,

@@ -1,26 +1,82 @@
-"""What the estimator's methods take: every kind of input as a validated dask array.
+"""The one place that looks at what kind of input it was given, and converts it.
 
-Arrays, dask arrays, scipy.sparse rows, xarray DataArrays, Zarr paths and URLs,
-pandas and dask DataFrames all arrive here; the methods see a float dask
-array, chunked along the features as it was given (docs/design.md §12).
+Arrays, lists, scipy.sparse rows, dask arrays, xarray DataArrays (fields, with
+``sample_dim`` and ``weights``), Zarr paths and URLs, pandas and dask
+DataFrames and kernel matrices all arrive here; every other module of the
+model and the estimators sees float dask arrays, chunked along the features as
+they were given (docs/design.md §12), and a :class:`Rows` that says what the
+outputs are labelled like and whether the input was lazy. The entries:
+:func:`fit_input` (a fit), :func:`method_input` (transform, scores, patterns),
+:func:`embedding_input` (inverse_transform), :func:`first_batch` and
+:func:`batch_input` (partial_fit), :func:`table_rows` (a table's columns), and
+for :class:`~kpca_dask.ExactKernelPCA`, which holds small inputs in memory,
+:func:`held_fit_input`, :func:`held_input` and :func:`labels_of`.
 """
 
 from __future__ import annotations
 
 import numbers
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import dask
 import dask.array as da
+import numpy as np
 import zarr
+from scipy import sparse
 
 from .._parallel import capped_blas
-from ..errors import InvalidParameterError
-from ..io.frames import Partitions, frame_to_array, frame_to_numpy, is_dask_frame, is_frame
-from ..validation import as_dask_array
+from ..errors import InvalidInputError, InvalidParameterError
+from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
+from ..io.fields import FeatureLayout, check_same_field, check_weights, layout_of, stacked
+from ..io.frames import (
+    Partitions,
+    check_feature_names,
+    frame_feature_names,
+    frame_to_array,
+    frame_to_numpy,
+    is_dask_frame,
+    is_frame,
+    select_columns,
+)
+from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
+from .field_inputs import stacked_rows, weighted_rows
+from .provenance import source_of, with_rows
 
-__all__ = ["is_xarray", "computed", "as_rows", "open_input", "as_fit_input", "row_range"]
+__all__ = ["Rows", "FitInput", "is_xarray", "computed", "weights_allowed", "fit_input",
+           "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
+           "batch_input", "table_rows", "require_table", "held_fit_input", "held_input",
+           "labels_of", "row_range"]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Input as rows of features, and what the outputs are put back on.
+
+    ``data`` is a float dask array (numpy for the methods of ExactKernelPCA, which holds
+    small inputs in memory, and for a pandas table handed back to a public method);
+    ``is_lazy`` whether the input was (dask, Zarr, a path: a lazy result);
+    ``like`` the DataArray outputs are labelled like; ``frame`` the pandas
+    frame or dask frame's :class:`~kpca_dask.io.frames.Partitions` outputs
+    take the index from.
+    """
+
+    data: Any
+    is_lazy: bool
+    like: Any = None
+    frame: Any = None
+
+
+@dataclass(frozen=True)
+class FitInput:
+    """The rows a fit reads, their feature layout (None for plain arrays) and the
+    feature names of a table (None otherwise); ``is_lazy`` as in :class:`Rows`."""
+
+    data: Any
+    layout: FeatureLayout | None
+    feature_names: Any = None
+    is_lazy: bool = True
 
 
 def is_xarray(X: Any) -> bool:
@@ -47,35 +103,60 @@ def computed(Y: da.Array):
         return Y.compute()
 
 
-def as_rows(X: Any, frame: Any, what: str = "X", whole_rows: bool = False
-            ) -> tuple[da.Array, bool]:
-    """``X`` as a lazy float array and whether the input was lazy.
-
-    Row blocks may have unknown lengths (a dask frame's, or an array made
-    from one): a lazy projection does not need them.
+def weights_allowed(value) -> bool:
+    """Whether ``value`` may be the ``weights`` parameter (checked against X at fit).
 
     Examples
     --------
-    >>> Y, is_lazy = as_rows([[1.0, 2.0]], None)
-    >>> Y.shape, is_lazy
-    ((1, 2), False)
+    >>> weights_allowed(None), weights_allowed(np.ones(3)), weights_allowed("cos")
+    (True, True, False)
     """
-    if isinstance(frame, Partitions):
-        return X, True
-    return as_dask_array(X, what=what, min_samples=1, unknown_rows=True, whole_rows=whole_rows)
+    if value is None or is_xarray(value):
+        return True
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        if not isinstance(value, (list, tuple)):
+            return False
+        try:  # a list, as a model file's parameters hold an array
+            value = np.asarray(value)
+        except (TypeError, ValueError):
+            return False
+    return len(value.shape) == 1 and np.dtype(value.dtype).kind in "biuf"
 
 
-def open_input(X: Any, whole_rows: bool = False, sample_dim: str | None = None) -> Any:
-    """Zarr paths and xarray objects go through :mod:`kpca_dask.io`; anything else unchanged.
+# -- fit ----------------------------------------------------------------------------
 
-    A labelled input comes back as a DataArray with ``sample_dim`` (default:
-    its first dimension) first.
+
+def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool = False
+              ) -> FitInput:
+    """What :meth:`KernelPCA.fit <kpca_dask.KernelPCA.fit>` reads: validated rows with the
+    chunks they were stored in, their layout and a table's feature names.
 
     Examples
     --------
-    >>> open_input([[1.0]])
-    [[1.0]]
+    >>> fitted = fit_input([[1.0, 2.0], [3.0, 4.0]], sample_dim=None, weights=None)
+    >>> fitted.data.shape, fitted.layout, fitted.feature_names
+    ((2, 2), None, None)
     """
+    names = frame_feature_names(X)  # before the pass: mixed-type names raise now
+    X, layout = fit_rows(X, sample_dim, weights, precomputed=precomputed)
+    return FitInput(_as_fit_array(X), layout, names)
+
+
+def _as_fit_array(X: Any, min_samples: int = 2, whole_rows: bool = False) -> da.Array:
+    """Training rows as a validated dask array, with the chunks they were stored in."""
+    if is_dask_frame(X):
+        X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
+    elif is_frame(X):
+        X = frame_to_numpy(X)
+    X = _opened(X, whole_rows)
+    X, _ = as_dask_array(X.data if is_xarray(X) else X, min_samples=min_samples,
+                         whole_rows=whole_rows)
+    return X
+
+
+def _opened(X: Any, whole_rows: bool = False, sample_dim: str | None = None) -> Any:
+    """Zarr paths and xarray objects through :mod:`kpca_dask.io` (a DataArray with
+    ``sample_dim`` first, or a dask array); anything else unchanged."""
     if isinstance(X, (str, os.PathLike)) or is_xarray(X):
         from ..io import open_array
 
@@ -83,23 +164,270 @@ def open_input(X: Any, whole_rows: bool = False, sample_dim: str | None = None) 
     return X
 
 
-def as_fit_input(X: Any, min_samples: int = 2, whole_rows: bool = False) -> da.Array:
-    """The training data as a validated dask array, with the chunks it was stored in
-    (``whole_rows=True``: one chunk of features).
+def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool = False
+             ) -> tuple[Any, FeatureLayout | None]:
+    """The data of a fit and their layout (None for unweighted arrays, which stay as given).
+
+    A field's mask is taken from its first rows (read once, before the pass)
+    and verified by every block the fit reads.
 
     Examples
     --------
-    >>> as_fit_input([[1.0, 2.0], [3.0, 4.0]]).shape
-    (2, 2)
+    >>> import xarray as xr
+    >>> X = xr.DataArray(np.arange(6.0).reshape(3, 2), dims=("time", "x"))
+    >>> rows, layout = fit_rows(X, None, None)
+    >>> rows.shape, layout.sample_dim
+    ((3, 2), 'time')
     """
+    if precomputed:
+        if weights is not None:
+            raise InvalidParameterError(
+                'weights multiply features, which kernel="precomputed" does not have; weight '
+                "the data before computing the kernel matrix instead.")
+        return X, None  # a kernel matrix keeps its stored column chunks
+    X = _opened(X, sample_dim=sample_dim)
+    if is_xarray(X):
+        layout = layout_of(X, sample_dim, weights)
+        X = X.transpose(layout.sample_dim, *layout.dims)
+        candidates = computed(candidate_mask(stacked(X)[:CANDIDATE_ROWS]))
+        first_label = f"{layout.sample_dim}={X[layout.sample_dim].values[0]}" if (
+            layout.sample_dim in X.coords) else None
+        layout = with_mask(layout, np.flatnonzero(candidates).astype(np.int64), first_label)
+        return field_rows(X, layout, fitting=True), layout
+    if sample_dim is not None:
+        raise InvalidParameterError(
+            f"sample_dim={sample_dim!r} names a dimension of labelled input, but X is "
+            f"{type(X).__name__}, which has none; pass an xarray DataArray or leave "
+            "sample_dim=None.")
+    if weights is None:
+        return X, None
+    if is_xarray(weights):
+        raise InvalidParameterError(
+            "weights is a DataArray but X is not labelled: pass X as a DataArray whose "
+            "feature dimensions the weights are over, or weights as a 1-D array of one "
+            "weight per feature.")
+    flat = np.asarray(weights, dtype=np.float64)
+    rows, _ = _as_rows(X, None)
+    if flat.shape != (rows.shape[1],):
+        raise InvalidParameterError(
+            f"weights has shape {flat.shape}, but X has {rows.shape[1]} features: give one "
+            "weight per feature, shape (n_features,).")
+    check_weights(flat)
+    layout = FeatureLayout(None, (), (rows.shape[1],), weights=flat)
+    return weighted_rows(rows, layout), layout
+
+
+# -- the methods of a fitted model ---------------------------------------------------
+
+
+def _as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
+    """``X`` as a lazy float array and whether the input was lazy; row blocks may have
+    unknown lengths (a dask frame's): a lazy projection does not need them."""
+    if isinstance(frame, Partitions):
+        return X, True
+    return as_dask_array(X, what=what, min_samples=1, unknown_rows=True)
+
+
+def _held_in_memory(X: Any) -> bool:
+    """Whether ``X`` is data in this process (numpy, pandas, scipy.sparse, lists, an
+    xarray object without dask), not a dask collection, a store or a path."""
+    if isinstance(X, (str, os.PathLike)) or dask.is_dask_collection(X):
+        return False
+    if is_xarray(X):
+        return X.chunks is None
+    return not isinstance(X, (zarr.Array, zarr.Group))
+
+
+def _table(estimator: Any, X: Any) -> tuple[Any, Any]:
+    """``X``'s feature names checked against ``estimator``'s; a frame's values (numpy for
+    pandas, a lazy dask array without row counts for dask) and what outputs take the index
+    from (the pandas frame, or a dask frame's Partitions); anything else unchanged, None."""
+    check_feature_names(estimator, X, reset=False)
     if is_dask_frame(X):
-        X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
-    elif is_frame(X):
-        X = frame_to_numpy(X)
-    X = open_input(X, whole_rows)
-    X, _ = as_dask_array(X.data if is_xarray(X) else X, min_samples=min_samples,
-                         whole_rows=whole_rows)
-    return X
+        parts = Partitions.of(select_columns(X))
+        return frame_to_array(parts, lengths=False), parts
+    if is_frame(X):
+        return frame_to_numpy(X), X
+    return X, None
+
+
+def method_input(estimator: Any, layout: FeatureLayout | None, X: Any, *,
+                 weighted: bool = True) -> Rows:
+    """``X`` for a method of a fitted model (transform, scores, patterns): its feature names
+    checked against ``estimator``'s, as rows of the model's features (``layout``).
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> rows = method_input(BaseEstimator(), None, np.ones((2, 3)))
+    >>> rows.data.shape, rows.is_lazy, rows.like, rows.frame
+    ((2, 3), False, None, None)
+    """
+    X, frame = _table(estimator, X)
+    is_lazy = not _held_in_memory(X)  # dask, Zarr, a path: a lazy result
+    X, like = model_rows(layout, X, weighted=weighted, frame=frame)
+    X, _ = _as_rows(X, frame)
+    return Rows(X, is_lazy, like, frame)
+
+
+def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
+               whole_rows: bool = False, frame: Any = None) -> tuple[Any, Any]:
+    """``X`` as rows of the model's features, and the DataArray the outputs are labelled like.
+
+    For a field model, a DataArray must have the fit's feature dimensions (in
+    the same order) and coordinates; a plain array is taken as the stacked
+    field (every position, C order). ``weighted=False`` gives the features as
+    they are (the input :meth:`patterns` compares scores with). Unweighted
+    arrays come back opened but otherwise as given.
+
+    Examples
+    --------
+    >>> rows, like = model_rows(None, np.ones((2, 3)))
+    >>> rows.shape, like is None
+    ((2, 3), True)
+    """
+    sample_dim = None if layout is None else layout.sample_dim
+    X = _opened(X, whole_rows, sample_dim=sample_dim)
+    if layout is None or layout.weights is None and not layout.dims:
+        if is_xarray(X):
+            return X.data, X
+        return X, None
+    if not layout.dims:  # weights of an array fit
+        like = X if is_xarray(X) else None
+        rows, _ = _as_rows(X.data if like is not None else X, frame)
+        if rows.shape[1] != layout.n_features:
+            raise InvalidInputError(
+                f"X has {rows.shape[1]} features, but the model was fitted on "
+                f"{layout.n_features}.")
+        return (weighted_rows(rows, layout) if weighted else rows), like
+    if is_xarray(X):
+        X = check_same_field(X, layout)
+        return field_rows(X, layout, weighted=weighted), X
+    rows = _positions(X, frame)
+    if rows.shape[1] != layout.n_positions:
+        raise InvalidInputError(
+            f"X has {rows.shape[1]} columns, but the model was fitted on a field of "
+            f"{layout.n_positions} positions ({' x '.join(map(str, layout.shape))} over "
+            f"{layout.dims}): pass the field as a DataArray, or its stacked positions.")
+    return stacked_rows(rows, layout, weighted), None
+
+
+def _positions(X, frame) -> da.Array:
+    """An array of a field's stacked positions, NaN on its mask allowed (checked block by
+    block as it is read, by :func:`~kpca_dask.model.field_inputs.stacked_rows`)."""
+    if not isinstance(X, da.Array) and isinstance(X, np.ndarray) and X.ndim == 2 and (
+            X.dtype.kind in "biuf"):
+        return da.from_array(X, chunks=(min(DEFAULT_BLOCK_ROWS, max(len(X), 1)), -1))
+    return _as_rows(X, frame)[0]
+
+
+def embedding_input(Y: Any) -> Rows:
+    """Embeddings given to ``inverse_transform``, as rows of components; a DataArray needs
+    a ``component`` dimension, and comes back (component last) as what outputs are
+    labelled like.
+
+    Examples
+    --------
+    >>> rows = embedding_input(np.zeros((3, 2)))
+    >>> rows.data.shape, rows.is_lazy
+    ((3, 2), False)
+    """
+    what = "The embedding"
+    if is_xarray(Y):
+        if "component" not in Y.dims or Y.ndim != 2:
+            raise InvalidInputError(
+                f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
+                "Pass the output of transform, or rename its component dimension.")
+        Y = Y.transpose(..., "component")
+        data, is_lazy = _as_rows(Y.data, None, what=what)
+        return Rows(data, is_lazy, like=Y)
+    frame = None
+    if is_dask_frame(Y):
+        frame = Partitions.of(select_columns(Y, what=what))
+        Y = frame_to_array(frame, lengths=False, what=what)
+    elif is_frame(Y):
+        frame, Y = Y, frame_to_numpy(Y, what=what)
+    data, is_lazy = _as_rows(Y, frame, what=what)
+    return Rows(data, is_lazy, frame=frame)
+
+
+def require_table(frame: Any, what: str = "transform_table") -> None:
+    """Refuse anything but a pandas or dask DataFrame.
+
+    Examples
+    --------
+    >>> require_table([[1.0]])
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidInputError: transform_table takes a pandas or dask DataFrame; got list.
+    """
+    if not is_frame(frame):
+        raise InvalidInputError(
+            f"{what} takes a pandas or dask DataFrame; got {type(frame).__name__}.")
+
+
+def table_rows(frame: Any, chosen: Any, features: list, keep: list, *, what: str = "X"
+               ) -> Rows:
+    """The feature columns ``chosen`` of a table as rows, and what the outputs take the
+    index and the ``keep`` columns from: lazy (no row counts, which a block-by-block map
+    does not need) for a dask frame, numpy for pandas.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"id": [1, 2], "a": [0.5, 1.5]})
+    >>> rows = table_rows(table, table[["a"]], ["a"], ["id"])
+    >>> rows.data.tolist(), rows.is_lazy
+    ([[0.5], [1.5]], False)
+    """
+    if is_dask_frame(frame):
+        parts = Partitions.of(frame[features + [k for k in keep if k not in features]])
+        return Rows(frame_to_array(parts, what=what, features=features, lengths=False),
+                    True, frame=parts)
+    return Rows(frame_to_numpy(chosen, what=what), False, frame=frame)
+
+
+# -- partial_fit ----------------------------------------------------------------------
+
+
+def first_batch(X: Any, rows: tuple[int, int] | None) -> tuple[Any, dict | None]:
+    """What the first ``partial_fit`` of an unfitted model fits, and the provenance of its
+    rows (None for a field, whose samples are selected with ``X.isel``).
+
+    Examples
+    --------
+    >>> X, provenance = first_batch(np.ones((10, 2)), (2, 5))
+    >>> X.shape, provenance["sources"][0]["rows"]
+    ((3, 2), [[2, 5]])
+    """
+    if is_xarray(X):
+        if rows is not None:
+            raise InvalidParameterError(
+                "rows=(start, stop) of a first batch selects rows of an array; select the "
+                "samples of a DataArray with X.isel(...) instead.")
+        return X, None
+    table, X = X, _as_fit_array(X, min_samples=1)
+    source = source_of(X)  # of the whole input, before the rows are selected
+    start, stop = row_range(rows, X.shape[0])
+    whole = (start, stop) == (0, X.shape[0])
+    # A whole table keeps its feature names.
+    return (table if whole else X[start:stop]), with_rows(None, source, start, stop)
+
+
+def batch_input(layout: FeatureLayout | None, X: Any) -> Rows:
+    """The rows of a later ``partial_fit`` batch as a validated dask array (a field's
+    checked rows of features), and whether the input was lazy.
+
+    Examples
+    --------
+    >>> batch = batch_input(None, np.eye(3))
+    >>> batch.data.shape, batch.is_lazy
+    ((3, 3), False)
+    """
+    is_lazy = not _held_in_memory(X)
+    if layout is not None and layout.dims:  # the field's checked rows
+        X = model_rows(layout, X)[0]
+    return Rows(_as_fit_array(X, min_samples=1), is_lazy)
 
 
 def row_range(rows: Any, n: int) -> tuple[int, int]:
@@ -121,18 +449,85 @@ def row_range(rows: Any, n: int) -> tuple[int, int]:
     return int(rows[0]), int(rows[1])
 
 
-def held_in_memory(X: Any) -> bool:
-    """Whether ``X`` is data in this process (numpy, pandas, scipy.sparse, lists, an
-    xarray object without dask), not a dask collection, a store or a path.
+# -- ExactKernelPCA: small inputs held in memory, lazy ones read by feature panels -----
+
+
+def held_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
+                   precomputed: bool = False) -> FitInput:
+    """What :meth:`ExactKernelPCA.fit <kpca_dask.ExactKernelPCA.fit>` reads.
+
+    Lazy input (dask, Zarr, a path, xarray, weighted rows) as a validated dask
+    array chunked as stored (the Gram matrix is summed over its feature chunks,
+    docs/design.md §12); in-memory input as float64 numpy (CSR for sparse).
+    With ``precomputed``, the square kernel matrix: lazy, or dense numpy.
 
     Examples
     --------
-    >>> import dask.array as da, numpy as np
-    >>> held_in_memory(np.eye(2)), held_in_memory(da.eye(2)), held_in_memory("x.zarr")
-    (True, False, False)
+    >>> fitted = held_fit_input([[1.0, 2.0], [3.0, 4.0]], sample_dim=None, weights=None)
+    >>> type(fitted.data).__name__, fitted.data.dtype, fitted.is_lazy
+    ('ndarray', dtype('float64'), False)
     """
-    if isinstance(X, (str, os.PathLike)) or dask.is_dask_collection(X):
-        return False
-    if is_xarray(X):
-        return X.chunks is None
-    return not isinstance(X, (zarr.Array, zarr.Group))
+    X, layout = fit_rows(X, sample_dim, weights, precomputed=precomputed)
+    if precomputed:
+        if isinstance(X, (str, os.PathLike, zarr.Array, da.Array)):
+            from ..io import open_array
+
+            return FitInput(open_array(X, whole_rows=False), None, is_lazy=True)
+        K = as_numpy_array(X, min_samples=2)
+        return FitInput(K.toarray() if sparse.issparse(K) else K, None, is_lazy=False)
+    data = _held(X, keep_lazy=True, min_samples=2)
+    return FitInput(data, layout, is_lazy=isinstance(data, da.Array))
+
+
+def held_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
+               precomputed: bool = False) -> Rows:
+    """``X`` for a method of a fitted ExactKernelPCA: rows of its features (``layout``) as
+    float64 numpy (CSR for sparse), or, with ``keep_lazy`` (a model whose training rows are
+    lazy), a dask array for lazy input. With ``precomputed``, dense kernel rows.
+
+    Examples
+    --------
+    >>> rows = held_input(None, [[1.0, 2.0]], keep_lazy=False)
+    >>> rows.data.dtype, rows.is_lazy, rows.like
+    (dtype('float64'), False, None)
+    """
+    if precomputed:
+        K = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
+        return Rows(K.toarray() if sparse.issparse(K) else K, False)
+    X, like = model_rows(layout, X)
+    data = _held(X, keep_lazy=keep_lazy, min_samples=1)
+    return Rows(data, isinstance(data, da.Array), like)
+
+
+def labels_of(layout: FeatureLayout | None, X: Any, *, precomputed: bool = False) -> Any:
+    """The DataArray outputs of ``fit_transform`` are labelled like (a DataArray or a stored
+    field given by path), or None.
+
+    Examples
+    --------
+    >>> labels_of(None, np.ones((2, 2))) is None
+    True
+    """
+    if precomputed or not (is_xarray(X) or isinstance(X, (str, os.PathLike))):
+        return None
+    return model_rows(layout, X)[1]
+
+
+def _is_lazy(X) -> bool:
+    """Dask, Zarr, a path or an xarray object: data read by feature panels (T-mode)."""
+    return isinstance(X, (str, os.PathLike, zarr.Array, da.Array)) or is_xarray(X)
+
+
+def _held(X: Any, *, keep_lazy: bool, min_samples: int):
+    """Lazy input as a validated dask array chunked as stored (if ``keep_lazy``); anything
+    else as float64 numpy (CSR for sparse), a dask array computed."""
+    if keep_lazy and _is_lazy(X):
+        from ..io import open_array
+
+        opened = open_array(X)
+        X, _ = as_dask_array(opened.data if is_xarray(opened) else opened,
+                             min_samples=min_samples)
+        return X
+    if isinstance(X, da.Array):
+        X = computed(X)
+    return as_numpy_array(X, min_samples=min_samples).astype(np.float64, copy=False)

@@ -1,32 +1,26 @@
 """Kernel matrices given to :class:`~kpca_dask.ExactKernelPCA` with ``kernel="precomputed"``.
 
-The n x n matrix is read into one float64 buffer block by block (numpy,
-scipy.sparse, dask or Zarr), symmetrised there, and then centred and
+The n x n matrix (as :func:`~kpca_dask.model.inputs.held_fit_input` gives it:
+dense numpy, or a dask array of a dask or Zarr input) is read into one float64
+buffer block by block, symmetrised there, and then centred and
 decomposed in place by the estimator: no second n x n array.
 """
 
 from __future__ import annotations
 
-import os
-
-import dask.array as da
 import numpy as np
-import zarr
-from scipy import sparse
 
 from ..errors import InvalidInputError
-from ..validation import as_numpy_array
+from .inputs import FitInput
 
 __all__ = ["kernel_matrix_buffer", "symmetrise_in_place", "new_point_kernel_rows"]
 
 
-def kernel_matrix_buffer(K) -> np.ndarray:
-    """The n x n kernel matrix as one new float64 array, read block by block from numpy,
-    scipy.sparse, a dask array or a Zarr array (by path or URL)."""
-    if isinstance(K, (str, os.PathLike, zarr.Array, da.Array)):
-        from ..io import open_array
-
-        lazy = open_array(K, whole_rows=False)
+def kernel_matrix_buffer(matrix: FitInput) -> np.ndarray:
+    """The n x n kernel matrix as one new float64 array, read block by block from a lazy
+    input (dask, or a Zarr array by path or URL), or copied from numpy."""
+    if matrix.is_lazy:
+        lazy = matrix.data
         if lazy.ndim != 2 or lazy.shape[0] != lazy.shape[1]:
             _refuse_non_square(lazy.shape)
         buffer = np.empty(lazy.shape, dtype=np.float64)
@@ -38,8 +32,7 @@ def kernel_matrix_buffer(K) -> np.ndarray:
             raise InvalidInputError("The kernel matrix holds NaN or infinite values; kernel "
                                     "PCA needs a finite kernel.")
     else:
-        K = as_numpy_array(K, min_samples=2)
-        K = K.toarray() if sparse.issparse(K) else K
+        K = matrix.data
         if K.shape[0] != K.shape[1]:
             _refuse_non_square(K.shape)
         buffer = np.array(K, dtype=np.float64)  # our own copy: it is overwritten
@@ -65,8 +58,9 @@ def symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:
 
 
 def new_point_kernel_rows(K, n_fit: int) -> np.ndarray:
-    """The kernel values of new points against the n_fit training points, shape checked."""
-    K = K.toarray() if sparse.issparse(K) else K
+    """The kernel values of new points (dense, as
+    :func:`~kpca_dask.model.inputs.held_input` gives them) against the n_fit training
+    points, shape checked."""
     if K.shape[1] != n_fit:
         raise InvalidInputError(
             f'With kernel="precomputed", transform takes the kernel values of the new points '

@@ -13,29 +13,21 @@ transformers keep float32; float64 otherwise.
 
 from __future__ import annotations
 
-import dask
 import numpy as np
 
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, NotInvertibleError
 from ..io.fields import as_field
-from ..io.frames import (
-    Partitions,
-    frame_to_array,
-    frame_to_numpy,
-    is_dask_frame,
-    is_frame,
-    select_columns,
-)
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
-from .field_inputs import model_rows, stacked_positions, unweighted
+from .field_inputs import stacked_positions, unweighted
 from .fitted import FittedModel
-from .inputs import as_rows, computed, held_in_memory, is_xarray
+from .inputs import Rows, computed, method_input
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
-__all__ = ["embedding", "transformed", "preimages", "reconstruction_errors"]
+__all__ = ["embedding", "transformed", "check_invertible", "preimages",
+           "reconstruction_errors"]
 
 
 def _result_dtype(model, input_dtype) -> np.dtype:
@@ -52,50 +44,54 @@ def _result_dtype(model, input_dtype) -> np.dtype:
     return np.dtype(np.float32 if single else np.float64)
 
 
-def transformed(model: FittedModel, X, frame=None, *, columns, name: str = "KernelPCA"):
-    """The embedding of ``X`` in the container it came in (the work of ``transform``).
+def _example_rows(estimator, X) -> Rows:
+    """``X`` as :func:`~kpca_dask.model.inputs.method_input` gives it (for the examples)."""
+    return method_input(estimator, estimator.model_.layout, X)
 
-    ``X`` and ``frame`` are as :func:`kpca_dask.io.frames.table_input` gives
-    them; ``columns`` names the components of a lazy frame's output, ``name``
-    the estimator in error messages.
+
+def transformed(model: FittedModel, rows: Rows, *, columns, name: str = "KernelPCA"):
+    """The embedding of ``rows`` in the container their input came in (the work of
+    ``transform``).
+
+    ``rows`` are as :func:`~kpca_dask.model.inputs.method_input` gives them;
+    ``columns`` names the components of a lazy frame's output, ``name`` the
+    estimator in error messages.
 
     Examples
     --------
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
-    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X).model_
-    >>> transformed(model, X, columns=["a", "b"]).shape
+    >>> kpca = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X)
+    >>> transformed(kpca.model_, _example_rows(kpca, X), columns=["a", "b"]).shape
     (50, 2)
     """
-    lazy = not held_in_memory(X)  # dask, Zarr, a path: a lazy result
-    X, like = model_rows(model.layout, X, frame=frame)
-    Y = embedding(model, X, frame, name=name)
-    if not lazy:
+    Y = embedding(model, rows.data, name=name)
+    if not rows.is_lazy:
         Y = computed(Y)
-    if like is not None:
+    if rows.like is not None:
         attrs = {"kernel": model.kernel, **model.kernel_params,
                  "n_landmarks": model.n_landmarks}
-        return label_embedding(Y, like, attrs)
-    if lazy and frame is not None:
-        return frame_like(Y, frame, columns)
+        return label_embedding(Y, rows.like, attrs)
+    if rows.is_lazy and rows.frame is not None:
+        return frame_like(Y, rows.frame, columns)
     return Y
 
 
-def embedding(model: FittedModel, X, frame=None, *, name: str = "KernelPCA"):
-    """The lazy embedding of the rows ``X`` (features as
-    :func:`~kpca_dask.model.field_inputs.model_rows` gives them): y(x) = P^T k_m(x) - c.
+def embedding(model: FittedModel, X, *, name: str = "KernelPCA"):
+    """The lazy embedding of the dask rows ``X`` (features as
+    :func:`~kpca_dask.model.inputs.method_input` gives them): y(x) = P^T k_m(x) - c.
 
     Examples
     --------
+    >>> import dask.array as da
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
     >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X).model_
-    >>> embedding(model, X).shape
+    >>> embedding(model, da.from_array(X)).shape
     (50, 2)
     """
     # Stored column chunks are kept: kernel rows (only the landmark columns are read)
     # and points (the kernels sum over them, docs/design.md §12).
-    X, _ = as_rows(X, frame)
     check_n_features(X, model.n_features, name)
     if model.kernel == PRECOMPUTED:
         X = new_point_rows(X, model.landmark_indices)
@@ -104,18 +100,15 @@ def embedding(model: FittedModel, X, frame=None, *, name: str = "KernelPCA"):
     return Y.astype(_result_dtype(model, X.dtype), copy=False)
 
 
-def preimages(model: FittedModel, Y):
-    """The pre-images of the embeddings ``Y`` in the container they came in (the work of
-    ``inverse_transform``; docs/design.md §6).
+def check_invertible(model: FittedModel) -> None:
+    """Refuse a model without a pre-image map (checked before its embeddings are read).
 
     Examples
     --------
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
-    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0,
-    ...                   fit_inverse_transform=True).fit(X).model_
-    >>> preimages(model, np.zeros((3, 2))).shape
-    (3, 2)
+    >>> check_invertible(KernelPCA(n_components=2, n_landmarks=10, random_state=0,
+    ...                            fit_inverse_transform=True).fit(X).model_)
     """
     if model.preimage is None:
         raise NotInvertibleError(
@@ -123,24 +116,36 @@ def preimages(model: FittedModel, Y):
             "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
             "map is learnt by a pass over the training rows). Fit it with "
             "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
-    if is_xarray(Y):
-        return _inverse_data_array(model, Y)
-    frame = None
-    if is_dask_frame(Y):
-        frame = Partitions.of(select_columns(Y, what="The embedding"))
-        Y = frame_to_array(frame, lengths=False, what="The embedding")
-    elif is_frame(Y):
-        frame, Y = Y, frame_to_numpy(Y, what="The embedding")
-    Y, is_lazy = as_rows(Y, frame, what="The embedding")
-    X_hat = _preimage_rows(model, Y)
+
+
+def preimages(model: FittedModel, rows: Rows):
+    """The pre-images of the embeddings ``rows`` (as
+    :func:`~kpca_dask.model.inputs.embedding_input` gives them) in the container they came
+    in (the work of ``inverse_transform``; docs/design.md §6).
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> from kpca_dask.model.inputs import embedding_input
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0,
+    ...                   fit_inverse_transform=True).fit(X).model_
+    >>> preimages(model, embedding_input(np.zeros((3, 2)))).shape
+    (3, 2)
+    """
+    check_invertible(model)
+    X_hat = _preimage_rows(model, rows.data)
+    if rows.like is not None:
+        return _inverse_data_array(model, X_hat, rows)
     if model.layout is not None and model.layout.dims:  # the field's stacked positions
         X_hat = stacked_positions(X_hat, model.layout)
-    if frame is not None:
+    X_hat = X_hat if rows.is_lazy else computed(X_hat)
+    if rows.frame is not None:
         names = model.feature_names
         names = list(names) if names is not None else [
             f"x{i}" for i in range(model.n_features)]
-        return frame_like(X_hat if is_lazy else computed(X_hat), frame, names)
-    return X_hat if is_lazy else computed(X_hat)
+        return frame_like(X_hat, rows.frame, names)
+    return X_hat
 
 
 def _preimage_rows(model: FittedModel, Y):
@@ -155,36 +160,32 @@ def _preimage_rows(model: FittedModel, Y):
     return unweighted(X_hat.astype(_result_dtype(model, Y.dtype), copy=False), model.layout)
 
 
-def _inverse_data_array(model: FittedModel, Y):
-    if "component" not in Y.dims or Y.ndim != 2:
-        raise InvalidInputError(
-            f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
-            "Pass the output of transform, or rename its component dimension.")
-    Y = Y.transpose(..., "component")
-    layout = model.layout
+def _inverse_data_array(model: FittedModel, X_hat, rows: Rows):
+    """Pre-images of a DataArray embedding: the field itself for a field model, else rows
+    labelled like the embedding with a ``feature`` dimension."""
+    X_hat = X_hat if rows.is_lazy else computed(X_hat)
+    Y, layout = rows.like, model.layout
     if layout is not None and layout.dims:
-        X_hat = _preimage_rows(model, as_rows(Y.data, None, what="The embedding")[0])
-        if not dask.is_dask_collection(Y.data):
-            X_hat = computed(X_hat)
         sample_dim = Y.dims[0]
         coord = Y.indexes[sample_dim] if sample_dim in Y.indexes else None
         return as_field(X_hat, layout, {sample_dim: coord}, name="reconstruction")
-    return label_rows(preimages(model, Y.data), Y, name="reconstruction",
-                      column_dim="feature")
+    return label_rows(X_hat, Y, name="reconstruction", column_dim="feature")
 
 
-def reconstruction_errors(model: FittedModel, X, frame=None, *, name: str = "KernelPCA"):
-    """The squared feature-space distance of each row of ``X`` to the principal subspace, in
-    the container it came in (the work of ``reconstruction_error``; docs/design.md §6).
+def reconstruction_errors(model: FittedModel, rows: Rows, *, name: str = "KernelPCA",
+                          series_name: str = "reconstruction_error"):
+    """The squared feature-space distance of each row to the principal subspace, in the
+    container its input came in (the work of ``reconstruction_error``; docs/design.md §6).
 
-    ``X`` and ``frame`` are as :func:`kpca_dask.io.frames.table_input` gives them.
+    ``rows`` are as :func:`~kpca_dask.model.inputs.method_input` gives them;
+    ``series_name`` names the Series of a frame's output.
 
     Examples
     --------
     >>> from kpca_dask import KernelPCA
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
-    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X).model_
-    >>> reconstruction_errors(model, X).shape
+    >>> kpca = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(X)
+    >>> reconstruction_errors(kpca.model_, _example_rows(kpca, X)).shape
     (50,)
     """
     if model.novelty is None:
@@ -193,17 +194,15 @@ def reconstruction_errors(model: FittedModel, X, frame=None, *, name: str = "Ker
             "reconstruction_error needs; fit it again.")
     if model.kernel == PRECOMPUTED:
         refuse_scores("reconstruction_error and score_samples")
-    is_lazy = not held_in_memory(X)
-    X, like = model_rows(model.layout, X, frame=frame)
-    X, _ = as_rows(X, frame)
+    X = rows.data
     check_n_features(X, model.n_features, name)
     errors = reconstruction_error(
         X, model.landmarks, model.solution.projection, model.solution.offset,
         model.novelty, model.kernel, model.kernel_params, np.dtype(model.settings.dtype))
     errors = errors.astype(_result_dtype(model, X.dtype), copy=False)
-    errors = errors if is_lazy else computed(errors)
-    if like is not None:
-        return label_rows(errors, like, name="reconstruction_error")
-    if frame is not None:
-        return series_like(errors, frame, "reconstruction_error")
+    errors = errors if rows.is_lazy else computed(errors)
+    if rows.like is not None:
+        return label_rows(errors, rows.like, name="reconstruction_error")
+    if rows.frame is not None:
+        return series_like(errors, rows.frame, series_name)
     return errors

@@ -35,7 +35,7 @@ from ..engine.bandwidth import BANDWIDTH_RULES
 from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
 from ..validation import is_count, is_finite_real, is_real
-from .field_inputs import weights_allowed
+from .inputs import weights_allowed
 
 __all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND",
            "rcond_for",

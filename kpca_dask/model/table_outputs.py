@@ -16,15 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..io.frames import (
-    Partitions,
-    check_feature_names,
-    frame_to_numpy,
-    is_dask_frame,
-    is_frame,
-    select_columns,
-)
+from ..io.frames import check_feature_names, select_columns
 from ..io.labelled import frame_like
+from .inputs import require_table, table_rows
 
 __all__ = ["METHODS", "transform_table", "output_names", "output_dtype"]
 
@@ -100,9 +94,7 @@ def transform_table(model: Any, frame: Any, method: str = "transform", *,
     """
     if method not in METHODS:
         raise InvalidInputError(f"method must be one of {list(METHODS)}; got {method!r}.")
-    if not is_frame(frame):
-        raise InvalidInputError(
-            f"transform_table takes a pandas or dask DataFrame; got {type(frame).__name__}.")
+    require_table(frame)
     keep = [keep_columns] if isinstance(keep_columns, str) else list(keep_columns)
     missing = [name for name in keep if name not in frame.columns]
     if missing:
@@ -117,24 +109,17 @@ def transform_table(model: Any, frame: Any, method: str = "transform", *,
     out_dtype = output_dtype(model, dtype)
     names = output_names(model, method)
     call = getattr(model, method)
-    if is_dask_frame(frame):
-        from ..io.frames import frame_to_array
-
-        parts = Partitions.of(frame[features + [k for k in keep if k not in features]])
-        # No row counts: a transform maps block by block, and counting rows the
-        # metadata does not keep would read the whole table once more.
-        X = frame_to_array(parts, what=what, features=features, lengths=False)
-        with warnings.catch_warnings():
-            # The names were checked above on the frame; the array has none.
-            warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            out = call(X).astype(out_dtype)
-        if out.ndim == 1:
-            out = out[:, None]
-        return frame_like(out, parts, names, keep)
-    values = frame_to_numpy(chosen, what=what)
+    # A dask table's rows have no counts: a transform maps block by block, and counting
+    # rows the metadata does not keep would read the whole table once more.
+    rows = table_rows(frame, chosen, features, keep, what=what)
     with warnings.catch_warnings():
+        # The names were checked above on the frame; the array has none.
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        out = np.asarray(call(values), dtype=out_dtype)
+        out = call(rows.data)
+    if rows.is_lazy:
+        out = out.astype(out_dtype)
+        return frame_like(out if out.ndim == 2 else out[:, None], rows.frame, names, keep)
+    out = np.asarray(out, dtype=out_dtype)
     return frame_like(out.reshape(len(frame), -1), frame, names, keep)
 
 
