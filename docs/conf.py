@@ -8,6 +8,7 @@ in ``../notebooks`` are rendered with their stored outputs, never executed.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -51,7 +52,10 @@ exclude_patterns = [
 ]
 templates_path = ["_templates"]
 
-# API reference: one page per module, class and function, found recursively.
+# API reference: one page per module, class and function, found recursively. The pages
+# of a previous build are removed first: a module moved or renamed since must not leave
+# a page behind that fails to import.
+shutil.rmtree(Path(__file__).parent / "generated", ignore_errors=True)
 autosummary_generate = True
 autosummary_ignore_module_all = False  # kpca_dask's page lists its __all__
 autodoc_default_options = {"member-order": "bysource"}

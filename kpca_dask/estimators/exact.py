@@ -356,25 +356,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
         """Map of each component over the features: covariance or correlation with its score.
 
-        ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
-        of the unweighted input with the score of component j scaled to unit
-        variance over the rows of ``X``, in the units of the input (eofs'
-        ``eofsAsCovariance(pcscaling=1)``); ``"correlation"``: corr(y_j, x)
-        (eofs' ``eofsAsCorrelation``). ddof = 1. Computed lazily, in one pass
-        over ``X``.
-
-        Parameters
-        ----------
-        X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            The data the maps are taken over, usually the training data.
-        kind : {"covariance", "correlation"}, default="covariance"
-
-        Returns
-        -------
-        patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
-            For a model fitted on a field, a DataArray (component, then the feature
-            dims) with the fit's coordinates and NaN on the mask; for arrays, a
-            lazy dask array. A feature or score of zero variance gives NaN.
+        As :meth:`KernelPCA.patterns <kpca_dask.KernelPCA.patterns>`, which says
+        what each ``kind`` is (eofs' ``eofsAsCovariance(pcscaling=1)`` and
+        ``eofsAsCorrelation``), over the rows of ``X`` (array-like, dask array,
+        DataArray or Zarr path/URL), lazily and in one pass; a DataArray on the
+        fit's field for a model fitted on one.
 
         Examples
         --------

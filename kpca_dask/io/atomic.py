@@ -32,8 +32,9 @@ from ..errors import OutputExistsError, about
 from .claims import exclusive_writer
 from .locations import PathOrURL, StoreLocation, store_location
 
-__all__ = ["WRITE_STATE_ATTR", "INCOMPLETE", "COMPLETE", "staged_output", "check_can_write",
-           "refuse_existing", "remove_after_failure", "rename_into_place", "mark_complete"]
+__all__ = ["WRITE_STATE_ATTR", "INCOMPLETE", "COMPLETE", "staged_output", "staging_for",
+           "check_can_write", "refuse_existing", "remove_after_failure", "rename_into_place",
+           "mark_complete"]
 
 #: Attribute that marks an output of kpca-dask as being written or complete.
 WRITE_STATE_ATTR = "kpca_dask_write"
@@ -54,16 +55,10 @@ def staged_output(path: PathOrURL, overwrite: bool,
     with contextlib.ExitStack() as claimed:
         with about(os.fspath(path)):
             refuse_existing(final, overwrite)
-            if final.local:
-                final.path.parent.mkdir(parents=True, exist_ok=True)
-                staging = StoreLocation(str(final.path.with_name(
-                    f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
-            else:
+            if not final.local:
                 # Written in place: first make sure no other process writes here too.
                 claimed.enter_context(exclusive_writer(*final.fs()))
-                if overwrite:
-                    final.remove()
-                staging = final
+            staging = staging_for(final, overwrite)
         try:
             yield staging
             mark_complete(staging)
@@ -74,6 +69,29 @@ def staged_output(path: PathOrURL, overwrite: bool,
             # Also on KeyboardInterrupt: leave nothing behind that could be mistaken for output.
             remove_after_failure(staging)
             raise
+
+
+def staging_for(final: StoreLocation, overwrite: bool) -> StoreLocation:
+    """Where the output for ``final`` is written before it is complete.
+
+    A local path: a hidden sibling, renamed onto ``final`` when complete (a
+    rename is atomic there). A URL: ``final`` itself, emptied first when
+    overwriting, since object stores have no atomic rename.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> final = store_location(tempfile.mkdtemp() + "/out.zarr", None)
+    >>> staging_for(final, overwrite=False).path.name.startswith(".out.zarr.tmp-")
+    True
+    """
+    if final.local:
+        final.path.parent.mkdir(parents=True, exist_ok=True)
+        return StoreLocation(str(final.path.with_name(
+            f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
+    if overwrite:
+        final.remove()
+    return final
 
 
 #: How long to keep removing a failed output while straggling blocks still write.

@@ -20,13 +20,12 @@ An existing output is never replaced unless ``overwrite=True``.
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ..errors import about
-from .atomic import refuse_existing, remove_after_failure, rename_into_place
-from .locations import PathOrURL, StoreLocation, store_location
+from .atomic import refuse_existing, remove_after_failure, rename_into_place, staging_for
+from .locations import PathOrURL, store_location
 
 __all__ = ["INCOMPLETE_MARKER", "OUTPUT_FORMATS", "output_format", "write_table"]
 
@@ -78,14 +77,7 @@ def write_table(frame: Any, path: PathOrURL, *, overwrite: bool = False,
     final = store_location(path, storage_options)
     with about(os.fspath(path)):
         refuse_existing(final, overwrite)
-    if final.local:
-        final.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = StoreLocation(str(final.path.with_name(
-            f".{final.path.name}.tmp-{uuid.uuid4().hex[:12]}")), local=True)
-    else:
-        if overwrite:
-            final.remove()
-        staging = final
+    staging = staging_for(final, overwrite)
     try:
         if not staging.local:
             fs, root = staging.fs()

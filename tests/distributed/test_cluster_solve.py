@@ -15,10 +15,10 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster, futures_of
+from _clusters import process_client
+from distributed import Client, futures_of
 
 from kpca_dask import KernelPCA, load, merge
-from kpca_dask.dask_client import environment_kept
 from kpca_dask.errors import InvalidParameterError, ModelFormatError, NoStatisticsError
 
 pytestmark = pytest.mark.slow
@@ -123,10 +123,7 @@ def test_an_unknown_solve_mode_is_refused(client):
 
 def test_a_model_whose_cluster_is_gone_reads_its_file_or_says_what_is_missing(tmp_path):
     """Client closed: a saved model re-solves from its file; an unsaved one says why not."""
-    with environment_kept():
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
-    with environment_kept(), cluster, Client(cluster):
+    with process_client(n_workers=1):
         saved = KernelPCA(**PARAMS).fit(_data())
         saved.save(str(tmp_path / "model.zarr"))
         unsaved = KernelPCA(**PARAMS).fit(_data())

@@ -6,21 +6,16 @@ import dask
 import dask.array as da
 import psutil
 import pytest
-from distributed import Client, LocalCluster
+from _clusters import process_client
 
 from kpca_dask._memory import memory_budget
-from kpca_dask.dask_client import environment_kept
 
 
 @pytest.mark.slow
 def test_a_cluster_budget_is_the_smallest_worker_limit():
     """On a LocalCluster the budget is a worker's memory_limit and its threads, not the
     client machine's memory."""
-    with environment_kept():
-        cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                               host="127.0.0.1", dashboard_address=None,
-                               memory_limit="700MiB")
-    with environment_kept(), cluster, Client(cluster):
+    with process_client(threads_per_worker=2, memory_limit="700MiB"):
         budget = memory_budget(da.zeros(10, chunks=5))
         assert (budget.process_bytes, budget.threads, budget.on_cluster) == (
             700 * 2**20, 2, True)

@@ -22,10 +22,10 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from _clusters import process_client
+from distributed import Client
 
 from kpca_dask import KernelPCA, load
-from kpca_dask.dask_client import environment_kept
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.engine.landmark_memory import SOLVE_KEY, landmark_solve_mode
 from kpca_dask.errors import InvalidParameterError
@@ -51,12 +51,8 @@ def _single_process(X=None, **params) -> KernelPCA:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    with environment_kept():
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None,
-                               memory_limit=WORKER_LIMIT,
-                               local_directory=str(tmp_path_factory.mktemp("workers")))
-    with environment_kept(), cluster, Client(cluster) as client:
+    with process_client(memory_limit=WORKER_LIMIT,
+                        local_directory=str(tmp_path_factory.mktemp("workers"))) as client:
         yield client
 
 

@@ -29,10 +29,10 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from _clusters import process_client
+from distributed import Client
 
 from kpca_dask import KernelPCA, load, merge, transform_table, write_table
-from kpca_dask.dask_client import environment_kept
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.io import open_array, write_array
 
@@ -165,12 +165,8 @@ def budget(tmp_path_factory, data):
     # Compiled here first, the kernels are loaded from numba's disk cache by the
     # workers: compiling in each worker leaves LLVM's memory there (~100 MiB).
     _load_library()
-    with environment_kept():
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None,
-                               memory_limit=WORKER_LIMIT,
-                               local_directory=str(tmp_path_factory.mktemp("workers")))
-    with environment_kept(), cluster, Client(cluster) as client:
+    with process_client(memory_limit=WORKER_LIMIT,
+                        local_directory=str(tmp_path_factory.mktemp("workers"))) as client:
         client.run(_load_library)
         yield _Budget(client)
     if FIGURES:
