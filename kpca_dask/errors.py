@@ -4,6 +4,10 @@ Every error a user can cause by bad input or parameters is one of these, and
 its message says what is wrong and how to fix it. They subclass the builtin
 exception a Python or scikit-learn user would expect (``ValueError``,
 ``FileExistsError``, ...) so existing ``except`` clauses keep working.
+
+An error about a file, store or URL names it once, at the start of its
+message: code deep in a reader raises without a name, and the boundary that
+knows what the user gave wraps the work in :func:`about`.
 """
 
 from __future__ import annotations

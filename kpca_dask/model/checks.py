@@ -5,9 +5,11 @@ stores and people, and a model that is wrong in a way nobody sees returns
 wrong embeddings without a word. :func:`check_model` therefore holds a loaded
 model to the same rules a fit obeys:
 
-- the parameters go through the table ``fit`` checks them with
-  (:func:`~kpca_dask.model.parameters.check_params`, not a copy of it), and the
-  fitted kernel parameters through the kernel's;
+- the fitted kernel parameters go through the kernel's own checks (the
+  stored constructor parameters and fit settings through the table ``fit``
+  checks them with, :func:`~kpca_dask.model.parameters.check_params`, as the
+  loader reads them: :mod:`kpca_dask.storage.model_files`);
+- the rows it has counted (``row_provenance_``) add up to ``n_samples_fit_``;
 - every fitted number has its type and range;
 - the arrays agree with each other: m landmarks of p features, an m x q
   projection, q eigenvalues, an m x m Gram matrix, the pre-image map's m x q

@@ -3,7 +3,7 @@
 :data:`CONSTRAINTS` holds one :class:`Constraint` per constructor parameter, as
 scikit-learn's ``_parameter_constraints`` does, and :func:`check_params` is the
 one function that reads it. ``fit``, ``set_n_components``, the model loader
-(:mod:`kpca_dask.model.checks`) and the command line all check through
+(:mod:`kpca_dask.storage.model_files`) and the command line all check through
 it, so they cannot disagree about what a valid parameter is.
 
 What the table cannot know without the data is checked where the data are:
