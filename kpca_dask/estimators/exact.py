@@ -404,7 +404,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 
 
 def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
-    """The embedding of one block of rows by a fitted exact model (a task of :meth:`patterns`)."""
+    """The embedding of one block of rows by a fitted exact model (a task of
+    :meth:`ExactKernelPCA.patterns`)."""
     rows = held_input(None, block, keep_lazy=False,
                       precomputed=estimator.kernel_ == PRECOMPUTED)
     return estimator._transform_rows(rows.data)

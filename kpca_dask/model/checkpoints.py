@@ -105,7 +105,7 @@ class FitCheckpoint:
     kernel_params: dict | None = None
     landmark_path: list[tuple[int, float]] | None = None
     _group: zarr.Group | None = None
-    _where: object = field(default=None, repr=False)
+    _location: object = field(default=None, repr=False)  # a StoreLocation
 
     @property
     def gamma(self):
@@ -123,20 +123,20 @@ class FitCheckpoint:
         ModelFormatError
             The checkpoint was written by an unknown format version.
         """
-        shown = str(path)
-        with about(shown):
-            return cls._open(path, shown, identity)
+        where = str(path)
+        with about(where):
+            return cls._open(path, where, identity)
 
     @classmethod
-    def _open(cls, path: PathOrURL, shown: str, identity: dict) -> "FitCheckpoint":
-        where = store_location(path)
-        if not where.exists():
-            return cls(shown, identity, _where=where)
+    def _open(cls, path: PathOrURL, where: str, identity: dict) -> "FitCheckpoint":
+        location = store_location(path)
+        if not location.exists():
+            return cls(where, identity, _location=location)
         not_a_checkpoint = CheckpointMismatchError(
             "exists and is not a kpca-dask checkpoint. Pass a new path for the checkpoint, "
             "or delete this one if it is not needed.")
         try:
-            group = zarr.open_group(where.url, mode="r+", **where.zarr_kwargs())
+            group = zarr.open_group(location.url, mode="r+", **location.zarr_kwargs())
         except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
             raise not_a_checkpoint from None
         meta = group.attrs.get(_ATTRIBUTE)
@@ -156,7 +156,7 @@ class FitCheckpoint:
                 "the checkpoint belongs to a different fit and cannot be resumed: "
                 + "; ".join(differences) + ". Fit with the same data and parameters, or "
                 "use a new checkpoint path (or delete this one) to start afresh.")
-        checkpoint = cls(shown, identity, _group=group, _where=where)
+        checkpoint = cls(where, identity, _group=group, _location=location)
         arrays = read_landmark_arrays(group, meta)  # checked: a resumed fit uses them
         if meta.get("landmarks_written"):
             checkpoint.landmarks = Landmarks(points=arrays["landmarks"], n_passes=0,
@@ -212,7 +212,7 @@ class FitCheckpoint:
     def remove(self) -> None:
         """Delete the checkpoint from its store."""
         if self._group is not None:
-            self._where.remove()
+            self._location.remove()
         self._group = None
 
     # -- storage ---------------------------------------------------------------
@@ -230,9 +230,9 @@ class FitCheckpoint:
             "state": None,
         }
         if self._group is None:
-            self._group = zarr.open_group(self._where.url, mode="w-", zarr_format=3,
+            self._group = zarr.open_group(self._location.url, mode="w-", zarr_format=3,
                                           attributes={_ATTRIBUTE: meta},
-                                          **self._where.zarr_kwargs())
+                                          **self._location.zarr_kwargs())
         group = self._group
         arrays = {"landmarks": np.asarray(landmarks.points, np.float64),
                   "reference": np.asarray(reference, np.float64)}

@@ -277,7 +277,7 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
     For a field model, a DataArray must have the fit's feature dimensions (in
     the same order) and coordinates; a plain array is taken as the stacked
     field (every position, C order). ``weighted=False`` gives the features as
-    they are (the input :meth:`patterns` compares scores with). Unweighted
+    they are (the input ``patterns`` compares scores with). Unweighted
     arrays come back opened but otherwise as given.
 
     Examples

@@ -204,17 +204,17 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     >>> load_model(path, KernelPCA).kernel_
     'rbf'
     """
-    shown = os.fspath(path)
-    with about(shown):
-        return _load(path, shown, estimator_class, storage_options)
+    where = os.fspath(path)
+    with about(where):
+        return _load(path, where, estimator_class, storage_options)
 
 
-def _load(path: PathOrURL, shown: str, estimator_class: type,
+def _load(path: PathOrURL, where: str, estimator_class: type,
           storage_options: dict | None) -> BaseEstimator:
     try:
         group = open_group(path, storage_options=storage_options)
     except FileNotFoundError:
-        raise FileNotFoundError(f"No model at {shown}: check the path.") from None
+        raise FileNotFoundError(f"No model at {where}: check the path.") from None
     except ValueError as exc:  # an array, not a group; or an unfinished write
         reason = exc.args[0] if exc.args else exc  # without the path it names: about does
         raise ModelFormatError(f"not a kpca-dask model: {reason}") from None
@@ -259,7 +259,7 @@ def _load(path: PathOrURL, shown: str, estimator_class: type,
             digests[GRAM_NAME] = compute_held(dask.delayed(file_digest, pure=False)(
                 group[GRAM_NAME]))
             arrays[GRAM_NAME] = stats.gram
-            model.model_ = model.model_.replace(statistics_file=shown)
+            model.model_ = model.model_.replace(statistics_file=where)
         else:
             arrays[GRAM_NAME] = stats.gram
     _check_recorded_digests(attrs, arrays, version, digests)
