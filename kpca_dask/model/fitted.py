@@ -3,14 +3,15 @@
 A :class:`FittedModel` holds everything a fit learns (docs/design.md §2–§7):
 the landmarks, the kernel and its resolved parameters, the solution of the
 small problem, the pass statistics that growing models add to, the novelty
-terms, the optional pre-image map and the feature names. A fit,
-:meth:`~kpca_dask.KernelPCA.partial_fit`, :func:`kpca_dask.merge` and
-:meth:`~kpca_dask.KernelPCA.set_n_components` each make a new one
-(:mod:`kpca_dask.model.fitting`); transform and the rest only read it; the
+terms, the optional pre-image map and the feature names. A fit
+(:mod:`kpca_dask.model.fitting`), :meth:`~kpca_dask.KernelPCA.partial_fit`,
+:func:`kpca_dask.merge` and :meth:`~kpca_dask.KernelPCA.set_n_components`
+(:mod:`kpca_dask.model.growing`) and :func:`kpca_dask.load` each make a new
+one; transform and the rest only read it (:mod:`kpca_dask.model.outputs`); the
 model file writes and reads it field by field (:mod:`kpca_dask.storage.model_fields`).
 
 Each field declares, in its metadata (:class:`Stored`), the estimator's
-scikit-learn attribute that shows it (``eigenvalues_``, ``landmarks_``, ...,
+scikit-learn attribute that reads it (``eigenvalues_``, ``landmarks_``, ...,
 read-only views of the model, :data:`FITTED_ATTRIBUTES`) and how a model file
 keeps it; the file's schema, reader, writer and checks are derived from these
 declarations (:data:`DECLARED`), so adding a field touches this module alone.
@@ -36,15 +37,16 @@ __all__ = ["FittedModel", "FitSettings", "Preimage", "Stored", "stored", "Derive
 
 @dataclass(frozen=True)
 class Stored:
-    """How one fitted value is shown and kept: the single declaration of the model file's schema.
+    """Which estimator attribute reads one fitted value, and how a model file keeps it.
 
     Each field of :class:`FittedModel` carries one in its metadata (``stored``), and
     so do the fields of the values it nests (the solution, the novelty terms, the
     pre-image map, the feature layout) in ``parts``. The estimator's fitted
     attributes (:data:`FITTED_ATTRIBUTES`), the writer and reader of model files
     (:mod:`kpca_dask.storage.model_fields`) and the checks of a loaded model
-    (:mod:`kpca_dask.model.checks`) are all derived from these declarations, so a
-    new field is declared here once.
+    (:mod:`kpca_dask.model.checks`) are all derived from these declarations, the
+    single declaration of the model file's schema, so a new field is declared here
+    once.
 
     Examples
     --------
@@ -52,7 +54,7 @@ class Stored:
     'offset'
     """
 
-    #: The estimator's fitted attribute that shows the value; None for a value shown
+    #: The estimator's fitted attribute that reads the value; None for a value read
     #: only through its parts (the solution) or not at all.
     attribute: str | None
     #: Where a model file keeps it: "array" (the attribute's name without its "_"),
@@ -94,7 +96,7 @@ def stored(attribute: str | None, place: str = "", **declaration: Any) -> dict:
 
 
 class Derived(property):
-    """A property of the model shown as a fitted attribute and written beside the fields it
+    """A property of the model read as a fitted attribute and written beside the fields it
     follows from, for readers of the file (a file's copy is checked against them).
 
     Examples

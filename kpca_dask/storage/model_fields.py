@@ -201,10 +201,10 @@ def _read(declaration: Stored, name: str, arrays: dict, attributes: dict, params
     # optional value needs all its parts; a required one those every file version holds.
     needed = [part for _, part in declaration.parts if declaration.optional
               or not (part.optional or part.since is None)]
-    held = [part for part in needed if _held(part, arrays, attributes)]
-    if not held and declaration.optional:
+    present = [part for part in needed if _in_file(part, arrays, attributes)]
+    if not present and declaration.optional:
         into[name] = None
-    elif len(held) != len(needed):
+    elif len(present) != len(needed):
         raise damaged(f"{declaration.what} are incomplete: "
                       f"{' and '.join(part.file_name.rstrip('_') for part in needed)} are "
                       "stored together")
@@ -212,7 +212,8 @@ def _read(declaration: Stored, name: str, arrays: dict, attributes: dict, params
         into[name] = declaration.build(**parts)
 
 
-def _held(declaration: Stored, arrays: dict, attributes: dict) -> bool:
+def _in_file(declaration: Stored, arrays: dict, attributes: dict) -> bool:
+    """Whether the file's ``arrays`` or ``attributes`` hold the value ``declaration`` keeps."""
     source = arrays if declaration.place == "array" else attributes
     return declaration.file_name in source
 
