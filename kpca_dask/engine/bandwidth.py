@@ -1,7 +1,7 @@
 """Data-driven kernel bandwidths: ``gamma="median"`` and ``gamma="scale"``.
 
 Both are estimated on a seeded sample of rows drawn by global row index
-(:func:`kpca_dask.landmarks.sample_rows`), so the value depends on the seed
+(:func:`kpca_dask.engine.sampling.sample_rows`), so the value depends on the seed
 only, never on the chunking, and nothing n-sized is computed.
 
 Median heuristic (docs/design.md §3). With h the median squared distance between

@@ -26,7 +26,7 @@ from ..engine.gram import cross_kernel_by_panels, gram_by_panels
 from ..engine.sampling import read_rows
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
-from ..model.inputs import held_fit_input, held_input, labels_of, method_input
+from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.patterns import check_kind, patterns_of
@@ -172,7 +172,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
                      estimator=type(self).__name__)
         # A field's rows stay lazy (the Gram matrix is summed over their feature chunks,
         # docs/design.md §12); small in-memory input is held as float64.
-        given = held_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
+        given = in_memory_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
                                precomputed=self.kernel == PRECOMPUTED)
         layout = given.layout
         if self.kernel == PRECOMPUTED:
@@ -393,7 +393,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     def _held(self, X):
         """``X`` as rows of the fitted features, held in memory unless the training rows are
         lazy, and the DataArray outputs are labelled like."""
-        return held_input(self._layout(), X, keep_lazy=self._lazy_fit,
+        return in_memory_input(self._layout(), X, keep_lazy=self._lazy_fit,
                           precomputed=self.kernel_ == PRECOMPUTED)
 
     def __sklearn_tags__(self):
@@ -406,7 +406,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
 def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
     """The embedding of one block of rows by a fitted exact model (a task of
     :meth:`ExactKernelPCA.patterns`)."""
-    rows = held_input(None, block, keep_lazy=False,
+    rows = in_memory_input(None, block, keep_lazy=False,
                       precomputed=estimator.kernel_ == PRECOMPUTED)
     return estimator._transform_rows(rows.data)
 

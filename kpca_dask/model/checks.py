@@ -38,7 +38,8 @@ from ..validation import is_count, is_finite_real, is_real
 from .fitted import declared
 from .parameters import resolve_kernel_params
 
-__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path", "damaged"]
+__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path",
+           "check_row_provenance", "damaged"]
 
 #: The least value of a fitted number, by its declared rule.
 _LEAST = {"real": None, "nonnegative": 0.0}

@@ -10,7 +10,7 @@ outputs are labelled like and whether the input was lazy. The entries:
 :func:`embedding_input` (inverse_transform), :func:`first_batch` and
 :func:`batch_input` (partial_fit), :func:`table_rows` (a table's columns), and
 for :class:`~kpca_dask.ExactKernelPCA`, which holds small inputs in memory,
-:func:`held_fit_input`, :func:`held_input` and :func:`labels_of`.
+:func:`in_memory_fit_input`, :func:`in_memory_input` and :func:`labels_of`.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .provenance import source_of, with_rows
 
 __all__ = ["Rows", "FitInput", "is_xarray", "computed", "weights_allowed", "fit_input",
            "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
-           "batch_input", "table_rows", "require_table", "held_fit_input", "held_input",
+           "batch_input", "table_rows", "require_table", "in_memory_fit_input", "in_memory_input",
            "labels_of", "row_range"]
 
 
@@ -452,7 +452,7 @@ def row_range(rows: Any, n: int) -> tuple[int, int]:
 # -- ExactKernelPCA: small inputs held in memory, lazy ones read by feature panels -----
 
 
-def held_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
+def in_memory_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
                    precomputed: bool = False) -> FitInput:
     """What :meth:`ExactKernelPCA.fit <kpca_dask.ExactKernelPCA.fit>` reads.
 
@@ -463,7 +463,7 @@ def held_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
 
     Examples
     --------
-    >>> fitted = held_fit_input([[1.0, 2.0], [3.0, 4.0]], sample_dim=None, weights=None)
+    >>> fitted = in_memory_fit_input([[1.0, 2.0], [3.0, 4.0]], sample_dim=None, weights=None)
     >>> type(fitted.data).__name__, fitted.data.dtype, fitted.is_lazy
     ('ndarray', dtype('float64'), False)
     """
@@ -479,7 +479,7 @@ def held_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
     return FitInput(data, layout, is_lazy=isinstance(data, da.Array))
 
 
-def held_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
+def in_memory_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
                precomputed: bool = False) -> Rows:
     """``X`` for a method of a fitted ExactKernelPCA: rows of its features (``layout``) as
     float64 numpy (CSR for sparse), or, with ``keep_lazy`` (a model whose training rows are
@@ -487,7 +487,7 @@ def held_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
 
     Examples
     --------
-    >>> rows = held_input(None, [[1.0, 2.0]], keep_lazy=False)
+    >>> rows = in_memory_input(None, [[1.0, 2.0]], keep_lazy=False)
     >>> rows.data.dtype, rows.is_lazy, rows.like
     (dtype('float64'), False, None)
     """

@@ -1,6 +1,6 @@
 """Kernel matrices given to :class:`~kpca_dask.ExactKernelPCA` with ``kernel="precomputed"``.
 
-The n x n matrix (as :func:`~kpca_dask.model.inputs.held_fit_input` gives it:
+The n x n matrix (as :func:`~kpca_dask.model.inputs.in_memory_fit_input` gives it:
 dense numpy, or a dask array of a dask or Zarr input) is read into one float64
 buffer block by block, symmetrised there, and then centred and
 decomposed in place by the estimator: no second n x n array.
@@ -59,7 +59,7 @@ def symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:
 
 def new_point_kernel_rows(K, n_fit: int) -> np.ndarray:
     """The kernel values of new points (dense, as
-    :func:`~kpca_dask.model.inputs.held_input` gives them) against the n_fit training
+    :func:`~kpca_dask.model.inputs.in_memory_input` gives them) against the n_fit training
     points, shape checked."""
     if K.shape[1] != n_fit:
         raise InvalidInputError(

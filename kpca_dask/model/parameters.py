@@ -76,10 +76,10 @@ class Constraint:
     def message(self, name: str, value: Any) -> str:
         """The error message for ``name=value``, which ``allows`` refused."""
         special = self.explain(value) if self.explain is not None else None
-        return special or f"{name} must be {self.must_be}; got {_shown(value)}."
+        return special or f"{name} must be {self.must_be}; got {_short_repr(value)}."
 
 
-def _shown(value: Any) -> str:
+def _short_repr(value: Any) -> str:
     """``value`` for a message: an array by its shape, anything else by a short repr."""
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
@@ -318,7 +318,7 @@ def resolve_kernel_params(
     if not _is_kernel_params(kernel_params):
         raise InvalidParameterError(
             f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
-            f"{type(kernel_params).__name__} {_shown(kernel_params)}.")
+            f"{type(kernel_params).__name__} {_short_repr(kernel_params)}.")
     extra = dict(kernel_params or {})  # never write into the caller's dict
     if callable(kernel):
         return extra

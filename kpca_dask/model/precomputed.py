@@ -115,7 +115,7 @@ def landmark_columns(params: dict, n: int) -> np.ndarray:
             raise InvalidParameterError(
                 'With kernel="precomputed", explicit landmarks are column indices of the '
                 f"kernel matrix: a 1-D array of distinct ints in [0, {n}); got "
-                f"{_shown(indices)}.")
+                f"{_short_repr(indices)}.")
         return np.sort(indices.astype(np.int64))
     m = min(int(params["n_landmarks"]), n)
     if m >= n:
@@ -201,5 +201,5 @@ def refuse_growth() -> None:
         "which the statistics need. Fit the grown kernel matrix again.")
 
 
-def _shown(value: np.ndarray) -> str:
+def _short_repr(value: np.ndarray) -> str:
     return f"an array of shape {value.shape} and dtype {value.dtype}"

@@ -83,7 +83,7 @@ from ..model.statistics_files import (
 )
 from .model_fields import REQUIRED_ARRAYS, model_from_fields, required_attributes, stored_fields
 
-__all__ = ["save_model", "load_model", "FORMAT_VERSION", "REQUIRED_ARRAYS"]
+__all__ = ["save_model", "load_model", "FORMAT_VERSION"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3

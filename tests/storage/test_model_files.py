@@ -14,7 +14,8 @@ import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidParameterError, ModelFormatError, OutputExistsError
 from kpca_dask.model.fitted import FITTED_ATTRIBUTES
-from kpca_dask.storage.model_files import FORMAT_VERSION, REQUIRED_ARRAYS
+from kpca_dask.storage.model_fields import REQUIRED_ARRAYS
+from kpca_dask.storage.model_files import FORMAT_VERSION
 
 
 def _data(n=300, p=4, seed=0):
