@@ -30,6 +30,7 @@ from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, meth
 from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.patterns import check_kind, patterns_of
+from ..model.precomputed import PRECOMPUTED
 from ..validation import check_n_features
 
 __all__ = ["ExactKernelPCA"]
@@ -173,7 +174,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         # A field's rows stay lazy (the Gram matrix is summed over their feature chunks,
         # docs/design.md §12); small in-memory input is held as float64.
         given = in_memory_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
-                               precomputed=self.kernel == PRECOMPUTED)
+                                    precomputed=self.kernel == PRECOMPUTED)
         layout = given.layout
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
@@ -266,7 +267,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
-        rows = self._held(X)
+        rows = self._input_rows(X)
         Y = self._transform_rows(rows.data)
         return Y if rows.like is None else label_embedding(Y, rows.like, self._output_attrs())
 
@@ -289,7 +290,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
                             meta=np.empty((0, 0), np.float64))
 
     def _transform_rows(self, X) -> np.ndarray:
-        """The embedding of rows as :meth:`_held` gives them."""
+        """The embedding of rows as :meth:`_input_rows` gives them."""
         if self.kernel_ == PRECOMPUTED:
             Kx = new_point_kernel_rows(X, self.n_samples_fit_)
         else:
@@ -329,7 +330,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        rows = self._held(X)
+        rows = self._input_rows(X)
         like = rows.like
         Kx, diagonal = self._kernel_rows_of(rows.data)
         distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
@@ -338,7 +339,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         return errors if like is None else label_rows(errors, like, name="reconstruction_error")
 
     def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """k(X, X_fit) and k(x, x) of new points (as :meth:`_held` gives them); lazy training
+        """k(X, X_fit) and k(x, x) of new points (as :meth:`_input_rows` gives them); lazy training
         data are read once more."""
         if self._lazy_fit:
             check_n_features(X, self.n_features_in_, type(self).__name__)
@@ -390,11 +391,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         """The fitted layout of the features, or None."""
         return self.__dict__.get("feature_layout_")
 
-    def _held(self, X):
+    def _input_rows(self, X):
         """``X`` as rows of the fitted features, held in memory unless the training rows are
         lazy, and the DataArray outputs are labelled like."""
         return in_memory_input(self._layout(), X, keep_lazy=self._lazy_fit,
-                          precomputed=self.kernel_ == PRECOMPUTED)
+                               precomputed=self.kernel_ == PRECOMPUTED)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -407,9 +408,5 @@ def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarra
     """The embedding of one block of rows by a fitted exact model (a task of
     :meth:`ExactKernelPCA.patterns`)."""
     rows = in_memory_input(None, block, keep_lazy=False,
-                      precomputed=estimator.kernel_ == PRECOMPUTED)
+                           precomputed=estimator.kernel_ == PRECOMPUTED)
     return estimator._transform_rows(rows.data)
-
-
-#: The ``kernel`` value that makes X the kernel matrix itself.
-PRECOMPUTED = "precomputed"

@@ -315,8 +315,7 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
 def _positions(X, frame) -> da.Array:
     """An array of a field's stacked positions, NaN on its mask allowed (checked block by
     block as it is read, by :func:`~kpca_dask.model.field_inputs.stacked_rows`)."""
-    if not isinstance(X, da.Array) and isinstance(X, np.ndarray) and X.ndim == 2 and (
-            X.dtype.kind in "biuf"):
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf":
         return da.from_array(X, chunks=(min(DEFAULT_BLOCK_ROWS, max(len(X), 1)), -1))
     return _as_rows(X, frame)[0]
 
@@ -453,7 +452,7 @@ def row_range(rows: Any, n: int) -> tuple[int, int]:
 
 
 def in_memory_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
-                   precomputed: bool = False) -> FitInput:
+                        precomputed: bool = False) -> FitInput:
     """What :meth:`ExactKernelPCA.fit <kpca_dask.ExactKernelPCA.fit>` reads.
 
     Lazy input (dask, Zarr, a path, xarray, weighted rows) as a validated dask
@@ -475,12 +474,12 @@ def in_memory_fit_input(X: Any, *, sample_dim: str | None, weights: Any,
             return FitInput(open_array(X, whole_rows=False), None, is_lazy=True)
         K = as_numpy_array(X, min_samples=2)
         return FitInput(K.toarray() if sparse.issparse(K) else K, None, is_lazy=False)
-    data = _held(X, keep_lazy=True, min_samples=2)
+    data = _in_memory(X, keep_lazy=True, min_samples=2)
     return FitInput(data, layout, is_lazy=isinstance(data, da.Array))
 
 
 def in_memory_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
-               precomputed: bool = False) -> Rows:
+                    precomputed: bool = False) -> Rows:
     """``X`` for a method of a fitted ExactKernelPCA: rows of its features (``layout``) as
     float64 numpy (CSR for sparse), or, with ``keep_lazy`` (a model whose training rows are
     lazy), a dask array for lazy input. With ``precomputed``, dense kernel rows.
@@ -495,7 +494,7 @@ def in_memory_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
         K = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         return Rows(K.toarray() if sparse.issparse(K) else K, False)
     X, like = model_rows(layout, X)
-    data = _held(X, keep_lazy=keep_lazy, min_samples=1)
+    data = _in_memory(X, keep_lazy=keep_lazy, min_samples=1)
     return Rows(data, isinstance(data, da.Array), like)
 
 
@@ -518,7 +517,7 @@ def _is_lazy(X) -> bool:
     return isinstance(X, (str, os.PathLike, zarr.Array, da.Array)) or is_xarray(X)
 
 
-def _held(X: Any, *, keep_lazy: bool, min_samples: int):
+def _in_memory(X: Any, *, keep_lazy: bool, min_samples: int):
     """Lazy input as a validated dask array chunked as stored (if ``keep_lazy``); anything
     else as float64 numpy (CSR for sparse), a dask array computed."""
     if keep_lazy and _is_lazy(X):
