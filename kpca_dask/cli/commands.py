@@ -261,7 +261,7 @@ def _resolve(args) -> None:
 def _update(args) -> None:
     from .. import load
     from ..io import check_can_write, open_array, store_location
-    from ..io.replacing import replace_unchanged, staging_path, version_of
+    from ..io.replacing import read_unchanged, replace_unchanged, staging_path, version_of
     from ..model.inputs import model_rows
     from ..model.provenance import recorded_rows, source_of, with_rows
 
@@ -270,7 +270,8 @@ def _update(args) -> None:
     if not in_place:
         check_can_write(out, overwrite=args.overwrite)
     version = version_of(args.model) if store_location(args.model).local else None
-    model = load(args.model)
+    # Read while another update may be swapping its result in: that is no damaged file.
+    model = load(args.model) if version is None else read_unchanged(load, args.model, version)
     X = open_array(args.data, array=args.array)
     # A field's rows of features (checked as they are read) are what its model counts.
     rows = model_rows(model.model_.layout, X)[0] if model.model_.layout is not None else X

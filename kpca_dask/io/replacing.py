@@ -19,11 +19,12 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import ConcurrentWriteError
+from ..errors import ConcurrentWriteError, ModelFormatError
 from .locations import PathOrURL
 
-__all__ = ["version_of", "replace_unchanged", "staging_path"]
+__all__ = ["version_of", "read_unchanged", "replace_unchanged", "staging_path"]
 
 #: The metadata file a Zarr v3 (or v2) group is read from.
 _METADATA = ("zarr.json", ".zattrs")
@@ -46,6 +47,31 @@ def version_of(path: PathOrURL) -> str:
         if metadata.exists():
             digest.update(metadata.read_bytes())
     return digest.hexdigest()
+
+
+def read_unchanged(read: Callable[[PathOrURL], Any], path: PathOrURL, version: str) -> Any:
+    """``read(path)``; if it fails while another process replaces ``path``, ConcurrentWriteError.
+
+    A replacement swaps whole directories by renames, but a reader opens the
+    arrays one by one: one that was reading as the swap happened sees the path
+    missing, or arrays of two versions, which their digests refuse as damage.
+    That failure is the other process's save, not a damaged file, and is
+    reported as such when ``path`` is no longer ``version``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from kpca_dask.io import open_group, write_group
+    >>> out = write_group({"a": np.eye(2)}, tempfile.mkdtemp() + "/g.zarr")
+    >>> read_unchanged(open_group, out, version_of(out)).attrs is not None
+    True
+    """
+    try:
+        return read(path)
+    except (ModelFormatError, FileNotFoundError):
+        if version_of(path) != version:
+            raise ConcurrentWriteError(_changed(Path(path).absolute())) from None
+        raise
 
 
 def staging_path(final: PathOrURL) -> Path:

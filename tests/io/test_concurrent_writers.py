@@ -155,3 +155,29 @@ def test_two_updates_of_one_model_lose_no_rows(tmp_path):
     assert source["rows"] == expected[tuple(succeeded)], outcomes
     assert model.n_samples_fit_ == 1000 + 4000 * len(succeeded)
     assert _leftovers(tmp_path) == []
+
+
+def test_a_model_read_while_another_update_swaps_it_in_is_a_concurrent_write(tmp_path):
+    """A model read half from one save and half from the next (an update that swapped its
+    result in meanwhile) is reported as a concurrent write, so the update can be run again;
+    the same mixture with the first save's root metadata is damage, as it is."""
+    import shutil
+
+    from kpca_dask.errors import ConcurrentWriteError, ModelFormatError
+    from kpca_dask.io.replacing import read_unchanged, version_of
+
+    X = np.random.default_rng(0).normal(size=(400, 4))
+    first, second = tmp_path / "first.zarr", tmp_path / "second.zarr"
+    model = KernelPCA(2, gamma=0.5, n_landmarks=30, random_state=0).fit(X[:200])
+    model.save(first)
+    model.partial_fit(X[200:]).save(second)
+    version = version_of(first)
+    mixed = tmp_path / "model.zarr"
+    shutil.copytree(first, mixed)
+    shutil.rmtree(mixed / "statistics_gram")
+    shutil.copytree(second / "statistics_gram", mixed / "statistics_gram")
+    with pytest.raises(ModelFormatError, match="statistics_gram"):
+        read_unchanged(kpca_dask.load, mixed, version)
+    shutil.copy(second / "zarr.json", mixed / "zarr.json")
+    with pytest.raises(ConcurrentWriteError, match="was changed by another process"):
+        read_unchanged(kpca_dask.load, mixed, version)
