@@ -198,11 +198,11 @@ def _check_landmark_arrays(arrays: dict, n: int, p: int) -> int:
         raise damaged(f"the array 'landmarks' has shape {np.shape(landmarks)}; a fit "
                       f"on {n} rows of {p} features chooses 1 to {n} landmarks of {p}",
                       "checkpoint")
-    check_array(landmarks, "landmarks", (m, p), kind="x", source="checkpoint")
-    check_array(arrays.get("reference"), "reference", (m,), source="checkpoint")
+    check_array(landmarks, "landmarks", (m, p), kind="x", found_in="checkpoint")
+    check_array(arrays.get("reference"), "reference", (m,), found_in="checkpoint")
     if "landmark_indices" in arrays:
         indices = check_array(arrays["landmark_indices"], "landmark_indices", (m,),
-                              kind="i", source="checkpoint")
+                              kind="i", found_in="checkpoint")
         if (indices < 0).any() or (indices >= n).any():
             raise damaged(f"the array 'landmark_indices' holds rows outside the {n} "
                           "rows of the data", "checkpoint")
@@ -239,7 +239,7 @@ def check_checkpoint_state(stats: PassStatistics, finished, reference: np.ndarra
 checkpoint path starts afresh.
     """
     m = reference.shape[0]
-    check_statistics(stats, m, least_rows=0, source="checkpoint")
+    check_statistics(stats, m, least_rows=0, found_in="checkpoint")
     if not np.array_equal(stats.reference, reference):
         raise damaged("the reference row of the running total is not the checkpoint's",
                       "checkpoint")

@@ -48,7 +48,7 @@ _ROUNDING = 1e-8
 
 
 def check_array(value, name: str, shape: tuple, *, kind: str = "f",
-                source: str = "model") -> np.ndarray:
+                found_in: str = "model") -> np.ndarray:
     """``value`` if it is a finite array of ``shape`` in float64 (``kind="f"``) or int64 ("i").
 
     ``kind="x"`` allows float32 as well, for points in input space: landmarks
@@ -64,24 +64,24 @@ def check_array(value, name: str, shape: tuple, *, kind: str = "f",
     kpca_dask.errors.ModelFormatError: the model is damaged: the array 'offset' has shape \
 (2,), but the other arrays and attributes need (3,). Fit and save it again.
 
-    ``source`` ("model" or "checkpoint") says what holds it, for the message.
+    ``found_in`` ("model" or "checkpoint") says where it was found, for the message.
     """
     expected = np.dtype(np.int64 if kind == "i" else np.float64)
     allowed = (expected, np.dtype(np.float32)) if kind == "x" else (expected,)
     if not isinstance(value, np.ndarray) or value.dtype not in allowed:
         dtype = getattr(value, "dtype", type(value).__name__)
-        raise damaged(f"the array {name!r} has dtype {dtype}, not {expected}", source)
+        raise damaged(f"the array {name!r} has dtype {dtype}, not {expected}", found_in)
     if value.shape != tuple(shape):
         raise damaged(f"the array {name!r} has shape {value.shape}, but the other "
-                      f"arrays and attributes need {tuple(shape)}", source)
+                      f"arrays and attributes need {tuple(shape)}", found_in)
     if kind != "i" and not np.isfinite(value).all():
         raise damaged(f"the array {name!r} holds {int((~np.isfinite(value)).sum())} "
-                      "NaN or infinite value(s)", source)
+                      "NaN or infinite value(s)", found_in)
     return value
 
 
 def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
-                     source: str = "model") -> None:
+                     found_in: str = "model") -> None:
     """Refuse pass statistics that do not fit ``m`` landmarks, or hold impossible values.
 
     ``least_rows`` is 1 for a model and 0 for a checkpoint that has counted
@@ -98,23 +98,23 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
     """
     if not is_count(stats.n_samples, least_rows):
         raise damaged(f"statistics.n_samples is {stats.n_samples!r}, not an integer "
-                      f">= {least_rows}", source)
+                      f">= {least_rows}", found_in)
     if not is_count(stats.n_nonfinite, 0) or not is_count(stats.first_nonfinite_row, -1):
         raise damaged("statistics.n_nonfinite and statistics.first_nonfinite_row must "
-                      "be integers >= 0 and >= -1", source)
+                      "be integers >= 0 and >= -1", found_in)
     if not np.isfinite(stats.diagonal_sum):  # t = sum k(x, x) may be < 0 (sigmoid kernel)
-        raise damaged(f"statistics.diagonal_sum is {stats.diagonal_sum!r}", source)
+        raise damaged(f"statistics.diagonal_sum is {stats.diagonal_sum!r}", found_in)
     if isinstance(stats.gram, da.Array):
         # Held on a cluster, or read lazily from a file whose chunks carry checksums:
         # read only when solved, so only its form is checked here.
         if stats.gram.shape != (m, m) or stats.gram.dtype != np.float64:
             raise damaged(f"the array 'statistics_gram' is {stats.gram.dtype} of shape "
-                          f"{stats.gram.shape}, not float64 of shape {(m, m)}", source)
+                          f"{stats.gram.shape}, not float64 of shape {(m, m)}", found_in)
         gram = None
     else:
-        gram = check_array(stats.gram, "statistics_gram", (m, m), source=source)
-    check_array(stats.column_sums, "statistics_column_sums", (m,), source=source)
-    check_array(stats.reference, "statistics_reference", (m,), source=source)
+        gram = check_array(stats.gram, "statistics_gram", (m, m), found_in=found_in)
+    check_array(stats.column_sums, "statistics_column_sums", (m,), found_in=found_in)
+    check_array(stats.reference, "statistics_reference", (m,), found_in=found_in)
     if gram is None:
         return
     # G = sum_b D_b^T D_b: symmetric with a non-negative diagonal (sums of squares).
@@ -122,7 +122,7 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
     if (np.diag(gram) < 0).any() or not np.allclose(gram, gram.T, rtol=0,
                                                      atol=_ROUNDING * scale):
         raise damaged("the array 'statistics_gram' is not a Gram matrix (it must be "
-                      "symmetric with a non-negative diagonal)", source)
+                      "symmetric with a non-negative diagonal)", found_in)
 
 
 def check_model(model, where: str | None = None) -> None:
@@ -230,7 +230,7 @@ def check_row_provenance(provenance, n_samples) -> None:
                       f"counted n_samples_fit_ = {n_samples}")
 
 
-def check_landmark_path(path, source: str = "model") -> None:
+def check_landmark_path(path, found_in: str = "model") -> None:
     """Refuse a growth path of ``n_landmarks="auto"`` that is not a list of [m, error] pairs.
 
     Examples
@@ -242,7 +242,7 @@ def check_landmark_path(path, source: str = "model") -> None:
             and is_real(step[1])
             for step in path)):
         raise damaged("the landmark path must be a list of [m, trace error] pairs; "
-                      f"got {path!r}", source)
+                      f"got {path!r}", found_in)
 
 
 def _check_kernel(model) -> None:
@@ -317,8 +317,8 @@ def _check_arrays(model) -> None:
                           "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
 
 
-def damaged(what: str, source: str = "model") -> ModelFormatError:
-    """The error for a damaged ``source`` ("model" or "checkpoint"): what is wrong, what to do.
+def damaged(what: str, found_in: str = "model") -> ModelFormatError:
+    """The error for a damaged model or checkpoint (``found_in``): what is wrong, what to do.
 
     It names no file: raised inside :func:`~kpca_dask.errors.about`, it begins with
     the one that boundary names.
@@ -333,7 +333,7 @@ def damaged(what: str, source: str = "model") -> ModelFormatError:
     ...     print(exc)  # doctest: +ELLIPSIS
     'fit.ckpt': the checkpoint is damaged: n_segments is 0. Delete it and fit again...
     """
-    fix = ("Fit and save it again." if source == "model" else
+    fix = ("Fit and save it again." if found_in == "model" else
            "Delete it and fit again: a fit with a new checkpoint path starts afresh.")
-    return ModelFormatError(f"the {source} is damaged: {what.rstrip('.')}. {fix}")
+    return ModelFormatError(f"the {found_in} is damaged: {what.rstrip('.')}. {fix}")
 
