@@ -41,10 +41,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.budget]
 N_FEATURES = 256
 ROWS_PER_CHUNK = 8192  # 8 MiB float32 chunks
 CHUNK_BYTES = ROWS_PER_CHUNK * N_FEATURES * 4
-#: What a worker may hold in results during a fit's pass: its chain's sums, the shared
-#: landmarks and a chunk or two in transfer; never chunks read ahead of the chains
-#: (measured at 88 MiB and more when the reads were tasks of their own).
-PASS_HELD = 4 * CHUNK_BYTES
+N_LANDMARKS = 200
+#: What a worker may hold in results during a fit's pass: four chunks (one in each of
+#: its chains and one or two in transfer), its chain's m x m sums and the shared
+#: landmarks; never chunks read ahead of the chains (measured at 88 MiB and more when
+#: the reads were tasks of their own). The sums and landmarks are counted on their own:
+#: a worker holding four partitions of the table and its sums (32.3 MiB) once failed a
+#: budget of four chunks only.
+PASS_HELD = 4 * CHUNK_BYTES + 8 * N_LANDMARKS**2 + 8 * N_LANDMARKS * N_FEATURES
 DATA_BYTES = int(float(os.environ.get("KPCA_DASK_BUDGET_BYTES", 3e8)))
 #: A worker may hold half the data, but never less than 768 MiB: a worker process that
 #: has loaded kpca-dask (numpy, scipy, numba's runtime, pandas, zarr, distributed)
@@ -58,7 +62,7 @@ WORKER_LIMIT = max(DATA_BYTES // 2, 768 * 2**20)
 PAUSE_FRACTION = dask.config.get("distributed.worker.memory.pause")
 CLIENT_GROWTH_LIMIT = 0.5 * 2**30
 N_ROWS = DATA_BYTES // (4 * N_FEATURES) // ROWS_PER_CHUNK * ROWS_PER_CHUNK
-PARAMS = dict(n_components=5, kernel="rbf", gamma=1 / N_FEATURES, n_landmarks=200,
+PARAMS = dict(n_components=5, kernel="rbf", gamma=1 / N_FEATURES, n_landmarks=N_LANDMARKS,
               landmarks="uniform", dtype="float32", random_state=0)
 
 FIGURES: list[tuple[str, float, float, float, float]] = []
@@ -296,7 +300,7 @@ def test_command_line_fit_and_transform(budget, data, fitted, tmp_path):
     common = ["--scheduler", address, "--no-progress"]
     model, out = str(tmp_path / "model.zarr"), str(tmp_path / "cli-embedding.zarr")
     fit = [sys.executable, "-m", "kpca_dask", "fit", data, "--model", model, "--n-components",
-           "5", "--gamma", str(PARAMS["gamma"]), "--n-landmarks", "200", "--landmarks",
+           "5", "--gamma", str(PARAMS["gamma"]), "--n-landmarks", str(N_LANDMARKS), "--landmarks",
            "uniform", "--dtype", "float32", "--seed", "0", *common]
     transform = [sys.executable, "-m", "kpca_dask", "transform", model, data, "--out", out,
                  *common]
