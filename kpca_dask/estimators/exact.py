@@ -27,7 +27,12 @@ from ..engine.sampling import read_rows
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
-from ..model.kernel_matrices import kernel_matrix_buffer, new_point_kernel_rows, symmetrise_in_place
+from ..model.kernel_matrices import (
+    centre_in_place,
+    kernel_matrix_buffer,
+    new_point_kernel_rows,
+    symmetrise_in_place,
+)
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
@@ -185,12 +190,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             X, lazy, kernel, params, K = self._points_gram(given.data, given.is_lazy)
         n = K.shape[0]
         symmetrise_in_place(K)
-        column_means = K.mean(axis=0)
-        grand_mean = column_means.mean()
-        # K~ = J K J: subtract row and column means, add back the grand mean (in place).
-        K -= column_means[None, :]
-        K -= column_means[:, None]
-        K += grand_mean
+        column_means, grand_mean = centre_in_place(K)
         # K is symmetric: its transpose is the Fortran-ordered array LAPACK works in, so
         # eigh overwrites K itself instead of copying it.
         lam, A = linalg.eigh(K.T, overwrite_a=True, check_finite=False)
@@ -341,10 +341,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
         """k(X, X_fit) and k(x, x) of new points (as :meth:`_input_rows` gives them); lazy training
         data are read once more."""
-        if self._lazy_fit:
-            check_n_features(X, self.n_features_in_, type(self).__name__)
-            return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
         check_n_features(X, self.n_features_in_, type(self).__name__)
+        if self._lazy_fit:
+            return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
         return Kx, np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),

@@ -1,9 +1,10 @@
-"""Kernel matrices given to :class:`~kpca_dask.ExactKernelPCA` with ``kernel="precomputed"``.
+"""The n x n kernel matrices of :class:`~kpca_dask.ExactKernelPCA`, worked in place.
 
-The n x n matrix (as :func:`~kpca_dask.model.inputs.in_memory_fit_input` gives it:
-dense numpy, or a dask array of a dask or Zarr input) is read into one float64
-buffer block by block, symmetrised there, and then centred and
-decomposed in place by the estimator: no second n x n array.
+With ``kernel="precomputed"`` the matrix (as
+:func:`~kpca_dask.model.inputs.in_memory_fit_input` gives it: dense numpy, or a
+dask array of a dask or Zarr input) is read into one float64 buffer block by
+block. That buffer, or the Gram matrix of the rows, is symmetrised and centred
+here and decomposed by the estimator, all in place: no second n x n array.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from .inputs import FitInput
 
-__all__ = ["kernel_matrix_buffer", "symmetrise_in_place", "new_point_kernel_rows"]
+__all__ = [
+    "kernel_matrix_buffer", "symmetrise_in_place", "centre_in_place", "new_point_kernel_rows"]
 
 
 def kernel_matrix_buffer(matrix: FitInput) -> np.ndarray:
@@ -55,6 +57,28 @@ def symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:
             mean = 0.5 * (upper + lower.T)
             upper[...] = mean
             lower[...] = mean.T
+
+
+def centre_in_place(K: np.ndarray) -> tuple[np.ndarray, float]:
+    """K <- J K J for a symmetric K (docs/design.md §1): its column means and grand mean.
+
+    Subtracts the row and column means and adds back the grand mean, in place: no
+    second n x n array. The means are what centres a new point's kernel row.
+
+    Examples
+    --------
+    >>> K = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> column_means, grand_mean = centre_in_place(K)
+    >>> K, column_means, grand_mean
+    (array([[ 0.5, -0.5],
+           [-0.5,  0.5]]), array([1.5, 1.5]), np.float64(1.5))
+    """
+    column_means = K.mean(axis=0)
+    grand_mean = column_means.mean()
+    K -= column_means[None, :]
+    K -= column_means[:, None]
+    K += grand_mean
+    return column_means, grand_mean
 
 
 def new_point_kernel_rows(K, n_fit: int) -> np.ndarray:
