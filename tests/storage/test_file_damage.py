@@ -334,19 +334,12 @@ def test_damaged_attribute_of_a_file_without_digests_works_or_is_refused(
                                        err_msg=f"{damage} of {name!r} changed {step}")
 
 
-@pytest.mark.parametrize("damage", ARRAY_DAMAGES)
-@pytest.mark.parametrize("name", CHECKPOINT_ARRAYS)
-def test_damaged_checkpoint_array_is_refused(checkpoint, tmp_path, name, damage):
-    """A damaged array of a checkpoint is refused by the fit that resumes it."""
+@pytest.mark.parametrize(("part", "name", "damage"), [
+    *(("array", name, damage) for name in CHECKPOINT_ARRAYS for damage in ARRAY_DAMAGES),
+    *(("attribute", name, damage)
+      for name in CHECKPOINT_ATTRIBUTES for damage in ATTRIBUTE_DAMAGES)])
+def test_damaged_checkpoint_is_refused(checkpoint, tmp_path, part, name, damage):
+    """A damaged array or attribute of a checkpoint is refused by the fit that resumes it."""
     path, clean = checkpoint
-    damaged = _damaged_copy(path, tmp_path, "array", name, damage)
-    assert checkpoint_outcome(damaged, clean) is not None, f"{damage} of {name!r} went unnoticed"
-
-
-@pytest.mark.parametrize("damage", ATTRIBUTE_DAMAGES)
-@pytest.mark.parametrize("name", CHECKPOINT_ATTRIBUTES)
-def test_damaged_checkpoint_attribute_is_refused(checkpoint, tmp_path, name, damage):
-    """A damaged attribute of a checkpoint is refused by the fit that resumes it."""
-    path, clean = checkpoint
-    damaged = _damaged_copy(path, tmp_path, "attribute", name, damage)
+    damaged = _damaged_copy(path, tmp_path, part, name, damage)
     assert checkpoint_outcome(damaged, clean) is not None, f"{damage} of {name!r} went unnoticed"
