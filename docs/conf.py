@@ -78,10 +78,6 @@ html_static_path = ["_static"]
 html_css_files = ["kpca-dask.css"]
 html_theme_options = {
     "navigation_with_keys": False,
-    # The section menu shows the ancestors of the page and their siblings, not every page
-    # below them: with one generated page per module, class and function, the fully
-    # expanded menu was re-rendered into each of them, a large part of the build time.
-    "collapse_navigation": True,
     "show_toc_level": 2,
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
