@@ -44,7 +44,7 @@ LOCAL_CLUSTER = ["--workers", "2", "--threads-per-worker", "1", "--memory-limit"
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CONSOLE_SCRIPT.exists(), reason="console script not installed")
-def test_generate_fit_transform_info(tmp_path):
+def test_generate_fit_transform_info(tmp_path, capsys):
     """generate -> fit -> transform -> info end to end, fit and transform on a LocalCluster."""
     done = run("generate", "circles", "--n-samples", 6000, "--chunk-rows", 500,
                "--out", "data.zarr", "--seed", 3, "--scheduler", "threads", cwd=tmp_path,
@@ -83,7 +83,8 @@ def test_generate_fit_transform_info(tmp_path):
     for text in ("rbf(gamma=0.5)", "m = 200 (kmeans)", "n = 6000 rows x 2 features",
                  "trace error", "fit time", "eigenvalues", "components   4"):
         assert text in done.stdout
-    summary = json.loads(run("info", "model.zarr", "--json", cwd=tmp_path).stdout)
+    # info --json in this process: the subprocess path was taken by the line above.
+    summary = json.loads(main("info", tmp_path / "model.zarr", "--json", capsys=capsys).stdout)
     assert summary["n_samples_fit"] == 6000 and summary["n_components"] == 4
     np.testing.assert_array_equal(summary["eigenvalues"], model.eigenvalues_)
 
