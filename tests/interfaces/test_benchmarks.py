@@ -8,6 +8,7 @@ written to a temporary folder (``KPCA_DASK_BENCH_RESULTS``), not over the real o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -29,7 +30,7 @@ RUNS = {
     "bench_sparse_memory": (["--n", "2000", "--p", "500", "--m", "20", "--block-rows", "500"],
                             None),
     "bench_scale": (["--sizes", "4000", "--n-landmarks", "20", "--chunk-rows", "1000",
-                     "--workers", "1", "--workdir", "{tmp}"], None),
+                     "--workdir", "{tmp}"], None),
     "bench_update": (["--n-samples", "4000", "--n-landmarks", "50", "--chunk-rows", "1000",
                       "--repeats", "1"], None),
     "bench_sampling_read": (["--n", "4000", "--chunk-rows", "1000", "--n-landmarks", "20",
@@ -56,6 +57,11 @@ RUNS = {
 #: cluster, spares that command a cluster start of its own.
 ENVIRONMENT = {"bench_sampling_read": {"DASK_SCHEDULER_ADDRESS": "threads"}}
 
+#: Runs whose kpca-dask commands (generate, fit, transform) share one local cluster of one
+#: worker process, started here and named by DASK_SCHEDULER_ADDRESS, instead of each
+#: starting its own: still a distributed cluster, one start instead of three.
+SHARED_CLUSTER = {"bench_scale"}
+
 
 def test_every_benchmark_has_a_run():
     """A new script in bench/ gets a tiny run here."""
@@ -74,10 +80,18 @@ def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
     env = {**os.environ, "KPCA_DASK_BENCH_RESULTS": str(tmp_path / "results"),
            "KPCA_DASK_DATA": str(DATA), "PYTHONPATH": str(REPOSITORY),
            **ENVIRONMENT.get(name, {})}
-    result = subprocess.run(
-        [sys.executable, str(BENCH / f"{name}.py"),
-         *[arg.replace("{tmp}", str(tmp_path)) for arg in args]],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    with contextlib.ExitStack() as stack:
+        if name in SHARED_CLUSTER:
+            from distributed import LocalCluster
+
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None))
+            env["DASK_SCHEDULER_ADDRESS"] = cluster.scheduler_address
+        result = subprocess.run(
+            [sys.executable, str(BENCH / f"{name}.py"),
+             *[arg.replace("{tmp}", str(tmp_path)) for arg in args]],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "|---" in result.stdout or result.stdout.lstrip().startswith("{"), result.stdout[-3000:]
 
