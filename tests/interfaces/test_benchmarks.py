@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _clusters import process_client
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BENCH = REPOSITORY / "bench"
@@ -82,12 +83,8 @@ def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
            **ENVIRONMENT.get(name, {})}
     with contextlib.ExitStack() as stack:
         if name in SHARED_CLUSTER:
-            from distributed import LocalCluster
-
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None))
-            env["DASK_SCHEDULER_ADDRESS"] = cluster.scheduler_address
+            client = stack.enter_context(process_client(n_workers=1))
+            env["DASK_SCHEDULER_ADDRESS"] = client.scheduler.address
         result = subprocess.run(
             [sys.executable, str(BENCH / f"{name}.py"),
              *[arg.replace("{tmp}", str(tmp_path)) for arg in args]],
