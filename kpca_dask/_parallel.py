@@ -147,6 +147,19 @@ def capped_blas(collection):
         yield
 
 
+def computed(collection):
+    """``collection`` computed in the client, with the BLAS threads capped as in the pass.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> computed(da.ones(3)).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    with capped_blas(collection):
+        return collection.compute()
+
+
 @functools.lru_cache(maxsize=1)
 def _controller() -> ThreadpoolController:
     # Finding the loaded BLAS libraries takes milliseconds; setting a limit on

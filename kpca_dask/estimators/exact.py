@@ -17,13 +17,11 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
 from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
-from ..engine.gram import cross_kernel_by_panels, gram_by_panels
-from ..engine.sampling import read_rows
+from ..engine.gram import cross_kernel_by_panels
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
@@ -31,6 +29,7 @@ from ..model.kernel_matrices import (
     centre_in_place,
     kernel_matrix_buffer,
     new_point_kernel_rows,
+    points_gram,
     symmetrise_in_place,
 )
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
@@ -187,7 +186,12 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             kernel, params, K = PRECOMPUTED, {}, kernel_matrix_buffer(given)
             X, lazy = None, False
         else:
-            X, lazy, kernel, params, K = self._points_gram(given.data, given.is_lazy)
+            kernel = block_kernel(canonical_kernel_name(self.kernel), given.data.shape[1],
+                                  self.kernel_params)
+            params = resolve_kernel_params(
+                kernel, given.data.shape[1], gamma=self.gamma, degree=self.degree,
+                coef0=self.coef0, kernel_params=self.kernel_params)
+            X, lazy, K = points_gram(given.data, given.is_lazy, kernel, params)
         n = K.shape[0]
         symmetrise_in_place(K)
         column_means, grand_mean = centre_in_place(K)
@@ -224,21 +228,6 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.n_features_in_ = n if X is None else X.shape[1]
         self._keep_layout(layout)
         return self
-
-    def _points_gram(self, X, lazy: bool):
-        """The rows kept for transform, whether they stay lazy, the kernel, its parameters
-        and K = k(X, X) (float64 throughout: a float32 Gram matrix loses the small
-        eigenvalues)."""
-        kernel = block_kernel(canonical_kernel_name(self.kernel), X.shape[1], self.kernel_params)
-        params = resolve_kernel_params(
-            kernel, X.shape[1], gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-            kernel_params=self.kernel_params)
-        if lazy and feature_sum(kernel) is None:
-            X, lazy = read_rows(X.astype(np.float64)), False  # a callable kernel needs rows
-        if lazy:  # T-mode: K summed over feature panels (§12)
-            return X, lazy, kernel, params, gram_by_panels(X, kernel, params)[0]
-        return X, lazy, kernel, params, np.asarray(pairwise_kernel(X, X, kernel, **params),
-                                                   dtype=np.float64)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.

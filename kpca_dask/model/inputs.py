@@ -26,7 +26,7 @@ import numpy as np
 import zarr
 from scipy import sparse
 
-from .._parallel import capped_blas
+from .._parallel import computed
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
 from ..io.fields import FeatureLayout, check_same_field, check_weights, layout_of, stacked
@@ -44,7 +44,7 @@ from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
 from .field_inputs import stacked_rows, weighted_rows
 from .provenance import source_of, with_rows
 
-__all__ = ["Rows", "FitInput", "is_xarray", "computed", "weights_allowed", "fit_input",
+__all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
            "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
            "batch_input", "table_rows", "require_table", "in_memory_fit_input", "in_memory_input",
            "labels_of", "row_range"]
@@ -88,19 +88,6 @@ def is_xarray(X: Any) -> bool:
     False
     """
     return type(X).__module__.split(".")[0] == "xarray"
-
-
-def computed(Y: da.Array):
-    """``Y`` computed in the client, with the BLAS threads capped as in the pass.
-
-    Examples
-    --------
-    >>> import dask.array as da
-    >>> computed(da.ones(3)).tolist()
-    [1.0, 1.0, 1.0]
-    """
-    with capped_blas(Y):
-        return Y.compute()
 
 
 def weights_allowed(value) -> bool:

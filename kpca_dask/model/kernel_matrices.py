@@ -9,13 +9,19 @@ here and decomposed by the estimator, all in place: no second n x n array.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ..blocks.feature_sums import feature_sum
+from ..blocks.kernels import pairwise_kernel
+from ..engine.gram import gram_by_panels
+from ..engine.sampling import read_rows
 from ..errors import InvalidInputError
 from .inputs import FitInput
 
-__all__ = [
-    "kernel_matrix_buffer", "symmetrise_in_place", "centre_in_place", "new_point_kernel_rows"]
+__all__ = ["kernel_matrix_buffer", "points_gram", "symmetrise_in_place", "centre_in_place",
+           "new_point_kernel_rows"]
 
 
 def kernel_matrix_buffer(matrix: FitInput) -> np.ndarray:
@@ -46,6 +52,28 @@ def _refuse_non_square(shape) -> None:
         f'With kernel="precomputed", fit takes the square kernel matrix of the training '
         f"points, shape (n_samples, n_samples); got shape {tuple(shape)}. Pass "
         "k(X_train, X_train), not the data.")
+
+
+def points_gram(X, lazy: bool, kernel, params: dict) -> tuple[Any, bool, np.ndarray]:
+    """K = k(X, X) of rows, in one new float64 buffer, with the rows a fit keeps for transform.
+
+    Float64 throughout: a float32 Gram matrix loses the small eigenvalues. Lazy rows stay
+    lazy (K summed over their feature panels in one read, docs/design.md §12), unless the
+    kernel is not a sum over features (a callable), which needs whole rows: then they are
+    read into memory. Returns the rows, whether they stayed lazy, and K.
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> points_gram(X, False, "linear", {})[2]
+    array([[1., 0.],
+           [0., 4.]])
+    """
+    if lazy and feature_sum(kernel) is None:
+        X, lazy = read_rows(X.astype(np.float64)), False
+    if lazy:
+        return X, lazy, gram_by_panels(X, kernel, params)[0]
+    return X, lazy, np.asarray(pairwise_kernel(X, X, kernel, **params), dtype=np.float64)
 
 
 def symmetrise_in_place(K: np.ndarray, block: int = 1024) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, NotInvertibleError
@@ -23,7 +24,7 @@ from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .field_inputs import stacked_positions, unweighted
 from .fitted import FittedModel
-from .inputs import Rows, computed, method_input
+from .inputs import Rows, method_input
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["embedding", "transformed", "check_invertible", "preimages",
