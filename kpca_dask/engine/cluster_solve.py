@@ -37,8 +37,9 @@ import numpy as np
 
 from .._parallel import distributed_client, held_client, persist_held
 from ..blocks.statistics import PassStatistics
+from .graph_values import shared_values
 from .landmark_memory import configured_solve_mode
-from .passes import pass_plan, pass_statistics, raise_if_nonfinite, shared_values
+from .passes import pass_plan, pass_statistics, raise_if_nonfinite
 from .solve import SmallProblem, solve_small_problem
 
 __all__ = ["held_on_cluster",
@@ -65,7 +66,8 @@ def is_alive(gram: da.Array) -> bool:
         return True  # read from a file when computed
     client = futures[0].client
     # "pending": being computed again after a lost worker, which the scheduler can do for
-    # tiles (their tasks read nothing scattered); "cancelled" or "lost": gone for good.
+    # tiles (what their tasks read is a task too: engine.graph_values); "cancelled" or
+    # "lost": gone for good.
     return client.status == "running" and all(
         f.status in ("finished", "pending") for f in futures)
 

@@ -41,11 +41,12 @@ from ..blocks.statistics import (
 from ..blocks.wide_rows import project_sums, statistics_of_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import one_feature_chunk
+from .graph_values import shared_values
 from .landmark_factor import OVERFLOW_MESSAGE, reference_row
 from .wide_pass import WideTerms, is_wide, split_slice
 
 __all__ = ["pass_statistics", "compute_pass", "pass_plan", "pass_threads", "PassPlan", "project",
-           "shared_values", "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
+           "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
            "SPLIT_EVERY", "reads_inlined"]
 
 #: How many partial results one node of a tree reduction adds up (the pre-image pass's).
@@ -246,24 +247,6 @@ def pass_threads(X: da.Array, plan: PassPlan):
         return
     with threadpool_limits(limits=plan.blas_threads, user_api="blas"):
         yield {"num_workers": plan.local_threads}
-
-
-def shared_values(X: da.Array, *values):
-    """One copy of each small array for all the tasks over ``X``, not one per task.
-
-    On a distributed client the arrays are scattered to every worker, so the
-    graph stays small (m landmarks of p features are 12 MB at m = 2000,
-    p = 784, which distributed would otherwise warn about); the result is then
-    tied to that client, as ``persist`` results are. On a local scheduler they
-    are one key of the graph. Returns something indexable like ``values``.
-    """
-    client = distributed_client(X)
-    if client is None:
-        return dask.delayed(values, pure=True)
-    # hash=False: a key of its own per call, so that futures released by an
-    # earlier fit can never free the data of this one (same content, same hash).
-    return [client.scatter(v, broadcast=True, hash=False) if isinstance(v, np.ndarray) else v
-            for v in values]
 
 
 def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:

@@ -48,8 +48,9 @@ from ..blocks.statistics import kernel_block_rows, kernel_origin
 from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from .graph_values import shared_values
 from .landmark_factor import factor_landmarks
-from .passes import SPLIT_EVERY, reads_inlined, shared_values
+from .passes import SPLIT_EVERY, reads_inlined
 from .solve import NoveltyTerms
 from .wide_pass import WideTerms, is_wide
 

@@ -49,11 +49,11 @@ from ..blocks.statistics import (
     shifted_to_origin,
 )
 from ..errors import InvalidParameterError
+from .graph_values import shared_values
 from .landmark_factor import OVERFLOW_MESSAGE
 from .passes import raise_if_nonfinite, row_offsets
 
-__all__ = ["tiled_pass", "tile_size", "tile_row_of_block", "TASK_SHARE", "LEAST_TILE",
-           "recomputable_values"]
+__all__ = ["tiled_pass", "tile_size", "tile_row_of_block", "TASK_SHARE", "LEAST_TILE"]
 
 #: The share of a worker thread's memory one task of the tiled pass or solve may hold.
 TASK_SHARE = 0.25
@@ -100,7 +100,7 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     origin = kernel_origin(landmarks, kernel, X)
     Z = np.asarray(landmarks, dtype=np.float64)
     Z = Z if origin is None else Z - origin
-    shared = recomputable_values(Z.astype(dtype), np.asarray(reference, np.float64), origin)
+    shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
     items = list(zip(X.to_delayed().ravel(), row_offsets(X)))
     chains = max(1, min(len(items), budget.workers * budget.threads // len(ranges)))
     add = dask.delayed(tile_row_of_block, pure=True)
@@ -133,18 +133,6 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     gram, summaries = dask.persist(da.block(rows), summaries, optimize_graph=False)
     (summaries,) = dask.compute(summaries)
     return _checked(summaries, gram)
-
-
-def recomputable_values(*values) -> list:
-    """Small arrays as keys of the graph itself, one each, not scattered.
-
-    Tiles of G and of the factor outlive the fit's graph (they are persisted);
-    if a worker holding some is lost, the scheduler recomputes them from their
-    tasks, which it can only do if what they read is a task too: data scattered
-    by a client that has released it cannot be had again.
-    """
-    return [dask.delayed(value, pure=True) if isinstance(value, np.ndarray) else value
-            for value in values]
 
 
 def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,

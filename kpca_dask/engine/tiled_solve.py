@@ -44,9 +44,9 @@ from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.statistics import PassStatistics
 from ..errors import InvalidParameterError
 from .eigensolver import estimate_trace, leading_eigenpairs
+from .graph_values import shared_values
 from .landmark_factor import NO_POSITIVE_DIRECTION
 from .solve import NoveltyTerms, SmallProblem, Spectrum, solution_of
-from .tiled_pass import recomputable_values
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile"]
 
@@ -121,7 +121,7 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: in
     cutoff = rcond * float(diagonal.max(initial=0.0))
     if not cutoff > 0:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)
-    (points,) = recomputable_values(Z)
+    (points,) = shared_values(client, Z)
     T = size // t
     tiles = [[da.from_delayed(dask.delayed(landmark_tile, pure=True)(
         points, kernel, params, i * t, j * t, t, m), (t, t), np.float64,

@@ -12,22 +12,22 @@ projection and the novelty score take in place of rows
 (:mod:`kpca_dask.blocks.wide_rows`).
 
 The landmarks are shared as panels aligned with the data's feature chunks,
-views of the model's array in its own dtype (scattered to the workers of a
-cluster), and each task picks its own: no task makes a copy of the m x p
-landmarks. Row blocks whose m + 2 terms would exceed a task's share of
+views of the model's array in its own dtype, each shared once
+(:mod:`kpca_dask.engine.graph_values`), and each task picks its own: no task
+makes a copy of the m x p landmarks. Row blocks whose m + 2 terms would exceed a task's share of
 memory are split first (a split, not a read of more data).
 """
 
 from __future__ import annotations
 
-import dask
 import dask.array as da
 import numpy as np
 
 from .._memory import memory_budget
-from .._parallel import distributed_client, task_blas_limit
+from .._parallel import task_blas_limit
 from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
 from ..blocks.statistics import kernel_origin
+from .graph_values import shared_values
 
 __all__ = ["WideTerms", "is_wide", "landmark_panels", "split_row_blocks",
            "split_parts", "chunk_terms_at", "split_slice"]
@@ -42,20 +42,6 @@ def is_wide(X: da.Array, kernel) -> bool:
     (True, False)
     """
     return X.ndim == 2 and X.numblocks[1] > 1 and feature_sum(kernel) is not None
-
-
-def _shared(X: da.Array, values: list) -> list:
-    """One copy of each array for every task over ``X``: scattered on a cluster, else a key.
-
-    Futures are handed to the tasks as arguments (as
-    :func:`kpca_dask.engine.passes.shared_values` does), not inside a dask
-    array's graph, where fusing would hide them from the cluster.
-    """
-    client = distributed_client(X)
-    if client is not None:
-        # hash=False: a key of its own per call (see kpca_dask.engine.passes.shared_values).
-        return [client.scatter(value, broadcast=True, hash=False) for value in values]
-    return [dask.delayed(value, pure=True) for value in values]
 
 
 def landmark_panels(X: da.Array, landmarks: np.ndarray) -> list[np.ndarray]:
@@ -134,9 +120,9 @@ class WideTerms:
         budget = block_bytes or memory_budget(X).block_bytes
         self.parts = split_parts(X.chunks[0], m + 2, budget)
         X = split_row_blocks(X, m + 2, budget)
-        panels = _shared(X, landmark_panels(X, landmarks))
+        panels = shared_values(X, *landmark_panels(X, landmarks))
         origins = (None if origin is None
-                   else _shared(X, [panel[0] for panel in landmark_panels(X, origin[None])]))
+                   else shared_values(X, *[panel[0] for panel in landmark_panels(X, origin[None])]))
         nf = X.numblocks[1]
         chunk_terms = X.map_blocks(
             chunk_terms_at, panels=panels, origins=origins, measure=measure,

@@ -22,6 +22,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from kpca_dask import KernelPCA
+from kpca_dask.engine.graph_values import shared_values
 
 pytestmark = pytest.mark.slow
 
@@ -105,6 +106,20 @@ def test_fit_survives_a_worker_killed_mid_pass(client):
     np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10, atol=0)
     np.testing.assert_allclose(model.projection_, reference.projection_, rtol=1e-10,
                                atol=1e-10 * np.abs(reference.projection_).max())
+
+
+def test_shared_arrays_come_back_after_every_worker_holding_them_is_lost(client):
+    """The arrays every task of a pass reads (landmarks, reference row) are tasks the
+    scheduler reruns: killing every worker that holds them loses nothing, where
+    scattered data would be gone for good and cancel every task that reads it."""
+    value = np.arange(1000.0)
+    (shared,) = shared_values(client, value)
+    shared.result(timeout=60)
+    pids = client.run(os.getpid)
+    for address in client.who_has([shared])[shared.key]:
+        os.kill(pids[address], signal.SIGKILL)
+    total = client.submit(np.sum, shared, pure=False).result(timeout=FIT_TIMEOUT_S)
+    assert total == value.sum()
 
 
 def _clear_transition_log(dask_scheduler) -> None:

@@ -148,7 +148,7 @@ def test_float32_feature_chunks_close_to_float64(data):
 
 
 def test_feature_chunks_on_a_process_cluster(process_cluster, data):
-    """On a cluster the landmark panels are scattered; the model is the local one."""
+    """On a cluster the landmark panels are shared tasks; the model is the local one."""
     from distributed import Client
 
     split = da.from_array(data, chunks=(100, 8))
