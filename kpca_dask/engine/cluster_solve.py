@@ -194,7 +194,13 @@ def added_into_first(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def _held_like(gram, like) -> da.Array:
-    """``gram`` as a dask array: a numpy G is scattered to the cluster that holds ``like``."""
+    """``gram`` as a dask array: a numpy G is scattered to the cluster that holds ``like``.
+
+    Scattered, not shared as a task (:mod:`kpca_dask.engine.graph_values`): the
+    scheduler would keep m^2 words. The sum it feeds is persisted at once, and a
+    sum lost with its worker later is read back from the model's file
+    (:func:`is_alive`).
+    """
     if isinstance(gram, da.Array):
         return gram
     gram = np.asarray(gram)

@@ -22,7 +22,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from kpca_dask import KernelPCA
-from kpca_dask.engine.graph_values import shared_values
+from kpca_dask.engine.graph_values import SCHEDULER_COPY_KEY, shared_values
 
 pytestmark = pytest.mark.slow
 
@@ -120,6 +120,28 @@ def test_shared_arrays_come_back_after_every_worker_holding_them_is_lost(client)
         os.kill(pids[address], signal.SIGKILL)
     total = client.submit(np.sum, shared, pure=False).result(timeout=FIT_TIMEOUT_S)
     assert total == value.sum()
+
+
+def _has_run_spec(keys, dask_scheduler) -> list[bool]:
+    return [dask_scheduler.tasks[key].run_spec is not None for key in keys]
+
+
+def test_arrays_beyond_the_scheduler_copy_are_scattered_with_the_same_model(client):
+    """Past ``kpca-dask.scheduler-copy`` the scheduler keeps no copy (the arrays are
+    scattered, not tasks it could rerun), and the fit is the same."""
+    value = np.arange(1000.0)
+    (kept,) = shared_values(client, value)
+    with dask.config.set({SCHEDULER_COPY_KEY: value.nbytes - 1}):
+        (scattered,) = shared_values(client, value)
+    assert np.array_equal(kept.result(timeout=60), scattered.result(timeout=60))
+    assert client.run_on_scheduler(_has_run_spec, [kept.key, scattered.key]) == [True, False]
+
+    X = _data()[:20_000]
+    params = dict(PARAMS, n_landmarks=100)
+    with dask.config.set({SCHEDULER_COPY_KEY: 0}):
+        all_scattered = KernelPCA(**params).fit(X)
+    np.testing.assert_allclose(all_scattered.eigenvalues_, KernelPCA(**params).fit(X).eigenvalues_,
+                               rtol=1e-12)
 
 
 def _clear_transition_log(dask_scheduler) -> None:
