@@ -33,6 +33,12 @@ from kpca_dask.errors import InvalidParameterError
 pytestmark = pytest.mark.slow
 
 WORKER_LIMIT = 700 * 2**20
+#: The one-worker fit's limit. An idle worker's RSS (kpca_dask imported) is 260-280 MiB
+#: here, but 374-380 MiB when the virtualenv was just installed, as on a fresh CI
+#: machine: the shared libraries' file pages, freshly written, are mapped in larger
+#: pieces (measured: 374 MiB, then 260 MiB after dropping the page cache). The fit adds
+#: 150-195 MiB on top, which 700 MiB (pause at 560) did not always hold.
+ONE_WORKER_LIMIT = 850 * 2**20
 PAUSE = dask.config.get("distributed.worker.memory.pause")
 CLIENT_GROWTH_LIMIT = 0.25 * 2**30
 PARAMS = dict(n_components=5, gamma=0.5, random_state=0)
@@ -66,7 +72,7 @@ def _watched(client: Client, fit, client_growth: float = CLIENT_GROWTH_LIMIT):
     assert {w: v.pid for w, v in workers.items()} == pids, "a worker was restarted"
     for address, watched in workers.items():
         assert not watched.paused, f"worker {address} paused"
-        assert watched.peak < PAUSE * WORKER_LIMIT, (
+        assert watched.peak < PAUSE * watched.limit, (
             f"worker {address} peaked at {watched.peak / 2**20:.0f} MiB")
     assert here.above_start <= client_growth, (
         f"the client grew by {here.above_start / 2**20:.0f} MiB")
@@ -102,12 +108,13 @@ def test_a_fit_on_one_worker_keeps_the_m_by_m_work_out_of_the_client(tmp_path):
     (75 MB; solving here, it held G and 2.2 more: 160 MB), and the model is the
     single-process one.
 
-    Its own cluster: the solve adds about 2.2 m^2 words (115 MiB) to a worker's code
-    (275 MiB idle here), but workers that ran the tiled fit keep up to 150 MiB more that
-    the allocator does not give back, which once took a worker past its pause threshold.
+    Its own cluster: workers that ran the tiled fit keep up to 150 MiB more that the
+    allocator does not give back. Its own limit (ONE_WORKER_LIMIT): the pass and the
+    solve add 150-195 MiB (3.2-4.1 m^2 words) to a worker whose idle size varies by
+    100 MiB with the page cache.
     """
     m = 2500
-    with process_client(memory_limit=WORKER_LIMIT, local_directory=str(tmp_path)) as fresh:
+    with process_client(memory_limit=ONE_WORKER_LIMIT, local_directory=str(tmp_path)) as fresh:
         model = _watched(fresh, lambda: KernelPCA(**PARAMS, n_landmarks=m).fit(_data()),
                          client_growth=1.5 * 8 * m * m)
     assert model.statistics_.gram.numblocks == (1, 1)
