@@ -117,14 +117,25 @@ def memory_budget(collection=None) -> MemoryBudget:
 #: 128 MiB a block gains nothing (it is far beyond the caches already).
 BLOCK_BYTES_LEAST, BLOCK_BYTES_MOST = 2**22, 2**27
 
-#: What a worker holds once it has imported kpca-dask and its dependencies
-#: (275 MiB measured on Linux x86-64 with numpy 2.4, scipy, numba, distributed).
-WORKER_CODE_BYTES = 300 * 2**20
+#: What a worker holds once it has imported kpca-dask and its dependencies and run a
+#: first pass task, as its resident size (which dask's pause threshold reads). Measured
+#: on Linux x86-64 with numpy 2.4, scipy, numba and distributed: 260-280 MiB idle, but
+#: 374-380 MiB on a fresh install, where more of the shared libraries' file pages are
+#: mapped (260 MiB again once the page cache was dropped; a new container is such an
+#: install), and about 50 MiB more once the compiled kernels are loaded (a fit at
+#: m = 200 grows a worker by 53 MiB).
+WORKER_CODE_BYTES = 450 * 2**20
+
+#: What a worker that has not reported its memory yet is taken to hold: the least of
+#: the figures above. Headroom reads what a worker holds now, which carries its own
+#: page-cache share; this is only its floor.
+WORKER_IDLE_BYTES = 260 * 2**20
 
 
 def _worker_headroom(worker: dict, total: int) -> int:
-    """A worker's memory_limit up to its pause threshold, less what it holds (at least its code)."""
-    held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_CODE_BYTES)
+    """A worker's memory_limit up to its pause threshold, less what it holds now (at least
+    an idle worker's)."""
+    held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_IDLE_BYTES)
     return max(0, _below_pause(worker, total) - held)
 
 

@@ -21,8 +21,8 @@ def test_a_cluster_budget_is_the_smallest_worker_limit():
             700 * 2**20, 2, True)
         assert budget.task_bytes == 350 * 2**20
         # A quarter of a thread's share of the worker's limit below its pause threshold
-        # less its code (560 - 300 MiB), not 128 MiB; whatever the worker holds now.
-        assert budget.block_bytes == (560 - 300) * 2**20 // 8
+        # less its code (560 - 450 MiB), not 128 MiB; whatever the worker holds now.
+        assert budget.block_bytes == (560 - 450) * 2**20 // 8
         assert "worker" in budget.describe()
 
 

@@ -123,7 +123,7 @@ def test_a_fit_on_one_worker_keeps_the_m_by_m_work_out_of_the_client(tmp_path):
 
 def test_the_choice_of_tiles_follows_the_workers_limit(client):
     """'auto' keeps one worker while 2.2 m^2 words fit 3/4 of its limit below the pause
-    threshold less its code (560 - 300 MiB here: m <= 3408), and takes tiles past it."""
+    threshold less its code (560 - 450 MiB here: m <= 2217), and takes tiles past it."""
     X = _data()
     assert landmark_solve_mode(X, 1500) == "worker"
     assert landmark_solve_mode(X, 3500) == "tiles"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kpca_dask._memory import MemoryBudget
+from kpca_dask._memory import WORKER_CODE_BYTES, MemoryBudget
 from kpca_dask.blocks.kernels import pairwise_kernel
 from kpca_dask.engine.tiled_pass import LEAST_TILE, TASK_SHARE, tile_size
 from kpca_dask.engine.tiled_solve import landmark_tile
 
 
 def _budget(limit_bytes: int, workers: int = 4, threads: int = 1) -> MemoryBudget:
-    room = int(0.8 * limit_bytes) - 300 * 2**20
+    room = int(0.8 * limit_bytes) - WORKER_CODE_BYTES
     return MemoryBudget(limit_bytes, threads, True, "a worker", None, room, workers=workers)
 
 
