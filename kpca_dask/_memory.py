@@ -120,10 +120,10 @@ BLOCK_BYTES_LEAST, BLOCK_BYTES_MOST = 2**22, 2**27
 #: What a worker holds once it has imported kpca-dask and its dependencies and run a
 #: first pass task, as its resident size (which dask's pause threshold reads). Measured
 #: on Linux x86-64 with numpy 2.4, scipy, numba and distributed: 260-280 MiB idle, but
-#: 374-380 MiB on a fresh install, where more of the shared libraries' file pages are
-#: mapped (260 MiB again once the page cache was dropped; a new container is such an
-#: install), and about 50 MiB more once the compiled kernels are loaded (a fit at
-#: m = 200 grows a worker by 53 MiB).
+#: 374-380 MiB right after the packages were installed (260 MiB again once the page
+#: cache was dropped: the figure follows the page cache's state; a new container is
+#: such an install), and about 50 MiB more once the compiled kernels are loaded (a
+#: fit at m = 200 grows a worker by 53 MiB).
 WORKER_CODE_BYTES = 450 * 2**20
 
 #: What a worker that has not reported its memory yet is taken to hold: the least of

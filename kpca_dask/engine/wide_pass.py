@@ -14,8 +14,9 @@ projection and the novelty score take in place of rows
 The landmarks are shared as panels aligned with the data's feature chunks,
 views of the model's array in its own dtype, each shared once
 (:mod:`kpca_dask.engine.graph_values`), and each task picks its own: no task
-makes a copy of the m x p landmarks. Row blocks whose m + 2 terms would exceed a task's share of
-memory are split first (a split, not a read of more data).
+makes a copy of the m x p landmarks. Row blocks whose m + 2 terms would
+exceed a task's share of memory are split first (a split, not a read of more
+data).
 """
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ pytestmark = pytest.mark.slow
 
 WORKER_LIMIT = 700 * 2**20
 #: The one-worker fit's limit. An idle worker's RSS (kpca_dask imported) is 260-280 MiB
-#: here, but 374-380 MiB when the virtualenv was just installed, as on a fresh CI
-#: machine: the shared libraries' file pages, freshly written, are mapped in larger
-#: pieces (measured: 374 MiB, then 260 MiB after dropping the page cache). The fit adds
-#: 150-195 MiB on top, which 700 MiB (pause at 560) did not always hold.
+#: here but 374-380 MiB in a just-installed virtualenv, as on a fresh CI machine (260 MiB
+#: again once the page cache was dropped); the fit adds 150-195 MiB on top, which 700 MiB
+#: (pause at 560) did not always hold. With 850 MiB, "auto" still keeps m = 2500 on one
+#: worker (up to m = 3205 with a worker's code taken as 450 MiB; 2217 at 700 MiB).
 ONE_WORKER_LIMIT = 850 * 2**20
 PAUSE = dask.config.get("distributed.worker.memory.pause")
 CLIENT_GROWTH_LIMIT = 0.25 * 2**30
