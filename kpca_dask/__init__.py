@@ -11,42 +11,52 @@ Examples
 
 from __future__ import annotations
 
+import importlib
+
 from ._version import __version__
-from .errors import (
-    CheckpointMismatchError,
-    ConcurrentWriteError,
-    InsufficientMemoryError,
-    InvalidInputError,
-    InvalidParameterError,
-    KPCAError,
-    ModelFormatError,
-    ModelMismatchError,
-    NonFiniteInputError,
-    NonNumericInputError,
-    NonSymmetricKernelWarning,
-    NoStatisticsError,
-    NotInvertibleError,
-    OutputExistsError,
-    OverlappingRowsError,
-    ParametersChangedWarning,
-    RepeatedRowsWarning,
-    SlowKernelWarning,
-    TooFewComponentsError,
-    ZeroEigenvalueWarning,
-)
-from .estimators.exact import ExactKernelPCA
-from .estimators.kernel_pca import KernelPCA
-from .io.parquet_out import write_table
-from .model.growing import merge
-from .model.table_outputs import transform_table
-from .storage.model_files import load_model
+
+#: Where each public name is defined. Imported when first used (PEP 562), so that a Dask
+#: worker that unpickles a block function loads that function's module and what it needs,
+#: not the estimators, scikit-learn and pandas: a worker's own memory is part of its
+#: budget (docs/design.md §14).
+_PUBLIC = {
+    "KernelPCA": ".estimators.kernel_pca",
+    "ExactKernelPCA": ".estimators.exact",
+    "merge": ".model.growing",
+    "transform_table": ".model.table_outputs",
+    "write_table": ".io.parquet_out",
+    **{name: ".errors" for name in (
+        "KPCAError", "InvalidInputError", "InvalidParameterError", "NonFiniteInputError",
+        "NonNumericInputError", "TooFewComponentsError", "InsufficientMemoryError",
+        "ModelFormatError", "OutputExistsError", "CheckpointMismatchError",
+        "ConcurrentWriteError", "NoStatisticsError", "ModelMismatchError",
+        "OverlappingRowsError", "NotInvertibleError", "ZeroEigenvalueWarning",
+        "SlowKernelWarning", "ParametersChangedWarning", "RepeatedRowsWarning",
+        "NonSymmetricKernelWarning")},
+}
 
 
-def load(path, *, storage_options: dict | None = None) -> KernelPCA:
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kpca_dask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+def load(path, *, storage_options: dict | None = None):
     """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
 
     See :func:`kpca_dask.storage.model_files.load_model`.
     """
+    from .estimators.kernel_pca import KernelPCA
+    from .storage.model_files import load_model
+
     return load_model(path, KernelPCA, storage_options=storage_options)
 
 

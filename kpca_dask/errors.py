@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sklearn.exceptions import NotFittedError
-
 __all__ = [
     "about",
     "KPCAError",
@@ -38,7 +36,7 @@ __all__ = [
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
     "SlowKernelWarning",
-    "NotInvertibleError",
+    "NotInvertibleError",  # noqa: F822 - made on first use, by __getattr__ below
 ]
 
 
@@ -169,10 +167,33 @@ class SlowKernelWarning(UserWarning):
     """A kernel callable takes two 1-D rows (scikit-learn's style): called once per pair."""
 
 
-class NotInvertibleError(KPCAError, NotFittedError):
-    """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+def _not_invertible_error() -> type:
+    from sklearn.exceptions import NotFittedError  # noqa: PLC0415 - see __getattr__ below
 
-    Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
-    and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
-    there and what code written for it catches.
-    """
+    class NotInvertibleError(KPCAError, NotFittedError):
+        """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+
+        Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
+        and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
+        there and what code written for it catches.
+        """
+
+    NotInvertibleError.__module__ = __name__
+    NotInvertibleError.__qualname__ = "NotInvertibleError"
+    return NotInvertibleError
+
+
+def __getattr__(name: str):
+    # NotInvertibleError subclasses scikit-learn's NotFittedError, and importing
+    # sklearn.exceptions imports scikit-learn's package (~180 MiB resident): made when
+    # first asked for, so that Dask workers, which import this module with every block
+    # function, do not pay for it (docs/design.md §14).
+    if name == "NotInvertibleError":
+        globals()[name] = value = _not_invertible_error()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"NotInvertibleError"})
+
