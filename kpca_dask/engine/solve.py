@@ -306,6 +306,10 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
     residuals[:kept] = spectrum.residuals[:kept]
     t = stats.diagonal_sum
     total = spectrum.trace
+    # t - trace(K_nys) >= 0 (K - K_nys is positive semi-definite), but the computed
+    # difference carries the features' rounding, about eps / rcond of t (docs/design.md §2):
+    # 5e-6 below zero at the default rcond on 200 000 rows of two shells. It reads as 0.
+    trace_error = max(0.0, (t - feature_gram_trace) / t) if t > 0 else 0.0
     return NystromSolution(
         # C order, as a model file gives it back: the product with a kernel block then
         # runs the same BLAS kernel, so a loaded model transforms bit for bit the same.
@@ -313,7 +317,7 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
         offset=np.pad(offset, (0, q - kept)),
         eigenvalues=eigenvalues,
         explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
-        trace_error=(t - feature_gram_trace) / t if t > 0 else 0.0,
+        trace_error=trace_error,
         residuals=residuals,
         trace_error_std=spectrum.trace_std / t if t > 0 else 0.0,
     )
