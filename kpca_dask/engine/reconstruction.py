@@ -43,8 +43,9 @@ from scipy import linalg
 from .._compat import independent_copy
 from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..blocks.landmark_kernel import LandmarkKernel
 from ..blocks.projection import project_block
-from ..blocks.statistics import kernel_block_rows, kernel_origin
+from ..blocks.statistics import kernel_block_rows, kernel_origin, kernel_rows_into
 from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
@@ -99,12 +100,17 @@ def _preimage_block_statistics(block, landmarks, projection, offset, kernel, par
     x = np.asarray(block, dtype=np.float64)
     r, p = centre_basis.shape[1], x.shape[1]
     gram, cross = np.zeros((r, r)), np.zeros((r, p))
-    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
+    step = kernel_block_rows(max(landmarks.shape[0], centres.shape[0]), block_bytes=block_bytes)
+    # k(y, Y_Z) one block at a time into one buffer, made in cache by the compiled
+    # epilogue: a task holds the chunk, that block and its features g, within the model
+    # of a task (docs/design.md §14).
+    buffer = np.empty((min(step, x.shape[0]), centres.shape[0]))
+    centre_rows = LandmarkKernel(centres, kernel, params, np.float64)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
         y = project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
                            kernel=kernel, params=params, dtype_kernel=dtype, origin=origin)
-        g = pairwise_kernel(y, centres, kernel, **params) @ centre_basis
+        g = kernel_rows_into(buffer[: rows.shape[0]], y, centre_rows) @ centre_basis
         gram += g.T @ g
         cross += g.T @ rows
     return PreimageStatistics(n_samples=x.shape[0], gram=gram, cross=cross)
@@ -243,9 +249,12 @@ def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_by
             "inverse_transform needs finite embeddings.")
     out = np.empty((y.shape[0], coefficients.shape[1]))
     step = kernel_block_rows(centres.shape[0], block_bytes=block_bytes)
+    buffer = np.empty((min(step, y.shape[0]), centres.shape[0]))
+    centre_rows = LandmarkKernel(centres, kernel, params, np.float64)
     for start in range(0, y.shape[0], step):
-        K = pairwise_kernel(y[start : start + step], centres, kernel, **params)
-        out[start : start + step] = K @ coefficients
+        rows = y[start : start + step]
+        out[start : start + step] = (kernel_rows_into(buffer[: rows.shape[0]], rows,
+                                                      centre_rows) @ coefficients)
     return out
 
 
@@ -327,10 +336,13 @@ def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, param
     # [P, v]: the projection and the mean's weights in one product per kernel block.
     weights = weights.astype(x.dtype, copy=False)
     e = np.empty(x.shape[0])
-    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
+    step = kernel_block_rows(landmarks.shape[0], x.dtype.itemsize, block_bytes)
+    buffer = np.empty((min(step, x.shape[0]), landmarks.shape[0]), x.dtype)
+    landmark_rows = LandmarkKernel(landmarks, kernel, params, x.dtype)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
-        Bw = (pairwise_kernel(rows, landmarks, kernel, **params) @ weights).astype(np.float64)
+        Bw = (kernel_rows_into(buffer[: rows.shape[0]], rows, landmark_rows)
+              @ weights).astype(np.float64)
         y = Bw[:, :q] - offset
         diagonal = np.asarray(_diagonal(rows, kernel, params), dtype=np.float64)
         e[start : start + step] = (diagonal - 2.0 * Bw[:, q] + mean_norm2
