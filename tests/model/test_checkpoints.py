@@ -112,6 +112,7 @@ def _resume_and_compare(data_path, checkpoint):
     assert _state(checkpoint)[0] == n_segments
 
 
+@pytest.mark.faults
 @pytest.mark.slow
 def test_client_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     """A fit in a subprocess is SIGKILLed once some segments are saved; fitting again
@@ -129,6 +130,7 @@ def test_client_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     _resume_and_compare(data_path, checkpoint)
 
 
+@pytest.mark.faults
 @pytest.mark.slow
 def test_scheduler_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     """With a `dask scheduler` and `dask worker` in their own processes, the scheduler
