@@ -65,13 +65,21 @@ def _field(layout) -> dict | None:
         w = layout.weights
         weights = {"dims": list(layout.weight_dims), "min": float(w.min()),
                    "max": float(w.max()), "mean": float(w.mean())}
-    return {"sample_dim": layout.sample_dim, "dims": list(layout.dims),
-            "shape": list(layout.shape), "masked": int(layout.n_positions - layout.n_features),
-            "weights": weights}
+    shown = {"sample_dim": layout.sample_dim, "dims": list(layout.dims),
+             "shape": list(layout.shape), "masked": int(layout.n_positions - layout.n_features),
+             "weights": weights}
+    if layout.parts:
+        shown["fields"] = {part.name: _field(part) for part in layout.parts}
+        shown["container"] = layout.container
+    return shown
 
 
 def _field_rows(field: dict) -> list[tuple[str, str]]:
     rows = []
+    if field.get("fields"):
+        for name, part in field["fields"].items():
+            rows += [(label, f"{name}: {text}") for label, text in _field_rows(part)]
+        return rows
     if field["dims"]:
         sizes = " x ".join(f"{d} {n}" for d, n in zip(field["dims"], field["shape"]))
         rows.append(("field", f"samples along {field['sample_dim']!r}; features {sizes}, "

@@ -32,6 +32,7 @@ from ..model.kernel_matrices import (
     points_gram,
     symmetrise_in_place,
 )
+from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
@@ -258,7 +259,8 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         rows = self._input_rows(X)
         Y = self._transform_rows(rows.data)
-        return Y if rows.like is None else label_embedding(Y, rows.like, self._output_attrs())
+        return Y if rows.like is None else one_sample_of(
+            label_embedding(Y, rows.like, self._output_attrs()), rows)
 
     def _embedding(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X``, lazily: one block of rows at a time (for

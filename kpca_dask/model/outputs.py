@@ -19,16 +19,32 @@ from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, NotInvertibleError
-from ..io.fields import as_field
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .field_inputs import stacked_positions, unweighted
 from .fitted import FittedModel
 from .inputs import Rows, method_input
+from .multiple_fields import field_output
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["embedding", "transformed", "check_invertible", "preimages",
-           "reconstruction_errors"]
+           "reconstruction_errors", "one_sample_of"]
+
+
+def one_sample_of(labelled, rows: Rows):
+    """A labelled output over the samples without its sample dimension, for a field given
+    without one (one time step); otherwise as it is.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> Y = xr.DataArray(np.ones((1, 2)), dims=("time", "component"))
+    >>> one_sample_of(Y, Rows(None, False, one_sample=True)).dims
+    ('component',)
+    """
+    if not rows.one_sample:
+        return labelled
+    return labelled.isel({labelled.dims[0]: 0}, drop=True)
 
 
 def _result_dtype(model, input_dtype) -> np.dtype:
@@ -72,7 +88,7 @@ def transformed(model: FittedModel, rows: Rows, *, columns, name: str = "KernelP
     if rows.like is not None:
         attrs = {"kernel": model.kernel, **model.kernel_params,
                  "n_landmarks": model.n_landmarks}
-        return label_embedding(Y, rows.like, attrs)
+        return one_sample_of(label_embedding(Y, rows.like, attrs), rows)
     if rows.is_lazy and rows.frame is not None:
         return frame_like(Y, rows.frame, columns)
     return Y
@@ -169,7 +185,7 @@ def _inverse_data_array(model: FittedModel, X_hat, rows: Rows):
     if layout is not None and layout.dims:
         sample_dim = Y.dims[0]
         coord = Y.indexes[sample_dim] if sample_dim in Y.indexes else None
-        return as_field(X_hat, layout, {sample_dim: coord}, name="reconstruction")
+        return field_output(X_hat, layout, {sample_dim: coord}, name="reconstruction")
     return label_rows(X_hat, Y, name="reconstruction", column_dim="feature")
 
 
@@ -203,7 +219,7 @@ def reconstruction_errors(model: FittedModel, rows: Rows, *, name: str = "Kernel
     errors = errors.astype(_result_dtype(model, X.dtype), copy=False)
     errors = errors if rows.is_lazy else computed(errors)
     if rows.like is not None:
-        return label_rows(errors, rows.like, name="reconstruction_error")
+        return one_sample_of(label_rows(errors, rows.like, name="reconstruction_error"), rows)
     if rows.frame is not None:
         return series_like(errors, rows.frame, series_name)
     return errors

@@ -18,9 +18,10 @@ import numpy as np
 
 from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
-from ..io.fields import FeatureLayout, as_field
+from ..io.fields import FeatureLayout
 from .field_inputs import stacked_positions, weighted_rows
 from .inputs import Rows
+from .multiple_fields import field_output
 
 __all__ = ["check_kind", "patterns_of"]
 
@@ -69,5 +70,5 @@ def patterns_of(rows: Rows, kind: str, *, layout: FeatureLayout | None,
         return maps
     if like is None:
         return stacked_positions(maps, layout)
-    return as_field(maps, layout, {"component": np.arange(q)}, name=kind,
-                    attrs={"kind": kind, "ddof": 1})
+    return field_output(maps, layout, {"component": np.arange(q)}, name=kind,
+                        attrs={"kind": kind, "ddof": 1})
