@@ -41,6 +41,9 @@ def summary(model, path: str | os.PathLike) -> dict:
         "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
         "explained_variance_ratio": ratio.tolist(),
         "explained_variance_total": float(ratio.sum()),
+        "explained_variance": np.asarray(model.explained_variance_).tolist(),
+        "total_variance": float(model.total_variance_),
+        "north_errors": np.asarray(model.north_errors()).tolist(),
         "trace_error": float(model.trace_error_),
         "trace_error_std": float(getattr(model, "trace_error_std_", 0.0)),
         "eigenvalue_residuals": _residuals(model),
@@ -145,6 +148,9 @@ def print_summary(s: dict) -> None:
                        f"{100 * s['explained_variance_total']:.2f} % of the variance"),
         ("eigenvalues", _short_list(s["eigenvalues"])),
         ("explained", _short_list(s["explained_variance_ratio"])),
+        ("variance", _variance(s)),
+        ("north error", _short_list(s["north_errors"]) + "  (typical error of each variance, "
+                        "lambda sqrt(2/n))"),
         ("residuals", _certificate(s)),
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
@@ -179,6 +185,12 @@ def shown_components(n_components: int | float | None) -> str:
 def _names(model) -> list[str] | None:
     names = model.model_.feature_names
     return None if names is None else [str(name) for name in names]
+
+
+def _variance(s: dict) -> str:
+    """Each component's variance (eigenvalue / (n - 1)) and the total they are shares of."""
+    return (_short_list(s["explained_variance"])
+            + f"  of a total {s['total_variance']:.4g} (eigenvalues / (n - 1))")
 
 
 def _short_list(values, shown=10) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
-from ..errors import InvalidInputError, NotInvertibleError
+from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .field_inputs import stacked_positions, unweighted
@@ -135,10 +135,11 @@ def check_invertible(model: FittedModel) -> None:
             "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
 
 
-def preimages(model: FittedModel, rows: Rows):
+def preimages(model: FittedModel, rows: Rows, n_components: int | None = None):
     """The pre-images of the embeddings ``rows`` (as
     :func:`~kpca_dask.model.inputs.embedding_input` gives them) in the container they came
-    in (the work of ``inverse_transform``; docs/design.md §6).
+    in (the work of ``inverse_transform``; docs/design.md §6). ``n_components``: from
+    the leading components only, the others set to 0 (docs/design.md §13).
 
     Examples
     --------
@@ -151,7 +152,7 @@ def preimages(model: FittedModel, rows: Rows):
     (3, 2)
     """
     check_invertible(model)
-    X_hat = _preimage_rows(model, rows.data)
+    X_hat = _preimage_rows(model, _leading(rows.data, n_components))
     if rows.like is not None:
         return _inverse_data_array(model, X_hat, rows)
     if model.layout is not None and model.layout.dims:  # the field's stacked positions
@@ -163,6 +164,21 @@ def preimages(model: FittedModel, rows: Rows):
             f"x{i}" for i in range(model.n_features)]
         return frame_like(X_hat, rows.frame, names)
     return X_hat
+
+
+def _leading(Y, n_components: int | None):
+    """The embedding rows ``Y`` with the components after the first ``n_components`` set to
+    0 (lazily for dask ``Y``): their projection onto the leading subspace."""
+    if n_components is None:
+        return Y
+    q = Y.shape[1]
+    if not (isinstance(n_components, (int, np.integer)) and not isinstance(n_components, bool)
+            and 1 <= n_components <= q):
+        raise InvalidParameterError(
+            f"n_components must be an int from 1 to {q} (the components of the embedding); "
+            f"got {n_components!r}.")
+    kept = (np.arange(q) < n_components).astype(Y.dtype if Y.dtype.kind == "f" else np.float64)
+    return Y * kept
 
 
 def _preimage_rows(model: FittedModel, Y):
