@@ -38,6 +38,7 @@ from .estimators.exact import ExactKernelPCA
 from .estimators.kernel_pca import KernelPCA
 from .io.parquet_out import write_table
 from .model.growing import merge
+from .model.rotation import RotatedEOF, rotate
 from .model.table_outputs import transform_table
 from .storage.model_files import load_model
 
@@ -55,6 +56,8 @@ __all__ = [
     "ExactKernelPCA",
     "load",
     "merge",
+    "rotate",
+    "RotatedEOF",
     "transform_table",
     "write_table",
     "KPCAError",

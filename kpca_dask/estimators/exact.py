@@ -232,6 +232,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
         self._keep_layout(layout)
+        self.__dict__.pop("rotation_", None)  # kpca_dask.rotate's, of the old components
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:

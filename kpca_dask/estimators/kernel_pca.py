@@ -243,6 +243,13 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
     feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
         The weights and the flat field positions of the features (if any).
+    rotation_ : Rotation
+        The varimax or promax rotation :func:`kpca_dask.rotate` recorded (saved
+        with the model; absent until then, dropped by a refit or re-solve); its
+        parts are ``rotation_method_``, ``rotation_power_``, ``rotation_matrix_``,
+        ``rotation_correlation_``, ``rotation_order_``, ``rotation_signs_``,
+        ``rotation_explained_variance_``, ``rotation_total_variance_`` and
+        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.rotation.Rotation`).
 
     See Also
     --------
@@ -713,6 +720,17 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     feature_layout_ = fitted_attribute("feature_layout_")
     feature_weights_ = fitted_attribute("feature_weights_")
     feature_kept_ = fitted_attribute("feature_kept_")
+    rotation_ = fitted_attribute("rotation_")
+    # the parts of rotation_, as a model file holds them
+    rotation_method_ = fitted_attribute("rotation_method_")
+    rotation_power_ = fitted_attribute("rotation_power_")
+    rotation_matrix_ = fitted_attribute("rotation_matrix_")
+    rotation_correlation_ = fitted_attribute("rotation_correlation_")
+    rotation_order_ = fitted_attribute("rotation_order_")
+    rotation_signs_ = fitted_attribute("rotation_signs_")
+    rotation_explained_variance_ = fitted_attribute("rotation_explained_variance_")
+    rotation_total_variance_ = fitted_attribute("rotation_total_variance_")
+    rotation_loadings_ = fitted_attribute("rotation_loadings_")
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None

@@ -32,7 +32,7 @@ def field():
 
 def _solver(field):
     # A new solver each time: eofs 2.0.0's eofsAsCovariance divides its own data in place.
-    return Eof(field.load(), weights=sqrt_coslat(field).values[:, None])
+    return Eof(field.compute(), weights=sqrt_coslat(field).values[:, None])
 
 
 @pytest.fixture(scope="module", params=list(ESTIMATORS))
@@ -116,7 +116,7 @@ def test_one_time_step_without_the_sample_dim_is_projected(fitted, field):
 def test_a_field_with_another_mask_is_refused_by_position(fitted, field):
     """A map with a NaN where the fit has a feature is refused, naming the position."""
     model, _ = fitted
-    holed = field.load().copy()
+    holed = field.compute().copy()
     holed[:, 3, 4] = np.nan
     with pytest.raises(NonFiniteInputError, match="latitude=-7.5, longitude=137.5"):
         np.asarray(model.transform(holed))

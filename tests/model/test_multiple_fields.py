@@ -147,3 +147,40 @@ def test_a_value_on_one_fields_mask_is_named_by_field(fields):
     filled = fields[0].fillna(0.0)
     with pytest.raises(NonFiniteInputError, match="field 'sst', latitude="):
         model.transform([filled, fields[1]]).compute()
+
+
+def test_two_fields_equal_xeofs_list_input(fields):
+    """xeofs' EOF of the list [sst, z] with the same weights: its scores, variances, their
+    ratios and per-field unit EOFs (patterns kind="eof"), with a linear kernel."""
+    xe = pytest.importorskip("xeofs")
+    weights = [sqrt_coslat(f) for f in fields]
+    computed = [f.compute() for f in fields]
+    expected = xe.single.EOF(n_modes=Q, solver="full").fit(computed, dim="time",
+                                                           weights=weights)
+    model = ESTIMATORS["KernelPCA"](weights=weights).fit(list(fields))
+    scores = expected.scores().transpose("time", "mode").values
+    Y = model.transform(list(fields)).values
+    signs = _signs(Y, scores)
+    np.testing.assert_allclose(Y * signs, scores, rtol=0, atol=1e-8 * np.abs(scores).max())
+    np.testing.assert_allclose(model.explained_variance_,
+                               expected.explained_variance().values, rtol=1e-8)
+    np.testing.assert_allclose(model.explained_variance_ratio_,
+                               expected.explained_variance_ratio().values, rtol=1e-8)
+    for got, want in zip(model.patterns(list(fields), kind="eof"), expected.components()):
+        np.testing.assert_allclose(got.values * signs[:, None, None],
+                                   want.transpose("mode", ...).values, rtol=0, atol=1e-8,
+                                   equal_nan=True)
+
+
+def test_a_kernel_fit_of_two_fields_is_that_of_their_joined_rows(fields):
+    """An rbf fit of two fields equals the fit of their weighted, unmasked rows side by side."""
+    weights = [sqrt_coslat(f) for f in fields]
+    joined = []
+    for field, w in zip(fields, weights):
+        rows = (field * w).transpose("time", ...).values.reshape(50, -1)
+        joined.append(rows[:, ~np.isnan(rows).all(axis=0)])
+    make = lambda **kw: KernelPCA(n_components=3, kernel="rbf", gamma=1e-6, n_landmarks=50,  # noqa: E731
+                                  landmarks="uniform", **kw)
+    expected = make().fit_transform(np.hstack(joined))
+    got = make(weights=weights).fit_transform(list(fields))
+    np.testing.assert_allclose(got.values, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
