@@ -35,3 +35,16 @@ def sqrt_coslat(field: xr.DataArray) -> xr.DataArray:
     """√cos(latitude): a linear kernel's inner product is then the area-weighted one (in
     float64 and clipped at 0: cos(90°) in float32 is a little below 0)."""
     return np.sqrt(np.cos(np.deg2rad(field.latitude.astype(np.float64))).clip(0.0))
+
+
+def linear_estimators(n_components: int) -> dict:
+    """A linear KernelPCA with every one of the 50 winters a landmark (the Nyström fit is
+    then exact) and the linear ExactKernelPCA, by name, as factories of their keywords."""
+    from kpca_dask import ExactKernelPCA, KernelPCA
+
+    return {
+        "KernelPCA": lambda **kw: KernelPCA(n_components=n_components, kernel="linear",
+                                            n_landmarks=50, landmarks="uniform", **kw),
+        "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=n_components,
+                                                      kernel="linear", **kw),
+    }

@@ -8,20 +8,15 @@ import warnings
 import numpy as np
 import pytest
 
-from kpca_dask import ExactKernelPCA, KernelPCA
 from kpca_dask.errors import InvalidParameterError, NonFiniteInputError
 
 pytest.importorskip("eofs")
-from _eof_data import sqrt_coslat, sst  # noqa: E402
+from _eof_data import linear_estimators, sqrt_coslat, sst  # noqa: E402
 from eofs.xarray import Eof  # noqa: E402
 
 Q = 4
 RTOL = 1e-8
-ESTIMATORS = {
-    "KernelPCA": lambda **kw: KernelPCA(n_components=Q, kernel="linear", n_landmarks=50,
-                                        landmarks="uniform", **kw),
-    "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=Q, kernel="linear", **kw),
-}
+ESTIMATORS = linear_estimators(Q)
 
 
 @pytest.fixture(scope="module")

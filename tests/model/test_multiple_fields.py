@@ -9,20 +9,15 @@ import pytest
 import xarray as xr
 
 import kpca_dask
-from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
 
 pytest.importorskip("eofs")
-from _eof_data import sqrt_coslat, sst, z500  # noqa: E402
+from _eof_data import linear_estimators, sqrt_coslat, sst, z500  # noqa: E402
 from eofs.multivariate.standard import MultivariateEof  # noqa: E402
 
 Q = 4
-ESTIMATORS = {
-    # Every sample a landmark: the Nyström fit is exact.
-    "KernelPCA": lambda **kw: KernelPCA(n_components=Q, kernel="linear", n_landmarks=50,
-                                        landmarks="uniform", **kw),
-    "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=Q, kernel="linear", **kw),
-}
+ESTIMATORS = linear_estimators(Q)
 
 
 @pytest.fixture(scope="module")

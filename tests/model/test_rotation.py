@@ -10,19 +10,15 @@ import numpy as np
 import pytest
 
 import kpca_dask
-from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidParameterError
 
 xe = pytest.importorskip("xeofs")
 pytest.importorskip("eofs")
-from _eof_data import sqrt_coslat, sst, z500  # noqa: E402
+from _eof_data import linear_estimators, sqrt_coslat, sst, z500  # noqa: E402
 
 Q = 4
-ESTIMATORS = {
-    "KernelPCA": lambda **kw: KernelPCA(n_components=Q, kernel="linear", n_landmarks=50,
-                                        landmarks="uniform", **kw),
-    "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=Q, kernel="linear", **kw),
-}
+ESTIMATORS = linear_estimators(Q)
 ROTATIONS = [("varimax", 1), ("promax", 4)]
 
 
