@@ -56,7 +56,19 @@ def summary(model, path: str | os.PathLike) -> dict:
         "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),
         "field": _field(model.model_.layout),
+        "rotation": _rotation(model.model_.rotation),
     }
+
+
+def _rotation(rotation) -> dict | None:
+    """A rotation kpca_dask.rotate recorded: its method, modes and their variance fractions."""
+    if rotation is None:
+        return None
+    variance, total = np.asarray(rotation.explained_variance), rotation.total_variance
+    return {"method": rotation.method, "power": int(rotation.power),
+            "n_components": rotation.n_components,
+            "explained_variance_ratio": (variance / total if total > 0
+                                         else np.zeros_like(variance)).tolist()}
 
 
 def _field(layout) -> dict | None:
@@ -161,6 +173,11 @@ def print_summary(s: dict) -> None:
                         + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
     if s.get("field"):
         rows[3:3] = _field_rows(s["field"])
+    if s.get("rotation"):
+        r = s["rotation"]
+        power = f", power {r['power']}" if r["method"] == "promax" else ""
+        rows.append(("rotation", f"{r['method']}{power} of {r['n_components']} modes, "
+                                 f"explaining {_short_list(r['explained_variance_ratio'])}"))
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))

@@ -124,3 +124,17 @@ def test_bad_rotations_are_refused(field, kwargs, match):
     model = ESTIMATORS["KernelPCA"]().fit(field)
     with pytest.raises(InvalidParameterError, match=match):
         kpca_dask.rotate(model, field, **kwargs)
+
+
+def test_info_shows_the_rotation(field, capsys):
+    """kpca-dask info's summary names the rotation, its modes and their variance fractions."""
+    from kpca_dask.cli.summary import print_summary, summary
+
+    model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
+    rotated = kpca_dask.rotate(model, field, method="promax", power=3, n_components=2)
+    shown = summary(model, "model.zarr")["rotation"]
+    assert (shown["method"], shown["power"], shown["n_components"]) == ("promax", 3, 2)
+    np.testing.assert_allclose(shown["explained_variance_ratio"],
+                               rotated.explained_variance_ratio_)
+    print_summary(summary(model, "model.zarr"))
+    assert "rotation     promax, power 3 of 2 modes, explaining " in capsys.readouterr().out
