@@ -119,7 +119,7 @@ def fit_fields(X: Any, sample_dim: str | None, weights: Any
         layout = replace(layout_of(field, sample_dim, w), name=name)
         arrays.append(field.transpose(layout.sample_dim, *layout.dims))
         layouts.append(layout)
-    _check_same_samples(arrays, sample_dim)
+    _check_same_samples(arrays, names, sample_dim)
     candidates = computed(da.concatenate(
         [candidate_mask(stacked(each)[:CANDIDATE_ROWS]) for each in arrays]))
     first = arrays[0]
@@ -133,16 +133,16 @@ def fit_fields(X: Any, sample_dim: str | None, weights: Any
     return joined_rows(arrays, layouts, fitting=True), combined_layout(layouts, container)
 
 
-def _check_same_samples(fields: list[xr.DataArray], sample_dim: str) -> None:
+def _check_same_samples(fields: list[xr.DataArray], names: list[str], sample_dim: str) -> None:
     """Refuse fields whose samples differ: in number, or in their coordinate."""
     first = fields[0]
-    for field in fields[1:]:
+    for field, name in zip(fields[1:], names[1:]):
         same = field.sizes[sample_dim] == first.sizes[sample_dim] and (
             sample_dim not in first.indexes or sample_dim not in field.indexes
             or first.indexes[sample_dim].equals(field.indexes[sample_dim]))
         if not same:
             raise InvalidInputError(
-                f"The fields {first.name!r} and {field.name!r} have other samples along "
+                f"The fields {names[0]!r} and {name!r} have other samples along "
                 f"{sample_dim!r} ({first.sizes[sample_dim]} and {field.sizes[sample_dim]}, or "
                 "other coordinates): fields fitted together need the same samples; align "
                 "them first (e.g. xr.align(a, b, join='inner')).")
@@ -193,7 +193,7 @@ def fields_rows(layout: FeatureLayout, X: Any, *, weighted: bool = True
             "positions as one array).")
     fields = [check_same_field(field, part, what=f"The field {name!r}")
               for field, part, name in zip(fields, layout.parts, names)]
-    _check_same_samples(fields, layout.sample_dim)
+    _check_same_samples(fields, names, layout.sample_dim)
     return joined_rows(fields, layout.parts, weighted=weighted), fields[0]
 
 
