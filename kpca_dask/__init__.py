@@ -23,6 +23,8 @@ _PUBLIC = {
     "KernelPCA": ".estimators.kernel_pca",
     "ExactKernelPCA": ".estimators.exact",
     "merge": ".model.growing",
+    "rotate": ".model.rotation",
+    "RotatedEOF": ".model.rotation",
     "transform_table": ".model.table_outputs",
     "write_table": ".io.parquet_out",
     **{name: ".errors" for name in (
@@ -65,6 +67,8 @@ __all__ = [
     "ExactKernelPCA",
     "load",
     "merge",
+    "rotate",
+    "RotatedEOF",
     "transform_table",
     "write_table",
     "KPCAError",

@@ -24,6 +24,7 @@ from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..engine.gram import cross_kernel_by_panels
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
+from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
     centre_in_place,
@@ -32,6 +33,7 @@ from ..model.kernel_matrices import (
     points_gram,
     symmetrise_in_place,
 )
+from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
@@ -40,7 +42,7 @@ from ..validation import check_n_features
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(TransformerMixin, BaseEstimator):
+class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     """Exact kernel PCA through the centred Gram matrix (small n only).
 
     Builds the full n x n kernel matrix K in float64, centres it as
@@ -94,6 +96,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         entry positive.
     explained_variance_ratio_ : ndarray of shape (``n_components_``,)
         Each eigenvalue over the sum of the positive ones.
+    explained_variance_, total_variance_
+        As :class:`~kpca_dask.KernelPCA`'s (eofs' ``eigenvalues`` and
+        ``totalAnomalyVariance``); :meth:`north_errors` as well.
     n_components_ : int
         Number of components kept.
     kernel_ : str or callable
@@ -227,6 +232,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
         self._keep_layout(layout)
+        self.__dict__.pop("rotation_", None)  # kpca_dask.rotate's, of the old components
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
@@ -241,7 +247,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         like = labels_of(self._layout(), X, precomputed=self.kernel_ == PRECOMPUTED)
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
-    def transform(self, X: ArrayLike) -> np.ndarray:
+    def transform(self, X: ArrayLike, *, pcscaling: int = 0) -> np.ndarray:
         """Project new points: y(x) = Lambda_q^{-1/2} A_q^T k~_n(x), k~ the centred kernel vector.
 
         Parameters
@@ -249,6 +255,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         X : array-like or scipy.sparse matrix of shape (n_samples, ``n_features_in_``)
             With ``kernel="precomputed"``, the kernel values of the new points
             against the training points, shape (n_samples, n_samples_fit).
+        pcscaling : {0, 1, 2}, default=0
+            eofs' scalings of the scores, as in :meth:`KernelPCA.transform
+            <kpca_dask.KernelPCA.transform>`.
 
         Returns
         -------
@@ -256,9 +265,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
+        pcscaling = check_scaling(pcscaling, "pcscaling")
         rows = self._input_rows(X)
-        Y = self._transform_rows(rows.data)
-        return Y if rows.like is None else label_embedding(Y, rows.like, self._output_attrs())
+        Y = scaled_scores(self._transform_rows(rows.data), self.explained_variance_, pcscaling)
+        return Y if rows.like is None else one_sample_of(
+            label_embedding(Y, rows.like, self._output_attrs()), rows)
 
     def _embedding(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X``, lazily: one block of rows at a time (for
@@ -342,14 +353,15 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
         return -self.reconstruction_error(X)
 
-    def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
+    def patterns(self, X, kind: Literal["covariance", "correlation", "eof"] = "covariance", *,
+                 pcscaling: int | None = None, eofscaling: int | None = None):
         """Map of each component over the features: covariance or correlation with its score.
 
         As :meth:`KernelPCA.patterns <kpca_dask.KernelPCA.patterns>`, which says
-        what each ``kind`` is (eofs' ``eofsAsCovariance(pcscaling=1)`` and
-        ``eofsAsCorrelation``), over the rows of ``X`` (array-like, dask array,
-        DataArray or Zarr path/URL), lazily and in one pass; a DataArray on the
-        fit's field for a model fitted on one.
+        what each ``kind`` and scaling is (eofs' ``eofsAsCovariance(pcscaling)``,
+        ``eofsAsCorrelation`` and ``eofs(eofscaling)``), over the rows of ``X``
+        (array-like, dask array, DataArray or Zarr path/URL), lazily and in one
+        pass; a DataArray on the fit's field for a model fitted on one.
 
         Examples
         --------
@@ -360,9 +372,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
-        check_kind(kind)
+        check_kind(kind, pcscaling, eofscaling)
         rows = method_input(self, self._layout(), X, weighted=False)
-        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding)
+        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding,
+                           variances=self.explained_variance_, pcscaling=pcscaling,
+                           eofscaling=eofscaling)
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 

@@ -265,11 +265,23 @@ def _check_kernel(model) -> None:
         raise damaged(f"the fitted kernel is invalid: {exc}") from None
 
 
+def _rotated_modes(rotation, q: int) -> int:
+    """The r modes a rotation keeps: from 2 to q, by a known method and power."""
+    r = int(np.shape(rotation.explained_variance)[0]) if isinstance(
+        rotation.explained_variance, np.ndarray) else -1
+    if not 2 <= r <= q or rotation.method not in ("varimax", "promax") or not (
+            is_count(rotation.power) and (rotation.method == "promax" or rotation.power == 1)):
+        raise damaged(f"the rotation ({rotation.method!r}, power {rotation.power!r}) of "
+                      f"{r} modes is not one rotate makes of {q} components")
+    return r
+
+
 def _check_declared_arrays(fitted) -> None:
     """Each array the model holds has its declared dtype and shape, and is finite."""
     p, q, m = fitted.n_features, fitted.n_components, fitted.n_landmarks
     # A precomputed kernel's landmarks are rows [K[J, J], diag K[J, J]] (model.precomputed).
-    sizes = {"m": m, "p": p, "q": q, "w": m + 1 if fitted.kernel == "precomputed" else p}
+    sizes = {"m": m, "p": p, "q": q, "w": m + 1 if fitted.kernel == "precomputed" else p,
+             "r": 0 if fitted.rotation is None else _rotated_modes(fitted.rotation, q)}
     for each in declared(type(fitted)):
         declaration = each.declaration
         if declaration.place != "array":

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..blocks.statistics import PassStatistics
+from ..engine.rotation import Rotation
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
 from .parameters import rcond_for
@@ -176,6 +177,18 @@ _NOVELTY = {"mean_weights": _array("novelty_weights_", "m", optional=True, since
 _PREIMAGE = {"centres": _array("preimage_centres_", "m", "q", optional=True, since=None),
              "coefficients": _array("preimage_coefficients_", "m", "p", optional=True,
                                     since=None)}
+#: A rotation of the leading r modes (kpca_dask.rotate), r x r matrices and r x p loadings.
+_ROTATION = {"method": _json("rotation_method_", optional=True, since=None),
+             "power": _json("rotation_power_", optional=True, since=None),
+             "matrix": _array("rotation_matrix_", "r", "r", optional=True, since=None),
+             "correlation": _array("rotation_correlation_", "r", "r", optional=True, since=None),
+             "order": _array("rotation_order_", "r", kind="i", optional=True, since=None),
+             "signs": _array("rotation_signs_", "r", optional=True, since=None),
+             "explained_variance": _array("rotation_explained_variance_", "r", optional=True,
+                                          since=None),
+             "total_variance": _json("rotation_total_variance_", check="nonnegative",
+                                     optional=True, since=None),
+             "loadings": _array("rotation_loadings_", "r", "p", optional=True, since=None)}
 #: A field's kept positions and weights, arrays beside the layout's JSON.
 _LAYOUT = {"weights": _array("feature_weights_", "p", optional=True, since=None),
            "kept": _array("feature_kept_", "p", kind="i", optional=True, since=None)}
@@ -239,6 +252,10 @@ class FittedModel:
     layout: FeatureLayout | None = field(
         default=None, metadata=stored("feature_layout_", "attribute", encoding="layout",
                                       optional=True, since=None, parts=_LAYOUT))
+    # varimax or promax rotation of the leading modes (kpca_dask.rotate); dropped by a re-solve
+    rotation: Rotation | None = field(
+        default=None, metadata=stored("rotation_", parts=_ROTATION, build=Rotation,
+                                      optional=True, what="the rotation"))
     # The model file the workers last wrote G into, for statistics held on a cluster
     # (kpca_dask.model.held_statistics): read from there once the cluster is gone.
     statistics_file: str | None = field(default=None, metadata=stored(None))

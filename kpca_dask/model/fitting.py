@@ -136,7 +136,7 @@ def solved(model: FittedModel, stats: PassStatistics, *,
     ``"fitted"`` asks for another number of components and becomes the model's.
     The novelty terms follow the statistics; a pre-image map was learnt by a
     pass over the rows of the old solution and cannot follow without another,
-    so it is dropped.
+    so it is dropped, and so is a rotation of the old components.
 
     Examples
     --------
@@ -154,7 +154,7 @@ def solved(model: FittedModel, stats: PassStatistics, *,
                                 settings.remove_zero_eig, pass_dtype=settings.dtype)
     return model.replace(
         solution=small.solution, landmark_rank=small.landmark_rank, statistics=stats,
-        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None,
+        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None, rotation=None,
         settings=settings)
 
 

@@ -14,8 +14,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kpca_dask"
 SCANNED = ("model", "estimators", "storage")
-#: The modules that convert inputs by their kind.
-DISPATCH = {"model/inputs.py"}
+#: The modules that convert inputs by their kind (several fields: a list or a Dataset, which
+#: inputs.py hands to multiple_fields.py whole).
+DISPATCH = {"model/inputs.py", "model/multiple_fields.py"}
 #: Functions that tell one kind of input from another.
 KIND_CALLS = {"is_xarray", "is_frame", "is_dask_frame", "issparse", "is_sparse",
               "held_in_memory", "is_dask_collection"}

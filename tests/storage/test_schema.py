@@ -28,6 +28,10 @@ FILE_ATTRIBUTES = {"kernel_", "kernel_params_", "gamma_", "n_landmarks_", "landm
                    "n_components_", "trace_error_", "trace_error_std_", "n_features_in_",
                    "n_samples_fit_", "novelty_mean_norm2_", "landmark_path_", "fit_seconds_",
                    "row_provenance_", "feature_names_in_", "fit_settings_", "feature_layout_"}
+#: A rotation's (kpca_dask.rotate), written only by models that hold one.
+FILE_ARRAYS |= {"rotation_matrix", "rotation_correlation", "rotation_order", "rotation_signs",
+                "rotation_explained_variance", "rotation_loadings"}
+FILE_ATTRIBUTES |= {"rotation_method_", "rotation_power_", "rotation_total_variance_"}
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +44,16 @@ def models() -> list[KernelPCA]:
     field = xr.DataArray(da.from_array(values, chunks=(10, 4, 5)), dims=("time", "lat", "lon"),
                          coords={"lat": np.linspace(-30.0, 30.0, 4)})
     weights = np.sqrt(np.cos(np.deg2rad(field.lat)))
+    rotated = KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans", weights=weights,
+                        random_state=0).fit(field)
+    kpca_dask.rotate(rotated, field, method="promax")
+    other = xr.DataArray(rng.normal(size=(40, 3)), dims=("time", "x"), name="other")
     return [
         KernelPCA(n_components=2, n_landmarks="auto", tol=0.1, gamma=0.5, landmarks="uniform",
                   fit_inverse_transform=True, random_state=0).fit(table),
-        KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans", weights=weights,
-                  random_state=0).fit(field),
+        rotated,
+        KernelPCA(n_components=2, n_landmarks=15, weights=[weights, None],
+                  random_state=0).fit([field.rename("field"), other]),
     ]
 
 
