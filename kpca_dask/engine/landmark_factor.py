@@ -4,8 +4,9 @@ The Nyström features are f(x) = W^T k_m(x) with W W^T = K_mm^+ on the
 landmarks' span (docs/design.md §2). Here W comes from one Cholesky
 factorisation of K_mm, in place, in float64:
 
-- K_mm = L L^T (LAPACK ``potrf``) when every pivot L_jj^2 is above the
-  cut-off tau = rcond max_j k(z_j, z_j); then W = L^{-T}.
+- K_mm = L L^T (a blocked factorisation on every core,
+  :mod:`kpca_dask.engine.blocked_cholesky`) when every pivot L_jj^2 is above
+  the cut-off tau = rcond max_j k(z_j, z_j); then W = L^{-T}.
 - Otherwise a pivoted Cholesky factorisation (``pstrf``) stops at the first
   landmark whose residual variance ``k(z, z) - |f(z)|^2``, given the landmarks
   kept before it, is at most tau: K_kk = L L^T on the r kept landmarks k, and
@@ -44,6 +45,7 @@ from ..blocks.kernels import pairwise_kernel_into
 from ..blocks.sparse_rows import dense
 from ..blocks.statistics import kernel_origin
 from ..errors import InvalidParameterError
+from .blocked_cholesky import blocked_cholesky
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
            "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION", "factor_threads", "ONE_THREAD_BYTES"]
@@ -184,16 +186,14 @@ class LandmarkFactor:
         if self.eigen_basis is not None:
             return self.eigen_basis.T @ Y
         rows = Y if self.kept is None else Y[self.kept]
-        with factor_threads(self.rank):
-            return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
+        return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """W V for V of shape (r, b): L^{-T} V on the kept rows, zero on the others."""
         V = np.asarray(V, dtype=np.float64)
         if self.eigen_basis is not None:
             return self.eigen_basis @ V
-        with factor_threads(self.rank):
-            solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
+        solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
         if self.kept is None:
             return solved
         out = np.zeros((self.size, V.shape[1]))
@@ -221,19 +221,20 @@ class LandmarkFactor:
         return self.unwhiten(np.eye(self.rank))
 
 
-#: An m x m float64 factorisation of this many bytes or more runs on one BLAS thread.
+#: OpenBLAS's own threaded LAPACK routines (``potrf``, and ``potri``: its ``trtri`` and
+#: ``lauum``) on an m x m array of this many bytes or more run on one BLAS thread.
 #: OpenBLAS's threaded dpotrf (0.3.30, scipy's copy; 32-bit integers) takes the process
 #: down on large arrays: a plain scipy ``lapack.dpotrf`` of an rbf K_mm on two threads
 #: segfaulted at m = 16 000 (2.05 GB) with the SkylakeX kernels and passed at 8192, 12 000,
 #: 14 000 and 15 000; with the Haswell kernels it failed at 24 000 and passed at 20 000
-#: (docs/design.md §11). The size depends on the CPU's kernels and the cause is inside
-#: OpenBLAS, so the guard starts nearly four times below the smallest failure seen: m >= 8192.
-#: One thread costs up to twice the factorisation's time, small beside the pass's n m^2.
+#: (docs/design.md §11). The factorisation of K_mm does not call it on large arrays any more
+#: (:mod:`kpca_dask.engine.blocked_cholesky`: LAPACK on 512-column panels, threaded BLAS
+#: for the rest); the guard stays on ``potri`` (the exact trace) and the eigen way.
 ONE_THREAD_BYTES = 2**29
 
 
 def factor_threads(m: int):
-    """Context for a LAPACK or BLAS call on an m x m factor: one thread past the limit."""
+    """Context for OpenBLAS's own LAPACK on an m x m factor: one thread past the limit."""
     return single_blas_thread() if 8 * m * m >= ONE_THREAD_BYTES else nullcontext()
 
 
@@ -257,12 +258,11 @@ def factor_landmarks(landmarks, kernel, params: dict, rcond: float) -> LandmarkF
         raise InvalidParameterError(OVERFLOW_MESSAGE.format(where="the landmarks"))
     cutoff = rcond * float(np.diagonal(buffer).max(initial=0.0))
     # K_mm is symmetric, so its C-ordered buffer read in Fortran order (.T) is the
-    # same matrix: LAPACK factorises it where it lies, with no copy.
-    with factor_threads(m):
-        L, info = lapack.dpotrf(buffer.T, lower=1, overwrite_a=1, clean=0)
-    if info == 0 and np.min(np.diagonal(L)) ** 2 > cutoff:
-        return LandmarkFactor(m, cutoff, "cholesky", lower=L)
-    landmark_kernel_panels(landmarks, kernel, params, out=buffer)  # potrf wrote over it
+    # same matrix: it is factorised where it lies, with no copy, and the first panel
+    # with a pivot at or below the cut-off stops it.
+    if blocked_cholesky(buffer.T, cutoff) == 0:
+        return LandmarkFactor(m, cutoff, "cholesky", lower=buffer.T)
+    landmark_kernel_panels(landmarks, kernel, params, out=buffer)  # the factor wrote over it
     factor = _pivoted(buffer.T, cutoff)
     if factor is not None:
         return factor
@@ -276,8 +276,9 @@ def _pivoted(A: np.ndarray, cutoff: float) -> LandmarkFactor | None:
     diagonal = np.diagonal(A).copy()
     if not diagonal.max(initial=0.0) > cutoff:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)
-    with factor_threads(m):
-        L, pivots, rank, info = lapack.dpstrf(A, tol=cutoff, lower=1, overwrite_a=1)
+    # Reference LAPACK's pstrf (OpenBLAS has no threaded version of its own): its
+    # updates are threaded BLAS, like the blocked factorisation's.
+    L, pivots, rank, info = lapack.dpstrf(A, tol=cutoff, lower=1, overwrite_a=1)
     if info < 0:  # pragma: no cover - the arguments are valid
         raise np.linalg.LinAlgError(f"pstrf failed with info={info}")
     order = pivots[:m] - 1  # LAPACK counts from 1

@@ -1,0 +1,123 @@
+"""The Cholesky factor of K_mm on every core, at every m (docs/design.md §11).
+
+OpenBLAS's own threaded ``dpotrf`` takes the process down on large arrays
+(OpenBLAS issue 2562: from m = 16 000 with its SkylakeX kernels), so for
+years the factor of a large K_mm ran on one thread. Here the factorisation is
+blocked and right-looking, in place, in the Fortran-ordered buffer K_mm was
+computed in:
+
+    for each diagonal panel k (nb columns):
+        L_kk = potrf(A_kk)                       LAPACK, one thread (nb^3 / 3 flops)
+        L_ik = A_ik L_kk^-T        (i > k)       BLAS trsm, every thread
+        A_ii -= L_ik L_ik^T        (trailing)    BLAS syrk, every thread
+
+Only the panels' ``potrf`` is LAPACK's, on arrays of :data:`PANEL` columns,
+far below any size that failed; the m^3 / 3 flops are level-3 BLAS calls that
+OpenBLAS threads on its own. The calls go to scipy's BLAS and LAPACK by the
+addresses scipy exports for Cython (``scipy.linalg.cython_blas``), found
+through numba's public ``get_cython_function_address`` and called with
+ctypes, which drops the GIL: they take leading dimensions, so the panels and
+the trailing matrix are worked on where they lie, with no copy.
+
+A panel whose pivot L_jj^2 is at most ``cutoff`` stops the factorisation
+there (as LAPACK's ``potrf`` stops at a pivot that is not positive): the
+caller then takes the pivoted, rank-revealing factorisation
+(:mod:`kpca_dask.engine.landmark_factor`), and the trailing updates past
+that panel, which it would discard, are never made.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+from .._parallel import single_blas_thread
+
+__all__ = ["blocked_cholesky", "PANEL"]
+
+#: Columns of a diagonal panel: LAPACK's potrf on 512 x 512 (a few ms on one thread),
+#: and a rank-512 trailing update, where syrk is at its full rate.
+PANEL = 512
+
+_INT, _DOUBLE = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
+_CHAR = ctypes.c_char_p
+
+
+@functools.lru_cache(maxsize=None)
+def _routine(module: str, name: str, *argtypes):
+    """scipy's ``module.name`` (a Fortran routine: every argument by pointer) for ctypes."""
+    from numba.extending import get_cython_function_address  # noqa: PLC0415 - at first use
+
+    address = get_cython_function_address(f"scipy.linalg.{module}", name)
+    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+
+
+def _potrf():
+    return _routine("cython_lapack", "dpotrf", _CHAR, _INT, ctypes.c_void_p, _INT, _INT)
+
+
+def _trsm():
+    return _routine("cython_blas", "dtrsm", _CHAR, _CHAR, _CHAR, _CHAR, _INT, _INT, _DOUBLE,
+                    ctypes.c_void_p, _INT, ctypes.c_void_p, _INT)
+
+
+def _syrk():
+    return _routine("cython_blas", "dsyrk", _CHAR, _CHAR, _INT, _INT, _DOUBLE, ctypes.c_void_p,
+                    _INT, _DOUBLE, ctypes.c_void_p, _INT)
+
+
+def _int(value: int):
+    return ctypes.byref(ctypes.c_int(value))
+
+
+def _double(value: float):
+    return ctypes.byref(ctypes.c_double(value))
+
+
+def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL) -> int:
+    """Factorise the Fortran-ordered symmetric ``A`` in place: L in its lower triangle.
+
+    Returns 0 when every pivot L_jj^2 is above ``cutoff`` (the factor is then
+    complete); otherwise the 1-based column of the first panel that has a pivot
+    at or below it, or that LAPACK found not positive definite, and A is left
+    part-factorised. The upper triangle is not read and not written.
+
+    Examples
+    --------
+    >>> A = np.asfortranarray([[4.0, 2.0, 0.0], [2.0, 5.0, 1.0], [0.0, 1.0, 3.0]])
+    >>> K = A.copy()
+    >>> blocked_cholesky(A, panel=2)
+    0
+    >>> L = np.tril(A)
+    >>> bool(np.allclose(L @ L.T, K))
+    True
+    >>> blocked_cholesky(np.asfortranarray([[1.0, 2.0], [2.0, 1.0]]))
+    1
+    """
+    m = A.shape[0]
+    if A.shape != (m, m) or A.dtype != np.float64 or not A.flags.f_contiguous:
+        raise ValueError("blocked_cholesky needs a square, Fortran-ordered float64 array")
+    base, word = A.ctypes.data, A.itemsize
+
+    def at(row: int, column: int) -> int:
+        return base + word * (row + column * m)
+
+    lower, right, transposed, plain = _CHAR(b"L"), _CHAR(b"R"), _CHAR(b"T"), _CHAR(b"N")
+    potrf, trsm, syrk = _potrf(), _trsm(), _syrk()
+    for k in range(0, m, panel):
+        b = min(panel, m - k)
+        info = ctypes.c_int(0)
+        with single_blas_thread():  # LAPACK's own potrf, on a small panel only
+            potrf(lower, _int(b), at(k, k), _int(m), ctypes.byref(info))
+        pivots = np.diagonal(A)[k:k + b]
+        if info.value != 0 or not np.all(pivots * pivots > cutoff):
+            return k + 1
+        rest = m - k - b
+        if rest:
+            trsm(right, lower, transposed, plain, _int(rest), _int(b), _double(1.0), at(k, k),
+                 _int(m), at(k + b, k), _int(m))
+            syrk(lower, plain, _int(rest), _int(b), _double(-1.0), at(k + b, k), _int(m),
+                 _double(1.0), at(k + b, k + b), _int(m))
+    return 0
