@@ -30,7 +30,7 @@ from dask.utils import format_bytes, parse_bytes
 from ._parallel import distributed_client, local_threads
 
 __all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory",
-           "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES"]
+           "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES", "process_room_bytes"]
 
 #: dask configuration key of a fixed local memory figure (bytes or a string).
 CONFIG_KEY = "kpca-dask.memory-limit"
@@ -173,6 +173,35 @@ def _peak_allowed(worker: dict, total: int) -> int:
 def _pause_fraction() -> float:
     """The share of its limit at which distributed pauses a worker (1: never)."""
     return dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
+
+
+def process_room_bytes() -> int:
+    """What this process may still take now: on a distributed worker, its modelled peak
+    (:data:`WORKER_PEAK_SHARE` of its memory_limit) less its resident size; elsewhere the
+    configured :data:`CONFIG_KEY` less the resident size, or the machine's available memory.
+
+    For a choice between two ways to the same result, one of which holds more (the
+    dense eigendecomposition after an iterative solve that would not converge).
+
+    Examples
+    --------
+    >>> process_room_bytes() > 0
+    True
+    """
+    resident = psutil.Process().memory_info().rss
+    try:
+        from distributed import get_worker  # noqa: PLC0415 - a dependency, imported when used
+
+        limit = get_worker().memory_manager.memory_limit
+    except (ImportError, ValueError, AttributeError):
+        limit = None
+    if limit:
+        return max(0, int(min(WORKER_PEAK_SHARE, _pause_fraction()) * limit) - resident)
+    configured = dask.config.get(CONFIG_KEY, None)
+    if configured is not None:
+        fixed = parse_bytes(configured) if isinstance(configured, str) else configured
+        return max(0, int(fixed) - resident)
+    return int(psutil.virtual_memory().available)
 
 
 def release_freed_memory() -> None:

@@ -28,7 +28,7 @@ from .sparse_rows import as_block, first_nonfinite, is_sparse
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
-           "kernel_rows_into",
+           "kernel_rows_into", "fill_upper",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
            "shifted_to_origin"]
 
@@ -97,13 +97,22 @@ class RunningStatistics:
 
     def finished(self) -> PassStatistics:
         """The sums as :class:`PassStatistics`, G made symmetric in place (no copy)."""
-        _fill_upper(self.gram)
+        fill_upper(self.gram)
         return PassStatistics(self.n_samples, self.column_sums, self.gram, self.diagonal_sum,
                               self.n_nonfinite, self.first_nonfinite_row, self.reference)
 
 
-def _fill_upper(gram: np.ndarray) -> None:
-    """Copy the lower triangle of a Fortran-ordered square array onto its upper, by panels."""
+def fill_upper(gram: np.ndarray) -> None:
+    """Copy the lower triangle of a Fortran-ordered square array onto its upper, by panels
+    (in place: no second m x m array).
+
+    Examples
+    --------
+    >>> A = np.asfortranarray([[1.0, 0.0], [2.0, 3.0]])
+    >>> fill_upper(A)
+    >>> A.tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
     m = gram.shape[0]
     step = max(1, PANEL_BYTES // (8 * max(m, 1)))
     for start in range(0, m, step):

@@ -15,7 +15,14 @@ eigenpairs with a block Krylov method:
   ``|M u - theta u|`` come for free;
 - a restart from the b best Ritz vectors until the q leading residuals are at
   most ``tol`` times the largest Ritz value, or stop improving (the rounding
-  floor of the products).
+  floor of the products);
+- with a ``budget`` (the columns M may be applied to, the cost of a dense
+  eigendecomposition in products), it watches its own rate: after each cycle
+  it predicts from the residuals' fall per cycle how many products the rest
+  will take, and stops unconverged (``converged=False``) once finishing would
+  pass the budget. A flat or clustered spectrum, where the residuals fall by
+  a few percent a cycle, is then handed to the dense way after two or three
+  cycles instead of sixty (docs/design.md §11).
 
 Each product reads M's arrays once for the whole block, so the cost is that of
 a few passes over m x m memory, not of an O(m^3) tridiagonal reduction. The
@@ -60,11 +67,13 @@ class Eigenpairs:
     basis: np.ndarray  # the last Krylov basis B (size, K), orthonormal
     basis_trace: float  # trace(B^T M B)
     products: int  # columns M was applied to, in all
+    converged: bool = True  # False: stopped because finishing would pass the budget
 
 
 def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = DEFAULT_TOL,
                        seed: int = 0, oversample: int | None = None, depth: int = 12,
-                       max_cycles: int = 60, start: np.ndarray | None = None) -> Eigenpairs:
+                       max_cycles: int = 60, start: np.ndarray | None = None,
+                       budget: float | None = None) -> Eigenpairs:
     """The ``count`` leading eigenpairs of the symmetric ``size`` x ``size`` operator ``apply``.
 
     Parameters
@@ -85,6 +94,10 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         Blocks of the Krylov basis per cycle.
     start : ndarray, optional
         Vectors to start from (e.g. the result of an earlier, smaller call).
+    budget : float, optional
+        The most columns M may be applied to in all (None: no limit). The solver
+        stops with ``converged=False`` as soon as its residuals' rate of fall
+        predicts that it would pass this (module docstring).
 
     Examples
     --------
@@ -92,12 +105,20 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
     >>> pairs = leading_eigenpairs(lambda V: M @ V, 100, 3)
     >>> pairs.values.round(8).tolist(), bool(pairs.residuals.max() < 1e-9)
     ([100.0, 99.0, 98.0], True)
+
+    A cluster of 300 eigenvalues within 10^-6 of each other converges a few
+    percent a cycle; with a budget the solver gives up early:
+
+    >>> flat = np.diag(1.0 + 1e-6 * np.linspace(1.0, 0.0, 300))
+    >>> pairs = leading_eigenpairs(lambda V: flat @ V, 300, 3, budget=300)
+    >>> pairs.converged, bool(pairs.products <= 300)
+    (False, True)
     """
     block = min(size, count + (max(10, count // 2) if oversample is None else oversample))
     depth = max(2, min(depth, size // block))
     basis = _orthonormal_start(size, block, seed, start)
     images = apply(basis)
-    best, stalled, products = np.inf, 0, block
+    best, stalled, products, history, converged = np.inf, 0, block, [], True
     for _ in range(max_cycles):
         before = basis.shape[1]
         basis, images = _krylov(apply, basis, images, block, depth)
@@ -115,17 +136,46 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         residuals = np.linalg.norm(MU[:, :count] - U[:, :count] * theta[:count], axis=0)
         scale = max(abs(theta[0]), np.finfo(float).tiny)
         worst = residuals.max(initial=0.0) / scale
+        target = max(tol, floor / scale)
         # The whole space at once: then Rayleigh-Ritz is exact.
-        if worst <= max(tol, floor / scale) or basis.shape[1] >= size:
+        if worst <= target or basis.shape[1] >= size:
             break
         # Past the rounding floor of the products the residual stops falling.
         stalled = stalled + 1 if worst > 0.9 * best else 0
         best = min(best, worst)
         if stalled >= _PATIENCE:
             break
+        history.append(worst)
+        if budget is not None and _past_budget(history, target, products,
+                                               basis.shape[1] - before, budget):
+            converged = False
+            break
         basis, images = U, MU
     return Eigenpairs(theta[:count], U[:, :count], residuals, basis,
-                      float(np.trace(H)), products)
+                      float(np.trace(H)), products, converged)
+
+
+def _past_budget(history: list, target: float, products: int, per_cycle: int,
+                 budget: float) -> bool:
+    """Whether finishing would apply M to more than ``budget`` columns in all.
+
+    The rest is predicted from the residuals' fall per cycle, the better of the
+    last cycle's and the mean since the first (a solver that is converging
+    superlinearly, or has just reached its rounding floor, is not stopped).
+    """
+    if products >= budget:
+        return True
+    if len(history) < 2:
+        return products + per_cycle > budget
+    last = history[-1] / history[-2] if history[-2] > 0 else 0.0
+    mean = (history[-1] / history[0]) ** (1.0 / (len(history) - 1)) if history[0] > 0 else 0.0
+    rate = min(last, mean)
+    if rate <= 0.0 or history[-1] <= target:
+        return False
+    if rate >= 1.0:
+        return True
+    remaining = np.log(target / history[-1]) / np.log(rate)
+    return products + remaining * per_cycle > budget
 
 
 def _orthonormal_start(size: int, block: int, seed: int, start) -> np.ndarray:

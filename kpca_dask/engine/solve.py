@@ -20,6 +20,13 @@ Two ways to the leading eigenpairs of M (docs/design.md §11), chosen by cost:
   never formed: the factorisation is the only O(m^3) step and G and the
   factor the only m x m arrays.
 
+The iterative way is given the dense way's cost as a budget of products
+(:data:`DENSE_SOLVE_COLUMNS` r columns): on a flat or clustered spectrum,
+where it would converge a few percent a cycle, it stops after two or three
+cycles and the dense way finishes, when its one more r x r array fits
+(``method`` is then ``"dense after iterative"``). So the solve costs at most
+about the dense one, whatever the spectrum (docs/design.md §11).
+
 The residuals ``|M v - lambda v|`` of the pairs kept are the solution's
 certificate. trace(M), which the explained-variance ratios and the trace error
 need, is exact on the dense way; on the iterative way it is exact (2 m^3 / 3
@@ -48,16 +55,17 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas, lapack
 
+from .._memory import process_room_bytes
 from ..blocks.signs import fix_signs
-from ..blocks.statistics import PassStatistics
+from ..blocks.statistics import PassStatistics, fill_upper
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
+from .landmark_factor import LandmarkFactor, factor_landmarks
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
-           "EXACT_TRACE_SHARE"]
+           "EXACT_TRACE_SHARE", "DENSE_SOLVE_COLUMNS", "dense_fits"]
 
 #: At or below this many features (the factor's rank r) M is formed and
 #: eigendecomposed: below it that is as fast as the iterative way.
@@ -70,6 +78,18 @@ EXACT_TRACE_SHARE = 0.15
 
 #: An int n_components above this share of r takes the dense way.
 DENSE_COMPONENT_SHARE = 0.25
+
+#: The dense way's cost in columns the iterative way applies M to, per unit of r: M
+#: formed (sygst, r^3 flops) and reduced to tridiagonal form (4 r^3 / 3, half of it
+#: at the speed of matrix-vector products) against 4 r^2 flops per column. Measured at
+#: r = 2000 on one thread: 460 columns in 1.1 s, the dense top 10 in 2.4 s (0.5 r).
+DENSE_SOLVE_COLUMNS = 0.5
+
+#: r x r float64 arrays the dense way holds beside G and the factor for the q leading
+#: pairs: M (formed in one array, its upper triangle filled in place, then overwritten by
+#: LAPACK's ``syevr``) and a margin; for every pair (``syevd``: the vectors, its workspace
+#: and M V), four.
+DENSE_WORDS, FULL_SPECTRUM_WORDS = 1.25, 4.0
 
 
 @dataclass(frozen=True)
@@ -104,7 +124,7 @@ class SmallProblem:
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
-    method: str  # "dense" or "iterative"
+    method: str  # "dense", "iterative", "dense after iterative" or "tiles"
 
 
 @dataclass(frozen=True)
@@ -127,8 +147,10 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
     Components past the positive eigenvalues (an int ``n_components`` above
     their number, see :func:`n_components_for`) get eigenvalue 0 and a zero
     column of P and c, so their embedding column is 0, as in scikit-learn.
-    ``method`` forces ``"dense"`` or ``"iterative"``; ``memory_bytes`` is what
-    the dense way may use beyond G (None: no limit).
+    ``method`` forces ``"dense"`` or ``"iterative"`` (then without the dense
+    way's budget); ``memory_bytes`` is what the dense way may use beyond G and
+    the factor (None: what this process may still take,
+    :func:`kpca_dask._memory.process_room_bytes`).
 
     Examples
     --------
@@ -150,15 +172,32 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
     weights = factor.unwhiten(mean_feature[:, None])[:, 0]  # v = W mu (docs/design.md §6)
     dense = method == "dense" or (method == "auto" and _dense_is_cheaper(factor.rank,
                                                                          n_components))
+    way = "dense"
     if dense:
         spectrum = _dense_spectrum(stats, factor, n_components, memory_bytes)
     else:
         exact = _exact_trace_is_cheap(n, factor.rank, pass_dtype)
-        spectrum = _iterative_spectrum(stats, factor, n_components, exact, rebuild=lambda: (
-            factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes)
+        room = process_room_bytes() if memory_bytes is None else memory_bytes
+        budget = (DENSE_SOLVE_COLUMNS * factor.rank
+                  if method == "auto" and dense_fits(factor.rank, room) else None)
+        spectrum, way = _iterative_spectrum(stats, factor, n_components, exact, rebuild=lambda: (
+            factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes,
+            budget=budget)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        factor.rank, "dense" if dense else "iterative")
+                        factor.rank, way)
+
+
+def dense_fits(rank: int, memory_bytes: int | None, words: float = DENSE_WORDS) -> bool:
+    """Whether the dense way's r x r arrays (``words`` of r^2: :data:`DENSE_WORDS` for the
+    leading pairs) fit in ``memory_bytes``.
+
+    Examples
+    --------
+    >>> dense_fits(5000, 2**30), dense_fits(20000, 2**30), dense_fits(20000, None)
+    (True, False, True)
+    """
+    return memory_bytes is None or words * 8 * rank * rank <= memory_bytes
 
 
 def _dense_is_cheaper(rank: int, n_components) -> bool:
@@ -176,25 +215,34 @@ def _exact_trace_is_cheap(n: int, rank: int, pass_dtype) -> bool:
 def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
     """S U = G U - s (s^T U) / n for U of shape (m, b), reading G once (BLAS symm)."""
     G = stats.gram if stats.gram.flags.f_contiguous else stats.gram.T  # symmetric: the same
-    with factor_threads(G.shape[0]):  # one BLAS thread for large m (landmark_factor)
-        SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
+    SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
     s = stats.column_sums
     SU -= np.outer(s, s @ U) / stats.n_samples
     return SU
 
 
 def _iterative_spectrum(stats, factor: LandmarkFactor, n_components, exact_trace: bool,
-                        rebuild, memory_bytes) -> Spectrum:
+                        rebuild, memory_bytes, budget) -> tuple[Spectrum, str]:
+    """The leading pairs by products, or (past ``budget``) the dense way; and which way."""
     if isinstance(n_components, float):
-        return _spectrum_for_fraction(stats, factor, n_components, rebuild, memory_bytes)
+        return _spectrum_for_fraction(stats, factor, n_components, rebuild, memory_bytes,
+                                      budget)
     apply = _covariance_operator(stats, factor)
-    pairs = leading_eigenpairs(apply, factor.rank, min(int(n_components), factor.rank))
+    pairs = leading_eigenpairs(apply, factor.rank, min(int(n_components), factor.rank),
+                               budget=budget)
+    if not pairs.converged:
+        return _dense_spectrum(stats, factor, n_components, memory_bytes), FALLBACK
     columns = factor.unwhiten(pairs.vectors)
     if exact_trace:
         trace, trace_std = _exact_trace(stats, factor), 0.0  # the factor is spent after this
     else:
         trace, trace_std = estimate_trace(apply, pairs)
-    return Spectrum(pairs.values, columns, pairs.vectors, pairs.residuals, trace, trace_std)
+    return (Spectrum(pairs.values, columns, pairs.vectors, pairs.residuals, trace, trace_std),
+            "iterative")
+
+
+#: The way of a solve that the iterative way handed to the dense one.
+FALLBACK = "dense after iterative"
 
 
 def _covariance_operator(stats: PassStatistics, factor: LandmarkFactor):
@@ -202,7 +250,8 @@ def _covariance_operator(stats: PassStatistics, factor: LandmarkFactor):
     return lambda V: factor.whiten(_scatter_product(stats, factor.unwhiten(V)))
 
 
-def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes) -> Spectrum:
+def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes,
+                           budget) -> tuple[Spectrum, str]:
     """Leading eigenpairs until their sum reaches ``eta`` of trace(M), doubling how many.
 
     How many components a fraction takes depends on trace(M), so it is exact
@@ -213,13 +262,18 @@ def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes) -> 
     factor = rebuild()  # the exact trace spent the factor
     apply = _covariance_operator(stats, factor)
     r, count, start = factor.rank, 16, None
+    spent = 0
     while True:
         if count > DENSE_COMPONENT_SHARE * r:
-            return _dense_spectrum(stats, factor, eta, memory_bytes)
-        pairs = leading_eigenpairs(apply, r, count, start=start)
+            return _dense_spectrum(stats, factor, eta, memory_bytes), "dense"
+        pairs = leading_eigenpairs(apply, r, count, start=start,
+                                   budget=None if budget is None else budget - spent)
+        spent += pairs.products
+        if not pairs.converged:
+            return _dense_spectrum(stats, factor, eta, memory_bytes), FALLBACK
         if np.sum(pairs.values) >= eta * trace:
             return Spectrum(pairs.values, factor.unwhiten(pairs.vectors), pairs.vectors,
-                             pairs.residuals, trace, 0.0)
+                            pairs.residuals, trace, 0.0), "iterative"
         count, start = 2 * count, pairs.vectors
 
 
@@ -242,17 +296,36 @@ def _exact_trace(stats: PassStatistics, factor: LandmarkFactor) -> float:
 
 def _dense_spectrum(stats, factor: LandmarkFactor, n_components, memory_bytes) -> Spectrum:
     r = factor.rank
-    if memory_bytes is not None and 4 * 8 * r * r > memory_bytes:
+    subset = _is_subset(n_components, r)
+    words = DENSE_WORDS if subset else FULL_SPECTRUM_WORDS
+    if not dense_fits(r, memory_bytes, words):
         raise InsufficientMemoryError(
-            f"n_components={n_components!r} needs every eigenpair of the {r} x {r} feature "
-            f"covariance, a dense eigendecomposition that holds about {4 * 8 * r * r / 2**30:.1f}"
-            f" GiB beside the pass statistics, more than the {memory_bytes / 2**30:.1f} GiB "
-            "available. Ask for a number of components (an int), or fewer landmarks.")
+            f"n_components={n_components!r} needs the eigenpairs of the {r} x {r} feature "
+            f"covariance by a dense eigendecomposition that holds about "
+            f"{words * 8 * r * r / 2**30:.1f} GiB beside the pass statistics, more than the "
+            f"{memory_bytes / 2**30:.1f} GiB available. Ask for fewer components (an int), or "
+            "fewer landmarks.")
     M = _formed(stats, factor)
-    values, vectors = _dense_eigenpairs(M, n_components)
-    residuals = np.linalg.norm(M @ vectors - vectors * values, axis=0)
-    return Spectrum(values, factor.unwhiten(vectors), vectors, residuals,
-                     float(np.trace(M)), 0.0)
+    trace = float(np.trace(M))
+    if subset:
+        # M is overwritten (no second r x r array); the residuals come from the products.
+        values, vectors = linalg.eigh(M, subset_by_index=[r - int(n_components), r - 1],
+                                      overwrite_a=True)
+        values, vectors = values[::-1], np.ascontiguousarray(vectors[:, ::-1])
+        del M
+        images = _covariance_operator(stats, factor)(vectors)
+    else:
+        values, vectors = linalg.eigh(M, driver="evd")
+        values, vectors = values[::-1], vectors[:, ::-1]
+        images = M @ vectors
+    residuals = np.linalg.norm(images - vectors * values, axis=0)
+    return Spectrum(values, factor.unwhiten(vectors), vectors, residuals, trace, 0.0)
+
+
+def _is_subset(n_components, r: int) -> bool:
+    """Whether the dense way needs only the leading q pairs (LAPACK finds them in a third
+    of the time of the whole spectrum: 0.04 s against 0.13 s at r = 1000)."""
+    return isinstance(n_components, (int, np.integer)) and 0 < n_components < r // 2
 
 
 def _formed(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
@@ -265,25 +338,11 @@ def _formed(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
         # LAPACK's sygst: L^{-1} S L^{-T} in place, a third of two products' time.
         M, info = lapack.dsygst(S, factor.lower, itype=1, lower=1, overwrite_a=1)
         if info == 0:
-            lower = np.tril(M)
-            return lower + np.tril(lower, -1).T
+            fill_upper(M)  # in place: M is the one r x r array the dense way adds
+            return M
     W = factor.W if kept is None else factor.W[kept]
     M = W.T @ S @ W
     return 0.5 * (M + M.T)
-
-
-def _dense_eigenpairs(M: np.ndarray, n_components):
-    """Eigenvalues (descending) and eigenvectors of M: all, or the leading q of an int q.
-
-    LAPACK finds the q leading pairs of an int q in a third of the time of the
-    whole spectrum (0.04 s against 0.13 s at r = 1000).
-    """
-    r = M.shape[0]
-    if isinstance(n_components, (int, np.integer)) and 0 < n_components < r // 2:
-        values, vectors = linalg.eigh(M, subset_by_index=[r - int(n_components), r - 1])
-    else:
-        values, vectors = linalg.eigh(M, driver="evd")
-    return values[::-1], vectors[:, ::-1]
 
 
 def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_components,

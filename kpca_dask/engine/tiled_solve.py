@@ -23,6 +23,13 @@ m x m arrays never on one machine:
   an identity block in K_mm and zeros in G, which adds eigenvalues 0 and
   changes nothing else.
 
+The solver has the dense way's cost as its budget (as on one machine,
+:data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`): when a flat or
+clustered spectrum would take more products, M is formed on the tiles
+(two tiled triangular solves, 2 m^3 flops on the workers), brought to the
+client when it fits there (:data:`CLIENT_DENSE_WORDS` m^2 words) and its
+leading pairs found by LAPACK; their trace is then exact.
+
 trace(M) is the exact trace on the Krylov basis plus a Hutchinson estimate
 of the rest (its standard error kept, as on one machine past
 :data:`kpca_dask.engine.solve.EXACT_TRACE_SHARE`); a float ``n_components``
@@ -39,7 +46,9 @@ from dataclasses import dataclass
 import dask
 import dask.array as da
 import numpy as np
+from scipy import linalg
 
+from .._memory import process_room_bytes
 from .._parallel import compute_held, held_client, persist_held
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.statistics import PassStatistics
@@ -47,10 +56,22 @@ from ..errors import InvalidParameterError
 from .eigensolver import estimate_trace, leading_eigenpairs
 from .graph_values import shared_values
 from .landmark_factor import NO_POSITIVE_DIRECTION
-from .solve import NoveltyTerms, SmallProblem, Spectrum, solution_of
+from .solve import (
+    DENSE_SOLVE_COLUMNS,
+    FALLBACK,
+    NoveltyTerms,
+    SmallProblem,
+    Spectrum,
+    dense_fits,
+    solution_of,
+)
 from .tiled_cholesky import tiled_cholesky
 
-__all__ = ["solve_tiles", "TiledFactor", "landmark_tile"]
+__all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
+
+#: m^2 float64 words the client holds for the dense way on tiles: M gathered from its
+#: tiles (the tiles and the joined array at once) and LAPACK's workspace.
+CLIENT_DENSE_WORDS = 2.25
 
 
 @dataclass(frozen=True)
@@ -100,17 +121,43 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
 
     mean = np.pad(stats.column_sums / n + stats.reference, (0, size - m))
     mean_feature = factor.whiten(mean[:, None])[:, 0]
+    scatter = G - s_tiled[:, None] * s_tiled[None, :] / n
+    budget = (DENSE_SOLVE_COLUMNS * m
+              if dense_fits(size, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
+    way = "tiles"
     if isinstance(n_components, float):
-        spectrum = _spectrum_for_fraction(apply, factor, G, s_tiled, n, n_components, m)
+        spectrum = _spectrum_for_fraction(apply, factor, scatter, n_components, m)
     else:
-        pairs = leading_eigenpairs(apply, size, min(int(n_components), m))
-        trace, trace_std = estimate_trace(apply, pairs)
-        spectrum = Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m], pairs.vectors,
-                            pairs.residuals, trace, trace_std)
+        q = min(int(n_components), m)
+        pairs = leading_eigenpairs(apply, size, q, budget=budget)
+        if pairs.converged:
+            trace, trace_std = estimate_trace(apply, pairs)
+            spectrum = Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m],
+                                pairs.vectors, pairs.residuals, trace, trace_std)
+        else:
+            spectrum, way = _dense_on_client(apply, factor, scatter, q, m), f"tiles, {FALLBACK}"
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     weights = factor.unwhiten(mean_feature[:, None])[:m, 0]
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        m, "tiles")
+                        m, way)
+
+
+def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
+                     m: int) -> Spectrum:
+    """The q leading pairs of M = L^-1 S L^-T formed on the tiles and solved here."""
+    L = factor.lower
+    # S symmetric: (L^-1 S)^T = S L^-T, so a second solve from the left gives M (its
+    # lower triangle is read: the rounding of the two solves leaves it a little asymmetric).
+    half = da.linalg.solve_triangular(L, scatter, lower=True)
+    M = _computed(da.linalg.solve_triangular(L, half.T, lower=True))
+    size = M.shape[0]
+    trace = float(np.trace(M))
+    values, vectors = linalg.eigh(M, subset_by_index=[size - q, size - 1], overwrite_a=True,
+                                  lower=True)
+    del M
+    values, vectors = values[::-1], np.ascontiguousarray(vectors[:, ::-1])
+    residuals = np.linalg.norm(apply(vectors) - vectors * values, axis=0)
+    return Spectrum(values, factor.unwhiten(vectors)[:m], vectors, residuals, trace, 0.0)
 
 
 def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: int,
@@ -160,11 +207,9 @@ def landmark_tile(Z: np.ndarray, kernel, params: dict, row: int, column: int, t:
     return tile
 
 
-def _spectrum_for_fraction(apply, factor: TiledFactor, G, s_tiled, n: int, eta: float,
-                           m: int) -> Spectrum:
+def _spectrum_for_fraction(apply, factor: TiledFactor, S, eta: float, m: int) -> Spectrum:
     """Leading pairs until their sum reaches ``eta`` of the exact trace, doubling how many."""
     L = factor.lower
-    S = G - s_tiled[:, None] * s_tiled[None, :] / n
     inverse = da.linalg.solve_triangular(L, da.eye(factor.size, chunks=L.chunks[0][0]),
                                          lower=True)
     trace = float(_computed((da.linalg.solve_triangular(L, S, lower=True) * inverse).sum()))

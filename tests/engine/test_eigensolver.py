@@ -74,3 +74,40 @@ def test_the_trace_estimate_is_within_its_standard_error(name):
     estimate, error = estimate_trace(lambda V: M @ V, pairs)
     assert abs(estimate - np.trace(M)) <= 4 * error + 1e-12 * np.trace(M)
     assert error <= 0.05 * np.trace(M)
+
+
+def _diagonal(values):
+    """M = diag(values) as an operator: a Krylov method started from a random block sees
+    any orthogonal basis of it alike, and its products cost O(size) a column."""
+    return lambda V: values[:, None] * V
+
+
+def test_an_exactly_flat_spectrum_is_solved_in_one_block_of_products():
+    """M = c I: every vector is an eigenvector, so the first block's residuals are rounding
+    and the solver stops after applying M to that block alone."""
+    pairs = leading_eigenpairs(_diagonal(np.full(2000, 3.0)), 2000, 10, budget=1000)
+    assert pairs.converged and pairs.products == 20
+    np.testing.assert_allclose(pairs.values, 3.0, rtol=1e-14)
+    assert pairs.residuals.max() <= 1e-14
+
+
+def test_a_nearly_flat_spectrum_stops_unconverged_within_the_budget():
+    """2000 eigenvalues within 1e-6 of each other (a narrow kernel): the residuals fall a
+    few percent a cycle, the rate predicts more products than the budget (the dense way's
+    cost), and the solver stops after two cycles, well within it."""
+    flat = _diagonal(1.0 + 1e-6 * np.linspace(1.0, 0.0, 2000))
+    pairs = leading_eigenpairs(flat, 2000, 10, budget=1000)
+    assert not pairs.converged
+    assert pairs.products <= 500
+    assert pairs.residuals.max() > 1e3 * 1e-12  # far from the tolerance when it stopped
+
+
+@pytest.mark.parametrize("name", list(SPECTRA))
+def test_a_budget_leaves_the_spectra_that_converge_as_they_were(name):
+    """With the dense way's budget (r / 2 columns), decaying and clustered spectra converge
+    as without one: the same products, the same pairs."""
+    apply = _diagonal(np.concatenate([SPECTRA[name], np.zeros(1400)]))
+    free = leading_eigenpairs(apply, 2000, 10)
+    budgeted = leading_eigenpairs(apply, 2000, 10, budget=1000)
+    assert budgeted.converged and budgeted.products == free.products
+    np.testing.assert_array_equal(budgeted.values, free.values)
