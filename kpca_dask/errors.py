@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import NotFittedError, PositiveSpectrumWarning
 
 __all__ = [
     "about",
@@ -25,6 +25,7 @@ __all__ = [
     "NonFiniteInputError",
     "InvalidParameterError",
     "TooFewComponentsError",
+    "NotPositiveSemidefiniteError",
     "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
@@ -37,6 +38,7 @@ __all__ = [
     "ModelMismatchError",
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
+    "NegativeEigenvalueWarning",
     "SlowKernelWarning",
     "NotInvertibleError",
 ]
@@ -102,6 +104,14 @@ class TooFewComponentsError(InvalidParameterError):
     """More components were asked for than the kernel has positive eigenvalues."""
 
 
+class NotPositiveSemidefiniteError(KPCAError, ValueError):
+    """The centred kernel matrix has significantly negative eigenvalues among those asked for.
+
+    scikit-learn's KernelPCA refuses the same matrices with a ``ValueError`` and the same
+    sentence (docs/design.md §1): the kernel is not positive semi-definite on the data.
+    """
+
+
 class InsufficientMemoryError(KPCAError, MemoryError):
     """The landmark problem asked for needs more memory than the fit may use."""
 
@@ -140,6 +150,14 @@ class ZeroEigenvalueWarning(UserWarning):
     An int n_components above the number of positive eigenvalues keeps zero
     columns; with no positive eigenvalue at all, n_components=None or
     remove_zero_eig=True give 0 components (an (n, 0) embedding).
+    """
+
+
+class NegativeEigenvalueWarning(PositiveSpectrumWarning):
+    """Negative eigenvalues of the centred kernel matrix too small to refuse, set to 0.
+
+    A subclass of scikit-learn's :class:`~sklearn.exceptions.PositiveSpectrumWarning`, so
+    filters written for scikit-learn apply (docs/design.md §1).
     """
 
 

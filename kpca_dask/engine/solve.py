@@ -99,12 +99,13 @@ class NoveltyTerms:
 @dataclass(frozen=True)
 class SmallProblem:
     """What :func:`solve_small_problem` returns: the solution, the novelty terms, the
-    factor's rank and way."""
+    factor's rank and way, and how K_mm was factorised."""
 
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
     method: str  # "dense" or "iterative"
+    factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
             factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        factor.rank, "dense" if dense else "iterative")
+                        factor.rank, "dense" if dense else "iterative", factor.method)
 
 
 def _dense_is_cheaper(rank: int, n_components) -> bool:
