@@ -26,8 +26,9 @@ $(STAMP): pyproject.toml constraints.txt | $(PY)
 demo: $(DEMO_STAMP)
 	$(PY) -m kpca_dask.demo
 
+# The slowest 15 tests are listed at the end: the suite must stay around ten minutes.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 # The image built from Debian's packages and a wheelhouse (no registry), and a TLS cluster
 # run in containers as the pods are. Needs root (apt, dockerd, debootstrap); see
