@@ -53,7 +53,7 @@ from ..blocks.statistics import PassStatistics
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
@@ -283,7 +283,7 @@ def _dense_eigenpairs(M: np.ndarray, n_components):
     if isinstance(n_components, (int, np.integer)) and 0 < n_components < r // 2:
         values, vectors = linalg.eigh(M, subset_by_index=[r - int(n_components), r - 1])
     else:
-        values, vectors = linalg.eigh(M, driver="evd")
+        values, vectors = every_eigenpair(M)
     return values[::-1], vectors[:, ::-1]
 
 
