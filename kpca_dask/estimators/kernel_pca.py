@@ -706,8 +706,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     @property
     def eigenvectors_(self) -> np.ndarray:
-        """A_q, the unit eigenvectors of the centred kernel matrix (n_samples, n_components_), in
-        training-row order: present when every training row is a landmark (see Attributes)."""
+        """A_q, the unit eigenvectors of the centred kernel matrix, (n_samples,
+        ``n_components_``) in training-row order: present when every training row is a landmark
+        (see Attributes)."""
         check_is_fitted(self)
         cached = self.__dict__.get("_eigenvectors")
         if cached is None or cached[0] is not self.model_:  # computed once per model
