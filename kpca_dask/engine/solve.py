@@ -53,7 +53,7 @@ from ..blocks.statistics import PassStatistics
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
@@ -99,12 +99,13 @@ class NoveltyTerms:
 @dataclass(frozen=True)
 class SmallProblem:
     """What :func:`solve_small_problem` returns: the solution, the novelty terms, the
-    factor's rank and way."""
+    factor's rank and way, and how K_mm was factorised."""
 
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
     method: str  # "dense" or "iterative"
+    factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
             factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        factor.rank, "dense" if dense else "iterative")
+                        factor.rank, "dense" if dense else "iterative", factor.method)
 
 
 def _dense_is_cheaper(rank: int, n_components) -> bool:
@@ -282,7 +283,7 @@ def _dense_eigenpairs(M: np.ndarray, n_components):
     if isinstance(n_components, (int, np.integer)) and 0 < n_components < r // 2:
         values, vectors = linalg.eigh(M, subset_by_index=[r - int(n_components), r - 1])
     else:
-        values, vectors = linalg.eigh(M, driver="evd")
+        values, vectors = every_eigenpair(M)
     return values[::-1], vectors[:, ::-1]
 
 
