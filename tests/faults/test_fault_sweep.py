@@ -288,3 +288,47 @@ def test_a_lost_g_is_computed_again_from_its_recipe(sweep):
     for name, values in _model(expected).items():
         np.testing.assert_allclose(_model(model)[name], values, rtol=1e-10,
                                    atol=1e-10 * float(np.abs(values).max()))
+
+
+def _block_recomputed_on_release(hold: str, release: str) -> np.ndarray:
+    """A block computed at once the first time; once ``hold`` is set, a recomputation of it
+    waits for ``release`` (so the test holds it in the state of data being recomputed)."""
+    from distributed import Event
+
+    if Event(hold).is_set():
+        Event(release).wait()
+    return np.arange(6.0).reshape(2, 3)
+
+
+def test_a_result_being_recomputed_counts_as_alive(sweep):
+    """While the scheduler recomputes a lost result, its future reads "lost" until the new
+    copy is in memory: a held G in that state is alive (a re-solve waits for it), not gone
+    (docs/design.md §14). The recomputation is held on an event, so the test sees the state
+    every time, as a re-solve may right after a loss."""
+    import dask.array as da
+    from distributed import Event, futures_of
+
+    from kpca_dask.engine.cluster_solve import is_alive
+
+    hold, release = (f"kpca-dask-test-{name}-{os.getpid()}" for name in ("hold", "release"))
+    block = dask.delayed(_block_recomputed_on_release, pure=True)(hold, release)
+    held = sweep.client.persist(da.from_delayed(block, (2, 3), float))
+    (future,) = futures_of(held)
+    future.result()
+    Event(hold, client=sweep.client).set()
+    with killed_holding(sweep.cluster, sweep.client, future) as kill:
+        assert kill.removed.wait(120), "the worker holding the result was never removed"
+        assert _status_becomes(future, "lost"), f"the future is {future.status!r}, not 'lost'"
+        assert is_alive(held)
+        Event(release, client=sweep.client).set()
+        np.testing.assert_array_equal(held.compute(), np.arange(6.0).reshape(2, 3))
+
+
+def _status_becomes(future, status: str, timeout: float = 60.0) -> bool:
+    """Whether ``future.status`` reaches ``status`` (set by the client's message stream)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while future.status != status and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return future.status == status
