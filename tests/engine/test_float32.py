@@ -9,13 +9,14 @@ three leading ones are within 1e-3 (worst seen 3.1e-4).
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
 
 from kpca_dask import KernelPCA
 from kpca_dask.datasets import make_dataset
-from kpca_dask.engine.passes import pass_statistics
+from kpca_dask.engine.passes import pass_plan, pass_statistics
 from kpca_dask.model.parameters import DEFAULT_RCOND
 
 CASES = {
@@ -67,13 +68,16 @@ def test_float32_leading_eigenvalues_within_1e_3_of_float64_with_defaults(case):
 def test_float32_blocks_are_summed_in_float64(chunks):
     """pass_statistics with float32 blocks sums in float64, within a block and across blocks:
     past float32's 2^24 rows the count, the column sums (n / 2) and the Gram matrix (n / 4) are
-    exact, which float32 sums are not (the nearest float32 to 2^23 + 0.5 is 2^23)."""
+    exact, which float32 sums are not (the nearest float32 to 2^23 + 0.5 is 2^23). Two
+    threads make two chains on every machine, so two blocks are also summed across chains."""
     n = 2**24 + 1
     X = da.ones((n, 1), chunks=(chunks, 1), dtype=np.float32)
     # A linear kernel against landmarks 0 and 1, shifted by r = (0, 1/2): every row's
     # kernel row minus r is (0, 1/2), exact in float32.
-    stats = pass_statistics(X, np.array([[0.0], [1.0]]), "linear", {}, np.float32,
-                            reference=np.array([0.0, 0.5])).compute()
+    with dask.config.set(scheduler="threads", num_workers=2):
+        assert pass_plan(X, 2).chains == 2
+        stats = pass_statistics(X, np.array([[0.0], [1.0]]), "linear", {}, np.float32,
+                                reference=np.array([0.0, 0.5])).compute()
     assert stats.gram.dtype == stats.column_sums.dtype == np.float64
     assert stats.n_samples == n
     np.testing.assert_array_equal(stats.column_sums, [0.0, n / 2])
