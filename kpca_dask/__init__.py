@@ -33,6 +33,7 @@ _PUBLIC = {
         "ModelFormatError", "OutputExistsError", "CheckpointMismatchError",
         "ConcurrentWriteError", "NoStatisticsError", "ModelMismatchError",
         "OverlappingRowsError", "NotInvertibleError", "ZeroEigenvalueWarning",
+        "NotPositiveSemidefiniteError", "NegativeEigenvalueWarning",
         "SlowKernelWarning", "ParametersChangedWarning", "RepeatedRowsWarning",
         "NonSymmetricKernelWarning")},
 }
@@ -77,6 +78,7 @@ __all__ = [
     "NonFiniteInputError",
     "NonNumericInputError",
     "TooFewComponentsError",
+    "NotPositiveSemidefiniteError",
     "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
@@ -87,6 +89,7 @@ __all__ = [
     "OverlappingRowsError",
     "NotInvertibleError",
     "ZeroEigenvalueWarning",
+    "NegativeEigenvalueWarning",
     "SlowKernelWarning",
     "ParametersChangedWarning",
     "RepeatedRowsWarning",

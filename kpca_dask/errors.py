@@ -23,6 +23,7 @@ __all__ = [
     "NonFiniteInputError",
     "InvalidParameterError",
     "TooFewComponentsError",
+    "NotPositiveSemidefiniteError",
     "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
@@ -35,6 +36,7 @@ __all__ = [
     "ModelMismatchError",
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
+    "NegativeEigenvalueWarning",  # noqa: F822 - made on first use, by __getattr__ below
     "SlowKernelWarning",
     "NotInvertibleError",  # noqa: F822 - made on first use, by __getattr__ below
 ]
@@ -100,6 +102,14 @@ class TooFewComponentsError(InvalidParameterError):
     """More components were asked for than the kernel has positive eigenvalues."""
 
 
+class NotPositiveSemidefiniteError(KPCAError, ValueError):
+    """The centred kernel matrix has significantly negative eigenvalues among those asked for.
+
+    scikit-learn's KernelPCA refuses the same matrices with a ``ValueError`` and the same
+    sentence (docs/design.md §1): the kernel is not positive semi-definite on the data.
+    """
+
+
 class InsufficientMemoryError(KPCAError, MemoryError):
     """The landmark problem asked for needs more memory than the fit may use."""
 
@@ -141,6 +151,8 @@ class ZeroEigenvalueWarning(UserWarning):
     """
 
 
+
+
 class ParametersChangedWarning(UserWarning):
     """A parameter set after the fit, which a call on the fitted model does not use.
 
@@ -178,22 +190,40 @@ def _not_invertible_error() -> type:
         there and what code written for it catches.
         """
 
-    NotInvertibleError.__module__ = __name__
-    NotInvertibleError.__qualname__ = "NotInvertibleError"
     return NotInvertibleError
 
 
+def _negative_eigenvalue_warning() -> type:
+    from sklearn.exceptions import PositiveSpectrumWarning  # noqa: PLC0415 - see below
+
+    class NegativeEigenvalueWarning(PositiveSpectrumWarning):
+        """Negative eigenvalues of the centred kernel matrix too small to refuse, set to 0.
+
+        A subclass of scikit-learn's :class:`~sklearn.exceptions.PositiveSpectrumWarning`,
+        so filters written for scikit-learn apply (docs/design.md §1).
+        """
+
+    return NegativeEigenvalueWarning
+
+
+#: The classes whose base is one of scikit-learn's, made when first asked for.
+_SCIKIT_LEARN_BASED = {"NotInvertibleError": _not_invertible_error,
+                       "NegativeEigenvalueWarning": _negative_eigenvalue_warning}
+
+
 def __getattr__(name: str):
-    # NotInvertibleError subclasses scikit-learn's NotFittedError, and importing
-    # sklearn.exceptions imports scikit-learn's package (~180 MiB resident): made when
-    # first asked for, so that Dask workers, which import this module with every block
-    # function, do not pay for it (docs/design.md §14).
-    if name == "NotInvertibleError":
-        globals()[name] = value = _not_invertible_error()
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Importing sklearn.exceptions imports scikit-learn's package (~180 MiB resident):
+    # these classes are made when first asked for, so that Dask workers, which import this
+    # module with every block function, do not pay for it (docs/design.md §14).
+    make = _SCIKIT_LEARN_BASED.get(name)
+    if make is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = make()
+    value.__module__, value.__qualname__ = __name__, name
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"NotInvertibleError"})
+    return sorted(set(globals()) | set(_SCIKIT_LEARN_BASED))
 

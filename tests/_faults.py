@@ -33,11 +33,10 @@ class KillPoint:
 
 @dataclass
 class KillAtTask(SchedulerPlugin):
-    """SIGKILL the worker of the ``point``'s task; ``pids`` maps worker addresses to pids."""
+    """SIGKILL the worker of the ``point``'s task (its process id as it registered)."""
 
     scheduler: object
     point: KillPoint
-    pids: dict
     seen: int = 0
     killed: str | None = None
     fired: threading.Event = field(default_factory=threading.Event)
@@ -59,10 +58,10 @@ class KillAtTask(SchedulerPlugin):
         task = self.scheduler.tasks[key]
         worker = (task.processing_on if finish == "processing"
                   else next(iter(task.who_has), None))
-        if worker is None or worker.address not in self.pids:
+        if worker is None:
             return
         self.killed = worker.address
-        os.kill(self.pids[worker.address], signal.SIGKILL)
+        os.kill(worker.pid, signal.SIGKILL)
         self.fired.set()
 
 
@@ -70,25 +69,25 @@ class killing:
     """Context: the cluster's worker at ``point`` is killed while the block runs.
 
     ``cluster`` is a ``LocalCluster`` (its scheduler in this process) and
-    ``client`` its client. On exit the plugin is removed and the cluster is
-    waited for until it has its workers again (the nannies restart them).
+    ``client`` its client. It starts once at least two workers are running; on exit
+    the plugin is removed once the scheduler has removed the killed worker. Its
+    nanny starts a new one meanwhile, which joins the cluster whenever it is ready,
+    during the next run or not, as a replacement pod would.
     """
 
     def __init__(self, cluster, client, point: KillPoint):
         self.cluster, self.client, self.point = cluster, client, point
-        self.n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
-        self.plugin = KillAtTask(cluster.scheduler, point, client.run(os.getpid))
+        client.wait_for_workers(2, timeout=120)
+        self.plugin = KillAtTask(cluster.scheduler, point)
 
     def __enter__(self) -> KillAtTask:
         self.cluster.scheduler.add_plugin(self.plugin, name=self.plugin.name)
         return self.plugin
 
     def __exit__(self, *exc) -> None:
-        # The killed worker gone from the scheduler, then its nanny's new one in its place.
         if self.plugin.killed is not None:
             assert self.plugin.removed.wait(120), "the killed worker was never removed"
         self.cluster.scheduler.remove_plugin(name=self.plugin.name)
-        self.client.wait_for_workers(self.n_workers, timeout=120)
 
 
 class killed_holding(killing):
@@ -103,6 +102,6 @@ class killed_holding(killing):
         plugin = super().__enter__()
         (holder,) = self.client.who_has([self.future])[self.future.key]
         plugin.killed = holder
-        os.kill(plugin.pids[holder], signal.SIGKILL)
+        os.kill(self.cluster.scheduler.workers[holder].pid, signal.SIGKILL)
         plugin.fired.set()
         return plugin

@@ -39,6 +39,8 @@ ALLOWED_WARNINGS: list[Allowed] = [
             "a worker SIGKILLed on purpose held results; the scheduler recomputes them (never "
             "'lose scattered data, which can't be recovered': that stays a failure)"),
     Allowed(FAULT_TESTS, r"^Restarting worker", "the nanny restarts a worker killed on purpose"),
+    Allowed(FAULT_TESTS, r"^Worker process died unexpectedly",
+            "a worker process ends when the scheduler it served is killed on purpose"),
     Allowed(FAULT_TESTS, r"^Couldn't gather (keys|\d+ keys, rescheduling)",
             "the client asked for a result held by the worker killed on purpose; the "
             "scheduler recomputes it"),

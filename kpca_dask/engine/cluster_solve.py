@@ -71,11 +71,12 @@ def is_alive(gram: da.Array) -> bool:
     if not futures:
         return True  # read from a file when computed
     client = futures[0].client
-    # "pending": being computed again after a lost worker, which the scheduler can do for
-    # tiles (what their tasks read is a task too: engine.graph_values); "cancelled" or
-    # "lost": gone for good.
+    # "lost": its worker was lost and the scheduler computes it again from its recipe,
+    # which it can always do here (what its tasks read is a task too, never scattered data:
+    # engine.graph_values); the future stays "lost" until the new copy is in memory, and a
+    # read waits for it. "pending": not computed yet. "cancelled" or "error": gone for good.
     return client.status == "running" and all(
-        f.status in ("finished", "pending") for f in futures)
+        f.status in ("finished", "pending", "lost") for f in futures)
 
 
 def cluster_pass(X, landmarks, kernel, params: dict, dtype, reference, mode: str

@@ -61,7 +61,7 @@ from ..blocks.statistics import PassStatistics, fill_upper
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, factor_landmarks
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
@@ -119,12 +119,13 @@ class NoveltyTerms:
 @dataclass(frozen=True)
 class SmallProblem:
     """What :func:`solve_small_problem` returns: the solution, the novelty terms, the
-    factor's rank and way."""
+    factor's rank and way, and how K_mm was factorised."""
 
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
     method: str  # "dense", "iterative", "dense after iterative" or "tiles"
+    factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
             budget=budget)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        factor.rank, way)
+                        factor.rank, way, factor.method)
 
 
 def dense_fits(rank: int, memory_bytes: int | None, words: float = DENSE_WORDS) -> bool:
@@ -315,7 +316,7 @@ def _dense_spectrum(stats, factor: LandmarkFactor, n_components, memory_bytes) -
         del M
         images = _covariance_operator(stats, factor)(vectors)
     else:
-        values, vectors = linalg.eigh(M, driver="evd")
+        values, vectors = every_eigenpair(M)
         values, vectors = values[::-1], vectors[:, ::-1]
         images = M @ vectors
     residuals = np.linalg.norm(images - vectors * values, axis=0)

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
 from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
-from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..engine.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..engine.gram import cross_kernel_by_panels
 from ..errors import InvalidParameterError
 from ..io.labelled import label_embedding, label_rows
@@ -176,6 +176,12 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : ExactKernelPCA
+
+        Raises
+        ------
+        NotPositiveSemidefiniteError
+            The centred kernel matrix has a significantly negative eigenvalue
+            among those ``n_components`` selects, as scikit-learn refuses it.
         """
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
@@ -205,13 +211,14 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         lam, A = linalg.eigh(K.T, overwrite_a=True, check_finite=False)
         del K
         lam, A = lam[::-1], A[:, ::-1]
+        check_spectrum(lam, self.n_components, stacklevel=3)  # scikit-learn's refusal
         n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
         total = float(np.sum(lam[lam > 0]))
         q = n_components_for(self.n_components, lam, n_positive, total,
                              bool(self.remove_zero_eig), lam.size)
         A = A[:, :q]
-        # Past n_positive the eigenvalues are 0 (or rounding noise, or negative
-        # for a kernel that is not PSD): 0 exactly, as scikit-learn sets them.
+        # Past n_positive the eigenvalues are 0 (or rounding noise, or negative ones
+        # too small to refuse): 0 exactly, as scikit-learn sets them.
         lam = np.where(np.arange(lam.size) < n_positive, lam, 0.0)
 
         # Only now, with every step done, does the estimator change state.

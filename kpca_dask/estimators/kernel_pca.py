@@ -32,6 +32,7 @@ from ..model.growing import (
     warn_of_parameters_set_since,
 )
 from ..model.inputs import embedding_input, first_batch, fit_input, method_input
+from ..model.kernel_matrices import training_eigenvectors
 from ..model.outputs import (
     check_invertible,
     embedding,
@@ -167,6 +168,13 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     eigenvalues_ : ndarray of shape (n_components,)
         Eigenvalues of the centred (Nyström) Gram matrix, descending; the same
         scale as ``sklearn.decomposition.KernelPCA.eigenvalues_``.
+    eigenvectors_ : ndarray of shape (n_samples, n_components)
+        When every training row is a landmark (``n_landmarks >= n_samples``;
+        absent otherwise): the unit eigenvectors of the centred n x n kernel
+        matrix in training-row order, scikit-learn's ``eigenvectors_`` up to
+        each column's sign (which follows this model's embedding). Computed
+        from the landmarks on first access; the components with eigenvalue 0
+        get unit vectors orthogonal to the others.
     explained_variance_ratio_ : ndarray of shape (n_components,)
         ``eigenvalues_`` divided by the total variance of the features.
     explained_variance_ : ndarray of shape (n_components,)
@@ -747,6 +755,24 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     @feature_names_in_.deleter
     def feature_names_in_(self) -> None:
         self.model_ = self.model_.replace(feature_names=None)
+
+    @property
+    def eigenvectors_(self) -> np.ndarray:
+        """A_q, the unit eigenvectors of the centred kernel matrix, (n_samples,
+        ``n_components_``) in training-row order: present when every training row is a landmark
+        (see Attributes)."""
+        check_is_fitted(self)
+        cached = self.__dict__.get("_eigenvectors")
+        if cached is None or cached[0] is not self.model_:  # computed once per model
+            cached = (self.model_, training_eigenvectors(self.model_))
+            self.__dict__["_eigenvectors"] = cached
+        if cached[1] is None:
+            raise AttributeError(
+                f"This {type(self).__name__} has no 'eigenvectors_': they are those of the "
+                "n x n kernel matrix, which the model holds only when every training row is a "
+                "landmark. Fit with n_landmarks >= n_samples (exact kernel PCA), or use "
+                "ExactKernelPCA.")
+        return cached[1]
 
     @property
     def _n_features_out(self):

@@ -129,10 +129,12 @@ def check_invertible(model: FittedModel) -> None:
     """
     if model.preimage is None:
         raise NotInvertibleError(
-            "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
-            "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
-            "map is learnt by a pass over the training rows). Fit it with "
-            "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
+            # scikit-learn's sentence first, word for word: code written for it matches it.
+            "The fit_inverse_transform parameter was not set to True when instantiating and "
+            "hence the inverse transform is not available. (A model re-solved, updated or "
+            "merged since its fit has no pre-image map either: the map is learnt by a pass "
+            "over the training rows.) Fit it with KernelPCA(..., fit_inverse_transform=True) "
+            "(one more pass over the data).")
 
 
 def preimages(model: FittedModel, rows: Rows, n_components: int | None = None):

@@ -98,12 +98,15 @@ def test_every_point_a_landmark_is_exact_kernel_pca(method):
 
 
 def test_above_the_crossover_auto_takes_the_iterative_way_and_not_for_every_component():
+    """Past DENSE_RANK features (1600 landmarks, all kept) "auto" solves 5 components the
+    iterative way, and every component (n_components=None) the dense way."""
     kernel, params, _ = CASES["rbf"]
     X = _data("normal", DENSE_RANK + 300, 6)
     Z = X[: DENSE_RANK + 100]
     stats = compute_pass(da.from_array(X, chunks=600), Z, kernel, {"gamma": 0.5})
     auto = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, 5)
-    assert auto.method == ("iterative" if auto.landmark_rank > DENSE_RANK else "dense")
+    assert auto.landmark_rank == DENSE_RANK + 100  # the data: every landmark kept
+    assert auto.method == "iterative"
     everything = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, None)
     assert everything.method == "dense"
 

@@ -3,6 +3,7 @@ resumed, and compared with an uninterrupted fit; checkpoints of other fits refus
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -66,8 +67,8 @@ def _wait_for_progress(checkpoint: str, process, timeout=120.0) -> None:
         try:
             if _state(checkpoint)[0] >= 1:
                 return
-        except (FileNotFoundError, KeyError):
-            pass  # not created yet
+        except (FileNotFoundError, KeyError, json.JSONDecodeError):
+            pass  # not created yet, or its metadata read while the fit writes it
         time.sleep(0.05)
     raise AssertionError("no segment was saved in time")
 

@@ -13,11 +13,11 @@ import xarray as xr
 import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.model.fitted import DECLARED, FittedModel, Stored, declared, stored
-from kpca_dask.storage.model_fields import (
+from kpca_dask.storage.model_entries import (
     MODEL_ARRAYS,
     MODEL_ATTRIBUTES,
-    model_from_fields,
-    stored_fields,
+    file_entries,
+    model_from_entries,
 )
 
 #: The names model files have held since format version 3: new files keep them.
@@ -111,16 +111,16 @@ def test_a_new_declared_field_is_written_and_read_with_no_other_edit(models):
     storage layer as it stands."""
     extended = dataclasses.make_dataclass(
         "ExtendedModel",
-        [("note", str, dataclasses.field(default="", metadata=stored("note_", "attribute"))),
+        [("note", str, dataclasses.field(default="", metadata=stored("note_", "json"))),
          ("scales", np.ndarray | None, dataclasses.field(
-             default=None, metadata=stored("scales_", "array", shape=("m",), optional=True,
+             default=None, metadata=stored("scales_", "array", shape=("m",), absent="omitted",
                                            since=None)))],
         bases=(FittedModel,), frozen=True)
     base = models[0].model_
     values = {f.name: getattr(base, f.name) for f in dataclasses.fields(FittedModel)}
     model = extended(**values, note="hello", scales=np.arange(base.n_landmarks, dtype=float))
-    arrays, attributes = stored_fields(model)
+    arrays, attributes = file_entries(model)
     assert attributes["note_"] == "hello" and "scales" in arrays
-    back = model_from_fields(arrays, attributes, model.statistics, cls=extended)
+    back = model_from_entries(arrays, attributes, model.statistics, cls=extended)
     assert back.note == "hello" and _equal(back.scales, model.scales)
     assert {"note_", "scales_"} <= {each.declaration.attribute for each in declared(extended)}
