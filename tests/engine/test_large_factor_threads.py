@@ -37,6 +37,7 @@ SCRIPT = textwrap.dedent("""
     with threadpool_limits(limits=2, user_api="blas"):
         threads = min(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
         factor = factor_landmarks(Z, "rbf", {"gamma": 0.01}, 1e-10)
+        factor_rank = factor.rank
         rows, cols = rng.integers(0, m, 200), rng.integers(0, m, 200)
         L = factor.lower
         column = np.arange(m)
@@ -48,11 +49,13 @@ SCRIPT = textwrap.dedent("""
         solved = factor.unwhiten(factor.whiten(np.ones((m, 4))))  # L^-T L^-1 1 = K^-1 1
         product = pairwise_kernel(Z, Z[:1000], "rbf", gamma=0.01).T @ solved
         solve_error = float(np.abs(product - 1.0).max())
+        way = factor.method
         del factor, L
         repeated = np.vstack([Z[: m - 500], Z[:500]])
         pivoted = factor_landmarks(repeated, "rbf", {"gamma": 0.01}, 1e-10)
         unique = len(set(map(tuple, repeated[pivoted.kept])))
-    print(threads, "cholesky", m, error, solve_error, pivoted.method, pivoted.rank, unique)
+    print(threads, way, factor_rank, error, solve_error, pivoted.method.replace(" ", "-"),
+          pivoted.rank, unique)
 """)
 
 
@@ -79,4 +82,4 @@ def test_factors_of_16000_and_20000_landmarks_run_on_two_threads(m):
     assert (int(threads), way, int(rank)) == (2, "cholesky", m)
     assert float(error) < 1e-12
     assert float(solve_error) < 1e-6
-    assert (pivoted, int(pivoted_rank), int(unique)) == ("pivoted cholesky", m - 500, m - 500)
+    assert (pivoted, int(pivoted_rank), int(unique)) == ("pivoted-cholesky", m - 500, m - 500)
