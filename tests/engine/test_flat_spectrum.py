@@ -10,6 +10,7 @@ costs one cycle of products.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import dask
@@ -21,6 +22,7 @@ from kpca_dask.datasets import make_dataset
 from kpca_dask.engine import eigensolver
 from kpca_dask.engine.passes import compute_pass
 from kpca_dask.engine.solve import DENSE_RANK, DENSE_SOLVE_COLUMNS, solve_small_problem
+from kpca_dask.engine.tiled_solve import solve_tiles
 
 
 def _blobs(n: int, m: int, dtype=np.float64):
@@ -98,3 +100,24 @@ def test_gamma_one_at_5000_landmarks_costs_the_dense_solve(monkeypatch):
     assert auto.method == "dense after iterative"
     assert calls[0].products <= DENSE_SOLVE_COLUMNS * 5000
     assert auto.solution.residuals.max() <= 1e-12 * auto.solution.eigenvalues[0]
+
+
+@pytest.mark.slow
+def test_on_tiles_a_narrow_kernel_hands_the_solve_to_the_dense_way():
+    """The same on tiles (G a dask array of 4 x 4 tiles, m = 500 on 2000 float32 rows):
+    the iterative way stops within its budget, M is formed on the tiles and solved on
+    the client, and the eigenvalues are the dense way's on one process to 1e-12."""
+    m = 500
+    X, Z = _blobs(4 * m, m, np.float32)
+    params = {"gamma": 1.0}
+    with dask.config.set(scheduler="threads"):
+        stats = compute_pass(da.from_array(X, chunks=(m, 32)), Z, "rbf", params,
+                             np.dtype(np.float32))
+        dense = solve_small_problem(stats, Z, "rbf", params, 1e-10, 10, method="dense")
+        tiled = dataclasses.replace(stats, gram=da.from_array(np.array(stats.gram),
+                                                              chunks=m // 4))
+        tiles = solve_tiles(tiled, Z, "rbf", params, 1e-10, 10, pass_dtype=np.float32)
+    assert tiles.method == "tiles, dense after iterative"
+    np.testing.assert_allclose(tiles.solution.eigenvalues, dense.solution.eigenvalues,
+                               rtol=1e-12)
+    assert tiles.solution.residuals.max() <= 1e-12 * tiles.solution.eigenvalues[0]
