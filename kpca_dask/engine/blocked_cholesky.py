@@ -9,7 +9,8 @@ computed in:
     for each diagonal panel k (nb columns):
         L_kk = potrf(A_kk)                       LAPACK, one thread (nb^3 / 3 flops)
         L_ik = A_ik L_kk^-T        (i > k)       BLAS trsm, every thread
-        A_ii -= L_ik L_ik^T        (trailing)    BLAS syrk, every thread
+        A_ii -= L_ik L_ik^T        (trailing)    BLAS syrk on diagonal blocks of
+                                                 UPDATE columns, gemm below them
 
 Only the panels' ``potrf`` is LAPACK's, on arrays of :data:`PANEL` columns,
 far below any size that failed; the m^3 / 3 flops are level-3 BLAS calls that
@@ -35,11 +36,17 @@ import numpy as np
 
 from .._parallel import single_blas_thread
 
-__all__ = ["blocked_cholesky", "PANEL"]
+__all__ = ["blocked_cholesky", "PANEL", "UPDATE"]
 
 #: Columns of a diagonal panel: LAPACK's potrf on 512 x 512 (a few ms on one thread),
 #: and a rank-512 trailing update, where syrk is at its full rate.
 PANEL = 512
+
+#: Columns of the trailing matrix one ``syrk`` updates (its diagonal block); the rows
+#: below it take a ``gemm``. OpenBLAS's threaded syrk of the whole trailing matrix
+#: segfaulted at m = 20 000 on two threads (SkylakeX kernels), as its threaded potrf,
+#: which calls it, does; GEMM and small syrks are its most used threaded paths.
+UPDATE = 2048
 
 _INT, _DOUBLE = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
 _CHAR = ctypes.c_char_p
@@ -66,6 +73,11 @@ def _trsm():
 def _syrk():
     return _routine("cython_blas", "dsyrk", _CHAR, _CHAR, _INT, _INT, _DOUBLE, ctypes.c_void_p,
                     _INT, _DOUBLE, ctypes.c_void_p, _INT)
+
+
+def _gemm():
+    return _routine("cython_blas", "dgemm", _CHAR, _CHAR, _INT, _INT, _INT, _DOUBLE,
+                    ctypes.c_void_p, _INT, ctypes.c_void_p, _INT, _DOUBLE, ctypes.c_void_p, _INT)
 
 
 def _int(value: int):
@@ -105,7 +117,7 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL) -> 
         return base + word * (row + column * m)
 
     lower, right, transposed, plain = _CHAR(b"L"), _CHAR(b"R"), _CHAR(b"T"), _CHAR(b"N")
-    potrf, trsm, syrk = _potrf(), _trsm(), _syrk()
+    potrf, trsm, syrk, gemm = _potrf(), _trsm(), _syrk(), _gemm()
     for k in range(0, m, panel):
         b = min(panel, m - k)
         info = ctypes.c_int(0)
@@ -118,6 +130,12 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL) -> 
         if rest:
             trsm(right, lower, transposed, plain, _int(rest), _int(b), _double(1.0), at(k, k),
                  _int(m), at(k + b, k), _int(m))
-            syrk(lower, plain, _int(rest), _int(b), _double(-1.0), at(k + b, k), _int(m),
-                 _double(1.0), at(k + b, k + b), _int(m))
+            for j in range(k + b, m, UPDATE):  # A_jj -= L_jk L_jk^T, then the rows below
+                w, below = min(UPDATE, m - j), max(0, m - j - UPDATE)
+                syrk(lower, plain, _int(w), _int(b), _double(-1.0), at(j, k), _int(m),
+                     _double(1.0), at(j, j), _int(m))
+                if below:
+                    gemm(plain, transposed, _int(below), _int(w), _int(b), _double(-1.0),
+                         at(j + w, k), _int(m), at(j, k), _int(m), _double(1.0), at(j + w, j),
+                         _int(m))
     return 0
