@@ -187,14 +187,18 @@ class LandmarkFactor:
         if self.eigen_basis is not None:
             return self.eigen_basis.T @ Y
         rows = Y if self.kept is None else Y[self.kept]
-        return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
+        # Threaded triangular solves on a large factor were not shown safe: one thread
+        # there, as for OpenBLAS's own LAPACK (ONE_THREAD_BYTES).
+        with factor_threads(self.rank):
+            return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """W V for V of shape (r, b): L^{-T} V on the kept rows, zero on the others."""
         V = np.asarray(V, dtype=np.float64)
         if self.eigen_basis is not None:
             return self.eigen_basis @ V
-        solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
+        with factor_threads(self.rank):
+            solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
         if self.kept is None:
             return solved
         out = np.zeros((self.size, V.shape[1]))

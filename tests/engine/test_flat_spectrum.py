@@ -21,8 +21,12 @@ import pytest
 from kpca_dask.datasets import make_dataset
 from kpca_dask.engine import eigensolver
 from kpca_dask.engine.passes import compute_pass
-from kpca_dask.engine.solve import DENSE_RANK, DENSE_SOLVE_COLUMNS, solve_small_problem
+from kpca_dask.engine.solve import DENSE_SOLVE_COLUMNS, solve_small_problem
 from kpca_dask.engine.tiled_solve import solve_tiles
+
+#: The dense crossover the small tests set, so that r = 500 is above it as r = 1600 is
+#: above the library's (DENSE_RANK): the same behaviour at a sixteenth of the cost.
+_SMALL_DENSE_RANK = 400
 
 
 def _blobs(n: int, m: int, dtype=np.float64):
@@ -54,11 +58,12 @@ def _solved(X, Z, gamma, method="auto", dtype=np.float64, chunk=1000):
 
 @pytest.mark.slow
 def test_a_narrow_kernel_hands_the_solve_to_the_dense_way_within_its_budget(monkeypatch):
-    """gamma = 1 at r = 1600 (above the dense crossover), a float32 pass over 4 r rows:
+    """gamma = 1 at r = 500 (above the crossover the test sets), a float32 pass over 4 r rows:
     the leading eigenvalues are 1 + 1.2e-5 apart by 6e-8 (the pass's rounding); the
     iterative way stops within the budget of r / 2 columns, the dense way finishes, and
     the model is the dense way's bit for bit."""
-    m = DENSE_RANK + 100
+    m = _SMALL_DENSE_RANK + 100
+    monkeypatch.setattr("kpca_dask.engine.solve.DENSE_RANK", _SMALL_DENSE_RANK)
     X, Z = _blobs(4 * m, m, np.float32)
     calls = _counted(monkeypatch)
     auto = _solved(X, Z, 1.0, dtype=np.float32)
@@ -78,7 +83,8 @@ def test_an_exactly_flat_spectrum_stays_iterative_and_costs_one_cycle(monkeypatc
     and M = 2 (I - 1 1^T / m), eigenvalue 2 m - 1 times.
     Every vector is an eigenvector to rounding: the first cycle (12 blocks of 20) ends
     with residuals at the rounding floor."""
-    m = DENSE_RANK + 100
+    m = _SMALL_DENSE_RANK + 100
+    monkeypatch.setattr("kpca_dask.engine.solve.DENSE_RANK", _SMALL_DENSE_RANK)
     Z = 100.0 * np.random.default_rng(1).standard_normal((m, 32))
     calls = _counted(monkeypatch)
     flat = _solved(np.repeat(Z, 2, axis=0), Z, 1.0)
