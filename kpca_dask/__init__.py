@@ -39,14 +39,20 @@ from .estimators.kernel_pca import KernelPCA
 from .io.parquet_out import write_table
 from .model.growing import merge
 from .model.table_outputs import transform_table
-from .storage.model_files import load_model
+from .storage.exact_files import ESTIMATOR as _EXACT
+from .storage.exact_files import load_exact
+from .storage.model_files import load_model, stored_estimator
 
 
-def load(path, *, storage_options: dict | None = None) -> KernelPCA:
-    """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
+def load(path, *, storage_options: dict | None = None) -> KernelPCA | ExactKernelPCA:
+    """Load a model saved by ``KernelPCA.save`` or ``ExactKernelPCA.save`` (a Zarr group; no
+    pickle, no code run).
 
-    See :func:`kpca_dask.storage.model_files.load_model`.
+    See :func:`kpca_dask.storage.model_files.load_model` and
+    :func:`kpca_dask.storage.exact_files.load_exact`.
     """
+    if stored_estimator(path, storage_options=storage_options) == _EXACT:
+        return load_exact(path, ExactKernelPCA, storage_options=storage_options)
     return load_model(path, KernelPCA, storage_options=storage_options)
 
 

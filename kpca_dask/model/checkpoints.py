@@ -71,7 +71,7 @@ from .checkpoint_files import (
 from .checks import damaged
 from .fingerprints import recorded
 
-__all__ = ["FitCheckpoint"]
+__all__ = ["FitCheckpoint", "identity_differences"]
 
 FORMAT = "kpca-dask-checkpoint"
 FORMAT_VERSION = 4
@@ -150,7 +150,7 @@ class FitCheckpoint:
                 "the version that wrote it, or delete the checkpoint and start again.")
         if not isinstance(meta.get("identity"), dict):
             raise damaged("it records no identity of its fit", "checkpoint")
-        differences = _differences(meta["identity"], identity)
+        differences = identity_differences(meta["identity"], identity)
         if differences:
             raise CheckpointMismatchError(
                 "the checkpoint belongs to a different fit and cannot be resumed: "
@@ -303,12 +303,20 @@ def _usable(total: PassStatistics | None) -> bool:
         np.isfinite(total.gram.sum(axis=0)).all() and np.isfinite(total.diagonal_sum))
 
 
-def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+def identity_differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+    """How the identity a checkpoint recorded differs from the current fit's, key by key.
+
+    Examples
+    --------
+    >>> identity_differences({"kernel": "rbf", "dtype": "float64"}, {"kernel": "linear",
+    ...                                                             "dtype": "float64"})
+    ['kernel is "rbf" in the checkpoint but "linear" now']
+    """
     found = []
     for key in sorted(set(stored) | set(current)):
         a, b = stored.get(key), current.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
-            found += _differences(a, b, f"{prefix}{key}.")
+            found += identity_differences(a, b, f"{prefix}{key}.")
         elif a != b:
             found.append(f"{prefix}{key} is {_short(a)} in the checkpoint but {_short(b)} now")
     return found

@@ -83,7 +83,7 @@ from ..model.statistics_files import (
 )
 from .model_fields import REQUIRED_ARRAYS, model_from_fields, required_attributes, stored_fields
 
-__all__ = ["save_model", "load_model", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "stored_estimator", "FORMAT_VERSION"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3
@@ -207,6 +207,26 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     where = os.fspath(path)
     with about(where):
         return _load(path, where, estimator_class, storage_options)
+
+
+def stored_estimator(path: PathOrURL, *, storage_options: dict | None = None) -> str | None:
+    """The estimator a model file says it holds (its ``estimator`` attribute), or None when
+    ``path`` holds no readable group (:func:`load_model` then says what is wrong).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> path = KernelPCA(n_components=2, n_landmarks=20).fit(X).save(tempfile.mkdtemp() + "/m")
+    >>> stored_estimator(path)
+    'KernelPCA'
+    """
+    try:
+        group = open_group(path, storage_options=storage_options)
+    except (FileNotFoundError, ValueError):
+        return None
+    return group.attrs.get("estimator")
 
 
 def _load(path: PathOrURL, where: str, estimator_class: type,
