@@ -21,7 +21,7 @@ from .kernels import kernel_diagonal
 from .landmark_kernel import LandmarkKernel
 from .sparse_rows import dense, first_nonfinite
 
-__all__ = ["pair_products", "cross_products", "rows_summary", "TILE_ROWS"]
+__all__ = ["pair_products", "cross_products", "rows_summary", "tile_cuts", "TILE_ROWS"]
 
 #: Rows (and columns) of one kernel tile: 8 MiB of float64, made and used while it is
 #: in the last-level cache.
@@ -55,13 +55,12 @@ def pair_products(x_a, x_b, v_a: np.ndarray, v_b: np.ndarray, kernel, params: di
     out_a = np.zeros((a.shape[0], v_a.shape[1]))
     out_b = out_a if same else np.zeros((b.shape[0], v_b.shape[1]))
     buffer = np.empty(tile_rows * tile_rows, dtype)
-    for j in range(0, b.shape[0], tile_rows):
-        columns = slice(j, j + tile_rows)
+    row_cuts = tile_cuts(a.shape[0], tile_rows)
+    for j, columns in enumerate(tile_cuts(b.shape[0], tile_rows)):
         # What depends on the tile's columns alone is made once for its whole column.
         tiles = LandmarkKernel(b[columns], kernel, params, dtype)
-        for i in range(0, j + 1 if same else a.shape[0], tile_rows):
-            rows = slice(i, i + tile_rows)
-            shape = (min(a.shape[0], i + tile_rows) - i, min(b.shape[0], j + tile_rows) - j)
+        for i, rows in enumerate(row_cuts[: j + 1] if same else row_cuts):
+            shape = (rows.stop - rows.start, columns.stop - columns.start)
             tile = tiles.into(buffer[: shape[0] * shape[1]].reshape(shape), a[rows])
             diagonal = same and i == j
             if diagonal:  # k(x, y) and k(y, x) are rounded differently: one value for both
@@ -90,17 +89,28 @@ def cross_products(x_new, x_train, weights: np.ndarray, kernel, params: dict, dt
     a, b = _rows(x_new, dtype), _rows(x_train, dtype)
     out = np.zeros((a.shape[0], weights.shape[1] + 1))
     buffer = np.empty(tile_rows * tile_rows, dtype)
-    for j in range(0, b.shape[0], tile_rows):
-        columns = slice(j, j + tile_rows)
+    for columns in tile_cuts(b.shape[0], tile_rows):
         tiles = LandmarkKernel(b[columns], kernel, params, dtype)
-        for i in range(0, a.shape[0], tile_rows):
-            rows = slice(i, i + tile_rows)
-            shape = (min(a.shape[0], i + tile_rows) - i, min(b.shape[0], j + tile_rows) - j)
+        for rows in tile_cuts(a.shape[0], tile_rows):
+            shape = (rows.stop - rows.start, columns.stop - columns.start)
             tile = tiles.into(buffer[: shape[0] * shape[1]].reshape(shape), a[rows])
             wide = tile if dtype == np.float64 else tile.astype(np.float64)
             out[rows, :-1] += wide @ weights[columns]
             out[rows, -1] += wide.sum(axis=1)
     return out
+
+
+def tile_cuts(length: int, most: int) -> list[slice]:
+    """``length`` rows cut into the fewest tiles of at most ``most``, as equal as can be.
+
+    Examples
+    --------
+    >>> tile_cuts(2500, 1024)
+    [slice(0, 833, None), slice(833, 1666, None), slice(1666, 2500, None)]
+    """
+    parts = max(1, -(-length // most))
+    cuts = [length * k // parts for k in range(parts + 1)]
+    return [slice(start, stop) for start, stop in zip(cuts[:-1], cuts[1:])]
 
 
 def rows_summary(x, kernel, params: dict) -> np.ndarray:

@@ -181,7 +181,8 @@ def _added(parts: list) -> Any:
 
 def tile_pair_products(x_a, x_b, v_a, v_b, kernel, params, dtype, same):
     """A task of a product: ``(K_ab V_b, K_ab^T V_a)`` of one pair of panels."""
-    with task_blas_limit():
+    # Kernel values that overflow are one clear error once the product is back (_check).
+    with task_blas_limit(), np.errstate(over="ignore", invalid="ignore"):
         return pair_products(_read(x_a), None if same else _read(x_b), v_a, v_b, kernel,
                              params, dtype, same)
 
@@ -200,7 +201,8 @@ def added_parts(sides: tuple, *parts) -> np.ndarray:
 
 def panel_summary(x, kernel, params) -> np.ndarray:
     """A task of the first product: a panel's diagonal sum and non-finite values."""
-    return rows_summary(_read(x), kernel, params)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return rows_summary(_read(x), kernel, params)
 
 
 def _read(x):
