@@ -31,13 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine, write_results  # noqa: E402
+from _common import machine, measured_apart, write_results  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 N_FEATURES, N_COMPONENTS = 32, 10
@@ -129,13 +128,7 @@ def measure_cluster(spec: dict) -> dict:
 
 
 def run(spec: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPOSITORY),
-                                                        str(Path(__file__).parent)])}
-    done = subprocess.run([sys.executable, __file__, "--measure", json.dumps(spec)],
-                          capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"n = {spec['n']} ended with {done.returncode}:\n{done.stderr[-6000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return measured_apart(__file__, spec, [REPOSITORY, Path(__file__).parent], f"n = {spec['n']}")
 
 
 def table(rows: list[dict]) -> str:

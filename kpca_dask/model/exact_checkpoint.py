@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import zarr
-import zarr.errors
 
 from ..engine.eigensolver import KrylovState
-from ..errors import CheckpointMismatchError, ModelFormatError, about
+from ..errors import about
 from ..io import PathOrURL, store_location
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
@@ -48,7 +47,7 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from .checkpoints import identity_differences
+from .checkpoints import opened_checkpoint
 from .checks import damaged
 from .fingerprints import callable_identity, data_identity, recorded
 
@@ -115,14 +114,9 @@ class SolveCheckpoint:
         if not location.exists():
             return checkpoint
         with about(where):
-            checkpoint._group = _opened_group(location)
-            meta = checkpoint._group.attrs[_ATTRIBUTE]
-            differences = identity_differences(meta["identity"], identity)
-            if differences:
-                raise CheckpointMismatchError(
-                    "the checkpoint belongs to a different fit and cannot be resumed: "
-                    + "; ".join(differences) + ". Fit with the same data and parameters, or "
-                    "use a new checkpoint path (or delete this one) to start afresh.")
+            checkpoint._group, meta = opened_checkpoint(
+                location, _ATTRIBUTE, FORMAT, (FORMAT_VERSION,), identity,
+                " of a matrix-free exact fit")
             if meta.get("state") is not None:
                 checkpoint.state, checkpoint.known = _read_state(
                     checkpoint._group, meta, identity["data"]["shape"][0])
@@ -178,28 +172,6 @@ def _write(group: zarr.Group, name: str, value: np.ndarray) -> str:
     group.create_array(name, data=value, compressors=checksummed_codecs(compressed=False),
                        overwrite=True)
     return digest(value)
-
-
-def _opened_group(location) -> zarr.Group:
-    not_a_checkpoint = CheckpointMismatchError(
-        "exists and is not a kpca-dask checkpoint of a matrix-free exact fit. Pass a new path "
-        "for the checkpoint, or delete this one if it is not needed.")
-    try:
-        group = zarr.open_group(location.url, mode="r+", **location.zarr_kwargs())
-    except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
-        raise not_a_checkpoint from None
-    meta = group.attrs.get(_ATTRIBUTE)
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise not_a_checkpoint
-    version = meta.get("format_version")
-    if isinstance(version, bool) or version != FORMAT_VERSION:
-        raise ModelFormatError(
-            f"the checkpoint has format version {version!r}; this kpca-dask reads version "
-            f"{FORMAT_VERSION}. Finish the fit with the version that wrote it, or delete the "
-            "checkpoint and start again.")
-    if not isinstance(meta.get("identity"), dict):
-        raise damaged("it records no identity of its fit", "checkpoint")
-    return group
 
 
 def _read_state(group: zarr.Group, meta: dict, n: int) -> tuple[KrylovState, tuple]:

@@ -62,6 +62,7 @@ from ..model.exact_model import ExactModel, scaled_vectors
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.statistics_files import file_digest
 from .layout_files import layout_attribute, layout_from_attribute
+from .model_files import saved_params
 
 __all__ = ["save_exact", "load_exact", "ESTIMATOR"]
 
@@ -101,12 +102,7 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
         fitted["feature_layout_"] = layout_attribute(layout)
         arrays.update({f"feature_{name}": value for name, value in
                        (("kept", layout.kept), ("weights", layout.weights)) if value is not None})
-    params, unsaved = {}, []
-    for name, value in estimator.get_params(deep=False).items():
-        try:
-            params[name] = jsonable(value)
-        except TypeError:
-            unsaved.append(name)
+    params, unsaved = saved_params(estimator)
     attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
              "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
              "unsaved_params": unsaved, "fitted": fitted}

@@ -83,7 +83,7 @@ from ..model.statistics_files import (
 )
 from .model_fields import REQUIRED_ARRAYS, model_from_fields, required_attributes, stored_fields
 
-__all__ = ["save_model", "load_model", "stored_estimator", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "stored_estimator", "saved_params", "FORMAT_VERSION"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3
@@ -134,12 +134,7 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
             f"A model with a callable kernel ({getattr(model.kernel_, '__name__', model.kernel_)})"
             " cannot be saved: a model file holds data only, never code. Use a named kernel "
             "(e.g. kernel='rbf') to save the model.")
-    params, unsaved = {}, []
-    for name, value in model.get_params(deep=False).items():
-        try:
-            params[name] = jsonable(value)
-        except TypeError:
-            unsaved.append(name)
+    params, unsaved = saved_params(model)
     arrays, fitted = stored_fields(model.model_)
     stats = live_statistics(model.model_, "save")
     digests = {}
@@ -174,6 +169,27 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
         # Where G can be read again once the cluster that holds it is gone.
         model.model_ = model.model_.replace(statistics=stats, statistics_file=written)
     return written
+
+
+def saved_params(estimator: BaseEstimator) -> tuple[dict, list[str]]:
+    """The constructor parameters a model file holds (those JSON can hold) and the names of
+    the others (e.g. a numpy Generator seed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> params, unsaved = saved_params(KernelPCA(random_state=np.random.default_rng(0)))
+    >>> params["n_landmarks"], unsaved
+    (1000, ['random_state'])
+    """
+    params, unsaved = {}, []
+    for name, value in estimator.get_params(deep=False).items():
+        try:
+            params[name] = jsonable(value)
+        except TypeError:
+            unsaved.append(name)
+    return params, unsaved
 
 
 def load_model(path: PathOrURL, estimator_class: type, *,
