@@ -29,6 +29,7 @@ probes, and the estimate's standard error.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -113,6 +114,8 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
     while True:
         state = _krylov(apply, state, block, depth, report)
         basis, images = np.hstack(state.blocks), np.hstack(state.images)
+        # The blocks live on in basis and images alone: one copy of the n x K arrays held.
+        state = dataclasses.replace(state, blocks=[], images=[])
         H = basis.T @ images
         # M is symmetric, so H = B^T M B would be too but for the rounding of the
         # products: its asymmetry is the floor the residuals can reach.
