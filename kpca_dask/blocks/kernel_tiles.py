@@ -68,8 +68,8 @@ def pair_products(x_a, x_b, v_a: np.ndarray, v_b: np.ndarray, kernel, params: di
                 tile *= 0.5
             wide = tile if dtype == np.float64 else tile.astype(np.float64)
             out_a[rows] += wide @ v_b[columns]
-            if not diagonal:
-                out_b[columns] += wide.T @ v_a[rows]
+            if not diagonal:  # (V_a^T K_ab)^T: BLAS reads the tile in its own order
+                out_b[columns] += (v_a[rows].T @ wide).T
     return out_a, (None if same else out_b)
 
 
