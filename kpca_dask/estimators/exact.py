@@ -72,9 +72,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         :meth:`fit` takes the n x n kernel matrix of the training points and
         :meth:`transform` the (n_new, n) kernel matrix of new points against
         them, as in scikit-learn.
-    gamma : float or None, default=None
+    gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, matern, polynomial and sigmoid;
-        None means ``1 / n_features``.
+        None means ``1 / n_features``; a rule is resolved as
+        :class:`~kpca_dask.KernelPCA` resolves it, from a sample of the rows
+        drawn with seed 0.
     degree : int, default=3
         Degree of the polynomial kernel, a whole number >= 1.
     coef0 : float, default=1.0
@@ -112,7 +114,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         entry positive: a dask array chunked like the row panels for the
         matrix-free solver (and for a loaded model).
     explained_variance_ratio_ : ndarray of shape (``n_components_``,)
-        Each eigenvalue over the sum of the positive ones.
+        Each eigenvalue over the sum of the positive ones (for the matrix-free
+        solver over trace(J K J), the sum of them all: the same for a positive
+        semi-definite kernel).
     n_components_ : int
         Number of components kept.
     eigen_solver_ : str
@@ -160,6 +164,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
     (50, 2)
     >>> kpca.transform(X[:5]).shape
     (5, 2)
+    >>> free = ExactKernelPCA(n_components=2, gamma=0.5, eigen_solver="matrix-free").fit(X)
+    >>> bool(np.allclose(free.eigenvalues_, kpca.eigenvalues_, rtol=1e-9))
+    True
     """
 
     def __init__(
