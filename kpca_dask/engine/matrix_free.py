@@ -108,19 +108,22 @@ class PanelReader:
         return ("panel-reader", self.rows.name)
 
 
-def panel_rows(n: int, n_features: int, itemsize: int, budget) -> int:
-    """Rows per panel: enough panels for :data:`PAIRS_PER_THREAD` pairs per thread, each
-    panel (with its blocks of V and K V) within a task's working block.
+def panel_rows(n: int, n_features: int, itemsize: int, budget, tile_itemsize: int = 8) -> int:
+    """Rows per panel: enough panels for :data:`PAIRS_PER_THREAD` pairs per thread, and a
+    pair task's two panels (stored, and in the tiles' dtype) with their blocks of V and
+    K V within a task's working block.
 
     Examples
     --------
     >>> from kpca_dask._memory import MemoryBudget
-    >>> panel_rows(100_000, 32, 8, MemoryBudget(2**34, 2, False, "here"))
-    25000
+    >>> budget = MemoryBudget(2**34, 2, False, "here")
+    >>> panel_rows(100_000, 32, 8, budget), panel_rows(60_000, 784, 1, budget)
+    (25000, 8305)
     """
     threads = max(1, budget.threads) * max(1, budget.workers)
     count = math.ceil((math.sqrt(1 + 8 * PAIRS_PER_THREAD * threads) - 1) / 2)
-    by_memory = budget.block_bytes // (n_features * itemsize + 4 * 8 * _SIZED_COLUMNS)
+    row_bytes = 2 * n_features * (itemsize + tile_itemsize) + 4 * 8 * _SIZED_COLUMNS
+    by_memory = budget.block_bytes // row_bytes
     return max(1, min(math.ceil(n / count), max(TILE_ROWS // 4, by_memory)))
 
 
@@ -129,7 +132,8 @@ def row_panels(X: da.Array, kernel, params: dict, dtype) -> RowPanels:
     they fit (module docstring)."""
     budget = memory_budget(X)
     n, p = X.shape
-    rows = X.rechunk({0: panel_rows(n, p, X.dtype.itemsize, budget), 1: -1})
+    rows = X.rechunk({0: panel_rows(n, p, X.dtype.itemsize, budget, np.dtype(dtype).itemsize),
+                      1: -1})
     mode = dask.config.get(ROWS_KEY, "auto")
     if mode not in ("auto", "persist", "read"):
         raise InvalidParameterError(
