@@ -5,7 +5,7 @@
 centred kernel matrix from products alone
 (:class:`~kpca_dask.engine.matrix_free.CentredKernel`, one pass over the rows
 each) by the block Krylov method of docs/design.md §11, and certifies each by
-its residual |J K J v - lambda v|; ``"auto"`` takes the dense solver while its
+its residual ``|J K J v - lambda v|``; ``"auto"`` takes the dense solver while its
 matrices fit the memory available (:func:`dense_fits`). The matrix-free fit
 can save the solver's state after every product (:mod:`kpca_dask.model.exact_checkpoint`).
 """

@@ -11,8 +11,9 @@ point projects as
 g = 1^T k / n^2 the mean of K: one pass over the training rows' panels for a
 block of new points (:func:`~kpca_dask.engine.matrix_free.cross_kernel`),
 O(n p) work per point, lazily. The same pass gives the reconstruction
-error, |phi(x) - phi_bar|^2 - |y(x)|^2 with |phi(x) - phi_bar|^2 =
-k(x, x) - 2 k(x)^T 1 / n + g (docs/design.md §6).
+error (docs/design.md §6)::
+
+    e(x) = |phi(x) - phi_bar|^2 - |y(x)|^2,   |phi(x) - phi_bar|^2 = k(x, x) - 2 k(x)^T 1 / n + g.
 """
 
 from __future__ import annotations
