@@ -11,47 +11,62 @@ Examples
 
 from __future__ import annotations
 
+import importlib
+
 from ._version import __version__
-from .errors import (
-    CheckpointMismatchError,
-    ConcurrentWriteError,
-    InsufficientMemoryError,
-    InvalidInputError,
-    InvalidParameterError,
-    KPCAError,
-    ModelFormatError,
-    ModelMismatchError,
-    NonFiniteInputError,
-    NonNumericInputError,
-    NonSymmetricKernelWarning,
-    NoStatisticsError,
-    NotInvertibleError,
-    OutputExistsError,
-    OverlappingRowsError,
-    ParametersChangedWarning,
-    RepeatedRowsWarning,
-    SlowKernelWarning,
-    TooFewComponentsError,
-    ZeroEigenvalueWarning,
-)
-from .estimators.exact import ExactKernelPCA
-from .estimators.kernel_pca import KernelPCA
-from .io.parquet_out import write_table
-from .model.growing import merge
-from .model.table_outputs import transform_table
-from .storage.exact_files import ESTIMATOR as _EXACT
-from .storage.exact_files import load_exact
-from .storage.model_files import load_model, stored_estimator
+
+#: Where each public name is defined. Imported when first used (PEP 562), so that a Dask
+#: worker that unpickles a block function loads that function's module and what it needs,
+#: not the estimators, scikit-learn and pandas: a worker's own memory is part of its
+#: budget (docs/design.md §14).
+_PUBLIC = {
+    "KernelPCA": ".estimators.kernel_pca",
+    "ExactKernelPCA": ".estimators.exact",
+    "merge": ".model.growing",
+    "rotate": ".model.rotation",
+    "RotatedEOF": ".model.rotation",
+    "transform_table": ".model.table_outputs",
+    "write_table": ".io.parquet_out",
+    **{name: ".errors" for name in (
+        "KPCAError", "InvalidInputError", "InvalidParameterError", "NonFiniteInputError",
+        "NonNumericInputError", "TooFewComponentsError", "InsufficientMemoryError",
+        "ModelFormatError", "OutputExistsError", "CheckpointMismatchError",
+        "ConcurrentWriteError", "NoStatisticsError", "ModelMismatchError",
+        "OverlappingRowsError", "NotInvertibleError", "ZeroEigenvalueWarning",
+        "NotPositiveSemidefiniteError", "NegativeEigenvalueWarning",
+        "SlowKernelWarning", "ParametersChangedWarning", "RepeatedRowsWarning",
+        "NonSymmetricKernelWarning")},
+}
 
 
-def load(path, *, storage_options: dict | None = None) -> KernelPCA | ExactKernelPCA:
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kpca_dask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+def load(path, *, storage_options: dict | None = None):
     """Load a model saved by ``KernelPCA.save`` or ``ExactKernelPCA.save`` (a Zarr group; no
     pickle, no code run).
 
     See :func:`kpca_dask.storage.model_files.load_model` and
     :func:`kpca_dask.storage.exact_files.load_exact`.
     """
-    if stored_estimator(path, storage_options=storage_options) == _EXACT:
+    from .estimators.kernel_pca import KernelPCA
+    from .storage.exact_files import ESTIMATOR as EXACT
+    from .storage.model_files import load_model, stored_estimator
+
+    if stored_estimator(path, storage_options=storage_options) == EXACT:
+        from .estimators.exact import ExactKernelPCA
+        from .storage.exact_files import load_exact
+
         return load_exact(path, ExactKernelPCA, storage_options=storage_options)
     return load_model(path, KernelPCA, storage_options=storage_options)
 
@@ -61,6 +76,8 @@ __all__ = [
     "ExactKernelPCA",
     "load",
     "merge",
+    "rotate",
+    "RotatedEOF",
     "transform_table",
     "write_table",
     "KPCAError",
@@ -69,6 +86,7 @@ __all__ = [
     "NonFiniteInputError",
     "NonNumericInputError",
     "TooFewComponentsError",
+    "NotPositiveSemidefiniteError",
     "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
@@ -79,6 +97,7 @@ __all__ = [
     "OverlappingRowsError",
     "NotInvertibleError",
     "ZeroEigenvalueWarning",
+    "NegativeEigenvalueWarning",
     "SlowKernelWarning",
     "ParametersChangedWarning",
     "RepeatedRowsWarning",

@@ -2,7 +2,12 @@
 
 On a ``distributed`` cluster each worker process has a ``memory_limit`` (and
 pauses at 80 % of it, restarts at 95 %); its threads run tasks at once and
-share it. With a local scheduler the process shares the machine's memory.
+share it. The model of a worker's peak (docs/design.md §14) is its own code
+(:data:`WORKER_CODE_BYTES`) plus what its tasks hold, and block sizes, tiles
+and the choice of one worker or tiles keep that peak within
+:data:`WORKER_PEAK_SHARE` of the limit: well below the pause threshold, with
+room for the ~0.1 GiB a worker's resident size moves with the page cache.
+With a local scheduler the process shares the machine's memory.
 :func:`memory_budget` says which applies to a collection, so that the block
 sizes, the landmark problem's refusal and the choice of where the m x m work
 runs all read one answer.
@@ -24,7 +29,8 @@ from dask.utils import format_bytes, parse_bytes
 
 from ._parallel import distributed_client, local_threads
 
-__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory"]
+__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory",
+           "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES"]
 
 #: dask configuration key of a fixed local memory figure (bytes or a string).
 CONFIG_KEY = "kpca-dask.memory-limit"
@@ -38,8 +44,9 @@ class MemoryBudget:
     ``memory_limit`` on a cluster; the memory available on this machine, or
     the configured figure, otherwise); ``threads`` how many tasks run there at
     once; ``where`` words it for messages. ``headroom_bytes`` is what a worker
-    has free now (for refusals); ``sizing_bytes`` the fixed figure block sizes
-    are cut from (a worker's limit below its pause threshold less its code; this
+    has free now (for refusals: up to its pause threshold, less what it holds);
+    ``sizing_bytes`` the fixed figure block sizes are cut
+    from (:data:`WORKER_PEAK_SHARE` of a worker's limit less its code; this
     machine's total memory), so that blocks do not change from run to run.
     """
 
@@ -67,9 +74,11 @@ class MemoryBudget:
         """The most one task's working block (a kernel block) may take: a quarter of a
         thread's share of :attr:`sizing_bytes`, between 4 MiB and 128 MiB.
 
-        A pass task holds its input chunk, a float copy of it, the kernel block and
-        the running m x m sums at once (docs/guide/memory.md); a quarter leaves room for
-        the rest and for the chunks distributed keeps in memory beside it.
+        The model of a task (docs/guide/memory.md): at most four arrays of a block's
+        size at once (a pass task's kernel block beside its input chunk, its float
+        copy and its m x m sums; a score's or a pre-image's kernel block beside the
+        temporaries of its distances and its product), so that T tasks at once stay
+        within the worker's share.
         """
         basis = self.process_bytes if self.sizing_bytes is None else self.sizing_bytes
         share = basis // (4 * max(1, self.threads))
@@ -131,26 +140,39 @@ WORKER_CODE_BYTES = 450 * 2**20
 #: page-cache share; this is only its floor.
 WORKER_IDLE_BYTES = 260 * 2**20
 
+#: The share of a worker's memory_limit its modelled peak may reach (docs/design.md §14):
+#: distributed pauses a worker at 80 %, and a worker's resident size moves by ~0.1 GiB with
+#: the page cache (WORKER_CODE_BYTES), so 60 % leaves a fifth of the limit for what the
+#: model does not see.
+WORKER_PEAK_SHARE = 0.6
+
 
 def _worker_headroom(worker: dict, total: int) -> int:
     """A worker's memory_limit up to its pause threshold, less what it holds now (at least
-    an idle worker's)."""
+    an idle worker's): what a refusal asks of it. Work is sized to the modelled peak
+    (:func:`_worker_room`); only what cannot fit below the pause threshold is refused."""
     held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_IDLE_BYTES)
-    return max(0, _below_pause(worker, total) - held)
+    return max(0, int(_pause_fraction() * (worker.get("memory_limit") or total)) - held)
 
 
 def _worker_room(worker: dict, total: int) -> int:
-    """A worker's memory_limit up to its pause threshold, less its code: what block sizes
+    """A worker's memory_limit up to its modelled peak, less its code: what block sizes
     are cut from. Fixed for a given cluster, unlike what the worker holds at the moment, so
     that the same data are cut into the same blocks and a float32 fit's sums (rounded per
     block) do not depend on when it ran."""
-    return max(0, _below_pause(worker, total) - WORKER_CODE_BYTES)
+    return max(0, _peak_allowed(worker, total) - WORKER_CODE_BYTES)
 
 
-def _below_pause(worker: dict, total: int) -> int:
+def _peak_allowed(worker: dict, total: int) -> int:
+    """:data:`WORKER_PEAK_SHARE` of a worker's memory_limit, and never past its pause
+    threshold (when one is configured lower)."""
     limit = worker.get("memory_limit") or total
-    pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
-    return int(pause * limit)
+    return int(min(WORKER_PEAK_SHARE, _pause_fraction()) * limit)
+
+
+def _pause_fraction() -> float:
+    """The share of its limit at which distributed pauses a worker (1: never)."""
+    return dask.config.get("distributed.worker.memory.pause", 0.8) or 1.0
 
 
 def release_freed_memory() -> None:

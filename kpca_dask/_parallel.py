@@ -107,7 +107,28 @@ def persist_held(collection, client=None):
     client = client or held_client(collection)
     if client is None:
         return dask.persist(collection)[0]
-    return client.persist(collection)
+    return persisted_on(client, collection)[0]
+
+
+def persisted_on(client, *collections, optimize_graph: bool = True) -> list:
+    """``collections`` persisted by the distributed ``client`` itself: their results stay
+    on its workers, each key with the recipe that made it.
+
+    Never through ``dask.persist`` with a wrapper of the client's ``get`` as the
+    scheduler (the command line's progress bar): that computes the results,
+    brings them here and makes them new graphs under the keys that computed them,
+    which the scheduler then sees twice with different recipes (docs/design.md
+    §14). When the scheduler in effect shows progress (a ``show_progress``
+    method, as :class:`kpca_dask.cli.compute.ProgressGet` has), it is shown for
+    these futures too.
+    """
+    persisted = client.persist(list(collections), optimize_graph=optimize_graph)
+    show = getattr(dask.base.get_scheduler(), "show_progress", None)
+    if show is not None:
+        from distributed import futures_of  # noqa: PLC0415 - a dependency, imported when used
+
+        show(futures_of(persisted))
+    return persisted
 
 
 def local_threads() -> int:

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sklearn.exceptions import NotFittedError
-
 __all__ = [
     "about",
     "KPCAError",
@@ -25,6 +23,7 @@ __all__ = [
     "NonFiniteInputError",
     "InvalidParameterError",
     "TooFewComponentsError",
+    "NotPositiveSemidefiniteError",
     "InsufficientMemoryError",
     "ModelFormatError",
     "OutputExistsError",
@@ -37,8 +36,9 @@ __all__ = [
     "ModelMismatchError",
     "OverlappingRowsError",
     "ZeroEigenvalueWarning",
+    "NegativeEigenvalueWarning",  # noqa: F822 - made on first use, by __getattr__ below
     "SlowKernelWarning",
-    "NotInvertibleError",
+    "NotInvertibleError",  # noqa: F822 - made on first use, by __getattr__ below
 ]
 
 
@@ -102,6 +102,14 @@ class TooFewComponentsError(InvalidParameterError):
     """More components were asked for than the kernel has positive eigenvalues."""
 
 
+class NotPositiveSemidefiniteError(KPCAError, ValueError):
+    """The centred kernel matrix has significantly negative eigenvalues among those asked for.
+
+    scikit-learn's KernelPCA refuses the same matrices with a ``ValueError`` and the same
+    sentence (docs/design.md §1): the kernel is not positive semi-definite on the data.
+    """
+
+
 class InsufficientMemoryError(KPCAError, MemoryError):
     """The landmark problem asked for needs more memory than the fit may use."""
 
@@ -143,6 +151,8 @@ class ZeroEigenvalueWarning(UserWarning):
     """
 
 
+
+
 class ParametersChangedWarning(UserWarning):
     """A parameter set after the fit, which a call on the fitted model does not use.
 
@@ -169,10 +179,51 @@ class SlowKernelWarning(UserWarning):
     """A kernel callable takes two 1-D rows (scikit-learn's style): called once per pair."""
 
 
-class NotInvertibleError(KPCAError, NotFittedError):
-    """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+def _not_invertible_error() -> type:
+    from sklearn.exceptions import NotFittedError  # noqa: PLC0415 - see __getattr__ below
 
-    Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
-    and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
-    there and what code written for it catches.
-    """
+    class NotInvertibleError(KPCAError, NotFittedError):
+        """The model lacks what going back needs (fitted without fit_inverse_transform=True).
+
+        Also a :class:`sklearn.exceptions.NotFittedError` (and so a ``ValueError``
+        and an ``AttributeError``), which is what scikit-learn's KernelPCA raises
+        there and what code written for it catches.
+        """
+
+    return NotInvertibleError
+
+
+def _negative_eigenvalue_warning() -> type:
+    from sklearn.exceptions import PositiveSpectrumWarning  # noqa: PLC0415 - see below
+
+    class NegativeEigenvalueWarning(PositiveSpectrumWarning):
+        """Negative eigenvalues of the centred kernel matrix too small to refuse, set to 0.
+
+        A subclass of scikit-learn's :class:`~sklearn.exceptions.PositiveSpectrumWarning`,
+        so filters written for scikit-learn apply (docs/design.md §1).
+        """
+
+    return NegativeEigenvalueWarning
+
+
+#: The classes whose base is one of scikit-learn's, made when first asked for.
+_SCIKIT_LEARN_BASED = {"NotInvertibleError": _not_invertible_error,
+                       "NegativeEigenvalueWarning": _negative_eigenvalue_warning}
+
+
+def __getattr__(name: str):
+    # Importing sklearn.exceptions imports scikit-learn's package (~180 MiB resident):
+    # these classes are made when first asked for, so that Dask workers, which import this
+    # module with every block function, do not pay for it (docs/design.md §14).
+    make = _SCIKIT_LEARN_BASED.get(name)
+    if make is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = make()
+    value.__module__, value.__qualname__ = __name__, name
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SCIKIT_LEARN_BASED))
+

@@ -25,3 +25,31 @@ def process_client(n_workers: int = 2, *, memory_limit: str | int = "auto",
                                memory_limit=memory_limit, local_directory=local_directory)
     with environment_kept(), cluster, Client(cluster) as client:
         yield client
+
+
+def resident_bytes(dask_worker=None) -> int:
+    """This process's resident memory (run on each worker with ``client.run``)."""
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def assert_within_model(what: str, workers: dict, baselines: dict) -> None:
+    """Each watched worker's peak within the model of docs/design.md §14.
+
+    ``workers`` are :func:`kpca_dask.diagnostics.watch_workers`' figures and
+    ``baselines`` each worker's own resident size measured when its code was
+    loaded (:func:`resident_bytes`): the growth over it, plus a worker's code as
+    the library models it, must stay within 60 % of the worker's limit. The
+    growth, unlike the resident size itself, does not move with the page cache.
+    """
+    from kpca_dask._memory import WORKER_CODE_BYTES, WORKER_PEAK_SHARE
+
+    for address, watched in workers.items():
+        growth = watched.peak - baselines[address]
+        modelled = WORKER_CODE_BYTES + growth
+        assert modelled <= WORKER_PEAK_SHARE * watched.limit, (
+            f"{what}: worker {address} grew by {growth / 2**20:.0f} MiB over its own "
+            f"baseline ({baselines[address] / 2**20:.0f} MiB): with its code "
+            f"({WORKER_CODE_BYTES / 2**20:.0f} MiB) that is {modelled / watched.limit:.0%} of "
+            f"its limit, past {WORKER_PEAK_SHARE:.0%}")

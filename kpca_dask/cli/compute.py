@@ -51,13 +51,18 @@ class ProgressGet:
         self.client = client
 
     def __call__(self, dsk, keys, **kwargs):
+        futures = self.client.get(dsk, keys, sync=False, **kwargs)
+        self.show_progress(futures)
+        return self.client.gather(futures)
+
+    def show_progress(self, futures) -> None:
+        """The bar of ``futures`` until they are done: also for results the library persists
+        on the cluster itself (:func:`kpca_dask._parallel.persisted_on`)."""
         from distributed import progress
 
-        futures = self.client.get(dsk, keys, sync=False, **kwargs)
         with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
             progress(futures)
             sys.stdout.write("\n")
-        return self.client.gather(futures)
 
 
 @contextlib.contextmanager

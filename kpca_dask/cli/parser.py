@@ -5,6 +5,10 @@ The options of ``fit`` that are estimator parameters default to
 (:data:`LIBRARY_DEFAULTS`), so the command line and the library never
 disagree: a ``fit`` without ``--n-components`` keeps every component with a
 positive eigenvalue, and one without ``--seed`` draws its landmarks afresh.
+
+Every argument says in its help what it is, its default (``%(default)s``
+where it is a value) and the values it takes by name; tests/interfaces/test_cli_help.py
+walks the parser and holds every argument to that.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ..datasets import DATASETS
 from ..engine.bandwidth import BANDWIDTH_RULES
 from ..estimators.kernel_pca import KernelPCA
 from ..io.formats import FORMATS
+from ..landmarks.strategies import landmark_strategy_names
 from ..model.parameters import EIGEN_SOLVERS
 from .compute import LOCAL_SCHEDULERS
 
@@ -34,6 +39,7 @@ LIBRARY_DEFAULTS = MappingProxyType({
 
 _DATA_HELP = ("Zarr array, group or URL, or a .npy, Parquet (file or directory), CSV, HDF5 or "
               "netCDF file")
+_MODEL_HELP = "a model saved by kpca-dask fit (a Zarr group)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,6 +104,16 @@ def _positive_int(text: str) -> int:
 
 # -- option groups -------------------------------------------------------------
 
+_STRATEGY_WORDS = {"kmeans": "k-means centroids of a sample", "uniform": "rows drawn uniformly",
+                   "rpcholesky": "randomly pivoted Cholesky"}
+
+
+def _strategies() -> str:
+    """The registered landmark strategies, the built-in ones with a word on each."""
+    return ", ".join(f"{name} ({_STRATEGY_WORDS[name]})" if name in _STRATEGY_WORDS else name
+                     for name in landmark_strategy_names())
+
+
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("where to compute")
@@ -109,9 +125,11 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workers", type=_positive_int, metavar="N",
                        help="local cluster: worker processes (default: sized to the machine)")
     group.add_argument("--threads-per-worker", type=_positive_int, metavar="T",
-                       help="local cluster: threads per worker")
+                       help="local cluster: threads per worker (default: the machine's cores "
+                            "shared among the workers)")
     group.add_argument("--memory-limit", metavar="BYTES",
-                       help="local cluster: memory per worker, e.g. 4GiB (default: auto)")
+                       help="local cluster: memory per worker, e.g. 4GiB (default: auto, the "
+                            "machine's memory shared among the workers)")
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                        help="show a progress bar on stderr (default: when stderr is a terminal)")
 
@@ -120,10 +138,10 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("reading the data")
     group.add_argument("--array", metavar="NAME",
                        help="array in a Zarr group or an HDF5 file, or variable in a netCDF file "
-                            "(needed when there are several 2-D ones)")
+                            "(default: the only 2-D one; needed when there are several)")
     group.add_argument("--format", choices=FORMATS,
-                       help="format of the data when its extension does not say it (.zarr, "
-                            ".npy, .parquet, .csv, .h5/.hdf5, .nc)")
+                       help="format of the data when its extension does not say it (default: "
+                            "from the extension: .zarr, .npy, .parquet, .csv, .h5/.hdf5, .nc)")
     group.add_argument("--columns", type=_column_list, metavar="A,B,...",
                        help="Parquet or CSV: the columns to use (default: all); CSV columns "
                             "without a header are numbered from 0")
@@ -143,7 +161,7 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
                             "else Zarr)")
     group.add_argument("--keep-columns", type=_column_list, metavar="ID,...",
                        help="Parquet or CSV input, Parquet output: copy these columns (keys "
-                            "such as an id) beside the outputs, row for row")
+                            "such as an id) beside the outputs, row for row (default: none)")
     group.add_argument("--out-dtype", choices=("float32", "float64"),
                        help="dtype of the outputs (default: the model's, float32 for a "
                             "--dtype float32 fit)")
@@ -156,26 +174,35 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
                      metavar="Q", help="int, a fraction of variance in (0, 1), or 'all' "
                                        "(default: all, every component with a positive "
                                        "eigenvalue)")
-    fit.add_argument("--kernel", choices=KERNEL_NAMES, default=default["kernel"])
+    fit.add_argument("--kernel", choices=KERNEL_NAMES, default=default["kernel"],
+                     help="the kernel k(x, y); gaussian and poly are other names of rbf and "
+                          "polynomial, precomputed takes DATA as the n x n kernel matrix "
+                          "(default: %(default)s)")
     fit.add_argument("--gamma", type=_gamma, default=default["gamma"], metavar="G",
                      help="kernel coefficient: a number, 'median' (median heuristic on a "
                           "sample: 2 / median squared distance) or 'scale' (1 / (n_features * "
-                          "variance)); default 1 / n_features")
-    fit.add_argument("--degree", type=int, default=default["degree"], help="polynomial degree")
-    fit.add_argument("--coef0", type=float, default=default["coef0"])
-    fit.add_argument("--nu", type=float, help="Matern smoothness (default 1.5)")
+                          "variance)) (default: 1 / n_features)")
+    fit.add_argument("--degree", type=int, default=default["degree"],
+                     help="degree of the polynomial kernel (default: %(default)s)")
+    fit.add_argument("--coef0", type=float, default=default["coef0"],
+                     help="independent term of the polynomial and sigmoid kernels (default: "
+                          "%(default)s)")
+    fit.add_argument("--nu", type=float, help="smoothness of the matern kernel (default: 1.5)")
     fit.add_argument("--remove-zero-eig", action="store_true",
                      default=default["remove_zero_eig"],
                      help="drop components with eigenvalue 0 instead of keeping zero columns")
     fit.add_argument("--n-landmarks", type=_landmark_count, default=default["n_landmarks"],
-                     metavar="M", help="number of landmarks, or 'auto' (grow until --tol)")
+                     metavar="M", help="number of landmarks, or 'auto' (double m from 128 "
+                                       "until the trace error is below --tol) (default: "
+                                       "%(default)s)")
     fit.add_argument("--tol", type=float, default=default["tol"],
-                     help="target trace error for --n-landmarks auto")
+                     help="target trace error for --n-landmarks auto (default: %(default)s)")
     fit.add_argument("--landmarks", default=default["landmarks"], metavar="STRATEGY_OR_FILE",
-                     help="landmark strategy name, or a file of landmark points (Zarr, "
-                          ".npy, ...)")
+                     help=f"how landmarks are chosen: a strategy, {_strategies()}, or a file of "
+                          "landmark points (Zarr, .npy, ...) (default: %(default)s)")
     fit.add_argument("--dtype", choices=("float64", "float32"), default=default["dtype"],
-                     help="precision of the kernel blocks")
+                     help="precision of the kernel blocks; sums are float64 either way "
+                          "(default: %(default)s)")
     fit.add_argument("--seed", type=int, default=default["random_state"],
                      help="seed of the landmark choice (default: none, a fresh choice each "
                           "run; give one to repeat a fit)")
@@ -183,19 +210,20 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
                      default=default["fit_inverse_transform"],
                      help="also learn the pre-image map (one more pass), for inverse-transform")
     fit.add_argument("--alpha", type=float, default=default["alpha"],
-                     help="ridge penalty of the pre-image map")
+                     help="ridge penalty of the pre-image map (default: %(default)s)")
 
 
 # -- the parser ----------------------------------------------------------------
 
 
 def _add_output_command(commands, name: str, help: str, *, data: tuple[str, str], out: str,
-                        model_help: str | None = None) -> None:
+                        model_help: str = _MODEL_HELP) -> None:
     """A subcommand that applies a model to a data set and writes one output."""
     sub = commands.add_parser(name, help=help)
     sub.add_argument("model", metavar="MODEL.zarr", help=model_help)
     sub.add_argument("data", metavar=data[0], help=data[1])
-    sub.add_argument("--out", required=True, metavar=out)
+    sub.add_argument("--out", required=True, metavar=out,
+                     help="where to write it: Zarr, or Parquet for a .parquet/.pq path")
     sub.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_input_options(sub)
     _add_output_options(sub)
@@ -223,31 +251,39 @@ def build_parser() -> argparse.ArgumentParser:
                                      parser_class=_Parser)
 
     gen = commands.add_parser("generate", help="write a synthetic data set to Zarr")
-    gen.add_argument("kind", choices=DATASETS)
-    gen.add_argument("--n-samples", type=_positive_int, required=True, metavar="N")
+    gen.add_argument("kind", choices=DATASETS,
+                     help="two noisy concentric shells in 3-D, two circles in 2-D, or "
+                          "Gaussian blobs")
+    gen.add_argument("--n-samples", type=_positive_int, required=True, metavar="N",
+                     help="number of rows")
     gen.add_argument("--n-features", type=_positive_int, metavar="P",
-                     help="default: 3 for two-shells, 2 for circles, 32 for blobs")
-    gen.add_argument("--out", required=True, metavar="DATA.zarr")
-    gen.add_argument("--chunk-rows", type=_positive_int, default=100_000, metavar="R")
-    gen.add_argument("--dtype", choices=("float64", "float32"), default="float64")
-    gen.add_argument("--seed", type=int, default=0)
+                     help="number of columns (default: 3 for two-shells, 2 for circles, 32 "
+                          "for blobs)")
+    gen.add_argument("--out", required=True, metavar="DATA.zarr", help="the Zarr array to write")
+    gen.add_argument("--chunk-rows", type=_positive_int, default=100_000, metavar="R",
+                     help="rows per stored chunk (default: %(default)s)")
+    gen.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                     help="dtype of the array (default: %(default)s)")
+    gen.add_argument("--seed", type=int, default=0,
+                     help="seed of the random numbers (default: %(default)s)")
     gen.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_compute_options(gen)
 
     fit = commands.add_parser("fit", help="fit kernel PCA on a data set and save the model")
     fit.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    fit.add_argument("--model", required=True, metavar="MODEL.zarr")
+    fit.add_argument("--model", required=True, metavar="MODEL.zarr",
+                     help="where to save the model (a Zarr group)")
     _add_fit_options(fit)
     fit.add_argument("--checkpoint", metavar="PATH",
                      help="Zarr group where the pass (or the matrix-free solver, after each "
-                          "product) saves progress; rerun to resume")
+                          "product) saves progress; rerun to resume (default: none)")
     fit.add_argument("--exact", action="store_true",
                      help="exact kernel PCA (ExactKernelPCA), no landmarks: the n x n matrix "
                           "while it fits in memory, matrix-free beyond (then --n-components "
                           "must be an int); --dtype is then the precision of its kernel tiles")
     fit.add_argument("--eigen-solver", choices=EIGEN_SOLVERS, default="auto",
                      help="with --exact: 'dense' (the n x n matrix), 'matrix-free' (products "
-                          "with it, one pass over the data each) or 'auto' (default)")
+                          "with it, one pass over the data each) or 'auto' (default: auto)")
     fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
     _add_input_options(fit)
     _add_compute_options(fit)
@@ -265,37 +301,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     pat = commands.add_parser("patterns", help="write each component's covariance or "
                                                "correlation map over a data set's features")
-    pat.add_argument("model", metavar="MODEL.zarr")
+    pat.add_argument("model", metavar="MODEL.zarr", help=_MODEL_HELP)
     pat.add_argument("data", metavar="DATA", help=_DATA_HELP)
     pat.add_argument("--kind", choices=("covariance", "correlation"), default="covariance",
                      help="covariance with each score scaled to unit variance (eofs' "
                           "eofsAsCovariance), or correlation (default: covariance)")
-    pat.add_argument("--out", required=True, metavar="MAPS.zarr")
+    pat.add_argument("--out", required=True, metavar="MAPS.zarr",
+                     help="where to write the maps (Zarr)")
     pat.add_argument("--overwrite", action="store_true", help="replace an existing output")
     _add_input_options(pat)
     _add_compute_options(pat)
 
     info = commands.add_parser("info", help="describe a saved model")
-    info.add_argument("model", metavar="MODEL.zarr")
+    info.add_argument("model", metavar="MODEL.zarr", help=_MODEL_HELP)
     info.add_argument("--json", action="store_true", help="print JSON")
     info.add_argument("--n-components", type=_n_components, default=UNSET, metavar="Q",
                       help="show what Q (int, fraction of variance, or 'all') would keep, "
-                           "re-solved from the stored statistics; the model is not changed")
+                           "re-solved from the stored statistics; the model is not changed "
+                           "(default: the model's own)")
 
     res = commands.add_parser(
         "resolve", help="re-solve a model for another --n-components, without reading the data")
-    res.add_argument("model", metavar="MODEL.zarr")
+    res.add_argument("model", metavar="MODEL.zarr", help=_MODEL_HELP)
     res.add_argument("--n-components", type=_n_components, required=True, metavar="Q",
                      help="int, a fraction of variance in (0, 1), or 'all'")
-    res.add_argument("--out", required=True, metavar="NEW.zarr")
+    res.add_argument("--out", required=True, metavar="NEW.zarr",
+                     help="where to save the re-solved model")
     res.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
     up = commands.add_parser("update", help="add rows of a Zarr array to a saved model")
-    up.add_argument("model", metavar="MODEL.zarr")
+    up.add_argument("model", metavar="MODEL.zarr", help=_MODEL_HELP)
     up.add_argument("data", metavar="DATA.zarr", help="Zarr array, group or URL")
     up.add_argument("--rows", type=_row_range, default=(None, None), metavar="START:STOP",
                     help="rows to add (default: all), e.g. the region just appended")
-    up.add_argument("--array", metavar="NAME", help="array in a Zarr group")
+    up.add_argument("--array", metavar="NAME",
+                    help="array in a Zarr group (default: the only 2-D one)")
     up.add_argument("--out", metavar="NEW.zarr",
                     help="write the updated model here (default: replace MODEL.zarr)")
     up.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -303,7 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mer = commands.add_parser(
         "merge", help="merge models fitted on disjoint data with the same landmarks")
-    mer.add_argument("models", nargs="+", metavar="MODEL.zarr")
-    mer.add_argument("--out", required=True, metavar="MERGED.zarr")
+    mer.add_argument("models", nargs="+", metavar="MODEL.zarr",
+                     help="two or more models saved by kpca-dask fit")
+    mer.add_argument("--out", required=True, metavar="MERGED.zarr",
+                     help="where to save the merged model")
     mer.add_argument("--overwrite", action="store_true", help="replace an existing output")
     return parser

@@ -43,6 +43,9 @@ def summary(model, path: str | os.PathLike) -> dict:
         "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
         "explained_variance_ratio": ratio.tolist(),
         "explained_variance_total": float(ratio.sum()),
+        "explained_variance": np.asarray(model.explained_variance_).tolist(),
+        "total_variance": float(model.total_variance_),
+        "north_errors": np.asarray(model.north_errors()).tolist(),
         "trace_error": float(model.trace_error_),
         "trace_error_std": float(getattr(model, "trace_error_std_", 0.0)),
         "eigenvalue_residuals": _residuals(model),
@@ -55,6 +58,7 @@ def summary(model, path: str | os.PathLike) -> dict:
         "can_invert": model.model_.preimage is not None,
         "row_provenance": recorded_rows(model),
         "field": _field(model.model_.layout),
+        "rotation": _rotation(model.model_.rotation),
     }
 
 
@@ -100,6 +104,17 @@ def _exact_rows(s: dict) -> list[tuple[str, str]]:
             ("inverse", "no: exact kernel PCA learns no pre-image map")]
 
 
+def _rotation(rotation) -> dict | None:
+    """A rotation kpca_dask.rotate recorded: its method, modes and their variance fractions."""
+    if rotation is None:
+        return None
+    variance, total = np.asarray(rotation.explained_variance), rotation.total_variance
+    return {"method": rotation.method, "power": int(rotation.power),
+            "n_components": rotation.n_components,
+            "explained_variance_ratio": (variance / total if total > 0
+                                         else np.zeros_like(variance)).tolist()}
+
+
 def _field(layout) -> dict | None:
     """The layout of a field or weighted fit: dims, sizes, mask and weights."""
     if layout is None:
@@ -109,13 +124,21 @@ def _field(layout) -> dict | None:
         w = layout.weights
         weights = {"dims": list(layout.weight_dims), "min": float(w.min()),
                    "max": float(w.max()), "mean": float(w.mean())}
-    return {"sample_dim": layout.sample_dim, "dims": list(layout.dims),
-            "shape": list(layout.shape), "masked": int(layout.n_positions - layout.n_features),
-            "weights": weights}
+    shown = {"sample_dim": layout.sample_dim, "dims": list(layout.dims),
+             "shape": list(layout.shape), "masked": int(layout.n_positions - layout.n_features),
+             "weights": weights}
+    if layout.parts:
+        shown["fields"] = {part.name: _field(part) for part in layout.parts}
+        shown["container"] = layout.container
+    return shown
 
 
 def _field_rows(field: dict) -> list[tuple[str, str]]:
     rows = []
+    if field.get("fields"):
+        for name, part in field["fields"].items():
+            rows += [(label, f"{name}: {text}") for label, text in _field_rows(part)]
+        return rows
     if field["dims"]:
         sizes = " x ".join(f"{d} {n}" for d, n in zip(field["dims"], field["shape"]))
         rows.append(("field", f"samples along {field['sample_dim']!r}; features {sizes}, "
@@ -188,6 +211,9 @@ def print_summary(s: dict) -> None:
                        f"{100 * s['explained_variance_total']:.2f} % of the variance"),
         ("eigenvalues", _short_list(s["eigenvalues"])),
         ("explained", _short_list(s["explained_variance_ratio"])),
+        ("variance", _variance(s)),
+        ("north error", _short_list(s["north_errors"]) + "  (typical error of each variance, "
+                        "lambda sqrt(2/n))"),
         ("residuals", _certificate(s)),
         ("updates", "update, merge and resolve work (statistics kept)" if s["statistics_kept"]
                     else "none: no statistics kept (model format version 1)"),
@@ -198,6 +224,11 @@ def print_summary(s: dict) -> None:
                         + (f" ... ({len(names)} in all)" if len(names) > 10 else "")))
     if s.get("field"):
         rows[3:3] = _field_rows(s["field"])
+    if s.get("rotation"):
+        r = s["rotation"]
+        power = f", power {r['power']}" if r["method"] == "promax" else ""
+        rows.append(("rotation", f"{r['method']}{power} of {r['n_components']} modes, "
+                                 f"explaining {_short_list(r['explained_variance_ratio'])}"))
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
@@ -222,6 +253,12 @@ def shown_components(n_components: int | float | None) -> str:
 def _names(model) -> list[str] | None:
     names = model.model_.feature_names
     return None if names is None else [str(name) for name in names]
+
+
+def _variance(s: dict) -> str:
+    """Each component's variance (eigenvalue / (n - 1)) and the total they are shares of."""
+    return (_short_list(s["explained_variance"])
+            + f"  of a total {s['total_variance']:.4g} (eigenvalues / (n - 1))")
 
 
 def _short_list(values, shown=10) -> str:

@@ -16,8 +16,8 @@ residuals, novelty terms). Two ways,
 
 ``"auto"`` (the default of dask's configuration key
 ``kpca-dask.landmark-solve``) takes ``"worker"`` while 2.2 m^2 words fit in
-three quarters of the smallest worker's memory below its pause threshold
-(less its code), and ``"tiles"`` past that. With a local scheduler nothing
+three quarters of the smallest worker's room (60 % of its memory_limit, less
+its code), and ``"tiles"`` past that. With a local scheduler nothing
 here is used: the statistics are numpy arrays in this process, as they
 always were.
 
@@ -35,7 +35,13 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import distributed_client, held_client, persist_held
+from .._parallel import (
+    compute_held,
+    distributed_client,
+    held_client,
+    persist_held,
+    persisted_on,
+)
 from ..blocks.statistics import PassStatistics
 from .graph_values import shared_values
 from .landmark_memory import configured_solve_mode
@@ -99,9 +105,9 @@ def held_on_cluster(statistics, n_landmarks: int) -> PassStatistics:
     # Not optimised: dask.array fuses the chain (finish, check, G) into a task of its own,
     # which repeats work the summary also does on sums added to in place: with it, a
     # 4000-row pass counted 6000 rows.
-    gram, summary = dask.persist(gram, summary, optimize_graph=False)
-    (summary,) = dask.compute(summary)
-    return dataclasses.replace(summary, gram=gram)
+    client = distributed_client(statistics)
+    gram, summary = persisted_on(client, gram, summary, optimize_graph=False)
+    return dataclasses.replace(compute_held(summary), gram=gram)
 
 
 def checked_statistics(stats: PassStatistics) -> PassStatistics:
@@ -167,11 +173,14 @@ def solve_on_worker(summary: PassStatistics, gram: np.ndarray, landmarks, kernel
 def added_statistics(batch: PassStatistics, total: PassStatistics) -> PassStatistics:
     """``total`` plus a fresh ``batch``, G added into the batch's (which nothing else reads).
 
-    Either may be held on the cluster; the result's G is held when either's is,
-    and the model's own ``total`` is left as it was.
+    The result's G is held on the cluster when both are; when one of them is a numpy
+    array here (a model fitted by a local scheduler), the other is brought here and the
+    sum is a numpy array (:func:`summed_statistics`). The model's own ``total`` is left as
+    it was.
     """
-    gram = _held_like(batch.gram, total.gram)
-    other = _held_like(total.gram, gram).rechunk(gram.chunks)
+    if not (is_held(batch) and is_held(total)):
+        return summed_statistics(batch, total)
+    gram, other = batch.gram, total.gram.rechunk(batch.gram.chunks)
     if gram.numblocks == (1, 1):
         summed = da.map_blocks(added_into_first, gram, other, dtype=np.float64)
     else:  # tiles above the diagonal are views of those below: added to a copy
@@ -180,35 +189,27 @@ def added_statistics(batch: PassStatistics, total: PassStatistics) -> PassStatis
 
 
 def summed_statistics(*parts: PassStatistics) -> PassStatistics:
-    """The sum of statistics some of which are held on the cluster; none is changed."""
+    """The sum of statistics some of which are held on the cluster; none is changed.
+
+    Held on the cluster when every part is. A part whose G is a numpy array here is
+    never sent to the cluster as data without a recipe (docs/design.md §14), and a task
+    holding it would give the scheduler an m x m copy: the held ones are brought here
+    instead, where an m x m array is held already, and added.
+    """
     grams = [part.gram for part in parts]
-    first = next(gram for gram in grams if isinstance(gram, da.Array))
-    grams = [_held_like(gram, first).rechunk(first.chunks) for gram in grams]
-    return _with_gram(parts[0], parts[1:], persist_held(reduce(operator.add, grams)))
+    if all(isinstance(gram, da.Array) for gram in grams):
+        first = grams[0]
+        summed = reduce(operator.add, [gram.rechunk(first.chunks) for gram in grams])
+        return _with_gram(parts[0], parts[1:], persist_held(summed))
+    here = [compute_held(gram) if isinstance(gram, da.Array) else np.asarray(gram)
+            for gram in grams]
+    return _with_gram(parts[0], parts[1:], reduce(operator.add, here))
 
 
 def added_into_first(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """``first += second`` in place, returned: a task given a chunk no other task reads."""
     first += second
     return first
-
-
-def _held_like(gram, like) -> da.Array:
-    """``gram`` as a dask array: a numpy G is scattered to the cluster that holds ``like``.
-
-    Scattered, not shared as a task (:mod:`kpca_dask.engine.graph_values`): the
-    scheduler would keep m^2 words. The sum it feeds is persisted at once, and a
-    sum lost with its worker later is read back from the model's file
-    (:func:`is_alive`).
-    """
-    if isinstance(gram, da.Array):
-        return gram
-    gram = np.asarray(gram)
-    client = client_of(like) if isinstance(like, da.Array) else None
-    if client is None:
-        return da.from_array(gram, chunks=-1)
-    future = client.scatter(gram, hash=False)
-    return da.from_delayed(future, gram.shape, np.float64, meta=np.empty((0, 0), np.float64))
 
 
 def _with_gram(first: PassStatistics, others, gram: da.Array) -> PassStatistics:

@@ -4,6 +4,9 @@ The rules are scikit-learn's KernelPCA's (docs/design.md §3): None keeps the
 components with a positive eigenvalue, an int above their number keeps the
 extra ones as zero columns (with a warning, unless ``remove_zero_eig``), and a
 float eta in (0, 1) keeps the fewest whose explained variance reaches eta.
+Where the eigenvalues of the whole centred n x n kernel matrix are known,
+:func:`check_spectrum` refuses those that are significantly negative by
+scikit-learn's rule (docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -12,14 +15,95 @@ import warnings
 
 import numpy as np
 
-from ..errors import TooFewComponentsError, ZeroEigenvalueWarning
+from ..errors import (
+    NegativeEigenvalueWarning,
+    NotPositiveSemidefiniteError,
+    TooFewComponentsError,
+    ZeroEigenvalueWarning,
+)
 from ..validation import is_integer
 
-__all__ = ["n_components_for", "ZERO_EIGENVALUE_RTOL"]
+__all__ = ["n_components_for", "ZERO_EIGENVALUE_RTOL", "check_spectrum",
+           "SIGNIFICANT_NEGATIVE_RATIO", "SIGNIFICANT_NEGATIVE_VALUE"]
 
 #: Eigenvalues of the features' covariance below this fraction of the largest count
 #: as zero; the same ratio scikit-learn uses to decide that an eigenvalue is zero.
 ZERO_EIGENVALUE_RTOL = 1e-12
+
+#: A negative eigenvalue below both -SIGNIFICANT_NEGATIVE_RATIO * lambda_max and
+#: -SIGNIFICANT_NEGATIVE_VALUE is significant: scikit-learn's float64 thresholds
+#: (sklearn.utils.validation._check_psd_eigenvalues); every eigenvalue here is float64.
+SIGNIFICANT_NEGATIVE_RATIO = 1e-5
+SIGNIFICANT_NEGATIVE_VALUE = 1e-10
+
+#: scikit-learn's sentence after each finding, kept word for word so that code matching
+#: its messages keeps working.
+_NOT_PSD = ("Either the matrix is not PSD, or there was an issue while computing the "
+            "eigendecomposition of the matrix.")
+
+
+def check_spectrum(eigenvalues: np.ndarray, n_components, stacklevel: int = 4) -> None:
+    """Refuse a centred kernel matrix whose selected eigenvalues are significantly negative.
+
+    ``eigenvalues`` are those of the whole centred n x n kernel matrix,
+    descending. As in scikit-learn, only those ``n_components`` selects are
+    judged: the leading min(q, n) of an int q, all of them for None, none for a
+    fraction (which selects positive ones only). A significantly negative one
+    (below both :data:`SIGNIFICANT_NEGATIVE_RATIO` times the largest and
+    :data:`SIGNIFICANT_NEGATIVE_VALUE`), or a largest one below zero, raises
+    :class:`~kpca_dask.errors.NotPositiveSemidefiniteError` with scikit-learn's
+    message; smaller negative ones are set to 0 by the caller, with a
+    :class:`~kpca_dask.errors.NegativeEigenvalueWarning` when they lie beyond
+    the numerical zero (:data:`ZERO_EIGENVALUE_RTOL` of the largest), silently
+    when they are rounding (docs/design.md §1).
+
+    Examples
+    --------
+    >>> check_spectrum(np.array([5.0, 1.0, -1e-14]), None)
+    >>> check_spectrum(np.array([5.0, 1.0, -1.0]), 2)  # -1 is not selected
+    >>> try:
+    ...     check_spectrum(np.array([5.0, 1.0, -1.0]), None)
+    ... except ValueError as error:
+    ...     print(str(error).split(". ")[0])
+    There are significant negative eigenvalues (0.2 of the maximum positive)
+    """
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    if n_components is None:
+        selected = lam
+    elif is_integer(n_components):
+        selected = lam[:int(n_components)]
+    else:  # a fraction keeps positive eigenvalues only
+        return
+    if selected.size == 0:
+        return
+    largest, smallest = float(selected.max()), float(selected.min())
+    if largest < 0:
+        raise NotPositiveSemidefiniteError(
+            f"All eigenvalues are negative (maximum is {largest:g}). {_NOT_PSD} The kernel is "
+            f"{_NOT_PSD_KERNEL}. {_FIX}.")
+    ratio = -smallest / largest if largest > 0 else np.inf
+    significant = ((selected < -SIGNIFICANT_NEGATIVE_RATIO * largest)
+                   & (selected < -SIGNIFICANT_NEGATIVE_VALUE))
+    if significant.any():
+        raise NotPositiveSemidefiniteError(
+            f"There are significant negative eigenvalues ({ratio:g} of the maximum positive). "
+            f"{_NOT_PSD} The centred kernel matrix of the {lam.size} training rows has "
+            f"eigenvalue {smallest:.4g} beside {largest:.4g}: the kernel is {_NOT_PSD_KERNEL}. "
+            f"{_FIX}, or ask for n_components <= {int(np.argmax(significant))} (the "
+            "eigenvalues before the first significantly negative one).")
+    if smallest < -ZERO_EIGENVALUE_RTOL * largest:
+        warnings.warn(
+            f"There are negative eigenvalues ({ratio:g} of the maximum positive). {_NOT_PSD} "
+            "Negative eigenvalues will be replaced with 0.", NegativeEigenvalueWarning,
+            stacklevel=stacklevel)
+
+
+_NOT_PSD_KERNEL = ("not positive semi-definite on these data (a sigmoid kernel, a callable, "
+                   "or a precomputed matrix that is not a Gram matrix)")
+
+
+_FIX = ("Use a positive semi-definite kernel (rbf, laplacian, matern, polynomial, linear, "
+        "cosine), correct the kernel matrix (e.g. clip its negative eigenvalues)")
 
 
 def n_components_for(

@@ -23,10 +23,11 @@ from .._compat import independent_copy
 from .passes import reads_inlined
 
 __all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "pattern_maps",
-           "patterns_of", "PATTERN_KINDS"]
+           "patterns_of", "PATTERN_KINDS", "MOMENT_KINDS"]
 
-#: What :func:`patterns_of` can give.
+#: What :func:`patterns_of` can give; "cross-covariance" is cov(y_j, x) itself.
 PATTERN_KINDS = ("covariance", "correlation")
+MOMENT_KINDS = PATTERN_KINDS + ("cross-covariance",)
 #: Partial results one node of the merge tree adds up.
 MERGE_FAN_IN = 8
 
@@ -173,7 +174,8 @@ def patterns_of(moments: CrossMoments, kind: str) -> np.ndarray:
 
     ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
     with the score scaled to unit variance; ``"correlation"``: corr(y_j, x).
-    A score or feature of zero variance gives NaN there.
+    A score or feature of zero variance gives NaN there. ``"cross-covariance"``:
+    cov(y_j, x) itself, for the scalings of :mod:`kpca_dask.model.eof_scaling`.
 
     Examples
     --------
@@ -184,7 +186,9 @@ def patterns_of(moments: CrossMoments, kind: str) -> np.ndarray:
     [[1.0]]
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        if kind == "covariance":
+        if kind == "cross-covariance":
+            scale = np.float64(moments.n - 1)
+        elif kind == "covariance":
             scale = np.sqrt(moments.squares_y * (moments.n - 1))[:, None]
         else:
             scale = np.sqrt(np.outer(moments.squares_y, moments.squares_x))

@@ -6,20 +6,19 @@ On a local scheduler each is one key of the graph. On a cluster each becomes
 a task of its own, computed once (``client.compute`` of a literal), and the
 graph reads its future, so the graphs the user computes stay small.
 
-Why a computed literal and not ``client.scatter``: a worker lost
-mid-computation (an OOM-killed pod, a node gone) must cost only its own
-results. The scheduler keeps a literal task's value and reruns it on another
-worker; scattered data has no such way back. Distributed's memory manager
-keeps one replica of data that no pending task needs yet
-(``ReduceReplicas``), so even data broadcast to every worker may live on the
-one that is lost, and every task that reads it is then cancelled. The price
-is the scheduler's copy of each array for as long as its future is held (by
-the fit, or by a lazy result that reads it): m p words for the landmarks.
-That copy is bounded by dask's configuration key ``kpca-dask.scheduler-copy``
-(bytes, or a string such as ``"1 GiB"``; default 256 MiB a call): arrays
-beyond it, such as the landmarks of very wide data, are scattered to every
-worker as before, and a worker lost while it holds their last replica then
-fails the computation.
+Why a computed literal and never ``client.scatter`` (docs/design.md §14): a
+worker lost mid-computation (an OOM-killed pod, a node gone) must cost only
+its own results. The scheduler keeps a literal task's recipe and reruns it on
+another worker; scattered data has no recipe. Distributed's memory manager
+keeps one replica of data that no pending task needs yet (``ReduceReplicas``),
+so even data broadcast to every worker may live on the one that is lost, and
+every task that reads it is then cancelled. The price is the scheduler's copy
+of each array for as long as its future is held (by the fit, or by a lazy
+result that reads it): m p words for the landmarks. That copy is bounded by
+dask's configuration key ``kpca-dask.scheduler-copy`` (bytes, or a string
+such as ``"1 GiB"``; default 256 MiB a call): a call that would share more,
+such as the landmarks of very wide data, is refused before anything is sent,
+with the key to raise (and the scheduler's memory to give it).
 """
 
 from __future__ import annotations
@@ -28,18 +27,19 @@ import contextlib
 
 import dask
 import numpy as np
-from dask.utils import parse_bytes
+from dask.utils import format_bytes, parse_bytes
 
 from .._parallel import distributed_client
+from ..errors import InsufficientMemoryError
 
-__all__ = ["shared_values", "carrying", "scheduler_copy_bytes", "LARGE_GRAPH_THRESHOLD",
-           "SCHEDULER_COPY_KEY"]
+__all__ = ["shared_values", "carrying", "scheduler_copy_bytes", "refuse_beyond_scheduler_copy",
+           "LARGE_GRAPH_THRESHOLD", "SCHEDULER_COPY_KEY"]
 
 #: distributed's configuration key for the size past which it warns of a large graph.
 LARGE_GRAPH_THRESHOLD = "distributed.admin.large-graph-warning-threshold"
 
 #: dask configuration key: the most bytes of arrays one call shares as tasks, of which
-#: the scheduler keeps a copy (the module docstring); beyond it they are scattered.
+#: the scheduler keeps a copy (the module docstring); a call that would share more is refused.
 SCHEDULER_COPY_KEY = "kpca-dask.scheduler-copy"
 
 #: The default of ``kpca-dask.scheduler-copy``: a small share of the 2 GiB that the
@@ -71,16 +71,40 @@ def shared_values(like, *values) -> list:
                 for value in values]
     arrays = [value for value in values if isinstance(value, np.ndarray)]
     nbytes = sum(array.nbytes for array in arrays)
-    if nbytes > scheduler_copy_bytes():
-        # hash=False: a key of its own per call, as below.
-        return [client.scatter(value, broadcast=True, hash=False)
-                if isinstance(value, np.ndarray) else value for value in values]
-    # pure=False: a key of its own per call, so that futures released by an earlier
-    # computation can never free the value of this one (same content, same key).
-    literals = [dask.delayed(value, pure=False) for value in arrays]
+    refuse_beyond_scheduler_copy(nbytes)
+    # Keys from the values' contents: deterministic, and one key names one value
+    # (docs/design.md §14). A second call with the same array takes the same key and the
+    # same recipe; the client counts its futures per key, so releasing the first call's
+    # never frees the second's.
+    literals = [dask.delayed(value, pure=True) for value in arrays]
     with carrying(nbytes):
         futures = iter(client.compute(literals))
     return [next(futures) if isinstance(value, np.ndarray) else value for value in values]
+
+
+def refuse_beyond_scheduler_copy(nbytes: int) -> None:
+    """Raise :class:`~kpca_dask.errors.InsufficientMemoryError` if one call would give the
+    scheduler more than ``kpca-dask.scheduler-copy`` bytes to keep.
+
+    Examples
+    --------
+    >>> with dask.config.set({SCHEDULER_COPY_KEY: "1 MiB"}):
+    ...     refuse_beyond_scheduler_copy(2**21)
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InsufficientMemoryError: The arrays every task reads (2.00 MiB: ...
+    """
+    most = scheduler_copy_bytes()
+    if nbytes <= most:
+        return
+    raise InsufficientMemoryError(
+        f"The arrays every task reads ({format_bytes(nbytes)}: the landmarks and the "
+        f"model's small arrays) would be kept by the Dask scheduler, which may keep at most "
+        f"{format_bytes(most)} of them (dask's configuration key {SCHEDULER_COPY_KEY!r}). "
+        f"Give the scheduler that memory and raise the key, e.g. "
+        f"dask.config.set({{{SCHEDULER_COPY_KEY!r}: '{format_bytes(2 * nbytes)}'}}) or the "
+        "environment variable DASK_KPCA_DASK__SCHEDULER_COPY; or use fewer landmarks "
+        "(n_landmarks) or fewer features.")
 
 
 def scheduler_copy_bytes() -> int:

@@ -46,6 +46,7 @@ from ..blocks.statistics import kernel_origin
 from ..errors import InvalidParameterError
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
+           "every_eigenpair",
            "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION", "factor_threads", "ONE_THREAD_BYTES"]
 
 OVERFLOW_MESSAGE = (
@@ -304,10 +305,25 @@ def _leading_block(L: np.ndarray, r: int) -> np.ndarray:
     return flat[: r * r].reshape((r, r), order="F")
 
 
+def every_eigenpair(A: np.ndarray, overwrite_a: bool = False):
+    """Every eigenpair of the symmetric ``A``, ascending, by LAPACK's divide and conquer
+    (``syevd``, the fastest for all of them).
+
+    scipy before 1.14 refuses ``driver="evd"`` for a 1 x 1 matrix (its workspace check
+    fails), so that one takes scipy's default driver.
+
+    Examples
+    --------
+    >>> every_eigenpair(np.array([[2.0]]))[0], every_eigenpair(np.diag([3.0, 1.0]))[0]
+    (array([2.]), array([1., 3.]))
+    """
+    return linalg.eigh(A, overwrite_a=overwrite_a, driver="evd" if A.shape[0] > 1 else None)
+
+
 def _eigen(kmm: np.ndarray, cutoff: float) -> LandmarkFactor:
     """The documented exception: K_mm not positive semi-definite, eigendecomposed (O(m^3))."""
     with factor_threads(kmm.shape[0]):
-        s, U = linalg.eigh(kmm, overwrite_a=True, driver="evd")
+        s, U = every_eigenpair(kmm, overwrite_a=True)
     s, U = s[::-1], U[:, ::-1]
     if not s[0] > 0:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)

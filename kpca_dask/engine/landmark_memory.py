@@ -41,7 +41,7 @@ TILED_PROBLEM_WORDS = 2.0
 #: row's panel and its product, the factorisation's sums: a quarter of a thread's share).
 TILED_TASK_SHARE = 0.25
 
-#: The share of a worker's room (below its pause threshold, less its code) that the m x m
+#: The share of a worker's room (60 % of its memory_limit, less its code) that the m x m
 #: work may take on one worker before "auto" takes tiles: beside the 2.2 m^2 words of the
 #: solve, the pass's last merge holds two chains' sums and chunks are in flight (m = 5000,
 #: 2.2 m^2 words = 0.41 GiB, peaked at 0.73 GiB on a worker of 0.88 GiB, which paused).
@@ -70,7 +70,7 @@ def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
 
     None without a distributed client. Otherwise the value of the configuration key
     :data:`SOLVE_KEY`, and for ``"auto"`` (the default) ``"worker"`` when 2.2 m^2 float64
-    words fit the smallest worker's memory below its pause threshold, less its code (a
+    words fit the smallest worker's room, 60 % of its memory_limit less its code (a
     figure fixed for a cluster, so that the same fit takes the same way each time), with
     :data:`WORKER_SOLVE_SHARE` of it to spare.
 

@@ -43,8 +43,10 @@ from scipy import linalg
 from .._compat import independent_copy
 from .._memory import memory_budget
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..blocks.landmark_kernel import LandmarkKernel
 from ..blocks.projection import project_block
-from ..blocks.statistics import kernel_block_rows, kernel_origin
+from ..blocks.sparse_rows import as_block, first_nonfinite
+from ..blocks.statistics import kernel_block_rows, kernel_origin, kernel_rows_into
 from ..blocks.wide_rows import error_of_sums, project_sums
 from ..errors import InvalidParameterError, NonFiniteInputError
 from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
@@ -95,18 +97,26 @@ def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.nd
 
 def _preimage_block_statistics(block, landmarks, projection, offset, kernel, params, dtype,
                                origin, centres, centre_basis, block_bytes=None):
-    """H_b and R_b of one training row block; module level so the dashboard names it."""
-    x = np.asarray(block, dtype=np.float64)
+    """H_b and R_b of one training row block; module level so the dashboard names it.
+
+    A scipy.sparse block stays sparse (CSR): R_b = g^T x is taken as (x^T g)^T.
+    """
+    x = as_block(block).astype(np.float64)
     r, p = centre_basis.shape[1], x.shape[1]
     gram, cross = np.zeros((r, r)), np.zeros((r, p))
-    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
+    step = kernel_block_rows(max(landmarks.shape[0], centres.shape[0]), block_bytes=block_bytes)
+    # k(y, Y_Z) one block at a time into one buffer, made in cache by the compiled
+    # epilogue: a task holds the chunk, that block and its features g, within the model
+    # of a task (docs/design.md §14).
+    buffer = np.empty((min(step, x.shape[0]), centres.shape[0]))
+    centre_rows = LandmarkKernel(centres, kernel, params, np.float64)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
         y = project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
                            kernel=kernel, params=params, dtype_kernel=dtype, origin=origin)
-        g = pairwise_kernel(y, centres, kernel, **params) @ centre_basis
+        g = kernel_rows_into(buffer[: rows.shape[0]], y, centre_rows) @ centre_basis
         gram += g.T @ g
-        cross += g.T @ rows
+        cross += (rows.T @ g).T
     return PreimageStatistics(n_samples=x.shape[0], gram=gram, cross=cross)
 
 
@@ -149,7 +159,7 @@ def preimage_statistics(
         return _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params,
                                          dtype, centres, centre_basis)
     X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)  # none for sparse rows
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
@@ -243,9 +253,12 @@ def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_by
             "inverse_transform needs finite embeddings.")
     out = np.empty((y.shape[0], coefficients.shape[1]))
     step = kernel_block_rows(centres.shape[0], block_bytes=block_bytes)
+    buffer = np.empty((min(step, y.shape[0]), centres.shape[0]))
+    centre_rows = LandmarkKernel(centres, kernel, params, np.float64)
     for start in range(0, y.shape[0], step):
-        K = pairwise_kernel(y[start : start + step], centres, kernel, **params)
-        out[start : start + step] = K @ coefficients
+        rows = y[start : start + step]
+        out[start : start + step] = (kernel_rows_into(buffer[: rows.shape[0]], rows,
+                                                      centre_rows) @ coefficients)
     return out
 
 
@@ -315,8 +328,9 @@ def _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths) ->
 
 def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, params,
                  dtype_kernel, origin=None, block_bytes=None, block_info=None):
-    """``e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2`` for one row block."""
-    x = np.asarray(block)
+    """``e(x) = k(x, x) - 2 k_m(x)^T v + |mu|^2 - |y(x)|^2`` for one row block (scipy.sparse
+    rows stay sparse, and unshifted)."""
+    x = as_block(block)
     row = _first_nonfinite_row(x, block_info)
     if row is not None:
         raise NonFiniteInputError(
@@ -327,10 +341,13 @@ def _error_block(block, *, landmarks, weights, offset, mean_norm2, kernel, param
     # [P, v]: the projection and the mean's weights in one product per kernel block.
     weights = weights.astype(x.dtype, copy=False)
     e = np.empty(x.shape[0])
-    step = kernel_block_rows(landmarks.shape[0], block_bytes=block_bytes)
+    step = kernel_block_rows(landmarks.shape[0], x.dtype.itemsize, block_bytes)
+    buffer = np.empty((min(step, x.shape[0]), landmarks.shape[0]), x.dtype)
+    landmark_rows = LandmarkKernel(landmarks, kernel, params, x.dtype)
     for start in range(0, x.shape[0], step):
         rows = x[start : start + step]
-        Bw = (pairwise_kernel(rows, landmarks, kernel, **params) @ weights).astype(np.float64)
+        Bw = (kernel_rows_into(buffer[: rows.shape[0]], rows, landmark_rows)
+              @ weights).astype(np.float64)
         y = Bw[:, :q] - offset
         diagonal = np.asarray(_diagonal(rows, kernel, params), dtype=np.float64)
         e[start : start + step] = (diagonal - 2.0 * Bw[:, q] + mean_norm2
@@ -378,7 +395,7 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
             chunks=(wide.row_chunks,), drop_axis=1, dtype=np.float64,
             meta=np.empty((0,), np.float64))
     X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
-    origin = kernel_origin(landmarks, kernel)
+    origin = kernel_origin(landmarks, kernel, X)  # none for sparse rows
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
@@ -393,8 +410,9 @@ def reconstruction_error(X: da.Array, landmarks: np.ndarray, projection: np.ndar
 
 def _first_nonfinite_row(values: np.ndarray, block_info) -> int | None:
     """The global row of the block's first NaN or infinite value; None if all are finite."""
-    if np.isfinite(values).all():
+    count, first = first_nonfinite(values)
+    if not count:
         return None
     start = block_info[0]["array-location"][0][0] if block_info else 0
     start = 0 if start is None or np.isnan(start) else start  # rows of unknown blocks
-    return int(start) + int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+    return int(start) + first

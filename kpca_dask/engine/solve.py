@@ -53,7 +53,7 @@ from ..blocks.statistics import PassStatistics
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, factor_landmarks, factor_threads
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
@@ -99,12 +99,13 @@ class NoveltyTerms:
 @dataclass(frozen=True)
 class SmallProblem:
     """What :func:`solve_small_problem` returns: the solution, the novelty terms, the
-    factor's rank and way."""
+    factor's rank and way, and how K_mm was factorised."""
 
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
     method: str  # "dense" or "iterative"
+    factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
             factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
-                        factor.rank, "dense" if dense else "iterative")
+                        factor.rank, "dense" if dense else "iterative", factor.method)
 
 
 def _dense_is_cheaper(rank: int, n_components) -> bool:
@@ -282,7 +283,7 @@ def _dense_eigenpairs(M: np.ndarray, n_components):
     if isinstance(n_components, (int, np.integer)) and 0 < n_components < r // 2:
         values, vectors = linalg.eigh(M, subset_by_index=[r - int(n_components), r - 1])
     else:
-        values, vectors = linalg.eigh(M, driver="evd")
+        values, vectors = every_eigenpair(M)
     return values[::-1], vectors[:, ::-1]
 
 
@@ -306,6 +307,10 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
     residuals[:kept] = spectrum.residuals[:kept]
     t = stats.diagonal_sum
     total = spectrum.trace
+    # t - trace(K_nys) >= 0 (K - K_nys is positive semi-definite), but the computed
+    # difference carries the features' rounding, about eps / rcond of t (docs/design.md §2):
+    # 5e-6 below zero at the default rcond on 200 000 rows of two shells. It reads as 0.
+    trace_error = max(0.0, (t - feature_gram_trace) / t) if t > 0 else 0.0
     return NystromSolution(
         # C order, as a model file gives it back: the product with a kernel block then
         # runs the same BLAS kernel, so a loaded model transforms bit for bit the same.
@@ -313,7 +318,7 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
         offset=np.pad(offset, (0, q - kept)),
         eigenvalues=eigenvalues,
         explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
-        trace_error=(t - feature_gram_trace) / t if t > 0 else 0.0,
+        trace_error=trace_error,
         residuals=residuals,
         trace_error_std=spectrum.trace_std / t if t > 0 else 0.0,
     )

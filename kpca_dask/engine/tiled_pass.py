@@ -34,7 +34,7 @@ import dask.array as da
 import numpy as np
 
 from .._memory import MemoryBudget, memory_budget
-from .._parallel import blas_limit
+from .._parallel import blas_limit, compute_held, distributed_client, persisted_on
 from ..blocks.kernels import kernel_diagonal
 from ..blocks.landmark_kernel import LandmarkKernel
 from ..blocks.sparse_rows import as_block, first_nonfinite
@@ -130,9 +130,9 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     summaries = [dask.delayed(panel_summary, pure=True)(panel) for panel in panels]
     # Not optimised, as in kpca_dask.engine.cluster_solve.held_on_cluster: the panels are
     # sums added to in place, and must be finished once.
-    gram, summaries = dask.persist(da.block(rows), summaries, optimize_graph=False)
-    (summaries,) = dask.compute(summaries)
-    return _checked(summaries, gram)
+    gram, *summaries = persisted_on(distributed_client(X), da.block(rows), *summaries,
+                                    optimize_graph=False)
+    return _checked([compute_held(summary) for summary in summaries], gram)
 
 
 def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,

@@ -3,12 +3,13 @@
 docs/design.md §11. The same problem as :mod:`kpca_dask.engine.solve`, its
 m x m arrays never on one machine:
 
-- K_mm is made tile by tile on the workers and factorised by
-  ``dask.array.linalg.cholesky``; only the factor's lower tiles are kept
-  (the tiles above are dask's zeros, a few bytes each). dask's Cholesky is not
-  pivoted, so ``rcond`` takes the meaning of a jitter here: when a pivot
-  L_jj^2 is at most tau = rcond max_j k(z_j, z_j) (or the factorisation
-  fails), K_mm + tau I is factorised instead, every landmark kept. A direction
+- K_mm is made tile by tile on the workers and factorised there
+  (:func:`kpca_dask.engine.tiled_cholesky.tiled_cholesky`); only the factor's
+  lower tiles are kept (the tiles above are zeros, a few bytes each). The
+  tiled Cholesky is not pivoted, so ``rcond`` takes the meaning of a jitter
+  here: when a pivot L_jj^2 is at most tau = rcond max_j k(z_j, z_j) (or the
+  factorisation fails, which makes its pivots NaN), K_mm + tau I is
+  factorised instead, every landmark kept. A direction
   of K_mm with eigenvalue kappa is then weighted kappa / (kappa + tau): those
   far above tau, which carry the leading components, as before; those within
   tau, which the pivoted factorisation of one process drops, damped to
@@ -18,7 +19,7 @@ m x m arrays never on one machine:
   the block Krylov solver (:func:`kpca_dask.engine.eigensolver.leading_eigenpairs`)
   keeps its basis here (m x (q + p) x depth words) and solves only the
   small Rayleigh-Ritz problem.
-- dask's Cholesky needs tiles of one size: the arrays are padded to T t with
+- the tiled Cholesky needs tiles of one size: the arrays are padded to T t with
   an identity block in K_mm and zeros in G, which adds eigenvalues 0 and
   changes nothing else.
 
@@ -47,6 +48,7 @@ from .eigensolver import estimate_trace, leading_eigenpairs
 from .graph_values import shared_values
 from .landmark_factor import NO_POSITIVE_DIRECTION
 from .solve import NoveltyTerms, SmallProblem, Spectrum, solution_of
+from .tiled_cholesky import tiled_cholesky
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile"]
 
@@ -128,14 +130,12 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: in
         meta=np.empty((0, 0), np.float64)) for j in range(T)] for i in range(T)]
     K = da.block(tiles)
     for jitter in (0.0, cutoff):
-        lower = _lower_tiles(K if jitter == 0.0 else K + jitter * _unpadded_eye(size, m, t))
-        try:
-            lower = persist_held(lower, client)
-            pivots = _computed(da.diagonal(lower))[:m]
-        except np.linalg.LinAlgError:
-            continue  # not positive definite to rounding: the jitter's turn
-        # Unjittered, every pivot above tau, as one process's potrf is accepted; with the
-        # jitter every pivot is at least about sqrt(tau) by construction.
+        lower = persist_held(tiled_cholesky(
+            K if jitter == 0.0 else K + jitter * _unpadded_eye(size, m, t)), client)
+        pivots = _computed(da.diagonal(lower))[:m]
+        # NaN pivots: not positive definite to rounding, the jitter's turn. Unjittered,
+        # every pivot above tau, as one process's potrf is accepted; with the jitter every
+        # pivot is at least about sqrt(tau) by construction.
         least = cutoff if jitter == 0.0 else 0.0
         if np.all(np.isfinite(pivots)) and float(np.min(pivots)) ** 2 > least:
             return TiledFactor(lower, jitter, size)
@@ -175,14 +175,6 @@ def _spectrum_for_fraction(apply, factor: TiledFactor, G, s_tiled, n: int, eta: 
             return Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m], pairs.vectors,
                             pairs.residuals, trace, 0.0)
         count, start = 2 * count, pairs.vectors
-
-
-def _lower_tiles(K: da.Array) -> da.Array:
-    """dask's Cholesky factor of K with its zero tiles above the diagonal made free."""
-    full = da.linalg.cholesky(K, lower=True)
-    T, t = full.numblocks[0], full.chunks[0][0]
-    return da.block([[full.blocks[i, j] if j <= i else da.zeros((t, t), chunks=t)
-                      for j in range(T)] for i in range(T)])
 
 
 def _unpadded_eye(size: int, m: int, t: int) -> da.Array:

@@ -21,10 +21,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..engine.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..engine.gram import cross_kernel_by_panels
 from ..errors import InvalidParameterError, NotInvertibleError
 from ..io.labelled import label_embedding, label_rows
+from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
 from ..model.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
 from ..model.exact_model import applied
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
@@ -35,6 +36,7 @@ from ..model.kernel_matrices import (
     points_gram,
     symmetrise_in_place,
 )
+from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
@@ -44,7 +46,7 @@ from ..validation import check_n_features
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(TransformerMixin, BaseEstimator):
+class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     """Exact kernel PCA: the leading eigenpairs of the centred Gram matrix.
 
     The dense solver builds the full n x n kernel matrix K in float64, centres
@@ -117,6 +119,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         Each eigenvalue over the sum of the positive ones (for the matrix-free
         solver over trace(J K J), the sum of them all: the same for a positive
         semi-definite kernel).
+    explained_variance_, total_variance_
+        As :class:`~kpca_dask.KernelPCA`'s (eofs' ``eigenvalues`` and
+        ``totalAnomalyVariance``); :meth:`north_errors` as well.
     n_components_ : int
         Number of components kept.
     eigen_solver_ : str
@@ -218,6 +223,12 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         Returns
         -------
         self : ExactKernelPCA
+
+        Raises
+        ------
+        NotPositiveSemidefiniteError
+            The centred kernel matrix has a significantly negative eigenvalue
+            among those ``n_components`` selects, as scikit-learn refuses it.
         """
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
         check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
@@ -249,13 +260,14 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         lam, A = linalg.eigh(K.T, overwrite_a=True, check_finite=False)
         del K
         lam, A = lam[::-1], A[:, ::-1]
+        check_spectrum(lam, self.n_components, stacklevel=3)  # scikit-learn's refusal
         n_positive = int(np.sum(lam > ZERO_EIGENVALUE_RTOL * max(lam[0], 0.0)))
         total = float(np.sum(lam[lam > 0]))
         q = n_components_for(self.n_components, lam, n_positive, total,
                              bool(self.remove_zero_eig), lam.size)
         A = A[:, :q]
-        # Past n_positive the eigenvalues are 0 (or rounding noise, or negative
-        # for a kernel that is not PSD): 0 exactly, as scikit-learn sets them.
+        # Past n_positive the eigenvalues are 0 (or rounding noise, or negative ones
+        # too small to refuse): 0 exactly, as scikit-learn sets them.
         lam = np.where(np.arange(lam.size) < n_positive, lam, 0.0)
 
         # Only now, with every step done, does the estimator change state.
@@ -277,6 +289,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         self.n_features_in_ = n if X is None else X.shape[1]
         self.eigen_solver_ = "dense"
         self._keep_layout(layout)
+        self.__dict__.pop("rotation_", None)  # kpca_dask.rotate's, of the old components
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
@@ -293,7 +306,7 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         like = labels_of(self._layout(), X, precomputed=self.kernel_ == PRECOMPUTED)
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
-    def transform(self, X: ArrayLike) -> np.ndarray:
+    def transform(self, X: ArrayLike, *, pcscaling: int = 0) -> np.ndarray:
         """Project new points: y(x) = Lambda_q^{-1/2} A_q^T k~_n(x), k~ the centred kernel vector.
 
         Parameters
@@ -301,6 +314,9 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         X : array-like or scipy.sparse matrix of shape (n_samples, ``n_features_in_``)
             With ``kernel="precomputed"``, the kernel values of the new points
             against the training points, shape (n_samples, n_samples_fit).
+        pcscaling : {0, 1, 2}, default=0
+            eofs' scalings of the scores, as in :meth:`KernelPCA.transform
+            <kpca_dask.KernelPCA.transform>`.
 
         Returns
         -------
@@ -308,11 +324,14 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
             Components with eigenvalue 0 give zero columns.
         """
         check_is_fitted(self)
+        pcscaling = check_scaling(pcscaling, "pcscaling")
         if "_exact_model" in self.__dict__:
-            return applied(self._exact_model, self, X, "transform", self._output_attrs())
+            Y = applied(self._exact_model, self, X, "transform", self._output_attrs())
+            return scaled_scores(Y, self.explained_variance_, pcscaling)
         rows = self._input_rows(X)
-        Y = self._transform_rows(rows.data)
-        return Y if rows.like is None else label_embedding(Y, rows.like, self._output_attrs())
+        Y = scaled_scores(self._transform_rows(rows.data), self.explained_variance_, pcscaling)
+        return Y if rows.like is None else one_sample_of(
+            label_embedding(Y, rows.like, self._output_attrs()), rows)
 
     def _embedding(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X``, lazily: one block of rows at a time (for
@@ -442,14 +461,15 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
         return -self.reconstruction_error(X)
 
-    def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
+    def patterns(self, X, kind: Literal["covariance", "correlation", "eof"] = "covariance", *,
+                 pcscaling: int | None = None, eofscaling: int | None = None):
         """Map of each component over the features: covariance or correlation with its score.
 
         As :meth:`KernelPCA.patterns <kpca_dask.KernelPCA.patterns>`, which says
-        what each ``kind`` is (eofs' ``eofsAsCovariance(pcscaling=1)`` and
-        ``eofsAsCorrelation``), over the rows of ``X`` (array-like, dask array,
-        DataArray or Zarr path/URL), lazily and in one pass; a DataArray on the
-        fit's field for a model fitted on one.
+        what each ``kind`` and scaling is (eofs' ``eofsAsCovariance(pcscaling)``,
+        ``eofsAsCorrelation`` and ``eofs(eofscaling)``), over the rows of ``X``
+        (array-like, dask array, DataArray or Zarr path/URL), lazily and in one
+        pass; a DataArray on the fit's field for a model fitted on one.
 
         Examples
         --------
@@ -460,9 +480,11 @@ class ExactKernelPCA(TransformerMixin, BaseEstimator):
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
-        check_kind(kind)
+        check_kind(kind, pcscaling, eofscaling)
         rows = method_input(self, self._layout(), X, weighted=False)
-        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding)
+        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding,
+                           variances=self.explained_variance_, pcscaling=pcscaling,
+                           eofscaling=eofscaling)
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 

@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted
 
 from ..io.frames import check_feature_names
+from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
 from ..model.fitted import FittedModel, fitted_attribute
 from ..model.fitting import fit_model, solved
 from ..model.growing import (
@@ -31,6 +32,7 @@ from ..model.growing import (
     warn_of_parameters_set_since,
 )
 from ..model.inputs import embedding_input, first_batch, fit_input, method_input
+from ..model.kernel_matrices import training_eigenvectors
 from ..model.outputs import (
     check_invertible,
     embedding,
@@ -50,7 +52,8 @@ __all__ = ["KernelPCA"]
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                BaseEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -165,8 +168,21 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     eigenvalues_ : ndarray of shape (n_components,)
         Eigenvalues of the centred (Nyström) Gram matrix, descending; the same
         scale as ``sklearn.decomposition.KernelPCA.eigenvalues_``.
+    eigenvectors_ : ndarray of shape (n_samples, n_components)
+        When every training row is a landmark (``n_landmarks >= n_samples``;
+        absent otherwise): the unit eigenvectors of the centred n x n kernel
+        matrix in training-row order, scikit-learn's ``eigenvectors_`` up to
+        each column's sign (which follows this model's embedding). Computed
+        from the landmarks on first access; the components with eigenvalue 0
+        get unit vectors orthogonal to the others.
     explained_variance_ratio_ : ndarray of shape (n_components,)
         ``eigenvalues_`` divided by the total variance of the features.
+    explained_variance_ : ndarray of shape (n_components,)
+        ``eigenvalues_ / (n_samples_fit_ - 1)``, the variance of each score (eofs'
+        ``eigenvalues``); :meth:`north_errors` gives their sampling errors.
+    total_variance_ : float
+        The total ``explained_variance_ratio_`` is a share of, on the scale of
+        ``explained_variance_`` (eofs' ``totalAnomalyVariance``).
     n_components_ : int
         The number of components q kept.
     landmarks_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
@@ -235,6 +251,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
     feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
         The weights and the flat field positions of the features (if any).
+    rotation_ : Rotation
+        The varimax or promax rotation :func:`kpca_dask.rotate` recorded (saved
+        with the model; absent until then, dropped by a refit or re-solve); its
+        parts are ``rotation_method_``, ``rotation_power_``, ``rotation_matrix_``,
+        ``rotation_correlation_``, ``rotation_order_``, ``rotation_signs_``,
+        ``rotation_explained_variance_``, ``rotation_total_variance_`` and
+        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.rotation.Rotation`).
 
     See Also
     --------
@@ -485,13 +508,19 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
     # -- outputs: read the fitted model only (kpca_dask.model.outputs) -------
 
-    def transform(self, X):
+    def transform(self, X, *, pcscaling: int = 0):
         """Project rows onto the principal components: y(x) = P^T k_m(x) - c.
 
         Parameters
         ----------
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
-            Shape (n_samples, n_features).
+            Shape (n_samples, n_features). A field (or several) with the fit's
+            weights and mask, or one sample of it without the sample dimension
+            (a DataArray over the component dimension comes back).
+        pcscaling : {0, 1, 2}, default=0
+            eofs' scalings of the scores: 0 as they are, 1 divided by
+            ``sqrt(explained_variance_)`` (unit variance over the fit's rows),
+            2 multiplied by it.
 
         Returns
         -------
@@ -502,11 +531,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             parameters in ``attrs``.
         """
         check_is_fitted(self)
+        pcscaling = check_scaling(pcscaling, "pcscaling")
         rows = method_input(self, self.model_.layout, X)
-        return transformed(self.model_, rows, columns=self.get_feature_names_out(),
-                           name=type(self).__name__)
+        return scaled_scores(transformed(self.model_, rows, columns=self.get_feature_names_out(),
+                                         name=type(self).__name__),
+                             self.explained_variance_, pcscaling)
 
-    def inverse_transform(self, Y):
+    def inverse_transform(self, Y, *, n_components: int | None = None):
         """Map embeddings back to input space: the pre-images x_hat(y) (docs/design.md §6).
 
         Needs a model fitted with ``fit_inverse_transform=True``. As in
@@ -518,6 +549,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Y : array-like, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
             Embeddings, e.g. from :meth:`transform`. A DataArray needs a
             ``component`` dimension.
+        n_components : int, optional
+            Reconstruct from the leading ``n_components`` components only (the
+            others set to 0: the projection onto the leading subspace), as eofs'
+            ``reconstructedField(neofs)``. Default: every component.
 
         Returns
         -------
@@ -525,9 +560,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             A lazy dask array for dask input, numpy for in-memory input; for a
             DataArray, a DataArray with its sample coordinates and a
             ``feature`` dimension, or for a model fitted on a field the field
-            itself (its feature dimensions and coordinates, NaN on the mask).
-            Weighted features are divided by their weights (NaN where a weight
-            is 0), so pre-images are in the units of the input.
+            itself (its feature dimensions and coordinates, NaN on the mask;
+            a list or Dataset for several fields). Weighted features are divided
+            by their weights (NaN where a weight is 0), so pre-images are in the
+            units of the input.
 
         Examples
         --------
@@ -542,7 +578,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         check_is_fitted(self)
         check_invertible(self.model_)
-        return preimages(self.model_, embedding_input(Y))
+        return preimages(self.model_, embedding_input(Y), n_components=n_components)
 
     def reconstruction_error(self, X):
         """Squared distance in feature space from each row to the principal subspace.
@@ -589,28 +625,39 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return -reconstruction_errors(self.model_, rows, name=type(self).__name__,
                                       series_name="score_samples")
 
-    def patterns(self, X, kind: Literal["covariance", "correlation"] = "covariance"):
+    def patterns(self, X, kind: Literal["covariance", "correlation", "eof"] = "covariance", *,
+                 pcscaling: int | None = None, eofscaling: int | None = None):
         """Map of each component over the features: covariance or correlation with its score.
 
         ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
         of the unweighted input with the score of component j scaled to unit
         variance over the rows of ``X``, in the units of the input (eofs'
         ``eofsAsCovariance(pcscaling=1)``); ``"correlation"``: corr(y_j, x)
-        (eofs' ``eofsAsCorrelation``). ddof = 1. Computed lazily, in one pass
-        over ``X``.
+        (eofs' ``eofsAsCorrelation``); ``"eof"``: cov(y_j, w x) / ``explained_variance_``,
+        over the weighted features, eofs' ``eofs()`` (the unit EOF for a linear
+        kernel, the regression of the weighted field on the component for any).
+        ddof = 1. Computed lazily, in one pass over ``X``.
 
         Parameters
         ----------
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
             The data the maps are taken over, usually the training data.
-        kind : {"covariance", "correlation"}, default="covariance"
+        kind : {"covariance", "correlation", "eof"}, default="covariance"
+        pcscaling : {0, 1, 2}, optional
+            For ``"covariance"``, the score's scaling as in eofs'
+            ``eofsAsCovariance(pcscaling)``: 0 the score itself, 1 (default)
+            unit variance, 2 multiplied by ``sqrt(explained_variance_)``.
+        eofscaling : {0, 1, 2}, optional
+            For ``"eof"``, eofs' ``eofs(eofscaling)``: 0 (default) unit EOFs,
+            1 divided by ``sqrt(explained_variance_)``, 2 multiplied by it.
 
         Returns
         -------
         patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
             For a model fitted on a field, a DataArray (component, then the feature
-            dims) with the fit's coordinates and NaN on the mask; for arrays, a
-            lazy dask array. A feature or score of zero variance gives NaN.
+            dims) with the fit's coordinates and NaN on the mask (a list or a
+            Dataset of them for several fields); for arrays, a lazy dask array.
+            A feature or score of zero variance gives NaN.
 
         Examples
         --------
@@ -622,11 +669,13 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
-        check_kind(kind)
+        check_kind(kind, pcscaling, eofscaling)
         model = self.model_
         rows = method_input(self, model.layout, X, weighted=False)
         return patterns_of(rows, kind, layout=model.layout,
-                           embedding=partial(embedding, model, name=type(self).__name__))
+                           embedding=partial(embedding, model, name=type(self).__name__),
+                           variances=self.explained_variance_, pcscaling=pcscaling,
+                           eofscaling=eofscaling)
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
@@ -679,6 +728,17 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     feature_layout_ = fitted_attribute("feature_layout_")
     feature_weights_ = fitted_attribute("feature_weights_")
     feature_kept_ = fitted_attribute("feature_kept_")
+    rotation_ = fitted_attribute("rotation_")
+    # the parts of rotation_, as a model file holds them
+    rotation_method_ = fitted_attribute("rotation_method_")
+    rotation_power_ = fitted_attribute("rotation_power_")
+    rotation_matrix_ = fitted_attribute("rotation_matrix_")
+    rotation_correlation_ = fitted_attribute("rotation_correlation_")
+    rotation_order_ = fitted_attribute("rotation_order_")
+    rotation_signs_ = fitted_attribute("rotation_signs_")
+    rotation_explained_variance_ = fitted_attribute("rotation_explained_variance_")
+    rotation_total_variance_ = fitted_attribute("rotation_total_variance_")
+    rotation_loadings_ = fitted_attribute("rotation_loadings_")
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None
@@ -695,6 +755,24 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     @feature_names_in_.deleter
     def feature_names_in_(self) -> None:
         self.model_ = self.model_.replace(feature_names=None)
+
+    @property
+    def eigenvectors_(self) -> np.ndarray:
+        """A_q, the unit eigenvectors of the centred kernel matrix, (n_samples,
+        ``n_components_``) in training-row order: present when every training row is a landmark
+        (see Attributes)."""
+        check_is_fitted(self)
+        cached = self.__dict__.get("_eigenvectors")
+        if cached is None or cached[0] is not self.model_:  # computed once per model
+            cached = (self.model_, training_eigenvectors(self.model_))
+            self.__dict__["_eigenvectors"] = cached
+        if cached[1] is None:
+            raise AttributeError(
+                f"This {type(self).__name__} has no 'eigenvectors_': they are those of the "
+                "n x n kernel matrix, which the model holds only when every training row is a "
+                "landmark. Fit with n_landmarks >= n_samples (exact kernel PCA), or use "
+                "ExactKernelPCA.")
+        return cached[1]
 
     @property
     def _n_features_out(self):

@@ -52,6 +52,13 @@ class FeatureLayout:
         The weight of each kept feature, applied before the kernel.
     weight_dims : tuple of str
         The dimensions the weights were given over (broadcast over the others).
+    name : str or None
+        The field's name among several (:mod:`kpca_dask.io.multiple_fields`), for messages.
+    parts : tuple of FeatureLayout
+        Several fields fitted together: the layout of each, in order; their positions
+        follow one another along this layout's one feature axis.
+    container : str
+        How several fields came: ``"list"`` or ``"dataset"`` (``""`` for one field).
 
     Examples
     --------
@@ -68,6 +75,9 @@ class FeatureLayout:
     kept: np.ndarray | None = None
     weights: np.ndarray | None = None
     weight_dims: tuple[str, ...] = ()
+    name: str | None = None
+    parts: tuple["FeatureLayout", ...] = ()
+    container: str = ""
 
     @property
     def n_positions(self) -> int:
@@ -100,7 +110,14 @@ class FeatureLayout:
                             name="mask")
 
     def describe(self, position: int) -> str:
-        """The flat ``position`` by its coordinates, for messages."""
+        """The flat ``position`` by its coordinates (and its field's name), for messages."""
+        for part, offset in zip(self.parts, np.cumsum([0] + [p.n_positions for p in self.parts])):
+            if position < offset + part.n_positions:
+                return part.describe(position - offset)
+        where = self._describe(position)
+        return where if self.name is None else f"field {self.name!r}, {where}"
+
+    def _describe(self, position: int) -> str:
         if not self.dims:
             return f"feature {int(position)}"
         index = np.unravel_index(int(position), self.shape)

@@ -2,7 +2,7 @@
 
 A model file is an input like any other: it travels between clusters, object
 stores and people, and a model that is wrong in a way nobody sees returns
-wrong embeddings without a word. :func:`check_model` therefore holds a loaded
+wrong embeddings without a word. :func:`check_fitted_estimator` therefore holds a loaded
 model to the same rules a fit obeys:
 
 - the fitted kernel parameters go through the kernel's own checks (the
@@ -38,7 +38,7 @@ from ..validation import is_count, is_finite_real, is_real
 from .fitted import declared
 from .parameters import resolve_kernel_params
 
-__all__ = ["check_model", "check_statistics", "check_array", "check_landmark_path",
+__all__ = ["check_fitted_estimator", "check_statistics", "check_array", "check_landmark_path",
            "check_row_provenance", "damaged"]
 
 #: The least value of a fitted number, by its declared rule.
@@ -125,8 +125,8 @@ def check_statistics(stats: PassStatistics, m: int, *, least_rows: int = 1,
                       "symmetric with a non-negative diagonal)", found_in)
 
 
-def check_model(model, where: str | None = None) -> None:
-    """Raise ModelFormatError unless the loaded ``model`` is one a fit could have made.
+def check_fitted_estimator(estimator, where: str | None = None) -> None:
+    """Raise ModelFormatError unless the loaded ``estimator`` is one a fit could have made.
 
     ``where`` names the model in the error (a file, or "model 2" of a merge);
     without it, the caller's :func:`~kpca_dask.errors.about` does.
@@ -134,11 +134,11 @@ def check_model(model, where: str | None = None) -> None:
     Examples
     --------
     >>> from kpca_dask import KernelPCA
-    >>> model = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(
+    >>> estimator = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(
     ...     np.random.default_rng(0).normal(size=(100, 3)))
-    >>> check_model(model)
-    >>> model.eigenvalues_[:] = -model.eigenvalues_
-    >>> check_model(model, "model.zarr")  # doctest: +ELLIPSIS
+    >>> check_fitted_estimator(estimator)
+    >>> estimator.eigenvalues_[:] = -estimator.eigenvalues_
+    >>> check_fitted_estimator(estimator, "model.zarr")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     kpca_dask.errors.ModelFormatError: model.zarr: the model is damaged: the array \
@@ -146,16 +146,16 @@ def check_model(model, where: str | None = None) -> None:
     """
     if where is not None:
         with about(where):
-            check_model(model)
+            check_fitted_estimator(estimator)
         return
     # The constructor's parameters are not checked against the fitted values: they may
     # have been set since the fit, and take effect only at the next one (a file's are
     # checked by the loader through the parameter table).
-    _check_fitted_numbers(model)
-    _check_kernel(model)
-    _check_declared_arrays(model.model_)
-    _check_arrays(model)
-    _check_layout(model.model_.layout, model.model_.n_features)
+    _check_fitted_numbers(estimator)
+    _check_kernel(estimator)
+    _check_declared_arrays(estimator.model_)
+    _check_arrays(estimator)
+    _check_layout(estimator.model_.layout, estimator.model_.n_features)
 
 
 def _check_layout(layout, n_features: int) -> None:
@@ -169,13 +169,13 @@ def _check_layout(layout, n_features: int) -> None:
         raise damaged("the array 'feature_weights' holds negative values")
 
 
-def _check_fitted_numbers(model) -> None:
+def _check_fitted_numbers(estimator) -> None:
     """Each number declared a count, or a finite number (with its least value)."""
-    for each in declared(type(model.model_)):
+    for each in declared(type(estimator.model_)):
         rule, name = each.declaration.check, each.declaration.attribute
         if not rule:
             continue
-        value = each.read(model.model_)
+        value = each.read(estimator.model_)
         if rule == "count":
             if not is_count(value):
                 raise damaged(f"the attribute {name} is {value!r}, not an integer >= 1")
@@ -186,8 +186,8 @@ def _check_fitted_numbers(model) -> None:
         if not is_finite_real(value) or (least is not None and value < least):
             bound = "" if least is None else f" >= {least}"
             raise damaged(f"the attribute {name} is {value!r}, not a finite number{bound}")
-    check_landmark_path(model.landmark_path_)
-    check_row_provenance(model.row_provenance_, model.n_samples_fit_)
+    check_landmark_path(estimator.landmark_path_)
+    check_row_provenance(estimator.row_provenance_, estimator.n_samples_fit_)
 
 
 def check_row_provenance(provenance, n_samples) -> None:
@@ -245,9 +245,9 @@ def check_landmark_path(path, found_in: str = "model") -> None:
                       f"got {path!r}", found_in)
 
 
-def _check_kernel(model) -> None:
+def _check_kernel(estimator) -> None:
     """``kernel_`` is a known kernel, and ``kernel_params_`` exactly the parameters it takes."""
-    kernel, params = model.kernel_, model.kernel_params_
+    kernel, params = estimator.kernel_, estimator.kernel_params_
     if callable(kernel):  # in memory only: a model file never holds code
         if not isinstance(params, dict):
             raise damaged(f"kernel_params_ is {params!r}, not a mapping")
@@ -257,7 +257,7 @@ def _check_kernel(model) -> None:
             raise ModelFormatError(f"kernel_ is {kernel!r}, not the name of a kernel")
         if not isinstance(params, dict):
             raise ModelFormatError(f"kernel_params_ is {params!r}, not a mapping")
-        resolved = resolve_kernel_params(kernel, model.n_features_in_, kernel_params=params)
+        resolved = resolve_kernel_params(kernel, estimator.n_features_in_, kernel_params=params)
         if set(resolved) != set(params):
             raise ModelFormatError(f"kernel_params_ has {sorted(params)}; the {kernel!r} kernel "
                                    f"takes {sorted(resolved)}")
@@ -265,25 +265,37 @@ def _check_kernel(model) -> None:
         raise damaged(f"the fitted kernel is invalid: {exc}") from None
 
 
+def _rotated_modes(rotation, q: int) -> int:
+    """The r modes a rotation keeps: from 2 to q, by a known method and power."""
+    r = int(np.shape(rotation.explained_variance)[0]) if isinstance(
+        rotation.explained_variance, np.ndarray) else -1
+    if not 2 <= r <= q or rotation.method not in ("varimax", "promax") or not (
+            is_count(rotation.power) and (rotation.method == "promax" or rotation.power == 1)):
+        raise damaged(f"the rotation ({rotation.method!r}, power {rotation.power!r}) of "
+                      f"{r} modes is not one rotate makes of {q} components")
+    return r
+
+
 def _check_declared_arrays(fitted) -> None:
     """Each array the model holds has its declared dtype and shape, and is finite."""
     p, q, m = fitted.n_features, fitted.n_components, fitted.n_landmarks
     # A precomputed kernel's landmarks are rows [K[J, J], diag K[J, J]] (model.precomputed).
-    sizes = {"m": m, "p": p, "q": q, "w": m + 1 if fitted.kernel == "precomputed" else p}
+    sizes = {"m": m, "p": p, "q": q, "w": m + 1 if fitted.kernel == "precomputed" else p,
+             "r": 0 if fitted.rotation is None else _rotated_modes(fitted.rotation, q)}
     for each in declared(type(fitted)):
         declaration = each.declaration
         if declaration.place != "array":
             continue
         value = each.read(fitted)
-        if value is not None or not (declaration.optional or declaration.null):
+        if value is not None or not declaration.absent:
             check_array(value, declaration.file_name,
                         tuple(sizes[size] for size in declaration.shape), kind=declaration.kind)
 
 
-def _check_arrays(model) -> None:
+def _check_arrays(estimator) -> None:
     """What the arrays hold: ordered eigenvalues, their shares, rows of the data, ..."""
-    q, m = model.n_components_, model.n_landmarks_
-    eigenvalues, ratio = model.eigenvalues_, model.explained_variance_ratio_
+    q, m = estimator.n_components_, estimator.n_landmarks_
+    eigenvalues, ratio = estimator.eigenvalues_, estimator.explained_variance_ratio_
     if (eigenvalues < 0).any():
         raise damaged("the array 'eigenvalues' holds negative values (a fit keeps "
                       "only non-negative ones)")
@@ -296,23 +308,23 @@ def _check_arrays(model) -> None:
                                                       rtol=_ROUNDING, atol=0))):
         raise damaged("the array 'explained_variance_ratio' is not the eigenvalues' "
                       "share of one total variance")
-    residuals = model.model_.solution.residuals
+    residuals = estimator.model_.solution.residuals
     if residuals is not None and (residuals < 0).any():
         raise damaged("the array 'eigenvalue_residuals' holds negative norms")
-    if model.landmark_indices_ is not None:
-        indices = model.landmark_indices_
-        if (indices < 0).any() or (indices >= model.n_samples_fit_).any():
+    if estimator.landmark_indices_ is not None:
+        indices = estimator.landmark_indices_
+        if (indices < 0).any() or (indices >= estimator.n_samples_fit_).any():
             raise damaged("the array 'landmark_indices' holds rows outside the "
-                          f"{model.n_samples_fit_} training rows")
-    if not 1 <= model.landmark_rank_ <= m:
-        raise damaged(f"landmark_rank_ is {model.landmark_rank_}, but there are {m} "
+                          f"{estimator.n_samples_fit_} training rows")
+    if not 1 <= estimator.landmark_rank_ <= m:
+        raise damaged(f"landmark_rank_ is {estimator.landmark_rank_}, but there are {m} "
                       "landmarks")
-    stats = model.model_.statistics
+    stats = estimator.model_.statistics
     if stats is not None:
         check_statistics(stats, m)
-        if stats.n_samples != model.n_samples_fit_ or stats.n_nonfinite:
+        if stats.n_samples != estimator.n_samples_fit_ or stats.n_nonfinite:
             raise damaged(f"statistics.n_samples is {stats.n_samples} but "
-                          f"n_samples_fit_ is {model.n_samples_fit_}"
+                          f"n_samples_fit_ is {estimator.n_samples_fit_}"
                            if stats.n_nonfinite == 0 else
                           "statistics.n_nonfinite is not 0 (a fit refuses non-finite rows)")
 

@@ -29,6 +29,7 @@ from ..engine.matrix_free import RowPanels, cross_kernel
 from ..io.labelled import label_embedding, label_rows
 from ..validation import check_n_features
 from .inputs import method_input
+from .outputs import one_sample_of
 
 __all__ = ["ExactModel", "scaled_vectors", "applied"]
 
@@ -135,5 +136,5 @@ def applied(model: ExactModel, estimator, X, method: str, attrs: dict | None = N
     if rows.like is None:
         return result
     if method == "transform":
-        return label_embedding(result, rows.like, attrs or {})
-    return label_rows(result, rows.like, name=method)
+        return one_sample_of(label_embedding(result, rows.like, attrs or {}), rows)
+    return one_sample_of(label_rows(result, rows.like, name=method), rows)

@@ -15,9 +15,42 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..io.field_rows import layout_rows
 from ..io.fields import FeatureLayout, positions_of
+from .multiple_fields import is_fields
 
 __all__ = ["layout_differences", "weighted_rows", "stacked_rows", "unweighted",
-           "stacked_positions"]
+           "stacked_positions", "with_sample_dim"]
+
+
+def with_sample_dim(X, layout: FeatureLayout | None) -> tuple[object, bool]:
+    """``X`` with the model's sample dimension added if a field came without it (one time
+    step: ``sst.isel(time=0)``), and whether it was added; anything else unchanged.
+
+    A DataArray (or each field of several) whose dimensions are exactly the
+    model's feature dimensions is one sample: eofs' ``projectField`` of a map.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> layout = FeatureLayout("time", ("x",), (2,))
+    >>> X, added = with_sample_dim(xr.DataArray([1.0, 2.0], dims="x"), layout)
+    >>> X.dims, added
+    (('time', 'x'), True)
+    """
+    if layout is None or layout.sample_dim is None or not layout.dims:
+        return X, False
+    parts = layout.parts or (layout,)
+    if hasattr(X, "data_vars"):  # a Dataset: its fields by name
+        fields = [X.get(part.name) for part in parts]
+    else:
+        fields = list(X) if is_fields(X) else [X]
+    if len(fields) != len(parts) or not all(
+            hasattr(field, "dims") and layout.sample_dim not in field.dims
+            and sorted(map(str, field.dims)) == sorted(part.dims)
+            for field, part in zip(fields, parts)):
+        return X, False
+    if isinstance(X, (list, tuple)):
+        return [field.expand_dims(layout.sample_dim) for field in X], True
+    return X.expand_dims(layout.sample_dim), True
 
 
 def weighted_rows(rows: da.Array, layout: FeatureLayout | None) -> da.Array:
@@ -97,7 +130,12 @@ def layout_differences(first: FeatureLayout | None, other: FeatureLayout | None)
     if first is None or other is None:
         return ["one model was fitted on a field or with weights, the other not"]
     found = []
-    if (first.dims, first.shape) != (other.dims, other.shape):
+    fields = [[(part.name, part.dims, part.shape) for part in layout.parts]
+              for layout in (first, other)]
+    if fields[0] != fields[1]:
+        found.append(f"the fields differ: {fields[0] or 'one field'} in one model, "
+                     f"{fields[1] or 'one field'} in the other")
+    elif (first.dims, first.shape) != (other.dims, other.shape):
         found.append(f"the fields differ: {first.dims} of {first.shape} in one model, "
                      f"{other.dims} of {other.shape} in the other")
     elif any(not np.array_equal(first.coords.get(d), other.coords.get(d)) for d in first.dims):

@@ -8,7 +8,7 @@ terms, the optional pre-image map and the feature names. A fit
 :func:`kpca_dask.merge` and :meth:`~kpca_dask.KernelPCA.set_n_components`
 (:mod:`kpca_dask.model.growing`) and :func:`kpca_dask.load` each make a new
 one; transform and the rest only read it (:mod:`kpca_dask.model.outputs`); the
-model file writes and reads it field by field (:mod:`kpca_dask.storage.model_fields`).
+model file writes and reads it field by field (:mod:`kpca_dask.storage.model_entries`).
 
 Each field declares, in its metadata (:class:`Stored`), the estimator's
 scikit-learn attribute that reads it (``eigenvalues_``, ``landmarks_``, ...,
@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..blocks.statistics import PassStatistics
+from ..engine.rotation import Rotation
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
 from .parameters import rcond_for
@@ -43,7 +44,7 @@ class Stored:
     so do the fields of the values it nests (the solution, the novelty terms, the
     pre-image map, the feature layout) in ``parts``. The estimator's fitted
     attributes (:data:`FITTED_ATTRIBUTES`), the writer and reader of model files
-    (:mod:`kpca_dask.storage.model_fields`) and the checks of a loaded model
+    (:mod:`kpca_dask.storage.model_entries`) and the checks of a loaded model
     (:mod:`kpca_dask.model.checks`) are all derived from these declarations, the
     single declaration of the model file's schema, so a new field is declared here
     once.
@@ -58,7 +59,7 @@ class Stored:
     #: only through its parts (the solution) or not at all.
     attribute: str | None
     #: Where a model file keeps it: "array" (the attribute's name without its "_"),
-    #: "attribute" (JSON, in the file's ``fitted`` attribute), or "" (not there).
+    #: "json" (a JSON value in the file's ``fitted`` attribute), or "" (not there).
     place: str = ""
     #: An array's shape, in the model's sizes: m landmarks, p features, q components,
     #: w the width of a landmark (p, or m + 1 for a precomputed kernel).
@@ -67,10 +68,11 @@ class Stored:
     kind: str = "f"
     #: A JSON number's rule: "count" (an integer >= 1), "real" (finite), "nonnegative".
     check: str = ""
-    #: The model may lack it: the estimator attribute is then absent, and nothing is written.
-    optional: bool = False
-    #: An array the model may lack, written then as a JSON null of the attribute's name.
-    null: bool = False
+    #: Whether a model may lack the value, and what a file holds then: "" (never lacks
+    #: it), "omitted" (the estimator attribute is absent and nothing is written) or
+    #: "null" (an array written as a JSON null of the attribute's name). Whether older
+    #: files may lack a value every model has is ``since``, a property of files.
+    absent: str = ""
     #: The first file format version that always holds it; None: files may lack it, and
     #: then the field's default (or, with an ``encoding``, what the encoding makes) applies.
     since: int | None = 1
@@ -111,7 +113,7 @@ class Derived(property):
     def of(cls, attribute: str, check: str = "") -> Callable[[Callable], "Derived"]:
         def make(fget: Callable) -> "Derived":
             made = cls(fget, doc=fget.__doc__)
-            made.declaration = Stored(attribute, "attribute", check=check)
+            made.declaration = Stored(attribute, "json", check=check)
             return made
         return make
 
@@ -157,7 +159,7 @@ def _array(attribute: str, *shape: str, **declaration: Any) -> Stored:
 
 
 def _json(attribute: str, **declaration: Any) -> Stored:
-    return Stored(attribute, "attribute", **declaration)
+    return Stored(attribute, "json", **declaration)
 
 
 #: The solution's fields (kpca_dask.engine.solve.NystromSolution, which knows no files).
@@ -166,19 +168,31 @@ _SOLUTION = {"projection": _array("projection_", "m", "q"), "offset": _array("of
              "explained_variance_ratio": _array("explained_variance_ratio_", "q"),
              "trace_error": _json("trace_error_", check="real"),
              # absent from files written before the iterative solve
-             "residuals": _array("eigenvalue_residuals_", "q", optional=True, since=None),
+             "residuals": _array("eigenvalue_residuals_", "q", absent="omitted", since=None),
              "trace_error_std": _json("trace_error_std_", check="nonnegative", since=None)}
 #: The novelty terms' fields (kpca_dask.engine.solve.NoveltyTerms); files of format version 1
 #: have none.
-_NOVELTY = {"mean_weights": _array("novelty_weights_", "m", optional=True, since=2),
-            "mean_norm2": _json("novelty_mean_norm2_", check="nonnegative", optional=True,
+_NOVELTY = {"mean_weights": _array("novelty_weights_", "m", absent="omitted", since=2),
+            "mean_norm2": _json("novelty_mean_norm2_", check="nonnegative", absent="omitted",
                                 since=2)}
-_PREIMAGE = {"centres": _array("preimage_centres_", "m", "q", optional=True, since=None),
-             "coefficients": _array("preimage_coefficients_", "m", "p", optional=True,
+_PREIMAGE = {"centres": _array("preimage_centres_", "m", "q", absent="omitted", since=None),
+             "coefficients": _array("preimage_coefficients_", "m", "p", absent="omitted",
                                     since=None)}
+#: A rotation of the leading r modes (kpca_dask.rotate), r x r matrices and r x p loadings.
+_ROTATION = {"method": _json("rotation_method_", absent="omitted", since=None),
+             "power": _json("rotation_power_", absent="omitted", since=None),
+             "matrix": _array("rotation_matrix_", "r", "r", absent="omitted", since=None),
+             "correlation": _array("rotation_correlation_", "r", "r", absent="omitted", since=None),
+             "order": _array("rotation_order_", "r", kind="i", absent="omitted", since=None),
+             "signs": _array("rotation_signs_", "r", absent="omitted", since=None),
+             "explained_variance": _array("rotation_explained_variance_", "r", absent="omitted",
+                                          since=None),
+             "total_variance": _json("rotation_total_variance_", check="nonnegative",
+                                     absent="omitted", since=None),
+             "loadings": _array("rotation_loadings_", "r", "p", absent="omitted", since=None)}
 #: A field's kept positions and weights, arrays beside the layout's JSON.
-_LAYOUT = {"weights": _array("feature_weights_", "p", optional=True, since=None),
-           "kept": _array("feature_kept_", "p", kind="i", optional=True, since=None)}
+_LAYOUT = {"weights": _array("feature_weights_", "p", absent="omitted", since=None),
+           "kept": _array("feature_kept_", "p", kind="i", absent="omitted", since=None)}
 
 
 @dataclass(frozen=True)
@@ -199,46 +213,50 @@ class FittedModel:
     """
 
     # the canonical name of a built-in kernel, or the callable
-    kernel: str | Callable = field(metadata=stored("kernel_", "attribute"))
+    kernel: str | Callable = field(metadata=stored("kernel_", "json"))
     # every resolved kernel parameter
-    kernel_params: dict = field(metadata=stored("kernel_params_", "attribute"))
+    kernel_params: dict = field(metadata=stored("kernel_params_", "json"))
     landmarks: np.ndarray = field(  # Z, (m, p)
         metadata=stored("landmarks_", "array", shape=("m", "w"), kind="x"))
     landmark_indices: np.ndarray | None = field(  # global rows of Z, None when not data rows
-        metadata=stored("landmark_indices_", "array", shape=("m",), kind="i", null=True,
+        metadata=stored("landmark_indices_", "array", shape=("m",), kind="i", absent="null",
                         since=None))
     landmark_rank: int = field(  # landmark directions kept by the factorisation of K_mm
-        metadata=stored("landmark_rank_", "attribute", check="count"))
+        metadata=stored("landmark_rank_", "json", check="count"))
     solution: NystromSolution = field(  # P, c, eigenvalues, ratios, trace error
         metadata=stored(None, parts=_SOLUTION, build=NystromSolution, what="the solution"))
-    n_features: int = field(metadata=stored("n_features_in_", "attribute", check="count"))
-    n_samples: int = field(metadata=stored("n_samples_fit_", "attribute", check="count"))
+    n_features: int = field(metadata=stored("n_features_in_", "json", check="count"))
+    n_samples: int = field(metadata=stored("n_samples_fit_", "json", check="count"))
     # None for a model file of format version 1; files keep it in their own layout
     # (kpca_dask.model.statistics_files)
     statistics: PassStatistics | None = field(metadata=stored("statistics_"))
     novelty: NoveltyTerms | None = field(  # None for a model file of format version 1
-        metadata=stored(None, parts=_NOVELTY, build=NoveltyTerms, optional=True,
+        metadata=stored(None, parts=_NOVELTY, build=NoveltyTerms, absent="omitted",
                         what="the novelty terms"))
     # the parameters it was solved with; outputs read only these. Files written before
     # they were recorded take them from the saved parameters.
     settings: FitSettings = field(
-        metadata=stored("fit_settings_", "attribute", encoding="settings", since=None))
+        metadata=stored("fit_settings_", "json", encoding="settings", since=None))
     preimage: Preimage | None = field(  # only with fit_inverse_transform=True
-        default=None, metadata=stored(None, parts=_PREIMAGE, build=Preimage, optional=True,
+        default=None, metadata=stored(None, parts=_PREIMAGE, build=Preimage, absent="omitted",
                                       what="the pre-image map"))
     feature_names: np.ndarray | None = field(  # the column names of a table fit
-        default=None, metadata=stored("feature_names_in_", "attribute", encoding="names",
-                                      optional=True, since=None))
+        default=None, metadata=stored("feature_names_in_", "json", encoding="names",
+                                      absent="omitted", since=None))
     landmark_path: list | None = field(  # m tried and its trace error, for n_landmarks="auto"
-        default=None, metadata=stored("landmark_path_", "attribute", since=None))
+        default=None, metadata=stored("landmark_path_", "json", since=None))
     row_provenance: dict | None = field(  # the rows counted (kpca_dask.model.provenance)
-        default=None, metadata=stored("row_provenance_", "attribute", since=None))
+        default=None, metadata=stored("row_provenance_", "json", since=None))
     fit_seconds: float = field(
-        default=0.0, metadata=stored("fit_seconds_", "attribute", check="nonnegative"))
+        default=0.0, metadata=stored("fit_seconds_", "json", check="nonnegative"))
     # a field's dims, mask and weights (kpca_dask.io.fields)
     layout: FeatureLayout | None = field(
-        default=None, metadata=stored("feature_layout_", "attribute", encoding="layout",
-                                      optional=True, since=None, parts=_LAYOUT))
+        default=None, metadata=stored("feature_layout_", "json", encoding="layout",
+                                      absent="omitted", since=None, parts=_LAYOUT))
+    # varimax or promax rotation of the leading modes (kpca_dask.rotate); dropped by a re-solve
+    rotation: Rotation | None = field(
+        default=None, metadata=stored("rotation_", parts=_ROTATION, build=Rotation,
+                                      absent="omitted", what="the rotation"))
     # The model file the workers last wrote G into, for statistics held on a cluster
     # (kpca_dask.model.held_statistics): read from there once the cluster is gone.
     statistics_file: str | None = field(default=None, metadata=stored(None))
@@ -320,7 +338,8 @@ FITTED_ATTRIBUTES: dict[str, Callable[[FittedModel], Any]] = {
 #: Attributes that are absent (``hasattr`` is False), not None, when the model has no such part:
 #: scikit-learn's habit for what only some fits learn.
 OPTIONAL_ATTRIBUTES = frozenset(each.declaration.attribute for each in DECLARED
-                                if each.declaration.optional and each.declaration.attribute)
+                                if each.declaration.absent == "omitted"
+                                and each.declaration.attribute)
 
 
 def fitted_attribute(name: str) -> property:

@@ -48,6 +48,7 @@ from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks
 from .checkpoints import FitCheckpoint
 from .fingerprints import fit_identity
 from .fitted import FitSettings, FittedModel, Preimage
+from .kernel_matrices import check_landmark_spectrum, every_row_a_landmark
 from .parameters import resolve_kernel_params
 from .provenance import source_of, with_rows
 
@@ -63,12 +64,14 @@ class _Kernel:
 
 
 def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = None,
-              checkpoint: str | os.PathLike | None = None, started: float | None = None
-              ) -> FittedModel:
+              checkpoint: str | os.PathLike | None = None, started: float | None = None,
+              landmark_rows: np.ndarray | None = None) -> FittedModel:
     """The model of one fit of ``X`` with the estimator parameters ``params``.
 
     ``params`` are :meth:`KernelPCA.get_params <sklearn.base.BaseEstimator.get_params>`,
     already checked; ``X`` a validated dask array. See :meth:`kpca_dask.KernelPCA.fit`.
+    ``landmark_rows`` are the rows of ``X`` that landmarks given as points are (a kernel
+    matrix's landmark columns), for the refusal of :func:`_refuse_indefinite`.
 
     Examples
     --------
@@ -116,6 +119,9 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     small = solve_statistics(stats, chosen.points, kernel.function, kernel.params, rcond,
                                 params["n_components"], bool(params["remove_zero_eig"]),
                                 pass_dtype=params["dtype"])
+    rows = chosen.indices if landmark_rows is None else landmark_rows
+    _refuse_indefinite(small.factor_method, rows, X.shape[0], chosen.points, kernel,
+                       params["n_components"])
     model = FittedModel(
         kernel=kernel.function, kernel_params=kernel.params, landmarks=chosen.points,
         landmark_indices=chosen.indices, landmark_rank=small.landmark_rank,
@@ -127,6 +133,15 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     return model.replace(fit_seconds=time.perf_counter() - started)
 
 
+def _refuse_indefinite(factor_method: str, rows, n: int, points, kernel: _Kernel,
+                       n_components) -> None:
+    """With every row a landmark the fit is exact kernel PCA: refused as scikit-learn refuses a
+    centred kernel matrix with significantly negative eigenvalues. Only a K_mm that was not
+    positive semi-definite (factorised by its eigenvalues) can give them."""
+    if factor_method == "eigen" and every_row_a_landmark(rows, n):
+        check_landmark_spectrum(points, kernel.function, kernel.params, n_components)
+
+
 def solved(model: FittedModel, stats: PassStatistics, *,
            n_components: int | float | None | str = "fitted") -> FittedModel:
     """``model`` with the statistics ``stats``, the small problem solved again (landmarks kept).
@@ -136,7 +151,7 @@ def solved(model: FittedModel, stats: PassStatistics, *,
     ``"fitted"`` asks for another number of components and becomes the model's.
     The novelty terms follow the statistics; a pre-image map was learnt by a
     pass over the rows of the old solution and cannot follow without another,
-    so it is dropped.
+    so it is dropped, and so is a rotation of the old components.
 
     Examples
     --------
@@ -154,7 +169,7 @@ def solved(model: FittedModel, stats: PassStatistics, *,
                                 settings.remove_zero_eig, pass_dtype=settings.dtype)
     return model.replace(
         solution=small.solution, landmark_rank=small.landmark_rank, statistics=stats,
-        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None,
+        n_samples=int(stats.n_samples), novelty=small.novelty, preimage=None, rotation=None,
         settings=settings)
 
 

@@ -35,7 +35,7 @@ from ..errors import (
     NoStatisticsError,
     ParametersChangedWarning,
 )
-from .checks import check_model
+from .checks import check_fitted_estimator
 from .field_inputs import layout_differences
 from .fitted import FitSettings, FittedModel
 from .fitting import solved, with_rows_added
@@ -131,7 +131,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     """The statistics of a fitted ``model``, or a clear error saying why ``action`` cannot run.
 
     The model is checked first as a loaded one is
-    (:func:`kpca_dask.model.checks.check_model`): an attribute set by
+    (:func:`kpca_dask.model.checks.check_fitted_estimator`): an attribute set by
     hand to something no fit could make is refused with a
     :class:`~kpca_dask.errors.ModelFormatError` before it is added to.
 
@@ -143,7 +143,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     6
     """
     check_is_fitted(model)
-    check_model(model, name)
+    check_fitted_estimator(model, name)
     stats = live_statistics(model.model_, action, name)
     if stats is None:
         raise NoStatisticsError(

@@ -41,7 +41,8 @@ from ..io.frames import (
     select_columns,
 )
 from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
-from .field_inputs import stacked_rows, weighted_rows
+from .field_inputs import stacked_rows, weighted_rows, with_sample_dim
+from .multiple_fields import fields_rows, fit_fields, is_fields
 from .provenance import source_of, with_rows
 
 __all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
@@ -59,13 +60,15 @@ class Rows:
     ``is_lazy`` whether the input was (dask, Zarr, a path: a lazy result);
     ``like`` the DataArray outputs are labelled like; ``frame`` the pandas
     frame or dask frame's :class:`~kpca_dask.io.frames.Partitions` outputs
-    take the index from.
+    take the index from; ``one_sample`` whether a field came without its
+    sample dimension (one sample: outputs over the samples drop it).
     """
 
     data: Any
     is_lazy: bool
     like: Any = None
     frame: Any = None
+    one_sample: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ def weights_allowed(value) -> bool:
     """
     if value is None or is_xarray(value):
         return True
+    if isinstance(value, dict) or isinstance(value, (list, tuple)) and any(
+            is_xarray(each) for each in value):  # the weights of several fields
+        values = value.values() if isinstance(value, dict) else value
+        return all(each is None or is_xarray(each) for each in values)
     if not (hasattr(value, "shape") and hasattr(value, "dtype")):
         if not isinstance(value, (list, tuple)):
             return False
@@ -172,6 +179,8 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool 
                 'weights multiply features, which kernel="precomputed" does not have; weight '
                 "the data before computing the kernel matrix instead.")
         return X, None  # a kernel matrix keeps its stored column chunks
+    if is_fields(X):
+        return fit_fields(X, sample_dim, weights)
     X = _opened(X, sample_dim=sample_dim)
     if is_xarray(X):
         layout = layout_of(X, sample_dim, weights)
@@ -220,6 +229,9 @@ def _held_in_memory(X: Any) -> bool:
     xarray object without dask), not a dask collection, a store or a path."""
     if isinstance(X, (str, os.PathLike)) or dask.is_dask_collection(X):
         return False
+    if is_fields(X):
+        return all(X[name].chunks is None for name in X.data_vars) if is_xarray(X) else all(
+            each.chunks is None for each in X)
     if is_xarray(X):
         return X.chunks is None
     return not isinstance(X, (zarr.Array, zarr.Group))
@@ -252,9 +264,10 @@ def method_input(estimator: Any, layout: FeatureLayout | None, X: Any, *,
     """
     X, frame = _table(estimator, X)
     is_lazy = not _held_in_memory(X)  # dask, Zarr, a path: a lazy result
+    X, one_sample = with_sample_dim(X, layout)
     X, like = model_rows(layout, X, weighted=weighted, frame=frame)
     X, _ = _as_rows(X, frame)
-    return Rows(X, is_lazy, like, frame)
+    return Rows(X, is_lazy, like, frame, one_sample)
 
 
 def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
@@ -273,6 +286,12 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
     >>> rows.shape, like is None
     ((2, 3), True)
     """
+    if layout is not None and layout.parts and (is_fields(X) or is_xarray(X)):
+        return fields_rows(layout, X, weighted=weighted)
+    if is_fields(X):
+        raise InvalidInputError(
+            "X is several fields, but the model was fitted on one: pass the one field "
+            "(a DataArray), or fit the fields together.")
     sample_dim = None if layout is None else layout.sample_dim
     X = _opened(X, whole_rows, sample_dim=sample_dim)
     if layout is None or layout.weights is None and not layout.dims:
@@ -386,7 +405,7 @@ def first_batch(X: Any, rows: tuple[int, int] | None) -> tuple[Any, dict | None]
     >>> X.shape, provenance["sources"][0]["rows"]
     ((3, 2), [[2, 5]])
     """
-    if is_xarray(X):
+    if is_xarray(X) or is_fields(X):
         if rows is not None:
             raise InvalidParameterError(
                 "rows=(start, stop) of a first batch selects rows of an array; select the "
@@ -480,9 +499,10 @@ def in_memory_input(layout: FeatureLayout | None, X: Any, *, keep_lazy: bool,
     if precomputed:
         K = as_numpy_array(X, min_samples=1).astype(np.float64, copy=False)
         return Rows(K.toarray() if sparse.issparse(K) else K, False)
+    X, one_sample = with_sample_dim(X, layout)
     X, like = model_rows(layout, X)
     data = _in_memory(X, keep_lazy=keep_lazy, min_samples=1)
-    return Rows(data, isinstance(data, da.Array), like)
+    return Rows(data, isinstance(data, da.Array), like, one_sample=one_sample)
 
 
 def labels_of(layout: FeatureLayout | None, X: Any, *, precomputed: bool = False) -> Any:
@@ -494,7 +514,7 @@ def labels_of(layout: FeatureLayout | None, X: Any, *, precomputed: bool = False
     >>> labels_of(None, np.ones((2, 2))) is None
     True
     """
-    if precomputed or not (is_xarray(X) or isinstance(X, (str, os.PathLike))):
+    if precomputed or not (is_xarray(X) or is_fields(X) or isinstance(X, (str, os.PathLike))):
         return None
     return model_rows(layout, X)[1]
 

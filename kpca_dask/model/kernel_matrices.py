@@ -1,10 +1,17 @@
-"""The n x n kernel matrices of :class:`~kpca_dask.ExactKernelPCA`, worked in place.
+"""The n x n kernel matrices: :class:`~kpca_dask.ExactKernelPCA`'s, worked in place, and
+:class:`~kpca_dask.KernelPCA`'s when every training row is a landmark.
 
 With ``kernel="precomputed"`` the matrix (as
 :func:`~kpca_dask.model.inputs.in_memory_fit_input` gives it: dense numpy, or a
 dask array of a dask or Zarr input) is read into one float64 buffer block by
 block. That buffer, or the Gram matrix of the rows, is symmetrised and centred
 here and decomposed by the estimator, all in place: no second n x n array.
+
+When every training row is a landmark, K_mm is the whole kernel matrix and the
+Nyström fit is exact kernel PCA (docs/design.md §2): its centred eigenvalues
+are judged as scikit-learn judges them (:func:`check_landmark_spectrum`), and
+the unit eigenvectors scikit-learn keeps as ``eigenvectors_`` are the
+training rows' embedding scaled by lambda^{-1/2} (:func:`training_eigenvectors`).
 """
 
 from __future__ import annotations
@@ -12,16 +19,23 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy import linalg
 
 from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import pairwise_kernel
+from ..blocks.signs import fix_signs
+from ..engine.components import check_spectrum
 from ..engine.gram import gram_by_panels
+from ..engine.landmark_factor import landmark_kernel_panels
+from ..engine.reconstruction import embed_landmarks
 from ..engine.sampling import read_rows
 from ..errors import InvalidInputError
+from .fitted import FittedModel
 from .inputs import FitInput
 
 __all__ = ["kernel_matrix_buffer", "points_gram", "symmetrise_in_place", "centre_in_place",
-           "new_point_kernel_rows"]
+           "new_point_kernel_rows", "every_row_a_landmark", "check_landmark_spectrum",
+           "training_eigenvectors"]
 
 
 def kernel_matrix_buffer(matrix: FitInput) -> np.ndarray:
@@ -119,3 +133,78 @@ def new_point_kernel_rows(K, n_fit: int) -> np.ndarray:
             f"against the {n_fit} training points, shape (n_samples, {n_fit}); got shape "
             f"{K.shape}. Pass k(X_new, X_train).")
     return K
+
+
+def every_row_a_landmark(indices, n_samples: int) -> bool:
+    """Whether the landmarks' row indices are every training row (each once).
+
+    Examples
+    --------
+    >>> every_row_a_landmark(np.array([2, 0, 1]), 3), every_row_a_landmark(None, 3)
+    (True, False)
+    """
+    if indices is None or len(indices) != n_samples:
+        return False
+    return bool(np.array_equal(np.sort(np.asarray(indices)), np.arange(n_samples)))
+
+
+def check_landmark_spectrum(landmarks, kernel, params: dict, n_components) -> None:
+    """Refuse the kernel matrix of landmarks that are every training row if its centred form has
+    significantly negative eigenvalues among those ``n_components`` selects, as scikit-learn's
+    KernelPCA refuses it (:func:`~kpca_dask.engine.components.check_spectrum`).
+
+    O(m^3), like the eigendecomposition of K_mm that a kernel which is not positive
+    semi-definite on the landmarks takes already (docs/design.md §11): only then is it needed,
+    since J K J is positive semi-definite whenever K is.
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0], [3.0]])
+    >>> check_landmark_spectrum(Z, "linear", {}, None)
+    >>> sign_flip = lambda A, B: -A @ B.T  # a negative semi-definite "kernel"
+    >>> check_landmark_spectrum(Z, sign_flip, {}, None)
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.NotPositiveSemidefiniteError: There are significant negative ...
+    """
+    m = len(landmarks)
+    K = np.empty((m, m))
+    landmark_kernel_panels(landmarks, kernel, params, out=K)
+    symmetrise_in_place(K)
+    centre_in_place(K)
+    eigenvalues = linalg.eigh(K.T, eigvals_only=True, overwrite_a=True, check_finite=False)
+    check_spectrum(eigenvalues[::-1], n_components, stacklevel=5)
+
+
+def training_eigenvectors(model: FittedModel) -> np.ndarray | None:
+    """A_q, the unit eigenvectors of the centred n x n kernel matrix in training-row order, when
+    every training row is a landmark (None otherwise).
+
+    The embedding of the training rows is Y = A_q Lambda_q^{1/2} (docs/design.md §1), so a
+    component with eigenvalue lambda > 0 is its embedding column over lambda^{1/2}: the same
+    vector as scikit-learn's ``eigenvectors_``, with the sign of this model's embedding. The
+    components with eigenvalue 0 get unit vectors orthogonal to the others (the null space has
+    no preferred basis; scikit-learn's are whatever its solver returns).
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> A = training_eigenvectors(KernelPCA(2, n_landmarks=20, random_state=0).fit(X).model_)
+    >>> bool(np.allclose(A.T @ A, np.eye(2)))
+    True
+    """
+    if not every_row_a_landmark(model.landmark_indices, model.n_samples):
+        return None
+    solution = model.solution
+    Y = embed_landmarks(np.asarray(model.landmarks), solution.projection, solution.offset,
+                        model.kernel, model.kernel_params, np.float64)
+    A = np.empty((model.n_samples, Y.shape[1]))
+    A[model.landmark_indices] = Y
+    positive = solution.eigenvalues > 0
+    A[:, positive] /= np.sqrt(solution.eigenvalues[positive])
+    zero = int(np.sum(~positive))
+    if zero:
+        basis = linalg.null_space(A[:, positive].T)[:, :zero]
+        A[:, ~positive] = basis * fix_signs(basis)
+    return A

@@ -18,17 +18,33 @@ import numpy as np
 from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
-from ..errors import InvalidInputError, NotInvertibleError
-from ..io.fields import as_field
+from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .field_inputs import stacked_positions, unweighted
 from .fitted import FittedModel
 from .inputs import Rows, method_input
+from .multiple_fields import field_output
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["embedding", "transformed", "check_invertible", "preimages",
-           "reconstruction_errors"]
+           "reconstruction_errors", "one_sample_of"]
+
+
+def one_sample_of(labelled, rows: Rows):
+    """A labelled output over the samples without its sample dimension, for a field given
+    without one (one time step); otherwise as it is.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> Y = xr.DataArray(np.ones((1, 2)), dims=("time", "component"))
+    >>> one_sample_of(Y, Rows(None, False, one_sample=True)).dims
+    ('component',)
+    """
+    if not rows.one_sample:
+        return labelled
+    return labelled.isel({labelled.dims[0]: 0}, drop=True)
 
 
 def _result_dtype(model, input_dtype) -> np.dtype:
@@ -72,7 +88,7 @@ def transformed(model: FittedModel, rows: Rows, *, columns, name: str = "KernelP
     if rows.like is not None:
         attrs = {"kernel": model.kernel, **model.kernel_params,
                  "n_landmarks": model.n_landmarks}
-        return label_embedding(Y, rows.like, attrs)
+        return one_sample_of(label_embedding(Y, rows.like, attrs), rows)
     if rows.is_lazy and rows.frame is not None:
         return frame_like(Y, rows.frame, columns)
     return Y
@@ -113,16 +129,19 @@ def check_invertible(model: FittedModel) -> None:
     """
     if model.preimage is None:
         raise NotInvertibleError(
-            "This model has no pre-image map, so it cannot inverse_transform: it was fitted "
-            "without fit_inverse_transform=True, or re-solved, updated or merged since (the "
-            "map is learnt by a pass over the training rows). Fit it with "
-            "KernelPCA(..., fit_inverse_transform=True) (one more pass over the data).")
+            # scikit-learn's sentence first, word for word: code written for it matches it.
+            "The fit_inverse_transform parameter was not set to True when instantiating and "
+            "hence the inverse transform is not available. (A model re-solved, updated or "
+            "merged since its fit has no pre-image map either: the map is learnt by a pass "
+            "over the training rows.) Fit it with KernelPCA(..., fit_inverse_transform=True) "
+            "(one more pass over the data).")
 
 
-def preimages(model: FittedModel, rows: Rows):
+def preimages(model: FittedModel, rows: Rows, n_components: int | None = None):
     """The pre-images of the embeddings ``rows`` (as
     :func:`~kpca_dask.model.inputs.embedding_input` gives them) in the container they came
-    in (the work of ``inverse_transform``; docs/design.md §6).
+    in (the work of ``inverse_transform``; docs/design.md §6). ``n_components``: from
+    the leading components only, the others set to 0 (docs/design.md §15).
 
     Examples
     --------
@@ -135,7 +154,7 @@ def preimages(model: FittedModel, rows: Rows):
     (3, 2)
     """
     check_invertible(model)
-    X_hat = _preimage_rows(model, rows.data)
+    X_hat = _preimage_rows(model, _leading(rows.data, n_components))
     if rows.like is not None:
         return _inverse_data_array(model, X_hat, rows)
     if model.layout is not None and model.layout.dims:  # the field's stacked positions
@@ -147,6 +166,21 @@ def preimages(model: FittedModel, rows: Rows):
             f"x{i}" for i in range(model.n_features)]
         return frame_like(X_hat, rows.frame, names)
     return X_hat
+
+
+def _leading(Y, n_components: int | None):
+    """The embedding rows ``Y`` with the components after the first ``n_components`` set to
+    0 (lazily for dask ``Y``): their projection onto the leading subspace."""
+    if n_components is None:
+        return Y
+    q = Y.shape[1]
+    if not (isinstance(n_components, (int, np.integer)) and not isinstance(n_components, bool)
+            and 1 <= n_components <= q):
+        raise InvalidParameterError(
+            f"n_components must be an int from 1 to {q} (the components of the embedding); "
+            f"got {n_components!r}.")
+    kept = (np.arange(q) < n_components).astype(Y.dtype if Y.dtype.kind == "f" else np.float64)
+    return Y * kept
 
 
 def _preimage_rows(model: FittedModel, Y):
@@ -169,7 +203,7 @@ def _inverse_data_array(model: FittedModel, X_hat, rows: Rows):
     if layout is not None and layout.dims:
         sample_dim = Y.dims[0]
         coord = Y.indexes[sample_dim] if sample_dim in Y.indexes else None
-        return as_field(X_hat, layout, {sample_dim: coord}, name="reconstruction")
+        return field_output(X_hat, layout, {sample_dim: coord}, name="reconstruction")
     return label_rows(X_hat, Y, name="reconstruction", column_dim="feature")
 
 
@@ -203,7 +237,7 @@ def reconstruction_errors(model: FittedModel, rows: Rows, *, name: str = "Kernel
     errors = errors.astype(_result_dtype(model, X.dtype), copy=False)
     errors = errors if rows.is_lazy else computed(errors)
     if rows.like is not None:
-        return label_rows(errors, rows.like, name="reconstruction_error")
+        return one_sample_of(label_rows(errors, rows.like, name="reconstruction_error"), rows)
     if rows.frame is not None:
         return series_like(errors, rows.frame, series_name)
     return errors

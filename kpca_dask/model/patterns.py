@@ -1,11 +1,15 @@
-"""Spatial patterns of components: covariance and correlation maps, as EOF users read them.
+"""Spatial patterns of components: covariance, correlation and EOF maps, as EOF users read them.
 
 For each component, the covariance between its score scaled to unit
 variance and each feature of the unweighted input, or their correlation
 (ddof = 1; docs/design.md §12): eofs' ``eofsAsCovariance(pcscaling=1)`` and
-``eofsAsCorrelation``. One lazy pass over the data: each row block gives its
-scores and its features side by side (:mod:`kpca_dask.engine.cross_moments`).
-Both estimators' ``patterns`` check the kind (:func:`check_kind`), then call
+``eofsAsCorrelation``; other ``pcscaling`` scale the score as eofs' ``pcs``
+does. ``kind="eof"`` is eofs' ``eofs(eofscaling)``: cov(y_j, w x) / λ_j over
+the weighted features, the regression of the weighted field on the
+component (the unit EOF for a linear kernel; docs/design.md §15). One lazy
+pass over the data: each row block gives its scores and its features side by
+side (:mod:`kpca_dask.engine.cross_moments`). Both estimators' ``patterns``
+check the kind and scalings (:func:`check_kind`), then call
 :func:`patterns_of` with the unweighted rows of
 :func:`~kpca_dask.model.inputs.method_input` and their own embedding.
 """
@@ -18,34 +22,57 @@ import numpy as np
 
 from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
-from ..io.fields import FeatureLayout, as_field
+from ..io.fields import FeatureLayout
+from .eof_scaling import check_scaling, eof_divisors, score_factors
 from .field_inputs import stacked_positions, weighted_rows
 from .inputs import Rows
+from .multiple_fields import field_output
 
-__all__ = ["check_kind", "patterns_of"]
+__all__ = ["KINDS", "check_kind", "patterns_of"]
+
+#: The maps ``patterns`` gives.
+KINDS = PATTERN_KINDS + ("eof",)
 
 
-def check_kind(kind: str) -> None:
-    """Refuse a kind of pattern other than covariance and correlation.
+def check_kind(kind: str, pcscaling: int | None = None,
+               eofscaling: int | None = None) -> tuple[int | None, int | None]:
+    """Refuse an unknown kind, or a scaling it does not take; the scalings it uses.
+
+    ``pcscaling`` scales the scores of ``"covariance"`` (default 1: unit
+    variance), ``eofscaling`` the maps of ``"eof"`` (default 0: unit EOFs).
 
     Examples
     --------
-    >>> check_kind("correlation")
+    >>> check_kind("correlation"), check_kind("eof", eofscaling=2)
+    ((None, None), (None, 2))
     """
-    if kind not in PATTERN_KINDS:
+    if kind not in KINDS:
         raise InvalidParameterError(
-            f"kind must be {' or '.join(map(repr, PATTERN_KINDS))}; got {kind!r}.")
+            f"kind must be {', '.join(map(repr, KINDS[:-1]))} or {KINDS[-1]!r}; got {kind!r}.")
+    takes = {"covariance": "pcscaling", "eof": "eofscaling"}.get(kind)
+    for name, value in (("pcscaling", pcscaling), ("eofscaling", eofscaling)):
+        if value is not None and name != takes:
+            raise InvalidParameterError(
+                f"{name} does not apply to kind={kind!r}: pcscaling scales the scores of "
+                "kind='covariance', eofscaling the maps of kind='eof'.")
+    if kind == "covariance":
+        return check_scaling(1 if pcscaling is None else pcscaling, "pcscaling"), None
+    if kind == "eof":
+        return None, check_scaling(0 if eofscaling is None else eofscaling, "eofscaling")
+    return None, None
 
 
 def patterns_of(rows: Rows, kind: str, *, layout: FeatureLayout | None,
-                embedding: Callable):
+                embedding: Callable, variances: np.ndarray | None = None,
+                pcscaling: int | None = None, eofscaling: int | None = None):
     """The maps of :meth:`KernelPCA.patterns <kpca_dask.KernelPCA.patterns>` over ``rows``.
 
     ``rows`` are the unweighted rows of the model's features (and the DataArray
     outputs are labelled like), as
     :func:`~kpca_dask.model.inputs.method_input` gives them with
     ``weighted=False``; ``layout`` the fitted feature layout (None for plain
-    arrays); ``embedding(rows)`` the lazy embedding of weighted dask rows.
+    arrays); ``embedding(rows)`` the lazy embedding of weighted dask rows;
+    ``variances`` each component's ``explained_variance_`` (for the scalings).
 
     Examples
     --------
@@ -60,14 +87,24 @@ def patterns_of(rows: Rows, kind: str, *, layout: FeatureLayout | None,
     ...             embedding=partial(embedding, kpca.model_)).shape
     (2, 3)
     """
-    check_kind(kind)
+    pcscaling, eofscaling = check_kind(kind, pcscaling, eofscaling)
     features, like = rows.data, rows.like
-    Y = embedding(weighted_rows(features, layout))
+    weighted = weighted_rows(features, layout)
+    Y = embedding(weighted)
     q = Y.shape[1]
-    maps = pattern_maps(Y, features, kind)
+    if kind == "eof":
+        maps = pattern_maps(Y, weighted, "cross-covariance") / eof_divisors(
+            variances, eofscaling)[:, None]
+    elif kind == "covariance" and pcscaling != 1:
+        maps = pattern_maps(Y * score_factors(variances, pcscaling), features,
+                            "cross-covariance")
+    else:
+        maps = pattern_maps(Y, features, kind)
     if layout is None or not layout.dims:
         return maps
     if like is None:
         return stacked_positions(maps, layout)
-    return as_field(maps, layout, {"component": np.arange(q)}, name=kind,
-                    attrs={"kind": kind, "ddof": 1})
+    attrs = {"kind": kind, "ddof": 1}
+    attrs.update({"pcscaling": pcscaling} if pcscaling is not None else {})
+    attrs.update({"eofscaling": eofscaling} if eofscaling is not None else {})
+    return field_output(maps, layout, {"component": np.arange(q)}, name=kind, attrs=attrs)

@@ -73,7 +73,7 @@ def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
     points = np.column_stack([kmm, np.diagonal(block)])  # m x (m + 1)
     inner = {**params, "kernel": PRECOMPUTED, "kernel_params": None, "gamma": None,
              "landmarks": points, "n_landmarks": columns.size}
-    model = fit_model(inner, rows, **fit_options)
+    model = fit_model(inner, rows, landmark_rows=columns, **fit_options)
     return model.replace(landmark_indices=columns, n_features=K.shape[0],
                          row_provenance=with_rows(None, source_of(K), 0, K.shape[0]))
 
@@ -92,8 +92,10 @@ def _refuse_unsupported(params: dict) -> None:
             'sample, exact kernel PCA); n_landmarks="auto" is not supported with it.')
     if params["fit_inverse_transform"]:
         raise InvalidParameterError(
-            'Cannot fit_inverse_transform with kernel="precomputed": the pre-image map '
-            "goes back to points, which a kernel matrix does not hold (as in scikit-learn).")
+            # scikit-learn's sentence first, word for word: code written for it matches it.
+            "Cannot fit_inverse_transform with a precomputed kernel. The pre-image map goes "
+            "back to points, which a kernel matrix does not hold: fit the points with their "
+            "kernel (a name or a callable) instead.")
 
 
 def landmark_columns(params: dict, n: int) -> np.ndarray:

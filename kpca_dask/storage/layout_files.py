@@ -5,6 +5,10 @@ The kept positions and the weights are arrays of the model file
 :class:`~kpca_dask.io.fields.FeatureLayout` is the JSON attribute
 ``feature_layout_``. Coordinates keep their dtype: numbers as JSON numbers
 (floats round-trip exactly), dates and strings as text with the dtype beside.
+Several fields fitted together (:mod:`kpca_dask.io.multiple_fields`) add
+``fields``, each field's own attribute with its name and whether it is
+weighted, and ``container``; their kept positions and weights are cut from the
+joined arrays.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.fields import FeatureLayout
+from ..io.multiple_fields import CONTAINERS, combined_layout
 
 __all__ = ["layout_attribute", "layout_from_attribute"]
 
@@ -25,13 +30,18 @@ def layout_attribute(layout: FeatureLayout) -> dict:
     >>> layout_attribute(layout)["coords"]
     {'lat': {'dtype': 'float64', 'values': [-5.0, 5.0]}}
     """
-    return {
+    stored = {
         "sample_dim": layout.sample_dim,
         "dims": list(layout.dims),
         "shape": [int(size) for size in layout.shape],
         "coords": {dim: _coordinate(values) for dim, values in layout.coords.items()},
         "weight_dims": list(layout.weight_dims),
     }
+    if layout.parts:
+        stored["container"] = layout.container
+        stored["fields"] = [{**layout_attribute(part), "name": part.name,
+                             "weighted": part.weights is not None} for part in layout.parts]
+    return stored
 
 
 def _coordinate(values: np.ndarray) -> dict:
@@ -70,5 +80,39 @@ def layout_from_attribute(stored: dict, kept, weights) -> FeatureLayout:
     if kept is not None and (kept.ndim != 1 or kept.size == 0 or kept[0] < 0
                              or kept[-1] >= n_positions or np.any(np.diff(kept) <= 0)):
         raise ValueError("feature_kept must hold ascending positions of the field")
+    if "fields" in stored:
+        return _joined(stored, kept, weights)
     return FeatureLayout(sample_dim, dims, shape, coords, kept=kept, weights=weights,
                          weight_dims=tuple(stored.get("weight_dims", ())))
+
+
+def _joined(stored: dict, kept, weights) -> FeatureLayout:
+    """The layout of several fields: each field's own, cut from the joined arrays, and
+    joined again (which must give back the joined arrays the file holds)."""
+    if stored.get("container") not in CONTAINERS or not stored["fields"]:
+        raise ValueError(f"container must be one of {CONTAINERS}, with fields")
+    parts, start, first = [], 0, 0
+    positions = np.arange(int(np.prod(stored["shape"]))) if kept is None else kept
+    for field in stored["fields"]:
+        size = int(np.prod(field["shape"]))
+        mine = positions[(positions >= start) & (positions < start + size)] - start
+        part = layout_from_attribute(
+            {key: value for key, value in field.items() if key not in ("name", "weighted")},
+            None if mine.size == size else mine.astype(np.int64), None)
+        if field["weighted"]:
+            part_weights = None if weights is None else weights[first:first + part.n_features]
+            if part_weights is None or part_weights.size != part.n_features:
+                raise ValueError("feature_weights does not hold the weights of every field")
+        else:
+            part_weights = None
+        parts.append(FeatureLayout(part.sample_dim, part.dims, part.shape, part.coords,
+                                   part.kept, part_weights, part.weight_dims,
+                                   name=str(field["name"])))
+        start, first = start + size, first + part.n_features
+    joined = combined_layout(parts, stored["container"])
+    if joined.shape != tuple(stored["shape"]) or not all(
+            (a is None and b is None) or (a is not None and b is not None
+                                          and np.array_equal(a, b))
+            for a, b in ((joined.kept, kept), (joined.weights, weights))):
+        raise ValueError("the fields do not make the joined positions and weights stored")
+    return joined

@@ -70,7 +70,7 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from ..model.checks import check_model, damaged
+from ..model.checks import check_fitted_estimator, damaged
 from ..model.held_statistics import GRAM_NAME, live_statistics, saved_gram
 from ..model.parameters import check_params
 from ..model.statistics_files import (
@@ -81,7 +81,7 @@ from ..model.statistics_files import (
     statistics_arrays,
     statistics_attributes,
 )
-from .model_fields import REQUIRED_ARRAYS, model_from_fields, required_attributes, stored_fields
+from .model_entries import REQUIRED_ARRAYS, file_entries, model_from_entries, required_attributes
 
 __all__ = ["save_model", "load_model", "stored_estimator", "saved_params", "FORMAT_VERSION"]
 
@@ -135,7 +135,7 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
             " cannot be saved: a model file holds data only, never code. Use a named kernel "
             "(e.g. kernel='rbf') to save the model.")
     params, unsaved = saved_params(model)
-    arrays, fitted = stored_fields(model.model_)
+    arrays, fitted = file_entries(model.model_)
     stats = live_statistics(model.model_, "save")
     digests = {}
     if is_held(stats):
@@ -285,7 +285,7 @@ def _load(path: PathOrURL, where: str, estimator_class: type,
     lazy = distributed_client() is not None and GRAM_NAME in stored
     stats = read_statistics(group, attrs, lazy_gram=lazy)
     model = _rebuild(estimator_class, attrs, arrays, stats)
-    check_model(model)
+    check_fitted_estimator(model)
     # Last, so that a value no fit could make is named by what is wrong with it.
     digests = {}
     if stats is not None:
@@ -339,7 +339,7 @@ def _rebuild(estimator_class: type, attrs: dict, arrays: dict, stats) -> BaseEst
     except InvalidParameterError as exc:
         raise damaged(f"a parameter is invalid: {exc}") from None
     model = estimator_class(**params)
-    model.model_ = model_from_fields(arrays, attrs["fitted"], stats, params)
+    model.model_ = model_from_entries(arrays, attrs["fitted"], stats, params)
     if "landmarks" in attrs.get("unsaved_params", []) and model.model_.landmark_indices is None:
         # Explicit landmark points were passed to the constructor: they are landmarks_.
         model.set_params(landmarks=model.model_.landmarks)

@@ -117,12 +117,19 @@ def test_cosine_zero_row_is_zero(blocks):
     np.testing.assert_array_equal(K[0], 0.0)
 
 
-def test_polynomial_kernel_is_finite_for_negative_bases(blocks):
-    """Negative gamma a.b + coef0 to a whole degree stays finite (no NaN from a fraction)."""
+@pytest.mark.parametrize("degree", [2, 3])
+def test_polynomial_kernel_is_finite_for_negative_bases(blocks, degree):
+    """Negative gamma a.b + coef0 to a whole degree is (gamma a.b + coef0)^degree, as
+    scikit-learn computes it: finite (no NaN from a fraction), negative for an odd degree and
+    positive for an even one."""
     A, B = blocks
-    params = resolve_kernel_params("polynomial", 4, gamma=1.0, degree=3, coef0=-5.0)
+    params = resolve_kernel_params("polynomial", 4, gamma=1.0, degree=degree, coef0=-5.0)
     K = pairwise_kernel(A, B, "polynomial", **params)
-    assert np.isfinite(K).all() and (K < 0).any()
+    base = A @ B.T - 5.0
+    assert (base < 0).all()  # every base negative: the case this test is about
+    np.testing.assert_allclose(K, base**degree, rtol=1e-12)
+    np.testing.assert_allclose(K, pairwise.polynomial_kernel(A, B, degree=degree, gamma=1.0,
+                                                             coef0=-5.0), rtol=1e-12)
 
 
 def _matern_reference(d, nu):

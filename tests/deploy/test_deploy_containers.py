@@ -557,6 +557,7 @@ def _large_data() -> da.Array:
 
 
 # The watching client runs this environment's dask, which may differ from the image's.
+@pytest.mark.faults
 @pytest.mark.filterwarnings("ignore::distributed.versions.VersionMismatchWarning")
 def test_worker_container_killed_mid_fit_gives_the_same_model(cluster):
     """`docker kill` of a worker holding block results mid-fit: the undisturbed model."""

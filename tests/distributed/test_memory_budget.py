@@ -15,14 +15,17 @@ from kpca_dask._memory import memory_budget
 def test_a_cluster_budget_is_the_smallest_worker_limit():
     """On a LocalCluster the budget is a worker's memory_limit and its threads, not the
     client machine's memory."""
-    with process_client(threads_per_worker=2, memory_limit="700MiB"):
+    with process_client(threads_per_worker=2, memory_limit="1000MiB"):
         budget = memory_budget(da.zeros(10, chunks=5))
         assert (budget.process_bytes, budget.threads, budget.on_cluster) == (
-            700 * 2**20, 2, True)
-        assert budget.task_bytes == 350 * 2**20
-        # A quarter of a thread's share of the worker's limit below its pause threshold
-        # less its code (560 - 450 MiB), not 128 MiB; whatever the worker holds now.
-        assert budget.block_bytes == (560 - 450) * 2**20 // 8
+            1000 * 2**20, 2, True)
+        assert budget.task_bytes == 500 * 2**20
+        # A quarter of a thread's share of the worker's room, 60 % of its limit less its
+        # code (600 - 450 MiB), not 128 MiB; whatever the worker holds now.
+        assert budget.block_bytes == (600 - 450) * 2**20 // 8
+        # What a refusal asks for: room below the pause threshold (800 MiB), less what the
+        # worker holds now.
+        assert budget.free_bytes <= 800 * 2**20 - 260 * 2**20
         assert "worker" in budget.describe()
 
 

@@ -98,11 +98,32 @@ def test_every_point_a_landmark_is_exact_kernel_pca(method):
 
 
 def test_above_the_crossover_auto_takes_the_iterative_way_and_not_for_every_component():
+    """Past DENSE_RANK features (1600 landmarks, all kept) "auto" solves 5 components the
+    iterative way, and every component (n_components=None) the dense way."""
     kernel, params, _ = CASES["rbf"]
     X = _data("normal", DENSE_RANK + 300, 6)
     Z = X[: DENSE_RANK + 100]
     stats = compute_pass(da.from_array(X, chunks=600), Z, kernel, {"gamma": 0.5})
     auto = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, 5)
-    assert auto.method == ("iterative" if auto.landmark_rank > DENSE_RANK else "dense")
+    assert auto.landmark_rank == DENSE_RANK + 100  # the data: every landmark kept
+    assert auto.method == "iterative"
     everything = solve_small_problem(stats, Z, kernel, {"gamma": 0.5}, 1e-10, None)
     assert everything.method == "dense"
+
+
+def test_the_trace_error_is_never_negative_when_rounding_takes_the_difference_below_zero():
+    """t - trace(K_nys) is at least 0, but its computed value carries the features' rounding
+    (about eps / rcond of t): a difference rounded below zero reads as 0, one above it is
+    kept as it is."""
+    from kpca_dask.blocks.statistics import PassStatistics
+    from kpca_dask.engine.solve import Spectrum, solution_of
+
+    mean_feature = np.array([1.0, 0.0])
+    n = 10
+    spectrum = Spectrum(values=np.array([2.0, 1.0]), columns=np.eye(2), vectors=np.eye(2),
+                        residuals=np.zeros(2), trace=3.0, trace_std=0.0)
+    # trace(K_nys) = trace(M) + n |mu|^2 = 3 + 10 = 13
+    for t, expected in [(13.0 - 1e-9, 0.0), (26.0, 0.5)]:
+        stats = PassStatistics(n, np.zeros(2), np.zeros((2, 2)), t, 0, -1, np.zeros(2))
+        error = solution_of(stats, spectrum, mean_feature, 2, False).trace_error
+        assert error == expected

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import zarr
 from scipy import sparse
+from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 import kpca_dask
 from kpca_dask.io import open_array
@@ -42,9 +43,11 @@ def test_fit_and_transform_a_save_npz_file(tmp_path):
 @pytest.mark.slow
 def test_remove_zero_eig_flag(tmp_path):
     """A linear kernel on 2-D data with --n-components 4 and --remove-zero-eig saves a model
-    of the 2 positive components (without the flag the library keeps 4, two of them zero)."""
+    of the 2 positive components, scikit-learn's (without the flag the library keeps 4, two
+    of them zero)."""
+    X = np.random.default_rng(0).normal(size=(100, 2))
     z = zarr.create_array(tmp_path / "flat.zarr", shape=(100, 2), chunks=(50, 2), dtype="f8")
-    z[:] = np.random.default_rng(0).normal(size=(100, 2))
+    z[:] = X
     dropped = run("fit", "flat.zarr", "--kernel", "linear", "--n-components", "4",
                   "--n-landmarks", "100", "--landmarks", "uniform", "--scheduler", "threads",
                   "--model", "dropped.zarr", "--remove-zero-eig", cwd=tmp_path)
@@ -52,3 +55,7 @@ def test_remove_zero_eig_flag(tmp_path):
     assert "ZeroEigenvalueWarning" not in dropped.stderr
     model = kpca_dask.load(tmp_path / "dropped.zarr")
     assert model.n_components_ == 2 and model.remove_zero_eig is True
+    reference = SklearnKernelPCA(4, kernel="linear", remove_zero_eig=True).fit(X)
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(np.abs(model.transform(X)), np.abs(reference.transform(X)),
+                               atol=1e-10)

@@ -148,6 +148,7 @@ def test_update_of_a_version_one_file_is_refused(store, tmp_path, capsys):
     assert_user_error(done, "Cannot add rows to this model: it keeps no pass statistics")
 
 
+@pytest.mark.faults
 def test_update_killed_half_way_leaves_the_model_intact(tmp_path):
     """SIGKILL while `update` computes: the model file is the old one, and loads."""
     X = np.random.default_rng(1).normal(size=(200_000, P))

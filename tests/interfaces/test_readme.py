@@ -1,9 +1,12 @@
-"""The README as a newcomer meets it: its quick start runs as is, its lists are complete."""
+"""The docs as a newcomer meets them: the README's quick start and command-line blocks and
+docs/getting-started.md's examples run as written, in order, in an empty directory, and the
+README's lists are complete."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,45 +17,93 @@ from kpca_dask.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
-
-
-def _python_blocks(text: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
-
-
-def _run_in(directory: Path, code: str) -> None:
-    script = directory / "quick_start.py"
-    script.write_text(code)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, script.name], cwd=directory, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text()
+#: The sections whose blocks a newcomer runs (installing and ``make`` are left out).
+README_RUNS = ("Quick start", "Command line")
+GETTING_STARTED_RUNS = ("A first fit in Python", "The same from a shell")
 
 
 def _section(text: str, title: str) -> str:
     return re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M).group(1)
 
 
-@pytest.mark.slow
-def test_quick_start_runs_as_is_in_an_empty_directory(tmp_path):
-    """The README's first Python block, copied unchanged, runs in an empty folder
-    (it makes its own data) and writes the stores it names."""
-    _run_in(tmp_path, _python_blocks(README)[0])
-    for store in ("shells.zarr", "embedding.zarr", "model.zarr"):
-        assert (tmp_path / store).is_dir(), store
+def _blocks(text: str, titles: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The python and bash blocks of the sections ``titles``, in the document's order."""
+    return [(language, code) for title in titles
+            for language, code in re.findall(r"^```(python|bash)\n(.*?)^```",
+                                             _section(text, title), re.S | re.M)]
+
+
+def _environment(directory: Path) -> dict:
+    """This checkout's package first on the path, and ``kpca-dask`` the command of this
+    interpreter (installed or not). The commands compute on threads, through the
+    environment the docs name beside ``--scheduler`` (a local cluster's start, seconds a
+    command, is tested in test_cli.py)."""
+    bin_dir = directory.parent / f"{directory.name}-bin"
+    bin_dir.mkdir()
+    command = bin_dir / "kpca-dask"
+    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kpca_dask "$@"\n')
+    command.chmod(command.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "DASK_SCHEDULER_ADDRESS": "threads"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
+    return env
+
+
+def _run_blocks(directory: Path, blocks: list[tuple[str, str]]) -> None:
+    """Each block in turn, in ``directory``: a python block as a script, a bash block by bash
+    with errors stopping it."""
+    env = _environment(directory)
+    for number, (language, code) in enumerate(blocks):
+        if language == "python":
+            script = directory.parent / f"{directory.name}-block{number}.py"
+            script.write_text(code)
+            command = [sys.executable, str(script)]
+        else:
+            command = ["bash", "-e", "-c", code]
+        result = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True,
+                                timeout=600)
+        assert result.returncode == 0, f"block {number}:\n{code}\n{result.stdout}{result.stderr}"
 
 
 @pytest.mark.slow
-def test_table_quick_start_runs_as_is_in_an_empty_directory(tmp_path):
-    """The README's second Python block (the table path) runs unchanged in an empty
-    folder and writes a Parquet embedding that keeps the table's ids, row for row."""
+def test_readme_blocks_run_as_written_in_an_empty_directory(tmp_path):
+    """The README's quick start (points, then a table) and command-line blocks run unchanged,
+    in order, in one empty folder: each makes its own data, none writes a name another
+    wrote, and each writes the stores it names (the table's embedding keeps its ids)."""
     import pandas as pd
 
-    _run_in(tmp_path, _python_blocks(README)[1])
-    embedding = pd.read_parquet(tmp_path / "embedding.parquet")
+    work = tmp_path / "work"
+    work.mkdir()
+    _run_blocks(work, _blocks(README, README_RUNS))
+    for store in ("shells.zarr", "embedding.zarr", "model.zarr", "table.parquet",
+                  "embedding.parquet", "data.zarr", "kpca.zarr", "components.zarr"):
+        assert (work / store).exists(), store
+    embedding = pd.read_parquet(work / "embedding.parquet")
     assert embedding.columns.tolist() == ["id", "kernelpca0", "kernelpca1"]
     assert sorted(embedding["id"]) == list(range(50_000))
+
+
+@pytest.mark.slow
+def test_getting_started_runs_as_written_in_an_empty_directory(tmp_path):
+    """docs/getting-started.md's examples, Python and shell, run unchanged, in order, in one
+    empty folder, each making the data it reads."""
+    work = tmp_path / "work"
+    work.mkdir()
+    _run_blocks(work, _blocks(GETTING_STARTED, GETTING_STARTED_RUNS))
+    for store in ("points.zarr", "embedding.zarr", "model.zarr", "data.zarr", "kpca.zarr",
+                  "components.zarr"):
+        assert (work / store).exists(), store
+
+
+@pytest.mark.parametrize("text, titles", [(README, README_RUNS),
+                                          (GETTING_STARTED, GETTING_STARTED_RUNS)],
+                         ids=["README", "getting-started"])
+def test_the_runs_take_every_example(text, titles):
+    """The sections run above hold two or more blocks, python and bash both: a renamed
+    section cannot leave its examples unrun."""
+    languages = [language for language, _ in _blocks(text, titles)]
+    assert len(languages) >= 2 and {"python", "bash"} <= set(languages)
 
 
 def test_command_line_section_names_every_subcommand():

@@ -355,6 +355,7 @@ _KILLED_WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.faults
 @pytest.mark.slow
 def test_killed_writer_leaves_no_output(tmp_path):
     """A writer killed with SIGKILL half-way leaves nothing at the output path."""

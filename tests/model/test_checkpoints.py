@@ -3,6 +3,7 @@ resumed, and compared with an uninterrupted fit; checkpoints of other fits refus
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -66,8 +67,8 @@ def _wait_for_progress(checkpoint: str, process, timeout=120.0) -> None:
         try:
             if _state(checkpoint)[0] >= 1:
                 return
-        except (FileNotFoundError, KeyError):
-            pass  # not created yet
+        except (FileNotFoundError, KeyError, json.JSONDecodeError):
+            pass  # not created yet, or its metadata read while the fit writes it
         time.sleep(0.05)
     raise AssertionError("no segment was saved in time")
 
@@ -112,6 +113,7 @@ def _resume_and_compare(data_path, checkpoint):
     assert _state(checkpoint)[0] == n_segments
 
 
+@pytest.mark.faults
 @pytest.mark.slow
 def test_client_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     """A fit in a subprocess is SIGKILLed once some segments are saved; fitting again
@@ -129,6 +131,7 @@ def test_client_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     _resume_and_compare(data_path, checkpoint)
 
 
+@pytest.mark.faults
 @pytest.mark.slow
 def test_scheduler_killed_mid_fit_resumes_to_the_same_model(data_path, tmp_path):
     """With a `dask scheduler` and `dask worker` in their own processes, the scheduler

@@ -37,7 +37,10 @@ def test_duplicate_landmarks_are_dropped_and_reported(X):
     assert doubled.n_landmarks_ == 40
     assert doubled.landmark_rank_ == 20
     np.testing.assert_allclose(doubled.eigenvalues_, single.eigenvalues_, rtol=1e-9)
-    assert np.isfinite(doubled.transform(X)).all()
+    # Up to sign: P spreads over a repeated landmark what the single fit gives one copy, so
+    # the largest entry, which fixes a column's sign, can change.
+    np.testing.assert_allclose(np.abs(doubled.transform(X)), np.abs(single.transform(X)),
+                               atol=1e-8)
 
 
 def test_duplicate_rows_with_every_row_a_landmark_match_exact(X):

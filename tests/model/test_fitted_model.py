@@ -12,7 +12,7 @@ import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.errors import ModelFormatError
 from kpca_dask.model.fitted import FITTED_ATTRIBUTES, FittedModel
-from kpca_dask.storage.model_fields import MODEL_ARRAYS, MODEL_ATTRIBUTES
+from kpca_dask.storage.model_entries import MODEL_ARRAYS, MODEL_ATTRIBUTES
 
 
 def _data(n=200, seed=0):

@@ -105,6 +105,8 @@ def test_partial_fit_with_unchanged_parameters_does_not_warn():
 @pytest.mark.parametrize("lazy", [False, True])
 def test_outputs_are_float32_when_the_model_or_the_input_is(model_dtype, input_dtype,
                                                              expected, lazy):
+    """Every output (embedding, scores, errors, pre-images) is float32 when the model or the
+    input is, in memory and lazily (the blocks' dtype too, not only the graph's meta)."""
     model = KernelPCA(n_components=3, gamma=0.2, n_landmarks=60, random_state=0,
                       dtype=model_dtype, fit_inverse_transform=True).fit(X)
     data = X.astype(input_dtype)
@@ -120,6 +122,7 @@ def test_outputs_are_float32_when_the_model_or_the_input_is(model_dtype, input_d
 
 
 def test_a_float32_model_stays_float32_after_a_deepcopy_and_set_params():
+    """A copied float32 model keeps its fitted dtype when dtype is set after the fit."""
     model = KernelPCA(n_components=2, gamma=0.2, n_landmarks=30, random_state=0,
                       dtype="float32").fit(X)
     copied = copy.deepcopy(model).set_params(dtype="float64")

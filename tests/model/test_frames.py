@@ -331,10 +331,15 @@ def test_partial_fit_takes_frames_and_checks_their_names(table):
         kpca.partial_fit(second[NAMES[::-1]])
 
 
-def test_fit_transform_of_a_dask_frame_is_a_dask_frame(parquet):
-    """fit_transform of a dask DataFrame returns a lazy dask DataFrame of the components."""
-    Y = KernelPCA(**_params()).fit_transform(_features(parquet))
+def test_fit_transform_of_a_dask_frame_is_a_dask_frame(parquet, table):
+    """fit_transform of a dask DataFrame returns a lazy dask DataFrame of the components: the
+    numpy fit's embedding, in columns named by get_feature_names_out."""
+    kpca = KernelPCA(**_params())
+    Y = kpca.fit_transform(_features(parquet))
     assert isinstance(Y, dd.DataFrame) and Y.npartitions == 8
+    assert list(Y.columns) == list(kpca.get_feature_names_out())
+    expected = KernelPCA(**_params()).fit_transform(table[NAMES].to_numpy())
+    np.testing.assert_allclose(Y.compute().to_numpy(), expected, atol=1e-10)
 
 
 def test_transform_table_of_a_csv_frame_computes_nothing(tmp_path, table):

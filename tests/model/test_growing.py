@@ -184,15 +184,18 @@ def test_first_partial_fit_is_a_fit(fitted):
 
 
 def test_partial_fit_usable_after_every_call(tmp_path, fitted):
-    """After each batch the model transforms and saves; the saved file takes the next batch."""
-    model = _refit(fitted, _data(200))
+    """After each batch the model transforms and saves (the file transforms bit for bit the
+    same); the saved file takes the next batch, and the last is the fit of all 500 rows."""
+    batches = [_data(200)] + [_data(100, seed=10 + i) for i in range(3)]
+    model = _refit(fitted, batches[0])
     X_new = _data(50, seed=3)
-    for i in range(3):
-        model.partial_fit(_data(100, seed=10 + i))
+    for i, batch in enumerate(batches[1:]):
+        model.partial_fit(batch)
         Y = model.transform(X_new)
-        assert Y.shape == (50, 3) and np.isfinite(Y).all()
         model = kpca_dask.load(model.save(tmp_path / f"model{i}.zarr"))
+        np.testing.assert_array_equal(model.transform(X_new), Y)
     assert model.n_samples_fit_ == 500
+    _assert_same_model(model, _refit(fitted, np.vstack(batches)), rtol=1e-10)
 
 
 def test_partial_fit_with_other_features_is_refused(fitted):

@@ -2,7 +2,10 @@
 
 Every other module of the model, the estimators and the storage takes the dask
 arrays (and the :class:`~kpca_dask.model.inputs.Rows` of outputs' labels) that
-inputs.py gives, so a new kind of input is added in one place. Read with ``ast``.
+inputs.py gives, so a new kind of input is added in one place. Below it, io/
+reads data through one dispatch of its own, :func:`kpca_dask.io.open_array`
+(io/zarr_io.py), and the reader of each kind that needs one (frames, sparse
+matrices and files); the other io modules take what those give. Read with ``ast``.
 """
 
 from __future__ import annotations
@@ -13,19 +16,29 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kpca_dask"
-SCANNED = ("model", "estimators", "storage")
-#: The modules that convert inputs by their kind.
-DISPATCH = {"model/inputs.py"}
+SCANNED = ("model", "estimators", "storage", "io")
+#: The modules that convert inputs by their kind: the estimators' dispatch (several fields,
+#: a list or a Dataset, handed by inputs.py to multiple_fields.py whole), the readers'
+#: dispatch (open_array), and the readers of frames and of sparse matrices and files, each
+#: of which tells its own kind apart.
+DISPATCH = {"model/inputs.py", "model/multiple_fields.py", "io/zarr_io.py", "io/frames.py",
+            "io/sparse_files.py"}
 #: Functions that tell one kind of input from another.
 KIND_CALLS = {"is_xarray", "is_frame", "is_dask_frame", "issparse", "is_sparse",
-              "held_in_memory", "is_dask_collection"}
+              "is_sparse_source", "held_in_memory", "is_dask_collection"}
 #: Classes whose isinstance checks tell kinds of input apart.
-KIND_CLASSES = {"PathLike", "Array", "ndarray", "spmatrix", "DataFrame", "DataArray", "Group"}
+KIND_CLASSES = {"PathLike", "Array", "ndarray", "spmatrix", "DataFrame", "DataArray", "Group",
+                "Dataset"}
 #: isinstance checks on values that are not inputs: a parameter shown in an error message,
-#: fitted statistics, and what is read back from a model's own files.
+#: fitted statistics, what is read back from a model's own files, and outputs being written
+#: (Zarr, Parquet, fields put back); a field's weights (a parameter) and its values, which
+#: open_array has made a DataArray already, in memory or dask; an HDF5 file's own nodes.
 NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray"),
               ("model/checks.py", "Array"), ("model/checkpoint_files.py", "ndarray"),
-              ("model/statistics_files.py", "Group")}
+              ("model/statistics_files.py", "Group"), ("io/zarr_out.py", "Array"),
+              ("io/zarr_out.py", "DataArray"), ("io/parquet_out.py", "DataFrame"),
+              ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
+              ("io/array_files.py", "Dataset")}
 
 
 def _name(node: ast.AST) -> str:
@@ -58,12 +71,14 @@ MODULES = sorted(str(p.relative_to(PACKAGE)) for part in SCANNED
 
 @pytest.mark.parametrize("relative", [m for m in MODULES if m not in DISPATCH])
 def test_only_the_dispatch_looks_at_kinds_of_input(relative):
-    """No module of model/, estimators/ or storage/ but inputs.py tells kinds of input apart
-    (xarray, frames, sparse, paths, dask or numpy arrays): it takes what inputs.py gives."""
+    """No module of model/, estimators/, storage/ or io/ but the dispatches tells kinds of input
+    apart (xarray, frames, sparse, paths, Zarr groups, dask or numpy arrays): each takes what
+    model/inputs.py, or below it io.open_array, gives."""
     found = _kind_checks(PACKAGE / relative, relative)
-    assert not found, "kinds of input told apart outside model/inputs.py: " + "; ".join(found)
+    assert not found, "kinds of input told apart outside the dispatches: " + "; ".join(found)
 
 
-def test_the_dispatch_is_where_kinds_are_told_apart():
-    """The rule above reads real checks: the dispatch module itself makes some."""
-    assert _kind_checks(PACKAGE / "model/inputs.py", "model/inputs.py")
+@pytest.mark.parametrize("relative", sorted(DISPATCH))
+def test_the_dispatch_is_where_kinds_are_told_apart(relative):
+    """The rule above reads real checks: each dispatch module makes some."""
+    assert _kind_checks(PACKAGE / relative, relative)

@@ -9,20 +9,16 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidParameterError
 
 eofs = pytest.importorskip("eofs")
+from _eof_data import linear_estimators  # noqa: E402
 from eofs.examples import example_data_path  # noqa: E402
 from eofs.xarray import Eof  # noqa: E402
 
 Q = 4
-ESTIMATORS = {
-    # Every sample a landmark: the Nyström fit is exact.
-    "KernelPCA": lambda **kw: KernelPCA(n_components=Q, kernel="linear", n_landmarks=50,
-                                        landmarks="uniform", **kw),
-    "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=Q, kernel="linear", **kw),
-}
+ESTIMATORS = linear_estimators(Q)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +104,7 @@ def test_patterns_of_arrays_are_a_lazy_q_by_p_array():
 
 
 def test_an_unknown_kind_is_refused():
-    """kind must be covariance or correlation."""
+    """kind must be covariance, correlation or eof."""
     model = KernelPCA(n_components=1, n_landmarks=10).fit(np.eye(10))
-    with pytest.raises(InvalidParameterError, match="kind must be 'covariance' or "):
+    with pytest.raises(InvalidParameterError, match="kind must be .covariance., .correlation. or "):
         model.patterns(np.eye(10), kind="regression")

@@ -170,10 +170,8 @@ def test_scores_and_growth_of_a_precomputed_model_are_refused():
 
 # -- scikit-learn's own precomputed-kernel tests (sklearn/decomposition/tests/
 #    test_kernel_pca.py), with kpca-dask's KernelPCA. eigen_solver is not a parameter here
-#    (the solve is one Cholesky and a Krylov or dense solver, docs/design.md §11). One does
-#    not apply: test_precomputed_kernel_not_psd expects an error for significant negative
-#    eigenvalues, where kpca-dask keeps the positive ones with a warning naming the negative
-#    ones (its documented rule for kernels that are not PSD, docs/design.md §11).
+#    (the solve is one Cholesky and a Krylov or dense solver, docs/design.md §11).
+#    test_precomputed_kernel_not_psd is in tests/model/test_sklearn_behaviours.py.
 
 @pytest.mark.parametrize("seed", [0, 1, 42])
 def test_scikit_learn_kernel_pca_precomputed(seed):

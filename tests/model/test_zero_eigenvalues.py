@@ -57,11 +57,16 @@ def test_zero_eigenvalues_are_exactly_zero(make, flat):
 
 @pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
 def test_remove_zero_eig_drops_them(make, flat):
-    """remove_zero_eig=True keeps only the positive eigenvalues, without a warning."""
+    """remove_zero_eig=True keeps only the positive eigenvalues, without a warning: the two
+    components, eigenvalues and embedding, of scikit-learn's fit with remove_zero_eig=True."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", ZeroEigenvalueWarning)
         model = make(4, 30, kernel="linear", remove_zero_eig=True).fit(flat)
-    assert model.n_components_ == 2 and model.transform(flat).shape == (30, 2)
+    reference = SklearnKernelPCA(4, kernel="linear", remove_zero_eig=True).fit(flat)
+    assert model.n_components_ == reference.eigenvalues_.size == 2
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(np.abs(model.transform(flat)), np.abs(reference.transform(flat)),
+                               atol=1e-10)
 
 
 @pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)

@@ -14,7 +14,7 @@ import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidParameterError, ModelFormatError, OutputExistsError
 from kpca_dask.model.fitted import FITTED_ATTRIBUTES
-from kpca_dask.storage.model_fields import REQUIRED_ARRAYS
+from kpca_dask.storage.model_entries import REQUIRED_ARRAYS
 from kpca_dask.storage.model_files import FORMAT_VERSION
 
 

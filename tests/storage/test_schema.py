@@ -13,11 +13,11 @@ import xarray as xr
 import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.model.fitted import DECLARED, FittedModel, Stored, declared, stored
-from kpca_dask.storage.model_fields import (
+from kpca_dask.storage.model_entries import (
     MODEL_ARRAYS,
     MODEL_ATTRIBUTES,
-    model_from_fields,
-    stored_fields,
+    file_entries,
+    model_from_entries,
 )
 
 #: The names model files have held since format version 3: new files keep them.
@@ -28,6 +28,10 @@ FILE_ATTRIBUTES = {"kernel_", "kernel_params_", "gamma_", "n_landmarks_", "landm
                    "n_components_", "trace_error_", "trace_error_std_", "n_features_in_",
                    "n_samples_fit_", "novelty_mean_norm2_", "landmark_path_", "fit_seconds_",
                    "row_provenance_", "feature_names_in_", "fit_settings_", "feature_layout_"}
+#: A rotation's (kpca_dask.rotate), written only by models that hold one.
+FILE_ARRAYS |= {"rotation_matrix", "rotation_correlation", "rotation_order", "rotation_signs",
+                "rotation_explained_variance", "rotation_loadings"}
+FILE_ATTRIBUTES |= {"rotation_method_", "rotation_power_", "rotation_total_variance_"}
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +44,16 @@ def models() -> list[KernelPCA]:
     field = xr.DataArray(da.from_array(values, chunks=(10, 4, 5)), dims=("time", "lat", "lon"),
                          coords={"lat": np.linspace(-30.0, 30.0, 4)})
     weights = np.sqrt(np.cos(np.deg2rad(field.lat)))
+    rotated = KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans", weights=weights,
+                        random_state=0).fit(field)
+    kpca_dask.rotate(rotated, field, method="promax")
+    other = xr.DataArray(rng.normal(size=(40, 3)), dims=("time", "x"), name="other")
     return [
         KernelPCA(n_components=2, n_landmarks="auto", tol=0.1, gamma=0.5, landmarks="uniform",
                   fit_inverse_transform=True, random_state=0).fit(table),
-        KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans", weights=weights,
-                  random_state=0).fit(field),
+        rotated,
+        KernelPCA(n_components=2, n_landmarks=15, weights=[weights, None],
+                  random_state=0).fit([field.rename("field"), other]),
     ]
 
 
@@ -102,16 +111,16 @@ def test_a_new_declared_field_is_written_and_read_with_no_other_edit(models):
     storage layer as it stands."""
     extended = dataclasses.make_dataclass(
         "ExtendedModel",
-        [("note", str, dataclasses.field(default="", metadata=stored("note_", "attribute"))),
+        [("note", str, dataclasses.field(default="", metadata=stored("note_", "json"))),
          ("scales", np.ndarray | None, dataclasses.field(
-             default=None, metadata=stored("scales_", "array", shape=("m",), optional=True,
+             default=None, metadata=stored("scales_", "array", shape=("m",), absent="omitted",
                                            since=None)))],
         bases=(FittedModel,), frozen=True)
     base = models[0].model_
     values = {f.name: getattr(base, f.name) for f in dataclasses.fields(FittedModel)}
     model = extended(**values, note="hello", scales=np.arange(base.n_landmarks, dtype=float))
-    arrays, attributes = stored_fields(model)
+    arrays, attributes = file_entries(model)
     assert attributes["note_"] == "hello" and "scales" in arrays
-    back = model_from_fields(arrays, attributes, model.statistics, cls=extended)
+    back = model_from_entries(arrays, attributes, model.statistics, cls=extended)
     assert back.note == "hello" and _equal(back.scales, model.scales)
     assert {"note_", "scales_"} <= {each.declaration.attribute for each in declared(extended)}

@@ -1,7 +1,8 @@
-"""The fields of a model file, derived from the declarations of the fitted model.
+"""The entries of a model file (its arrays and JSON values), derived from the declarations
+of the fitted model.
 
 A model file (:mod:`kpca_dask.storage.model_files`) writes a
-:class:`~kpca_dask.model.fitted.FittedModel` field by field, as each field
+:class:`~kpca_dask.model.fitted.FittedModel` entry by entry, as each of its fields
 declares (:class:`~kpca_dask.model.fitted.Stored`): the arrays of
 :data:`MODEL_ARRAYS` and the JSON attributes of :data:`MODEL_ATTRIBUTES`, under
 the names of the estimator's fitted attributes (an array drops the trailing
@@ -33,8 +34,8 @@ from ..model.parameters import check_params
 from .layout_files import layout_attribute, layout_from_attribute
 
 __all__ = ["MODEL_ARRAYS", "MODEL_ATTRIBUTES", "DERIVED_ATTRIBUTES", "WRITTEN_AS_NULL",
-           "REQUIRED_ARRAYS", "ENCODINGS", "required_attributes", "stored_fields",
-           "model_from_fields"]
+           "REQUIRED_ARRAYS", "ENCODINGS", "required_attributes", "file_entries",
+           "model_from_entries"]
 
 
 def _stored(cls: type) -> tuple[Declared, ...]:
@@ -48,12 +49,13 @@ MODEL_ARRAYS = tuple(each.declaration.file_name for each in _STORED
                      if each.declaration.place == "array")
 #: The fitted attributes a model file holds as JSON, in the ``fitted`` attribute.
 MODEL_ATTRIBUTES = tuple(each.declaration.file_name for each in _STORED
-                         if each.declaration.place == "attribute")
+                         if each.declaration.place == "json")
 #: Attributes that follow from other fields (properties of the model).
 DERIVED_ATTRIBUTES = tuple(each.declaration.attribute for each in _STORED
                            if isinstance(getattr(FittedModel, each.path[0], None), Derived))
 #: Arrays a model may lack, written then as a JSON null attribute of their name.
-WRITTEN_AS_NULL = tuple(each.declaration.attribute for each in _STORED if each.declaration.null)
+WRITTEN_AS_NULL = tuple(each.declaration.attribute for each in _STORED
+                        if each.declaration.absent == "null")
 #: The arrays every model file holds.
 REQUIRED_ARRAYS = tuple(each.declaration.file_name for each in _STORED
                         if each.declaration.place == "array" and each.declaration.since == 1)
@@ -68,7 +70,7 @@ def required_attributes(version: int) -> tuple[str, ...]:
     {'novelty_mean_norm2_'}
     """
     return tuple(each.declaration.file_name for each in _STORED
-                 if each.declaration.place == "attribute" and each.declaration.since is not None
+                 if each.declaration.place == "json" and each.declaration.since is not None
                  and each.declaration.since <= version)
 
 
@@ -117,14 +119,14 @@ ENCODINGS: dict[str, tuple[Callable[[Any], Any], Callable[[Any, dict, dict], Any
 }
 
 
-def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def file_entries(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The arrays and the JSON-ready fitted attributes that a model file holds for ``model``.
 
     Examples
     --------
     >>> from kpca_dask import KernelPCA
     >>> kpca = KernelPCA(n_components=2, n_landmarks=10, landmarks="kmeans", random_state=0)
-    >>> arrays, attributes = stored_fields(kpca.fit(np.eye(12)).model_)
+    >>> arrays, attributes = file_entries(kpca.fit(np.eye(12)).model_)
     >>> sorted(arrays)[:3], attributes["landmark_indices_"], attributes["n_components_"]
     (['eigenvalue_residuals', 'eigenvalues', 'explained_variance_ratio'], None, 2)
     """
@@ -135,10 +137,10 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
         if declaration.place == "array":
             if value is not None:
                 arrays[name] = np.asarray(value)
-            elif declaration.null:
+            elif declaration.absent == "null":
                 attributes[declaration.attribute] = None
             continue
-        if value is None and declaration.optional:
+        if value is None and declaration.absent == "omitted":
             continue
         if declaration.encoding:
             value = ENCODINGS[declaration.encoding][0](value)
@@ -151,12 +153,12 @@ def stored_fields(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, 
     return arrays, attributes
 
 
-def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
-                      statistics: PassStatistics | None, params: dict | None = None,
-                      cls: type = FittedModel) -> FittedModel:
+def model_from_entries(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
+                       statistics: PassStatistics | None, params: dict | None = None,
+                       cls: type = FittedModel) -> FittedModel:
     """The fitted model a file's arrays and attributes hold; a name no file holds is refused.
 
-    Values are taken as they are stored: :func:`kpca_dask.model.checks.check_model`
+    Values are taken as they are stored: :func:`kpca_dask.model.checks.check_fitted_estimator`
     then holds them to what a fit could make. A file written before the fitted
     settings were recorded takes them from the saved estimator ``params``.
     ``cls`` is the model class whose declarations are read.
@@ -165,8 +167,8 @@ def model_from_fields(arrays: dict[str, np.ndarray], attributes: dict[str, Any],
     --------
     >>> from kpca_dask import KernelPCA
     >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(np.eye(12)).model_
-    >>> arrays, attributes = stored_fields(model)
-    >>> model_from_fields(arrays, attributes, model.statistics).n_components
+    >>> arrays, attributes = file_entries(model)
+    >>> model_from_entries(arrays, attributes, model.statistics).n_components
     2
     """
     stored = _stored(cls)
@@ -194,15 +196,15 @@ def _read(declaration: Stored, name: str, arrays: dict, attributes: dict, params
         value = source.get(declaration.file_name)
         if declaration.encoding:
             into[name] = ENCODINGS[declaration.encoding][1](value, parts, params)
-        elif present or declaration.optional or declaration.null:
+        elif present or declaration.absent:
             into[name] = value
         return
     # A value rebuilt from its parts: all of those it needs, or (when optional) none. An
     # optional value needs all its parts; a required one those every file version holds.
-    needed = [part for _, part in declaration.parts if declaration.optional
-              or not (part.optional or part.since is None)]
+    needed = [part for _, part in declaration.parts if declaration.absent == "omitted"
+              or not (part.absent == "omitted" or part.since is None)]
     present = [part for part in needed if _in_file(part, arrays, attributes)]
-    if not present and declaration.optional:
+    if not present and declaration.absent == "omitted":
         into[name] = None
     elif len(present) != len(needed):
         raise damaged(f"{declaration.what} are incomplete: "
@@ -222,9 +224,9 @@ def _refuse_unknown_names(arrays: dict, attributes: dict, stored: tuple[Declared
     names = {each.declaration.place: set() for each in stored}
     for each in stored:
         names[each.declaration.place].add(each.declaration.file_name)
-    nulls = [each.declaration.attribute for each in stored if each.declaration.null]
+    nulls = [each.declaration.attribute for each in stored if each.declaration.absent == "null"]
     for name in attributes:
-        if name not in names["attribute"] and name not in nulls:
+        if name not in names["json"] and name not in nulls:
             raise ModelFormatError(
                 f"the model has an invalid attribute name {name!r}: no model file holds it. "
                 "Fit and save the model again.")

@@ -1,0 +1,196 @@
+"""Rotated EOFs: varimax or promax rotation of a fitted model's leading modes.
+
+:func:`rotate` takes the loadings of the leading r modes over the data they
+were fitted on (one lazy pass: the covariance of each weighted feature with
+each score, :mod:`kpca_dask.engine.cross_moments`), rotates them
+(:mod:`kpca_dask.engine.rotation`) and records the rotation in the model, so
+that ``save`` keeps it; :class:`RotatedEOF` gives the rotated scores of any
+rows (a lazy r x r product of the embedding), the rotated maps on the field,
+the correlation maps of the rotated scores and the variance each rotated mode
+explains. With a linear kernel and every sample a landmark these are xeofs'
+``EOFRotator``'s; for a kernel, the rotation of the embedding that makes the
+regression maps of the weighted field simple (docs/design.md §15).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import dask
+import numpy as np
+
+from ..engine.cross_moments import pattern_maps
+from ..engine.rotation import Rotation, rotation_of, score_rotation
+from ..errors import InvalidParameterError
+from .field_inputs import weighted_rows
+from .inputs import method_input
+from .multiple_fields import field_output
+from .outputs import embedding
+from .patterns import patterns_of
+
+__all__ = ["rotate", "RotatedEOF"]
+
+
+def _embedding_of(estimator) -> Any:
+    """The estimator's lazy embedding of weighted dask rows."""
+    if hasattr(estimator, "model_"):
+        return partial(embedding, estimator.model_, name=type(estimator).__name__)
+    return estimator._embedding
+
+
+def _layout_of(estimator):
+    if hasattr(estimator, "model_"):
+        return estimator.model_.layout
+    return estimator.__dict__.get("feature_layout_")
+
+
+def _stored_rotation(estimator) -> Rotation | None:
+    if hasattr(estimator, "model_"):
+        return estimator.model_.rotation
+    return estimator.__dict__.get("rotation_")
+
+
+def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
+           n_components: int | None = None, max_iter: int = 1000,
+           rtol: float = 1e-8) -> "RotatedEOF":
+    """Rotate the leading modes of a fitted estimator: varimax (orthogonal) or promax (oblique).
+
+    The loadings rotated are the covariances of each weighted feature of ``X``
+    (the fit's data) with each score scaled to unit variance: for a linear
+    kernel the EOF times √λ, xeofs' loadings. The rotation is recorded in the
+    estimator (``rotation_``; a :class:`~kpca_dask.KernelPCA` saves it with the
+    model, and a refit, re-solve or update drops it).
+
+    Parameters
+    ----------
+    estimator : KernelPCA or ExactKernelPCA
+        A fitted estimator.
+    X : the data the estimator was fitted on, optional
+        Any input its ``patterns`` takes (a field, several fields, an array);
+        read once, lazily. None: the rotation the estimator holds (loaded
+        with a model).
+    method : {"varimax", "promax"}, default="varimax"
+    power : int, default=4
+        Promax's power (>= 2); varimax takes none (xeofs' ``power=1``).
+    n_components : int, optional
+        The number r of leading modes to rotate, from 2 to ``n_components_``
+        (default: all).
+    max_iter, rtol : int and float
+        The varimax iteration's limit and relative tolerance (xeofs' defaults).
+
+    Returns
+    -------
+    RotatedEOF
+
+    Examples
+    --------
+    >>> import numpy as np, kpca_dask
+    >>> X = np.random.default_rng(0).normal(size=(60, 5)) * [3.0, 2.0, 1.0, 1.0, 0.5]
+    >>> kpca = kpca_dask.KernelPCA(3, kernel="linear", n_landmarks=60).fit(X)
+    >>> rotated = kpca_dask.rotate(kpca, X, method="varimax")
+    >>> rotated.transform(X).shape, bool(rotated.explained_variance_ratio_.sum() <= 1)
+    ((60, 3), True)
+    """
+    if X is None:
+        stored = _stored_rotation(estimator)
+        if stored is None:
+            raise InvalidParameterError(
+                "This model holds no rotation: pass the data it was fitted on, "
+                "kpca_dask.rotate(model, X, method=...).")
+        return RotatedEOF(estimator, stored)
+    r = _rotated_count(estimator, n_components, method, power)
+    variances = estimator.explained_variance_[:r]
+    layout = _layout_of(estimator)
+    weighted = weighted_rows(method_input(estimator, layout, X, weighted=False).data, layout)
+    Y = _embedding_of(estimator)(weighted)[:, :r]
+    maps = pattern_maps(Y, weighted, "cross-covariance") / np.sqrt(variances)[:, None]
+    total = weighted.astype(np.float64).var(axis=0, ddof=1).sum()
+    loadings, total = dask.compute(maps, total)
+    rotation = rotation_of(loadings, float(total), method, power, max_iter=max_iter, rtol=rtol)
+    if hasattr(estimator, "model_"):
+        estimator.model_ = estimator.model_.replace(rotation=rotation)
+    else:
+        estimator.rotation_ = rotation
+    return RotatedEOF(estimator, rotation)
+
+
+def _rotated_count(estimator, n_components, method, power) -> int:
+    q = int(estimator.n_components_)
+    r = q if n_components is None else n_components
+    if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and 2 <= r <= q):
+        raise InvalidParameterError(
+            f"n_components must be an int from 2 to {q} (the modes to rotate); got {r!r}.")
+    if method == "promax" and not (isinstance(power, (int, np.integer)) and power >= 2):
+        raise InvalidParameterError(f"promax needs an int power >= 2; got {power!r}.")
+    return int(r)
+
+
+class RotatedEOF:
+    """The rotated modes of a fitted estimator, as :func:`rotate` makes them.
+
+    Attributes
+    ----------
+    estimator : KernelPCA or ExactKernelPCA
+    rotation : Rotation
+        The stored rotation (:class:`~kpca_dask.engine.rotation.Rotation`).
+    explained_variance_, explained_variance_ratio_ : ndarray of shape (r,)
+        The variance of the weighted features each rotated mode explains (Σ of
+        its squared loadings), and its share of their total variance (xeofs'
+        ``explained_variance`` and ``explained_variance_ratio``).
+    rotation_matrix_, correlation_matrix_ : ndarray of shape (r, r)
+        R, and the correlation of the rotated scores (the identity for varimax).
+    """
+
+    def __init__(self, estimator, rotation: Rotation) -> None:
+        self.estimator = estimator
+        self.rotation = rotation
+        self.n_components_ = rotation.n_components
+        self.explained_variance_ = rotation.explained_variance
+        self.explained_variance_ratio_ = (rotation.explained_variance / rotation.total_variance
+                                          if rotation.total_variance > 0
+                                          else np.zeros(self.n_components_))
+        self.rotation_matrix_ = rotation.matrix
+        self.correlation_matrix_ = rotation.correlation
+        self._scores = score_rotation(rotation, estimator.explained_variance_)
+
+    def __repr__(self) -> str:
+        r = self.rotation
+        power = f", power={r.power}" if r.method == "promax" else ""
+        return f"RotatedEOF({r.method}{power}, {self.n_components_} modes)"
+
+    def transform(self, X):
+        """The rotated scores of ``X`` (xeofs' ``scores()``/``transform``), lazily as the
+        estimator's ``transform``: a DataArray (sample, component) for a field."""
+        return self._rotated(self.estimator.transform(X))
+
+    def _rotated(self, Y):
+        r = self.n_components_
+        if hasattr(Y, "dims"):  # a DataArray, components last
+            leading = Y.isel(component=slice(0, r))
+            return leading.copy(data=leading.data @ self._scores.astype(Y.dtype))
+        if hasattr(Y, "columns"):
+            Y = Y.to_dask_array() if hasattr(Y, "to_dask_array") else Y.to_numpy()
+        return Y[:, :r] @ self._scores.astype(Y.dtype)
+
+    def components(self):
+        """The rotated maps over the weighted features, each of unit norm (xeofs'
+        ``components()``): on the field (or fields) for a field model, else (r, p)."""
+        maps = self.rotation.loadings / np.sqrt(self.rotation.explained_variance)[:, None]
+        layout = _layout_of(self.estimator)
+        if layout is None or not layout.dims:
+            return maps
+        return field_output(maps, layout, {"component": np.arange(self.n_components_)},
+                            name="rotated_eof", attrs={"rotation": self.rotation.method})
+
+    def patterns(self, X, kind: str = "correlation"):
+        """Covariance or correlation maps of the rotated scores over ``X`` (unweighted
+        features; one lazy pass), as the estimator's ``patterns`` of the unrotated ones."""
+        if kind not in ("covariance", "correlation"):
+            raise InvalidParameterError(
+                f"kind must be 'covariance' or 'correlation'; got {kind!r}.")
+        layout = _layout_of(self.estimator)
+        rows = method_input(self.estimator, layout, X, weighted=False)
+        unrotated = _embedding_of(self.estimator)
+        return patterns_of(rows, kind, layout=layout,
+                           embedding=lambda weighted: self._rotated(unrotated(weighted)))

@@ -1,0 +1,140 @@
+"""Varimax and promax rotation (kpca_dask.rotate): xeofs' EOFRotator with a linear kernel and
+every sample a landmark, a kernel's rotation, and the rotation saved with the model."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import numpy as np
+import pytest
+
+import kpca_dask
+from kpca_dask import KernelPCA
+from kpca_dask.errors import InvalidParameterError
+
+xe = pytest.importorskip("xeofs")
+pytest.importorskip("eofs")
+from _eof_data import linear_estimators, sqrt_coslat, sst, z500  # noqa: E402
+
+Q = 4
+ESTIMATORS = linear_estimators(Q)
+ROTATIONS = [("varimax", 1), ("promax", 4)]
+
+
+@pytest.fixture(scope="module")
+def field():
+    return sst().chunk({"time": 25})
+
+
+@pytest.fixture(scope="module")
+def xeofs_eof(field):
+    """xeofs' EOF of the SST with the same weights, by a full SVD."""
+    model = xe.single.EOF(n_modes=Q, solver="full")
+    return model.fit(field.compute(), dim="time", weights=sqrt_coslat(field))
+
+
+@pytest.mark.parametrize("method, power", ROTATIONS)
+@pytest.mark.parametrize("make", list(ESTIMATORS))
+def test_rotation_equals_xeofs_eof_rotator(field, xeofs_eof, make, method, power):
+    """Rotated variances, their ratios, maps and scores are xeofs' EOFRotator's (power 1 is
+    its varimax), with its signs, to 1e-8."""
+    model = ESTIMATORS[make](weights=sqrt_coslat(field)).fit(field)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExactKernelPCA joins feature chunks
+        rotated = kpca_dask.rotate(model, field, method=method, power=max(power, 2))
+    expected = xe.single.EOFRotator(n_modes=Q, power=power).fit(xeofs_eof)
+    np.testing.assert_allclose(rotated.explained_variance_,
+                               expected.explained_variance().values, rtol=1e-8)
+    np.testing.assert_allclose(rotated.explained_variance_ratio_,
+                               expected.explained_variance_ratio().values, rtol=1e-8)
+    maps = rotated.components()
+    assert maps.dims == ("component", "latitude", "longitude")
+    np.testing.assert_allclose(maps.values, expected.components().transpose("mode", ...).values,
+                               rtol=0, atol=1e-8, equal_nan=True)
+    scores = expected.scores().transpose("time", "mode").values
+    np.testing.assert_allclose(rotated.transform(field).values, scores, rtol=0,
+                               atol=1e-8 * np.abs(scores).max())
+
+
+def test_varimax_scores_stay_uncorrelated_and_promax_scores_correlate(field):
+    """Varimax is orthogonal: its rotated scores are uncorrelated; promax's correlate as its
+    correlation_matrix_ says."""
+    model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
+    for method, orthogonal in (("varimax", True), ("promax", False)):
+        rotated = kpca_dask.rotate(model, field, method=method)
+        corr = np.corrcoef(rotated.transform(field).values.T)
+        np.testing.assert_allclose(corr, rotated.correlation_matrix_, atol=1e-8)
+        assert np.allclose(corr, np.eye(Q), atol=1e-8) == orthogonal
+
+
+def test_a_kernel_rotation_gives_lazy_scores_and_correlation_maps(field):
+    """An rbf kernel EOF rotates: lazy rotated scores, uncorrelated (varimax), their correlation
+    maps on the grid, and rotated variances within the field's total."""
+    model = KernelPCA(n_components=Q, kernel="rbf", gamma="median", n_landmarks=50,
+                      landmarks="uniform", weights=sqrt_coslat(field)).fit(field)
+    rotated = kpca_dask.rotate(model, field, method="varimax")
+    scores = rotated.transform(field)
+    maps = rotated.patterns(field, kind="correlation")
+    assert dask.is_dask_collection(scores) and dask.is_dask_collection(maps)
+    np.testing.assert_allclose(np.corrcoef(scores.values.T), np.eye(Q), atol=1e-8)
+    assert maps.dims == ("component", "latitude", "longitude")
+    assert np.nanmax(np.abs(maps.values)) <= 1 + 1e-12
+    assert 0 < rotated.explained_variance_ratio_.sum() <= 1
+
+
+def test_the_rotation_is_saved_and_loaded_with_the_model(field, tmp_path):
+    """rotate records the rotation; the model file keeps it; rotate(loaded) gives it back."""
+    model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
+    rotated = kpca_dask.rotate(model, field, method="promax", power=3, n_components=3)
+    assert model.rotation_ is rotated.rotation
+    loaded = kpca_dask.load(model.save(tmp_path / "model.zarr"))
+    again = kpca_dask.rotate(loaded)
+    assert (again.rotation.method, again.rotation.power, again.n_components_) == ("promax", 3, 3)
+    np.testing.assert_array_equal(again.explained_variance_, rotated.explained_variance_)
+    np.testing.assert_allclose(again.transform(field).values, rotated.transform(field).values,
+                               rtol=0, atol=1e-12)
+
+
+def test_a_re_solve_drops_the_rotation(field):
+    """Another number of components re-solves the model: its rotation is dropped."""
+    model = ESTIMATORS["KernelPCA"]().fit(field)
+    kpca_dask.rotate(model, field)
+    model.set_n_components(3)
+    assert not hasattr(model, "rotation_")
+    with pytest.raises(InvalidParameterError, match="holds no rotation"):
+        kpca_dask.rotate(model)
+
+
+def test_two_fields_rotate_to_a_list_of_maps(field):
+    """A rotation of two fields gives its maps as a list, one per field."""
+    fields = [field, z500().chunk({"time": 25})]
+    model = ESTIMATORS["KernelPCA"](weights=[sqrt_coslat(f) for f in fields]).fit(fields)
+    maps = kpca_dask.rotate(model, fields).components()
+    assert [m.name for m in maps] == ["sst", "z"] and maps[1].shape == (Q, 29, 49)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_components": 1}, "from 2 to 4"),
+    ({"method": "promax", "power": 1}, "power >= 2"),
+    ({"method": "quartimax"}, "'varimax' or 'promax'"),
+])
+def test_bad_rotations_are_refused(field, kwargs, match):
+    """Fewer than two modes, a promax power below 2 or an unknown method are refused."""
+    model = ESTIMATORS["KernelPCA"]().fit(field)
+    with pytest.raises(InvalidParameterError, match=match):
+        kpca_dask.rotate(model, field, **kwargs)
+
+
+def test_info_shows_the_rotation(field, capsys):
+    """kpca-dask info's summary names the rotation, its modes and their variance fractions."""
+    from kpca_dask.cli.summary import print_summary, summary
+
+    model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
+    rotated = kpca_dask.rotate(model, field, method="promax", power=3, n_components=2)
+    shown = summary(model, "model.zarr")["rotation"]
+    assert (shown["method"], shown["power"], shown["n_components"]) == ("promax", 3, 2)
+    np.testing.assert_allclose(shown["explained_variance_ratio"],
+                               rotated.explained_variance_ratio_)
+    print_summary(summary(model, "model.zarr"))
+    assert "rotation     promax, power 3 of 2 modes, explaining " in capsys.readouterr().out
