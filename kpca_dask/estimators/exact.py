@@ -242,8 +242,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         if solver == "matrix-free":
             fitted = fit_matrix_free(given, self.get_params(deep=False), checkpoint=checkpoint)
             vars(self).update(fitted.attributes())
-            self._keep_layout(layout)
-            return self
+            return self._finished(layout)
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
@@ -288,9 +287,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
         self.eigen_solver_ = "dense"
-        self._keep_layout(layout)
-        self.__dict__.pop("rotation_", None)  # kpca_dask.rotate's, of the old components
-        return self
+        return self._finished(layout)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
@@ -488,13 +485,17 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 
-    def _keep_layout(self, layout) -> None:
-        if self.eigen_solver_ == "dense":  # what an earlier matrix-free fit left
+    def _finished(self, layout) -> ExactKernelPCA:
+        """The end of a fit: the field's layout kept, and what an earlier fit of the other
+        solver or kpca_dask.rotate (of the old components) left dropped."""
+        if self.eigen_solver_ == "dense":
             for name in ("_exact_model", "eigenvalue_residuals_", "n_products_"):
                 self.__dict__.pop(name, None)
+        self.__dict__.pop("rotation_", None)
         self.__dict__.pop("feature_layout_", None)
         if layout is not None:
             self.feature_layout_ = layout
+        return self
 
     def _output_attrs(self) -> dict:
         kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"

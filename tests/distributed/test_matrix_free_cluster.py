@@ -78,6 +78,7 @@ def _workers_replaced(client, gone: str, count: int, timeout: float = 60.0) -> N
         time.sleep(0.01)
 
 
+@pytest.mark.faults
 def test_workers_killed_between_products_cost_only_their_panels(client, X, reference):
     """After the second product each worker holding the persisted panels is sent SIGKILL in
     turn (the next once the first is replaced), so that no copy of a panel is left: the
