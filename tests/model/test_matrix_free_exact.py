@@ -168,6 +168,15 @@ def test_patterns_of_a_matrix_free_model_equal_the_dense_ones(X):
                                dense.patterns(X, kind="correlation").compute(), atol=1e-9)
 
 
+@pytest.mark.parametrize("pcscaling", [1, 2])
+def test_scaled_scores_of_a_matrix_free_model_equal_the_dense_ones(X, new, pcscaling):
+    """transform(pcscaling=) scales the matrix-free scores as eofs does the dense ones."""
+    dense = ExactKernelPCA(n_components=3, gamma=0.05).fit(X)
+    free = ExactKernelPCA(n_components=3, gamma=0.05, **FREE).fit(X)
+    np.testing.assert_allclose(free.transform(new, pcscaling=pcscaling),
+                               dense.transform(new, pcscaling=pcscaling), atol=1e-9)
+
+
 def test_with_every_row_a_landmark_nystrom_is_the_same_model(X):
     """KernelPCA with n_landmarks = n reaches the matrix-free eigenvalues to 1e-8."""
     with warnings.catch_warnings():
