@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -74,3 +76,17 @@ def machine() -> str:
             for pool in threadpool_info() if pool.get("user_api") == "blas"]
     return (f"CPU {cpu}; numpy {np.__version__} SIMD {levels[0] if levels else 'baseline'}; "
             f"BLAS {', '.join(blas) or '?'}")
+
+
+def measured_apart(script: str, spec: dict, paths: list, label: str) -> dict:
+    """``python SCRIPT --measure SPEC`` in a fresh process, so that its peak memory is its
+    own, with ``paths`` first on its PYTHONPATH: the JSON it printed last. A failure ends
+    the benchmark with the process's stacks (``label`` names the run)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
+    done = subprocess.run([sys.executable, "-X", "faulthandler", script, "--measure",
+                           json.dumps(spec)], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        # faulthandler's stacks come before its long list of extension modules: keep them.
+        stacks = done.stderr.split("\nExtension modules:")[0]
+        raise SystemExit(f"{label} ended with {done.returncode}:\n{stacks[-6000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -40,14 +40,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _cluster_large_m import cluster_table, measure_cluster  # noqa: E402
-from _common import machine, write_results  # noqa: E402
+from _common import machine, measured_apart, write_results  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -128,14 +127,7 @@ def _best_syrk(X, m: int, spec: dict) -> tuple[float, int]:
 
 
 def run(spec: dict, package: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), str(Path(__file__).parent)])}
-    done = subprocess.run([sys.executable, "-X", "faulthandler", __file__, "--measure",
-                           json.dumps(spec)], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        # faulthandler's stacks come before its long list of extension modules: keep them.
-        stacks = done.stderr.split("\nExtension modules:")[0]
-        raise SystemExit(f"m = {spec['m']} ended with {done.returncode}:\n{stacks[-6000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return measured_apart(__file__, spec, [package, Path(__file__).parent], f"m = {spec['m']}")
 
 
 def table(rows: list[dict]) -> str:

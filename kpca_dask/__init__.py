@@ -53,13 +53,21 @@ def __dir__() -> list[str]:
 
 
 def load(path, *, storage_options: dict | None = None):
-    """Load a model saved by ``KernelPCA.save`` (a Zarr group; no pickle, no code run).
+    """Load a model saved by ``KernelPCA.save`` or ``ExactKernelPCA.save`` (a Zarr group; no
+    pickle, no code run).
 
-    See :func:`kpca_dask.storage.model_files.load_model`.
+    See :func:`kpca_dask.storage.model_files.load_model` and
+    :func:`kpca_dask.storage.exact_files.load_exact`.
     """
     from .estimators.kernel_pca import KernelPCA
-    from .storage.model_files import load_model
+    from .storage.exact_files import ESTIMATOR as EXACT
+    from .storage.model_files import load_model, stored_estimator
 
+    if stored_estimator(path, storage_options=storage_options) == EXACT:
+        from .estimators.exact import ExactKernelPCA
+        from .storage.exact_files import load_exact
+
+        return load_exact(path, ExactKernelPCA, storage_options=storage_options)
     return load_model(path, KernelPCA, storage_options=storage_options)
 
 

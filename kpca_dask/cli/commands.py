@@ -20,12 +20,13 @@ import numpy as np
 
 from ..datasets import make_dataset
 from ..errors import KPCAError
+from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
 from .compute import CommandError, check_parameters, compute_context, open_data
-from .parser import PROG, UNSET
+from .parser import LIBRARY_DEFAULTS, PROG, UNSET
 from .summary import print_summary, shown_components, summary
 
-__all__ = ["COMMANDS", "fit_params"]
+__all__ = ["COMMANDS", "fit_params", "exact_params"]
 
 
 def _generate(args) -> None:
@@ -69,11 +70,56 @@ def fit_params(args: argparse.Namespace) -> dict:
     }
 
 
+def exact_params(args: argparse.Namespace) -> dict:
+    """The parameters of the ExactKernelPCA that ``fit --exact`` makes from its options.
+
+    Examples
+    --------
+    >>> from kpca_dask.cli.parser import build_parser
+    >>> args = build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr", "--exact",
+    ...                                   "--n-components", "10", "--gamma", "median"])
+    >>> params = exact_params(args)
+    >>> params["eigen_solver"], params["gamma"], params["n_components"]
+    ('auto', 'median', 10)
+    """
+    params = fit_params(args)
+    landmark_options = {"n_landmarks": "--n-landmarks", "landmarks": "--landmarks",
+                        "tol": "--tol", "random_state": "--seed",
+                        "fit_inverse_transform": "--fit-inverse-transform", "alpha": "--alpha"}
+    given = [option for name, option in landmark_options.items()
+             if params[name] != LIBRARY_DEFAULTS[name]]
+    if given:
+        raise CommandError(f"{', '.join(given)} set the Nystrom fit's landmarks and pre-image "
+                           "map, which --exact has none of; leave them out.")
+    return {**{name: params[name] for name in ("n_components", "kernel", "gamma", "degree",
+                                               "coef0", "kernel_params", "remove_zero_eig",
+                                               "dtype", "sample_dim")},
+            "eigen_solver": args.eigen_solver}
+
+
+def _fit_exact(args, X) -> None:
+    """``fit --exact``: ExactKernelPCA, checkpointed between the matrix-free solver's
+    products, saved with its training rows."""
+    model = ExactKernelPCA(**exact_params(args))
+    check_parameters(model, X.shape[1])
+    with compute_context(args):
+        model.fit(X, checkpoint=args.checkpoint)
+        model.save(args.model, overwrite=args.overwrite)
+    print(f"wrote {args.model}")
+    print_summary(summary(model, args.model))
+
+
 def _fit(args) -> None:
     from ..io import check_can_write, open_array
 
     check_can_write(args.model, overwrite=args.overwrite)
     X = open_data(args)
+    if args.exact:
+        _fit_exact(args, X)
+        return
+    if args.eigen_solver != "auto":
+        raise CommandError("--eigen-solver chooses how --exact solves; add --exact, or leave "
+                           "it out for the Nystrom fit.")
     params = fit_params(args)
     landmarks = params["landmarks"]
     if os.path.exists(landmarks) or "://" in landmarks:
@@ -121,8 +167,14 @@ def _patterns(args) -> None:
           f"in {seconds:.2f} s")
 
 
+def _layout(model):
+    """A fitted model's feature layout (None for plain arrays), for either estimator."""
+    fitted = model.__dict__.get("model_")
+    return fitted.layout if fitted is not None else model.__dict__.get("feature_layout_")
+
+
 def _check_sample_dim(args, model) -> None:
-    layout = model.model_.layout
+    layout = _layout(model)
     if args.sample_dim is not None and layout is not None and args.sample_dim != (
             layout.sample_dim):
         raise CommandError(f"--sample-dim {args.sample_dim} differs from the model's sample "
@@ -194,7 +246,7 @@ def _table_names(args):
 def _columns_of_model(args, model, method: str, kind: str) -> None:
     """A table input's columns default to the model's feature names; other ones are refused
     as scikit-learn refuses them."""
-    names = model.model_.feature_names
+    names = getattr(model, "feature_names_in_", None)
     if kind not in ("parquet", "csv") or names is None or method == "inverse_transform":
         return
     if args.columns is None:
@@ -231,6 +283,9 @@ def _info(args) -> None:
     from .. import load
 
     model = load(args.model)
+    if args.n_components is not UNSET and isinstance(model, ExactKernelPCA):
+        raise CommandError(f"{args.model} is an exact model, which keeps no statistics to "
+                           "re-solve from; fit it again with another --n-components.")
     if args.n_components is not UNSET:
         # Re-solved in memory from the stored statistics; the file is not touched.
         model.set_n_components(args.n_components)

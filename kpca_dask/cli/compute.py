@@ -18,8 +18,9 @@ from collections.abc import Iterator
 import dask
 
 from ..blocks.kernels import canonical_kernel_name
+from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
-from ..model.parameters import check_params, resolve_kernel_params
+from ..model.parameters import CONSTRAINTS, EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 
 __all__ = ["CommandError", "LOCAL_SCHEDULERS", "ProgressGet", "compute_context", "open_data",
            "check_parameters"]
@@ -123,7 +124,7 @@ def open_data(args: argparse.Namespace):
                       header=args.header, sample_dim=getattr(args, "sample_dim", None))
 
 
-def check_parameters(kpca: KernelPCA, n_features: int) -> None:
+def check_parameters(kpca: KernelPCA | ExactKernelPCA, n_features: int) -> None:
     """Refuse bad estimator parameters now rather than after the cluster has started.
 
     The checks ``fit`` makes before it reads any data: every parameter
@@ -138,7 +139,9 @@ def check_parameters(kpca: KernelPCA, n_features: int) -> None:
     ...
     kpca_dask.errors.InvalidParameterError: kernel_params has 'nu', which the 'rbf' kernel ...
     """
-    check_params(kpca.get_params(deep=False))
+    exact = isinstance(kpca, ExactKernelPCA)
+    check_params(kpca.get_params(deep=False), constraints=EXACT_CONSTRAINTS if exact
+                 else CONSTRAINTS, estimator=type(kpca).__name__)
     gamma = None if isinstance(kpca.gamma, str) else kpca.gamma  # a rule, checked above
     resolve_kernel_params(canonical_kernel_name(kpca.kernel), n_features, gamma=gamma,
                           degree=kpca.degree, coef0=kpca.coef0,

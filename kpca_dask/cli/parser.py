@@ -24,6 +24,7 @@ from ..engine.bandwidth import BANDWIDTH_RULES
 from ..estimators.kernel_pca import KernelPCA
 from ..io.formats import FORMATS
 from ..landmarks.strategies import landmark_strategy_names
+from ..model.parameters import EIGEN_SOLVERS
 from .compute import LOCAL_SCHEDULERS
 
 __all__ = ["build_parser", "PROG", "UNSET", "LIBRARY_DEFAULTS"]
@@ -274,8 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to save the model (a Zarr group)")
     _add_fit_options(fit)
     fit.add_argument("--checkpoint", metavar="PATH",
-                     help="Zarr group where the pass saves progress; rerun to resume (default: "
-                          "none)")
+                     help="Zarr group where the pass (or the matrix-free solver, after each "
+                          "product) saves progress; rerun to resume (default: none)")
+    fit.add_argument("--exact", action="store_true",
+                     help="exact kernel PCA (ExactKernelPCA), no landmarks: the n x n matrix "
+                          "while it fits in memory, matrix-free beyond (then --n-components "
+                          "must be an int); --dtype is then the precision of its kernel tiles")
+    fit.add_argument("--eigen-solver", choices=EIGEN_SOLVERS, default="auto",
+                     help="with --exact: 'dense' (the n x n matrix), 'matrix-free' (products "
+                          "with it, one pass over the data each) or 'auto' (default: auto)")
     fit.add_argument("--overwrite", action="store_true", help="replace an existing model")
     _add_input_options(fit)
     _add_compute_options(fit)

@@ -28,6 +28,8 @@ def summary(model, path: str | os.PathLike) -> dict:
     from .. import __version__
     from ..model.provenance import recorded_rows
 
+    if "model_" not in model.__dict__:
+        return _exact_summary(model, path)
     ratio = np.asarray(model.explained_variance_ratio_)
     return {
         "model": os.fspath(path),
@@ -58,6 +60,48 @@ def summary(model, path: str | os.PathLike) -> dict:
         "field": _field(model.model_.layout),
         "rotation": _rotation(model.model_.rotation),
     }
+
+
+def _exact_summary(model, path) -> dict:
+    """:func:`summary` of an ExactKernelPCA."""
+    from .. import __version__
+
+    ratio = np.asarray(model.explained_variance_ratio_)
+    return {
+        "model": os.fspath(path),
+        "kpca_dask_version": __version__,
+        "estimator": "ExactKernelPCA",
+        "kernel": model.kernel_,
+        "kernel_params": model.kernel_params_,
+        "eigen_solver": model.eigen_solver_,
+        "dtype": model.dtype if model.eigen_solver_ == "matrix-free" else "float64",
+        "n_products": model.__dict__.get("n_products_"),
+        "n_components": int(model.n_components_),
+        "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
+        "explained_variance_ratio": ratio.tolist(),
+        "explained_variance_total": float(ratio.sum()),
+        "eigenvalue_residuals": _residuals(model),
+        "n_samples_fit": int(model.n_samples_fit_),
+        "n_features_in": int(model.n_features_in_),
+        "field": _field(model.__dict__.get("feature_layout_")),
+    }
+
+
+def _exact_rows(s: dict) -> list[tuple[str, str]]:
+    """The lines :func:`print_summary` prints for an ExactKernelPCA."""
+    products = (f", {s['n_products']} products with J K J ({s['dtype']} tiles)"
+                if s.get("n_products") is not None else "")
+    residuals = ("not computed (the dense solver's eigendecomposition)"
+                 if s["eigenvalue_residuals"] is None else _certificate(s, "J K J"))
+    return [("solver", f"exact, {s['eigen_solver']}{products}"),
+            ("trained on", f"n = {s['n_samples_fit']} rows x {s['n_features_in']} features "
+                           "(copied into the model file)"),
+            ("components", f"{s['n_components']}, explaining "
+                           f"{100 * s['explained_variance_total']:.2f} % of the variance"),
+            ("eigenvalues", _short_list(s["eigenvalues"])),
+            ("explained", _short_list(s["explained_variance_ratio"])),
+            ("residuals", residuals),
+            ("inverse", "no: exact kernel PCA learns no pre-image map")]
 
 
 def _rotation(rotation) -> dict | None:
@@ -113,14 +157,14 @@ def _residuals(model) -> list | None:
     return None if residuals is None else np.asarray(residuals).tolist()
 
 
-def _certificate(s: dict) -> str:
+def _certificate(s: dict, operator: str = "M") -> str:
     residuals, eigenvalues = s.get("eigenvalue_residuals"), s["eigenvalues"]
     if residuals is None:
         return "not recorded (a model saved before kpca-dask recorded it)"
     top = max(eigenvalues, default=0.0)
     worst = max(residuals, default=0.0)
     relative = f"{worst / top:.1e} of the largest eigenvalue" if top > 0 else f"{worst:.1e}"
-    return f"|M v - lambda v| <= {relative}"
+    return f"|{operator} v - lambda v| <= {relative}"
 
 
 def _trace_error(s: dict) -> str:
@@ -149,6 +193,13 @@ def print_summary(s: dict) -> None:
 
     params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in s["kernel_params"].items())
+    if s.get("estimator") == "ExactKernelPCA":
+        rows = [("kernel", f"{s['kernel']}({params})"), *_exact_rows(s)]
+        if s.get("field"):
+            rows[3:3] = _field_rows(s["field"])
+        for label, text in rows:
+            print(f"{label:<12} {text}")
+        return
     rows = [
         ("kernel", f"{s['kernel']}({params})"),
         ("landmarks", f"m = {s['n_landmarks']} ({s['landmarks']}), rank {s['landmark_rank']}, "

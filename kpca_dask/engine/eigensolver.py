@@ -36,13 +36,14 @@ probes, and the estimate's standard error.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy import linalg
 
-__all__ = ["Eigenpairs", "leading_eigenpairs", "estimate_trace", "DEFAULT_TOL"]
+__all__ = ["Eigenpairs", "KrylovState", "leading_eigenpairs", "estimate_trace", "DEFAULT_TOL"]
 
 #: Residual tolerance, relative to the largest eigenvalue: embeddings agree with
 #: a dense eigendecomposition's to ~tol / (relative gap).
@@ -67,13 +68,15 @@ class Eigenpairs:
     basis: np.ndarray  # the last Krylov basis B (size, K), orthonormal
     basis_trace: float  # trace(B^T M B)
     products: int  # columns M was applied to, in all
+    passes: int = 0  # calls of the operator, in all
     converged: bool = True  # False: stopped because finishing would pass the budget
 
 
 def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = DEFAULT_TOL,
                        seed: int = 0, oversample: int | None = None, depth: int = 12,
                        max_cycles: int = 60, start: np.ndarray | None = None,
-                       budget: float | None = None) -> Eigenpairs:
+                       budget: float | None = None, state: KrylovState | None = None,
+                       on_product: Callable[[KrylovState], None] | None = None) -> Eigenpairs:
     """The ``count`` leading eigenpairs of the symmetric ``size`` x ``size`` operator ``apply``.
 
     Parameters
@@ -98,6 +101,13 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         The most columns M may be applied to in all (None: no limit). The solver
         stops with ``converged=False`` as soon as its residuals' rate of fall
         predicts that it would pass this (module docstring).
+    state : KrylovState, optional
+        Where an earlier call with the same arguments was after one of its
+        products (as ``on_product`` received it): the method goes on from there
+        and ends as that call would have.
+    on_product : callable, optional
+        Called with the :class:`KrylovState` after each product, e.g. to save it
+        (a product can cost a pass over the data).
 
     Examples
     --------
@@ -105,24 +115,22 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
     >>> pairs = leading_eigenpairs(lambda V: M @ V, 100, 3)
     >>> pairs.values.round(8).tolist(), bool(pairs.residuals.max() < 1e-9)
     ([100.0, 99.0, 98.0], True)
-
-    A cluster of 300 eigenvalues within 10^-6 of each other converges a few
-    percent a cycle; with a budget the solver gives up early:
-
-    >>> flat = np.diag(1.0 + 1e-6 * np.linspace(1.0, 0.0, 300))
-    >>> pairs = leading_eigenpairs(lambda V: flat @ V, 300, 3, budget=300)
-    >>> pairs.converged, bool(pairs.products <= 300)
-    (False, True)
     """
     block = min(size, count + (max(10, count // 2) if oversample is None else oversample))
     depth = max(2, min(depth, size // block))
-    basis = _orthonormal_start(size, block, seed, start)
-    images = apply(basis)
-    best, stalled, products, history, converged = np.inf, 0, block, [], True
-    for _ in range(max_cycles):
-        before = basis.shape[1]
-        basis, images = _krylov(apply, basis, images, block, depth)
-        products += basis.shape[1] - before
+    report = on_product or (lambda _: None)
+    if state is None:
+        basis = _orthonormal_start(size, block, seed, start)
+        state = KrylovState([basis], [apply(basis)], products=block, passes=1)
+        report(state)
+    converged = True
+    while True:
+        before = state.products
+        state = _krylov(apply, state, block, depth, report)
+        per_cycle = state.products - before
+        basis, images = np.hstack(state.blocks), np.hstack(state.images)
+        # The blocks live on in basis and images alone: one copy of the n x K arrays held.
+        state = dataclasses.replace(state, blocks=[], images=[])
         H = basis.T @ images
         # M is symmetric, so H = B^T M B would be too but for the rounding of the
         # products: its asymmetry is the floor the residuals can reach.
@@ -133,29 +141,33 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         # known, start the next cycle; the residuals of the best b extend it.
         keep = min(2 * block, theta.size)
         U, MU = basis @ Y[:, :keep], images @ Y[:, :keep]
+        del images
         residuals = np.linalg.norm(MU[:, :count] - U[:, :count] * theta[:count], axis=0)
         scale = max(abs(theta[0]), np.finfo(float).tiny)
         worst = residuals.max(initial=0.0) / scale
+        cycles = state.cycles + 1
         target = max(tol, floor / scale)
         # The whole space at once: then Rayleigh-Ritz is exact.
         if worst <= target or basis.shape[1] >= size:
             break
         # Past the rounding floor of the products the residual stops falling.
-        stalled = stalled + 1 if worst > 0.9 * best else 0
-        best = min(best, worst)
-        if stalled >= _PATIENCE:
+        stalled = state.stalled + 1 if worst > 0.9 * state.best else 0
+        if stalled >= _PATIENCE or cycles >= max_cycles:
+            basis = U if cycles >= max_cycles and stalled < _PATIENCE else basis
             break
-        history.append(worst)
-        if budget is not None and _past_budget(history, target, products,
-                                               basis.shape[1] - before, budget):
+        history = state.history + (worst,)
+        if budget is not None and _past_budget(history, target, state.products, per_cycle,
+                                               budget):
             converged = False
             break
-        basis, images = U, MU
-    return Eigenpairs(theta[:count], U[:, :count], residuals, basis,
-                      float(np.trace(H)), products, converged)
+        state = KrylovState([U], [MU], best=min(state.best, worst), stalled=stalled,
+                            products=state.products, passes=state.passes, cycles=cycles,
+                            history=history)
+    return Eigenpairs(theta[:count], U[:, :count], residuals, basis, float(np.trace(H)),
+                      state.products, passes=state.passes, converged=converged)
 
 
-def _past_budget(history: list, target: float, products: int, per_cycle: int,
+def _past_budget(history: tuple, target: float, products: int, per_cycle: int,
                  budget: float) -> bool:
     """Whether finishing would apply M to more than ``budget`` columns in all.
 
@@ -178,6 +190,29 @@ def _past_budget(history: list, target: float, products: int, per_cycle: int,
     return products + remaining * per_cycle > budget
 
 
+@dataclass
+class KrylovState:
+    """Where :func:`leading_eigenpairs` is between two products: enough to go on from there.
+
+    ``blocks`` are the orthonormal blocks of the cycle's Krylov basis (the
+    restart block first) and ``images`` their products with M; ``best`` the
+    least worst relative residual of the cycles so far and ``stalled`` the
+    cycles since it last fell by a tenth; ``products`` counts the columns M was
+    applied to, ``passes`` the calls of the operator, ``cycles`` the
+    Rayleigh-Ritz steps made, ``history`` the worst relative residual of each (what a
+    ``budget`` predicts from; checkpoints, whose solves have no budget, do not keep it).
+    """
+
+    blocks: list
+    images: list
+    best: float = np.inf
+    stalled: int = 0
+    products: int = 0
+    passes: int = 0
+    cycles: int = 0
+    history: tuple = ()
+
+
 def _orthonormal_start(size: int, block: int, seed: int, start) -> np.ndarray:
     Q = np.random.default_rng(seed).standard_normal((size, block))
     if start is not None and start.size:
@@ -185,15 +220,14 @@ def _orthonormal_start(size: int, block: int, seed: int, start) -> np.ndarray:
     return np.linalg.qr(Q)[0]
 
 
-def _krylov(apply: Operator, basis: np.ndarray, images: np.ndarray, block: int,
-            depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """``basis`` (orthonormal, with its ``images`` M basis) extended by up to ``depth - 1``
-    blocks of Krylov directions, each grown from the image of the last block's first
-    ``block`` columns; returns the basis B and M B."""
-    blocks, products = [basis], [images]
-    grow = images[:, :block]
-    for _ in range(depth - 1):
-        B = np.hstack(blocks)
+def _krylov(apply: Operator, state: KrylovState, block: int, depth: int,
+            report: Callable[[KrylovState], None]) -> KrylovState:
+    """``state``'s basis extended to ``depth`` blocks of Krylov directions (or until none is
+    left), each grown from the image of the block before (of the restart block: its first
+    ``block`` columns), ``report`` called after each product."""
+    while len(state.blocks) < depth:
+        grow = state.images[0][:, :block] if len(state.blocks) == 1 else state.images[-1]
+        B = np.hstack(state.blocks)
         new = grow
         for _ in range(2):  # twice is enough (Giraud et al., 2005)
             new = new - B @ (B.T @ new)
@@ -205,10 +239,14 @@ def _krylov(apply: Operator, basis: np.ndarray, images: np.ndarray, block: int,
         if not Qn.shape[1] or B.shape[1] + Qn.shape[1] > B.shape[0]:
             break
         Qn, _ = np.linalg.qr(Qn - B @ (B.T @ Qn))
-        blocks.append(Qn)
-        grow = apply(Qn)
-        products.append(grow)
-    return np.hstack(blocks), np.hstack(products)
+        del B
+        image = apply(Qn)
+        state = dataclasses.replace(state, blocks=state.blocks + [Qn],
+                                    images=state.images + [image],
+                                    products=state.products + Qn.shape[1],
+                                    passes=state.passes + 1)
+        report(state)
+    return state
 
 
 def estimate_trace(apply: Operator, pairs: Eigenpairs, *, probes: int = 64,

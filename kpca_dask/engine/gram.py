@@ -103,7 +103,9 @@ def refuse_gram_beyond_memory(n: int, X: da.Array) -> None:
         raise InsufficientMemoryError(
             f"Exact kernel PCA of {n} samples needs the {n} x {n} kernel matrix in memory: "
             f"{format_bytes(needed)} as float64, plus a panel of the data, more than "
-            f"{budget.describe()}. Use kpca_dask.KernelPCA (Nyström, memory O(m^2)) instead.")
+            f"{budget.describe()}. Use ExactKernelPCA(eigen_solver='matrix-free') (the same "
+            "eigenpairs, the matrix never held) or kpca_dask.KernelPCA (Nyström, memory "
+            "O(m^2)) instead.")
 
 
 def gram_by_panels(X: da.Array, kernel, params: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,9 @@
-"""Exact kernel PCA on the full n x n Gram matrix (docs/design.md §1), for small n.
+"""Exact kernel PCA (docs/design.md §1): the reference the Nyström estimator is tested against.
 
-O(n^2) memory and O(n^3) time: this is the reference the Nyström estimator is
-tested against, not a tool for large data.
+The dense solver holds the n x n Gram matrix (O(n^2) memory, O(n^3) time); the
+matrix-free one (docs/design.md §13) finds the leading eigenpairs from
+products with the centred kernel matrix, one pass over the rows each, in
+memory O(n q) and tiles.
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.kernels import canonical_kernel_name, kernel_diagonal, pairwise_kernel
-from ..blocks.row_pair_kernels import block_kernel
+from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
 from ..engine.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..engine.gram import cross_kernel_by_panels
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, NotInvertibleError
 from ..io.labelled import label_embedding, label_rows
 from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
+from ..model.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
+from ..model.exact_model import applied
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
     centre_in_place,
@@ -34,21 +37,26 @@ from ..model.kernel_matrices import (
     symmetrise_in_place,
 )
 from ..model.outputs import one_sample_of
-from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
+from ..storage.exact_files import save_exact
 from ..validation import check_n_features
 
 __all__ = ["ExactKernelPCA"]
 
 
 class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
-    """Exact kernel PCA through the centred Gram matrix (small n only).
+    """Exact kernel PCA: the leading eigenpairs of the centred Gram matrix.
 
-    Builds the full n x n kernel matrix K in float64, centres it as
-    K~ = J K J with J = I - 11^T / n, and keeps the leading eigenpairs
-    (docs/design.md §1). Memory is O(n^2) and time O(n^3): use
-    :class:`~kpca_dask.KernelPCA` for more than a few thousand rows.
+    The dense solver builds the full n x n kernel matrix K in float64, centres
+    it as K~ = J K J with J = I - 11^T / n, and eigendecomposes it
+    (docs/design.md §1): memory O(n^2), time O(n^3). The matrix-free solver
+    (docs/design.md §13) never forms K: it finds the leading q eigenpairs of
+    J K J by a block Krylov method whose every product is one pass over pairs
+    of row panels on Dask, each kernel tile made once and dropped, and
+    certifies each eigenpair by its residual. Use :class:`~kpca_dask.KernelPCA`
+    (Nyström) when an approximation will do.
 
     Parameters
     ----------
@@ -66,9 +74,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         :meth:`fit` takes the n x n kernel matrix of the training points and
         :meth:`transform` the (n_new, n) kernel matrix of new points against
         them, as in scikit-learn.
-    gamma : float or None, default=None
+    gamma : float, {"median", "scale"} or None, default=None
         Kernel coefficient of rbf, laplacian, matern, polynomial and sigmoid;
-        None means ``1 / n_features``.
+        None means ``1 / n_features``; a rule is resolved as
+        :class:`~kpca_dask.KernelPCA` resolves it, from a sample of the rows
+        drawn with seed 0.
     degree : int, default=3
         Degree of the polynomial kernel, a whole number >= 1.
     coef0 : float, default=1.0
@@ -86,21 +96,44 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     weights : DataArray, 1-D array or None, default=None
         Multiplies the features before the kernel (see
         :class:`~kpca_dask.KernelPCA`).
+    eigen_solver : {"auto", "dense", "matrix-free"}, default="auto"
+        "dense" eigendecomposes the Gram matrix; "matrix-free" finds an int
+        ``n_components`` leading eigenpairs from products with J K J, one pass
+        over the rows each (docs/design.md §13), in memory O(n q) beside
+        kernel tiles; "auto" is dense while its n x n matrices fit the memory
+        available (:func:`~kpca_dask.model.exact_fitting.dense_fits`), and
+        matrix-free beyond.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the matrix-free solver's kernel tiles (their products are
+        summed in float64). The dense solver works in float64 whatever this is.
 
     Attributes
     ----------
     eigenvalues_ : ndarray of shape (``n_components_``,)
         Eigenvalues of the centred Gram matrix J K J, descending.
-    eigenvectors_ : ndarray of shape (n_samples, ``n_components_``)
+    eigenvectors_ : ndarray or dask array of shape (n_samples, ``n_components_``)
         The matching unit eigenvectors A_q, each with its largest-magnitude
-        entry positive.
+        entry positive: a dask array chunked like the row panels for the
+        matrix-free solver (and for a loaded model).
     explained_variance_ratio_ : ndarray of shape (``n_components_``,)
-        Each eigenvalue over the sum of the positive ones.
+        Each eigenvalue over the sum of the positive ones (for the matrix-free
+        solver over trace(J K J), the sum of them all: the same for a positive
+        semi-definite kernel).
     explained_variance_, total_variance_
         As :class:`~kpca_dask.KernelPCA`'s (eofs' ``eigenvalues`` and
         ``totalAnomalyVariance``); :meth:`north_errors` as well.
     n_components_ : int
         Number of components kept.
+    eigen_solver_ : str
+        The solver that ran: "dense" or "matrix-free".
+    eigenvalue_residuals_ : ndarray of shape (``n_components_``,)
+        The matrix-free solve's certificate: ``|J K J v_j - lambda_j v_j|`` for
+        each component; an eigenvalue is within residual^2 / gap of the exact
+        one, an eigenvector within residual / gap. Absent for the dense solver.
+    n_products_ : int
+        Products with J K J the matrix-free solve made (passes over the rows),
+        in all (with those of a checkpoint it went on from). Absent for the
+        dense solver.
     kernel_ : str or callable
         The kernel used, aliases resolved.
     kernel_params_ : dict
@@ -109,7 +142,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         The training data (float64; CSR for sparse input), needed by
         :meth:`transform`. Lazy input (dask, Zarr, xarray) stays lazy: the
         Gram matrix is summed over its feature chunks in one read (T-mode,
-        docs/design.md §12), and :meth:`transform` reads it once more.
+        docs/design.md §12), and :meth:`transform` reads it once more. For the
+        matrix-free solver, a dask array cut into row panels, which
+        :meth:`transform` reads one panel per task.
         Absent for ``kernel="precomputed"``, whose matrix is decomposed in
         place in one n x n buffer and not kept.
     n_samples_fit_ : int
@@ -134,6 +169,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     (50, 2)
     >>> kpca.transform(X[:5]).shape
     (5, 2)
+    >>> free = ExactKernelPCA(n_components=2, gamma=0.5, eigen_solver="matrix-free").fit(X)
+    >>> bool(np.allclose(free.eigenvalues_, kpca.eigenvalues_, rtol=1e-9))
+    True
     """
 
     def __init__(
@@ -148,6 +186,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         remove_zero_eig: bool = False,
         sample_dim: str | None = None,
         weights=None,
+        eigen_solver: str = "auto",
+        dtype: str = "float64",
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -158,9 +198,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         self.remove_zero_eig = remove_zero_eig
         self.sample_dim = sample_dim
         self.weights = weights
+        self.eigen_solver = eigen_solver
+        self.dtype = dtype
 
-    def fit(self, X: ArrayLike, y: None = None) -> ExactKernelPCA:
-        """Eigendecompose the centred Gram matrix of ``X``.
+    def fit(self, X: ArrayLike, y: None = None, *, checkpoint=None) -> ExactKernelPCA:
+        """The leading eigenpairs of the centred Gram matrix of ``X``.
 
         Parameters
         ----------
@@ -172,6 +214,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             not fit. With ``kernel="precomputed"``, the kernel matrix of
             shape (n_samples, n_samples).
         y : ignored
+        checkpoint : str or path-like, optional
+            A Zarr group (local path or fsspec URL) where the matrix-free solver
+            saves its state after every product; a later fit with the same data
+            and parameters goes on from there (:mod:`kpca_dask.model.exact_checkpoint`).
+            The dense solver, which makes no products, does not use it.
 
         Returns
         -------
@@ -191,17 +238,18 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         given = in_memory_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
                                     precomputed=self.kernel == PRECOMPUTED)
         layout = given.layout
+        solver = chosen_solver(self.eigen_solver, given, self.kernel, self.n_components)
+        if solver == "matrix-free":
+            fitted = fit_matrix_free(given, self.get_params(deep=False), checkpoint=checkpoint)
+            vars(self).update(fitted.attributes())
+            return self._finished(layout)
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
             kernel, params, K = PRECOMPUTED, {}, kernel_matrix_buffer(given)
             X, lazy = None, False
         else:
-            kernel = block_kernel(canonical_kernel_name(self.kernel), given.data.shape[1],
-                                  self.kernel_params)
-            params = resolve_kernel_params(
-                kernel, given.data.shape[1], gamma=self.gamma, degree=self.degree,
-                coef0=self.coef0, kernel_params=self.kernel_params)
+            kernel, params = exact_kernel(self.get_params(deep=False), given.data)
             X, lazy, K = points_gram(given.data, given.is_lazy, kernel, params)
         n = K.shape[0]
         symmetrise_in_place(K)
@@ -238,9 +286,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             self.__dict__.pop("X_fit_", None)
         self.n_samples_fit_ = n
         self.n_features_in_ = n if X is None else X.shape[1]
-        self._keep_layout(layout)
-        self.__dict__.pop("rotation_", None)  # kpca_dask.rotate's, of the old components
-        return self
+        self.eigen_solver_ = "dense"
+        return self._finished(layout)
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
@@ -251,6 +298,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         """
         self.fit(X)
         Y = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
+        if self.eigen_solver_ == "matrix-free" and not self._lazy_input(X):
+            Y = np.asarray(Y)  # A_q is in this process's memory: nothing is read
         like = labels_of(self._layout(), X, precomputed=self.kernel_ == PRECOMPUTED)
         return Y if like is None else label_embedding(Y, like, self._output_attrs())
 
@@ -273,6 +322,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         pcscaling = check_scaling(pcscaling, "pcscaling")
+        if "_exact_model" in self.__dict__:
+            Y = applied(self._exact_model, self, X, "transform", self._output_attrs())
+            return scaled_scores(Y, self.explained_variance_, pcscaling)
         rows = self._input_rows(X)
         Y = scaled_scores(self._transform_rows(rows.data), self.explained_variance_, pcscaling)
         return Y if rows.like is None else one_sample_of(
@@ -284,8 +336,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         warning's stack level).
 
         Each task projects whole rows (k(x, X_fit) of its block), so data chunked
-        along the features are joined into whole rows here, with a warning.
+        along the features are joined into whole rows here, with a warning (for a
+        matrix-free model, whose tasks take panels of the training rows, without).
         """
+        if "_exact_model" in self.__dict__:  # by panels of training rows: whole rows
+            return self._exact_model.transform(X)
         if X.numblocks[1] > 1:
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
@@ -337,6 +392,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
+        if "_exact_model" in self.__dict__:
+            return applied(self._exact_model, self, X, "reconstruction_error")
         rows = self._input_rows(X)
         like = rows.like
         Kx, diagonal = self._kernel_rows_of(rows.data)
@@ -355,6 +412,47 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
                         dtype=np.float64)
         return Kx, np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
                               dtype=np.float64)
+
+    def inverse_transform(self, Y: ArrayLike):
+        """Not available: exact kernel PCA learns no map back to the input space.
+
+        Raises
+        ------
+        NotInvertibleError
+            Always; :class:`~kpca_dask.KernelPCA` with ``fit_inverse_transform=True``
+            learns the pre-image map (docs/design.md §6), and with
+            ``n_landmarks`` equal to the number of rows its embedding is this one.
+
+        Examples
+        --------
+        >>> X = np.random.default_rng(0).normal(size=(20, 2))
+        >>> ExactKernelPCA(n_components=2).fit(X).inverse_transform(X)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        kpca_dask.errors.NotInvertibleError: ExactKernelPCA has no pre-image map...
+        """
+        check_is_fitted(self)
+        raise NotInvertibleError(
+            "ExactKernelPCA has no pre-image map, so it cannot inverse_transform. Fit "
+            "KernelPCA(..., fit_inverse_transform=True) instead (with n_landmarks equal to the "
+            "number of rows its embedding is the exact one; fewer approximate it).")
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Save the fitted model, its training rows included, as a Zarr group (no pickle).
+
+        See :func:`kpca_dask.storage.exact_files.save_exact`; read it back with
+        :func:`kpca_dask.load`.
+
+        Examples
+        --------
+        >>> import tempfile, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(60, 3))
+        >>> kpca = ExactKernelPCA(n_components=2, gamma=0.5).fit(X)
+        >>> path = kpca.save(tempfile.mkdtemp() + "/exact.zarr")
+        >>> bool(np.allclose(kpca_dask.load(path).transform(X[:5]), kpca.transform(X[:5])))
+        True
+        """
+        return save_exact(self, path, overwrite=overwrite, storage_options=storage_options)
 
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
@@ -387,10 +485,17 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 
-    def _keep_layout(self, layout) -> None:
+    def _finished(self, layout) -> ExactKernelPCA:
+        """The end of a fit: the field's layout kept, and what an earlier fit of the other
+        solver or kpca_dask.rotate (of the old components) left dropped."""
+        if self.eigen_solver_ == "dense":
+            for name in ("_exact_model", "eigenvalue_residuals_", "n_products_"):
+                self.__dict__.pop(name, None)
+        self.__dict__.pop("rotation_", None)
         self.__dict__.pop("feature_layout_", None)
         if layout is not None:
             self.feature_layout_ = layout
+        return self
 
     def _output_attrs(self) -> dict:
         kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"
@@ -399,6 +504,10 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     def _layout(self):
         """The fitted layout of the features, or None."""
         return self.__dict__.get("feature_layout_")
+
+    def _lazy_input(self, X) -> bool:
+        """Whether ``X`` is lazy input (dask, Zarr, a path, a dask-backed DataArray)."""
+        return method_input(self, self._layout(), X).is_lazy
 
     def _input_rows(self, X):
         """``X`` as rows of the fitted features, held in memory unless the training rows are

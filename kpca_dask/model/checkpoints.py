@@ -71,7 +71,7 @@ from .checkpoint_files import (
 from .checks import damaged
 from .fingerprints import recorded
 
-__all__ = ["FitCheckpoint"]
+__all__ = ["FitCheckpoint", "opened_checkpoint", "identity_differences"]
 
 FORMAT = "kpca-dask-checkpoint"
 FORMAT_VERSION = 4
@@ -132,30 +132,8 @@ class FitCheckpoint:
         location = store_location(path)
         if not location.exists():
             return cls(where, identity, _location=location)
-        not_a_checkpoint = CheckpointMismatchError(
-            "exists and is not a kpca-dask checkpoint. Pass a new path for the checkpoint, "
-            "or delete this one if it is not needed.")
-        try:
-            group = zarr.open_group(location.url, mode="r+", **location.zarr_kwargs())
-        except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
-            raise not_a_checkpoint from None
-        meta = group.attrs.get(_ATTRIBUTE)
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise not_a_checkpoint
-        version = meta.get("format_version")
-        if isinstance(version, bool) or version not in READABLE_VERSIONS:
-            raise ModelFormatError(
-                f"the checkpoint has format version {version!r}; this kpca-dask "
-                f"reads versions {', '.join(map(str, READABLE_VERSIONS))}. Finish the fit with "
-                "the version that wrote it, or delete the checkpoint and start again.")
-        if not isinstance(meta.get("identity"), dict):
-            raise damaged("it records no identity of its fit", "checkpoint")
-        differences = _differences(meta["identity"], identity)
-        if differences:
-            raise CheckpointMismatchError(
-                "the checkpoint belongs to a different fit and cannot be resumed: "
-                + "; ".join(differences) + ". Fit with the same data and parameters, or "
-                "use a new checkpoint path (or delete this one) to start afresh.")
+        group, meta = opened_checkpoint(location, _ATTRIBUTE, FORMAT, READABLE_VERSIONS,
+                                        identity)
         checkpoint = cls(where, identity, _group=group, _location=location)
         arrays = read_landmark_arrays(group, meta)  # checked: a resumed fit uses them
         if meta.get("landmarks_written"):
@@ -303,12 +281,61 @@ def _usable(total: PassStatistics | None) -> bool:
         np.isfinite(total.gram.sum(axis=0)).all() and np.isfinite(total.diagonal_sum))
 
 
-def _differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+def opened_checkpoint(location, attribute: str, format_name: str, versions: tuple[int, ...],
+                      identity: dict, kind: str = "") -> tuple[zarr.Group, dict]:
+    """The checkpoint group at ``location`` (a StoreLocation that exists) and its
+    ``attribute``, checked: a checkpoint of ``format_name`` (``kind`` says of what, for the
+    message), of one of ``versions``, written by the fit ``identity`` describes.
+
+    Raises
+    ------
+    CheckpointMismatchError
+        Something else is there, or a checkpoint of another fit (its differences named).
+    ModelFormatError
+        A version this kpca-dask does not read, or no identity recorded.
+    """
+    not_a_checkpoint = CheckpointMismatchError(
+        f"exists and is not a kpca-dask checkpoint{kind}. Pass a new path for the checkpoint, "
+        "or delete this one if it is not needed.")
+    try:
+        group = zarr.open_group(location.url, mode="r+", **location.zarr_kwargs())
+    except (FileNotFoundError, zarr.errors.BaseZarrError, ValueError):
+        raise not_a_checkpoint from None
+    meta = group.attrs.get(attribute)
+    if not isinstance(meta, dict) or meta.get("format") != format_name:
+        raise not_a_checkpoint
+    version = meta.get("format_version")
+    if isinstance(version, bool) or version not in versions:
+        raise ModelFormatError(
+            f"the checkpoint has format version {version!r}; this kpca-dask reads "
+            f"version{'s' if len(versions) > 1 else ''} {', '.join(map(str, versions))}. "
+            "Finish the fit with the version that wrote it, or delete the checkpoint and "
+            "start again.")
+    if not isinstance(meta.get("identity"), dict):
+        raise damaged("it records no identity of its fit", "checkpoint")
+    differences = identity_differences(meta["identity"], identity)
+    if differences:
+        raise CheckpointMismatchError(
+            "the checkpoint belongs to a different fit and cannot be resumed: "
+            + "; ".join(differences) + ". Fit with the same data and parameters, or "
+            "use a new checkpoint path (or delete this one) to start afresh.")
+    return group, meta
+
+
+def identity_differences(stored: dict, current: dict, prefix: str = "") -> list[str]:
+    """How the identity a checkpoint recorded differs from the current fit's, key by key.
+
+    Examples
+    --------
+    >>> identity_differences({"kernel": "rbf", "dtype": "float64"}, {"kernel": "linear",
+    ...                                                             "dtype": "float64"})
+    ['kernel is "rbf" in the checkpoint but "linear" now']
+    """
     found = []
     for key in sorted(set(stored) | set(current)):
         a, b = stored.get(key), current.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
-            found += _differences(a, b, f"{prefix}{key}.")
+            found += identity_differences(a, b, f"{prefix}{key}.")
         elif a != b:
             found.append(f"{prefix}{key} is {_short(a)} in the checkpoint but {_short(b)} now")
     return found

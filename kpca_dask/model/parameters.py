@@ -37,7 +37,8 @@ from ..landmarks.strategies import landmark_strategy_names
 from ..validation import is_count, is_finite_real, is_real
 from .inputs import weights_allowed
 
-__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "check_params", "DEFAULT_RCOND",
+__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "EIGEN_SOLVERS", "check_params",
+           "DEFAULT_RCOND",
            "rcond_for",
            "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
 
@@ -212,11 +213,18 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
 })
 
 
-#: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes.
+#: The values of ``ExactKernelPCA(eigen_solver=...)`` (docs/design.md §13).
+EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
+
+#: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes,
+#: and its own solver's.
 EXACT_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
-    name: CONSTRAINTS[name] for name in ("n_components", "kernel", "gamma", "degree", "coef0",
-                                         "kernel_params", "remove_zero_eig", "sample_dim",
-                                         "weights")})
+    **{name: CONSTRAINTS[name] for name in ("n_components", "kernel", "gamma", "degree", "coef0",
+                                            "kernel_params", "remove_zero_eig", "sample_dim",
+                                            "weights", "dtype")},
+    "eigen_solver": Constraint(lambda v: isinstance(v, str) and v in EIGEN_SOLVERS,
+                               f"one of {', '.join(map(repr, EIGEN_SOLVERS))}"),
+})
 
 
 def check_params(params: Mapping[str, Any], *,

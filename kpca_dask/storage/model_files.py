@@ -83,7 +83,7 @@ from ..model.statistics_files import (
 )
 from .model_entries import REQUIRED_ARRAYS, file_entries, model_from_entries, required_attributes
 
-__all__ = ["save_model", "load_model", "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "stored_estimator", "saved_params", "FORMAT_VERSION"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3
@@ -134,12 +134,7 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
             f"A model with a callable kernel ({getattr(model.kernel_, '__name__', model.kernel_)})"
             " cannot be saved: a model file holds data only, never code. Use a named kernel "
             "(e.g. kernel='rbf') to save the model.")
-    params, unsaved = {}, []
-    for name, value in model.get_params(deep=False).items():
-        try:
-            params[name] = jsonable(value)
-        except TypeError:
-            unsaved.append(name)
+    params, unsaved = saved_params(model)
     arrays, fitted = file_entries(model.model_)
     stats = live_statistics(model.model_, "save")
     digests = {}
@@ -176,6 +171,27 @@ def save_model(model: BaseEstimator, path: PathOrURL, *, overwrite: bool = False
     return written
 
 
+def saved_params(estimator: BaseEstimator) -> tuple[dict, list[str]]:
+    """The constructor parameters a model file holds (those JSON can hold) and the names of
+    the others (e.g. a numpy Generator seed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> params, unsaved = saved_params(KernelPCA(random_state=np.random.default_rng(0)))
+    >>> params["n_landmarks"], unsaved
+    (1000, ['random_state'])
+    """
+    params, unsaved = {}, []
+    for name, value in estimator.get_params(deep=False).items():
+        try:
+            params[name] = jsonable(value)
+        except TypeError:
+            unsaved.append(name)
+    return params, unsaved
+
+
 def load_model(path: PathOrURL, estimator_class: type, *,
                storage_options: dict | None = None) -> BaseEstimator:
     """Read a model written by :func:`save_model` (or ``KernelPCA.save``).
@@ -207,6 +223,26 @@ def load_model(path: PathOrURL, estimator_class: type, *,
     where = os.fspath(path)
     with about(where):
         return _load(path, where, estimator_class, storage_options)
+
+
+def stored_estimator(path: PathOrURL, *, storage_options: dict | None = None) -> str | None:
+    """The estimator a model file says it holds (its ``estimator`` attribute), or None when
+    ``path`` holds no readable group (:func:`load_model` then says what is wrong).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from kpca_dask import KernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> path = KernelPCA(n_components=2, n_landmarks=20).fit(X).save(tempfile.mkdtemp() + "/m")
+    >>> stored_estimator(path)
+    'KernelPCA'
+    """
+    try:
+        group = open_group(path, storage_options=storage_options)
+    except (FileNotFoundError, ValueError):
+        return None
+    return group.attrs.get("estimator")
 
 
 def _load(path: PathOrURL, where: str, estimator_class: type,

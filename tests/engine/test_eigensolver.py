@@ -112,3 +112,31 @@ def test_a_budget_leaves_the_spectra_that_converge_as_they_were(name):
     budgeted = leading_eigenpairs(apply, 600, 10, budget=300)
     assert budgeted.converged and budgeted.products == free.products
     np.testing.assert_array_equal(budgeted.values, free.values)
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("stop_after", [1, 2, 4, 5, 9])
+def test_going_on_from_a_reported_state_ends_as_an_uninterrupted_run(stop_after):
+    """A run stopped after any product (the first, mid-cycle, at a cycle's end, just after
+    a restart, in a later cycle) and resumed from the state it reported gives the
+    uninterrupted result bitwise, with as many passes in all."""
+    M = _operator(SPECTRA["slow decay"])
+    # Small blocks and cycles of 4 products, so that the run restarts several times.
+    options = dict(oversample=2, depth=4)
+    whole = leading_eigenpairs(lambda V: M @ V, M.shape[0], 10, **options)
+    reported = []
+
+    def report(state):
+        reported.append(state)
+        if len(reported) == stop_after:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        leading_eigenpairs(lambda V: M @ V, M.shape[0], 10, on_product=report, **options)
+    resumed = leading_eigenpairs(lambda V: M @ V, M.shape[0], 10, state=reported[-1],
+                                 **options)
+    np.testing.assert_array_equal(resumed.values, whole.values)
+    np.testing.assert_array_equal(resumed.vectors, whole.vectors)
+    assert (resumed.products, resumed.passes) == (whole.products, whole.passes)
+    assert whole.passes > 9

@@ -47,6 +47,7 @@ BAD_VALUES = {
     "alpha": 0.0,
     "sample_dim": 0,
     "weights": "cos(lat)",
+    "eigen_solver": "arpack",
 }
 
 

@@ -1,0 +1,140 @@
+"""An exact kernel PCA model held by blocks of its training rows (docs/design.md §13).
+
+What :class:`~kpca_dask.ExactKernelPCA` keeps after a matrix-free fit (or
+reads from a model file): the training rows, the eigenvalues and
+eigenvectors, and three small terms of the centring. With S = A_q
+Lambda_q^{-1/2} (a zero column for a zero eigenvalue) and k = K 1, a new
+point projects as
+
+    y(x) = S^T k~(x) = sum_i k(x, x_i) S_i - (k(x)^T 1 / n) (1^T S) - (k^T S / n - g 1^T S),
+
+g = 1^T k / n^2 the mean of K: one pass over the training rows' panels for a
+block of new points (:func:`~kpca_dask.engine.matrix_free.cross_kernel`),
+O(n p) work per point, lazily. The same pass gives the reconstruction
+error (docs/design.md §6)::
+
+    e(x) = |phi(x) - phi_bar|^2 - |y(x)|^2,   |phi(x) - phi_bar|^2 = k(x, x) - 2 k(x)^T 1 / n + g.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask.array as da
+import numpy as np
+
+from .._parallel import computed
+from ..blocks.kernels import kernel_diagonal
+from ..engine.matrix_free import RowPanels, cross_kernel
+from ..io.labelled import label_embedding, label_rows
+from ..validation import check_n_features
+from .inputs import method_input
+from .outputs import one_sample_of
+
+__all__ = ["ExactModel", "scaled_vectors", "applied"]
+
+
+@dataclass(frozen=True)
+class ExactModel:
+    """The state an exact model transforms with, every n-sized part a dask array.
+
+    ``panels`` are the training rows (by panels) with their kernel;
+    ``eigenvectors`` A_q (n x q); ``weights`` S = A_q Lambda_q^{-1/2};
+    ``sums`` 1^T S, ``offset`` k^T S / n - g 1^T S (q each); ``grand_mean`` g.
+    """
+
+    panels: RowPanels
+    eigenvalues: np.ndarray
+    eigenvectors: da.Array
+    weights: da.Array
+    sums: np.ndarray
+    offset: np.ndarray
+    grand_mean: float
+
+    @property
+    def n_samples(self) -> int:
+        return self.panels.rows.shape[0]
+
+    @classmethod
+    def from_fit(cls, panels: RowPanels, eigenvalues: np.ndarray, eigenvectors: np.ndarray,
+                 row_sums: np.ndarray) -> "ExactModel":
+        """The model of eigenpairs found in memory, k = ``row_sums``: the centring terms are
+        computed here, once (docs/design.md §13)."""
+        n = eigenvectors.shape[0]
+        S = scaled_vectors(eigenvectors, eigenvalues)
+        sums = S.sum(axis=0)
+        grand_mean = float(row_sums.sum()) / n**2
+        chunks = (panels.rows.chunks[0], (S.shape[1],))
+        return cls(panels, eigenvalues, da.from_array(eigenvectors, chunks=chunks),
+                   da.from_array(S, chunks=chunks), sums, row_sums @ S / n - grand_mean * sums,
+                   grand_mean)
+
+    def _terms(self, X: da.Array) -> da.Array:
+        """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily."""
+        return cross_kernel(X, self.panels, self.weights)
+
+    def transform(self, X: da.Array) -> da.Array:
+        """The embedding of the rows ``X`` (dask, any row chunks), lazily, chunked like them."""
+        q = self.eigenvalues.size
+        return self._terms(X).map_blocks(
+            embedded_terms, n=self.n_samples, sums=self.sums, offset=self.offset,
+            chunks=(X.chunks[0], (q,)), dtype=np.float64, meta=np.empty((0, 0), np.float64))
+
+    def reconstruction_error(self, X: da.Array) -> da.Array:
+        """Squared feature-space distance of each row of ``X`` to the principal subspace."""
+        X = X.rechunk({1: -1})
+        diagonal = X.map_blocks(diagonal_of_rows, kernel=self.panels.kernel,
+                                params=self.panels.params, drop_axis=1, dtype=np.float64,
+                                meta=np.empty((0,), np.float64))
+        return da.map_blocks(errors_of_terms, self._terms(X), diagonal, n=self.n_samples,
+                             sums=self.sums, offset=self.offset, grand_mean=self.grand_mean,
+                             drop_axis=1, dtype=np.float64, meta=np.empty((0,), np.float64))
+
+
+def scaled_vectors(eigenvectors: np.ndarray, eigenvalues: np.ndarray) -> np.ndarray:
+    """S = A Lambda^{-1/2}, with a zero column for each zero eigenvalue.
+
+    Examples
+    --------
+    >>> scaled_vectors(np.ones((2, 2)), np.array([4.0, 0.0])).tolist()
+    [[0.5, 0.0], [0.5, 0.0]]
+    """
+    scale = np.zeros_like(eigenvalues)
+    positive = eigenvalues > 0
+    scale[positive] = 1.0 / np.sqrt(eigenvalues[positive])
+    return eigenvectors * scale
+
+
+def embedded_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarray
+                   ) -> np.ndarray:
+    """A block of :meth:`ExactModel.transform`: y = k S - (k 1 / n) 1^T S - offset."""
+    return terms[:, :-1] - np.outer(terms[:, -1] / n, sums) - offset
+
+
+def errors_of_terms(terms: np.ndarray, diagonal: np.ndarray, n: int, sums: np.ndarray,
+                    offset: np.ndarray, grand_mean: float) -> np.ndarray:
+    """A block of :meth:`ExactModel.reconstruction_error`."""
+    Y = embedded_terms(terms, n, sums, offset)
+    return diagonal - 2.0 * terms[:, -1] / n + grand_mean - np.einsum("ij,ij->i", Y, Y)
+
+
+def diagonal_of_rows(x: np.ndarray, kernel, params: dict) -> np.ndarray:
+    """k(x, x) of each row of a block, float64."""
+    return np.asarray(kernel_diagonal(np.asarray(x), kernel, **params), dtype=np.float64)
+
+
+def applied(model: ExactModel, estimator, X, method: str, attrs: dict | None = None):
+    """``model``'s ``transform`` or ``reconstruction_error`` of any input to ``estimator``:
+    lazy for lazy input (dask, Zarr, a path), numpy for input in memory, and for a DataArray
+    labelled like it (``attrs`` on an embedding)."""
+    layout = estimator.__dict__.get("feature_layout_")
+    rows = method_input(estimator, layout, X)
+    check_n_features(rows.data, model.panels.rows.shape[1], type(estimator).__name__)
+    result = getattr(model, method)(rows.data)
+    if not rows.is_lazy:
+        result = computed(result)
+    if rows.like is None:
+        return result
+    if method == "transform":
+        return one_sample_of(label_embedding(result, rows.like, attrs or {}), rows)
+    return one_sample_of(label_rows(result, rows.like, name=method), rows)

@@ -1,0 +1,260 @@
+"""Saving and loading :class:`~kpca_dask.ExactKernelPCA` models as Zarr groups (no pickle).
+
+An exact model transforms through every training row, so the file holds
+them: the rows are **copied** into the model's group, not kept by reference
+to the store they came from, so that a model file stands alone (the data may
+be moved, edited or deleted after the fit) and is checked as a whole when it
+is read. The cost is n p words of storage, as much as the data. Layout
+(``format_version`` 3 of "kpca-dask-model", ``estimator = "ExactKernelPCA"``)::
+
+    exact.zarr/
+      rows                      (n, p)  the training rows, in the dtype the fit read them in,
+                                        chunked by row panels (docs/design.md §13)
+      eigenvectors              (n, q)  float64, A_q, chunked like the rows
+      eigenvalues               (q,)    float64
+      explained_variance_ratio  (q,)    float64
+      eigenvalue_residuals      (q,)    float64, only for the matrix-free solver
+      centring                  (2, q)  float64, 1^T S and k^T S / n - g 1^T S (S = A_q Lambda^-1/2)
+      feature_kept, feature_weights     a field's kept positions and weights, when it has them
+      attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
+                         unsaved_params, checksums, and fitted: kernel_, kernel_params_,
+                         n_components_, n_samples_fit_, n_features_in_, eigen_solver_,
+                         n_products_, grand_mean (g, the mean of K), feature_layout_
+
+A model from either solver is saved the same way; a loaded one transforms by
+row panels (:class:`~kpca_dask.model.exact_model.ExactModel`), lazily. As for
+:mod:`kpca_dask.storage.model_files`: every chunk carries a crc32c checksum,
+every array and the attributes a digest, and loading checks them all (the
+large arrays are read once, panel by panel, for their digests), the
+parameters against the table a fit checks them with, and the shapes against
+each other. A callable kernel, scipy.sparse rows and ``kernel="precomputed"``
+(whose model holds no rows) cannot be saved.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dask.array as da
+import numpy as np
+import zarr
+from sklearn.utils.validation import check_is_fitted
+
+from .._json import jsonable
+from .._memory import memory_budget
+from .._version import __version__
+from ..blocks.kernels import canonical_kernel_name
+from ..blocks.sparse_rows import is_sparse
+from ..engine.matrix_free import RowPanels, panel_rows
+from ..errors import InvalidParameterError, ModelFormatError, about
+from ..io import PathOrURL, open_group, write_group
+from ..io.checksums import (
+    CHECKSUMS_ATTRIBUTE,
+    attributes_digest,
+    check_digests,
+    digest,
+    digest_of_rows,
+    read_checked,
+    recorded_digests,
+)
+from ..model.checks import damaged
+from ..model.exact_model import ExactModel, scaled_vectors
+from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from ..model.statistics_files import file_digest
+from .layout_files import layout_attribute, layout_from_attribute
+from .model_files import saved_params
+
+__all__ = ["save_exact", "load_exact", "ESTIMATOR"]
+
+ESTIMATOR = "ExactKernelPCA"
+FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 3
+_LARGE = ("rows", "eigenvectors")
+_SMALL = ("eigenvalues", "explained_variance_ratio", "centring")
+#: In this order: n, p, q.
+_SCALARS = ("n_components_", "n_features_in_", "n_samples_fit_")
+
+
+def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
+               storage_options: dict | None = None) -> str:
+    """Write a fitted ExactKernelPCA, its training rows included, to a Zarr group at ``path``.
+
+    Returns the path written. Raises :class:`~kpca_dask.errors.InvalidParameterError`
+    for a model that a file cannot hold (module docstring), and
+    :class:`~kpca_dask.errors.OutputExistsError` for an existing ``path``
+    without ``overwrite``.
+    """
+    check_is_fitted(estimator)
+    _check_savable(estimator)
+    model = estimator.__dict__.get("_exact_model") or _model_of_dense_fit(estimator)
+    arrays = {"rows": model.panels.rows, "eigenvectors": model.eigenvectors,
+              "eigenvalues": model.eigenvalues,
+              "explained_variance_ratio": np.asarray(estimator.explained_variance_ratio_),
+              "centring": np.vstack([model.sums, model.offset])}
+    fitted = {name: int(getattr(estimator, name)) for name in _SCALARS}  # JSON ints
+    fitted.update(kernel_=estimator.kernel_, kernel_params_=jsonable(estimator.kernel_params_),
+                  eigen_solver_=estimator.eigen_solver_, grand_mean=model.grand_mean,
+                  dtype=str(model.panels.dtype),
+                  n_products_=estimator.__dict__.get("n_products_"), feature_layout_=None)
+    if "eigenvalue_residuals_" in estimator.__dict__:
+        arrays["eigenvalue_residuals"] = np.asarray(estimator.eigenvalue_residuals_)
+    layout = estimator.__dict__.get("feature_layout_")
+    if layout is not None:
+        fitted["feature_layout_"] = layout_attribute(layout)
+        arrays.update({f"feature_{name}": value for name, value in
+                       (("kept", layout.kept), ("weights", layout.weights)) if value is not None})
+    params, unsaved = saved_params(estimator)
+    attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+             "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
+             "unsaved_params": unsaved, "fitted": fitted}
+    attrs[CHECKSUMS_ATTRIBUTE] = {
+        "arrays": {name: _digest(value) for name, value in arrays.items()},
+        "attributes": attributes_digest(attrs), "attribute_names": sorted(attrs)}
+    return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
+                       storage_options=storage_options)
+
+
+def _check_savable(estimator) -> None:
+    if callable(estimator.kernel_):
+        raise InvalidParameterError(
+            "A model with a callable kernel cannot be saved: a model file holds data only, "
+            "never code. Use a named kernel (e.g. kernel='rbf') to save the model.")
+    if "X_fit_" not in estimator.__dict__:
+        raise InvalidParameterError(
+            'A model fitted on kernel="precomputed" holds no training rows, which a saved '
+            "exact model transforms through; fit it on the rows with a named kernel to save it.")
+    if is_sparse(estimator.X_fit_) or is_sparse(getattr(estimator.X_fit_, "_meta", None)):
+        raise InvalidParameterError(
+            "A model fitted on scipy.sparse rows cannot be saved (a model file holds dense "
+            "arrays); fit it on X.toarray() to save it.")
+
+
+def _model_of_dense_fit(estimator) -> ExactModel:
+    """The :class:`ExactModel` of a dense fit: its rows by panels and its centring terms."""
+    X = estimator.X_fit_
+    n, p = X.shape
+    rows = panel_rows(n, p, 8, memory_budget(X if isinstance(X, da.Array) else None))
+    X = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
+    panels = RowPanels(X.rechunk({0: rows, 1: -1}), estimator.kernel_,
+                       estimator.kernel_params_, np.dtype(np.float64), held=False)
+    A = np.asarray(estimator.eigenvectors_)
+    S = scaled_vectors(A, estimator.eigenvalues_)
+    sums, grand_mean = S.sum(axis=0), float(estimator._grand_mean)
+    chunks = (panels.rows.chunks[0], (A.shape[1],))
+    return ExactModel(panels, np.asarray(estimator.eigenvalues_), da.from_array(A, chunks),
+                      da.from_array(S, chunks), sums,
+                      estimator._column_means @ S - grand_mean * sums, grand_mean)
+
+
+def _digest(value) -> str:
+    """The digest of an array; a dask array's taken panel by panel, one computed at a time."""
+    if not isinstance(value, da.Array):
+        return digest(np.asarray(value))
+    panels = (value[start:start + size].compute()
+              for start, size in zip(np.cumsum((0,) + value.chunks[0][:-1]), value.chunks[0]))
+    return digest_of_rows(panels, value.dtype, value.shape)
+
+
+def load_exact(path: PathOrURL, estimator_class: type, *,
+               storage_options: dict | None = None):
+    """Read a model written by :func:`save_exact`: checked as a whole, its rows lazily.
+
+    Raises
+    ------
+    ModelFormatError
+        Not such a model, a damaged array or attribute, or a model no fit
+        could have made; the message names the array or attribute.
+    """
+    where = os.fspath(path)
+    with about(where):
+        group = open_group(path, storage_options=storage_options)
+        attrs = group.attrs.asdict()
+        if attrs.get("estimator") != ESTIMATOR or attrs.get("format") != FORMAT_NAME:
+            raise ModelFormatError(f"holds no {ESTIMATOR} model: save one with "
+                                   f"{ESTIMATOR}.save or `kpca-dask fit --exact`.")
+        if attrs.get("format_version") != FORMAT_VERSION:
+            raise ModelFormatError(
+                f"written in model format version {attrs.get('format_version')!r}; this "
+                f"kpca-dask {__version__} reads {ESTIMATOR} models of version {FORMAT_VERSION}. "
+                "Install a matching kpca-dask version.")
+        return _rebuilt(group, attrs, estimator_class)
+
+
+def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
+    recorded = recorded_digests(attrs)
+    names = sorted(set(group.array_keys()))
+    missing = [name for name in _LARGE + _SMALL if name not in names]
+    if missing or not isinstance(attrs.get("fitted"), dict):
+        raise damaged(f"{', '.join(missing) or 'the attribute fitted'} missing")
+    small = {name: read_checked(group, name) for name in names if name not in _LARGE}
+    # The large arrays are read panel by panel for their digests; transform reads them lazily.
+    check_digests({**small, **{name: None for name in _LARGE}}, recorded,
+                  taken={name: _file_digest(group, name) for name in _LARGE})
+    written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
+               if name in attrs}
+    if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
+        raise damaged("its attributes differ from those written (their digest does not "
+                      "match): the file was edited")
+    params = attrs.get("params", {})
+    try:
+        check_params(params, constraints=EXACT_CONSTRAINTS, estimator=ESTIMATOR)
+    except InvalidParameterError as exc:
+        raise damaged(f"a parameter is invalid: {exc}") from None
+    estimator = estimator_class(**params)
+    vars(estimator).update(_fitted(group, attrs["fitted"], small))
+    return estimator
+
+
+def _file_digest(group: zarr.Group, name: str) -> str:
+    """The digest of a large array, read panel by panel; a chunk that fails its checksum is a
+    damaged array, named."""
+    try:
+        return file_digest(group[name])
+    except (ValueError, RuntimeError, TypeError) as exc:
+        reason = ("a stored chunk fails its crc32c checksum" if "checksum" in str(exc)
+                  else f"it cannot be read ({type(exc).__name__}: {exc})")
+        raise damaged(f"the array {name!r} is damaged: {reason}") from None
+
+
+def _fitted(group: zarr.Group, fitted: dict, small: dict) -> dict:
+    """The fitted attributes of the model in ``group``, its shapes checked against each other."""
+    rows = da.from_zarr(group["rows"], chunks=group["rows"].chunks)
+    vectors = da.from_zarr(group["eigenvectors"], chunks=group["eigenvectors"].chunks)
+    try:
+        n, p, q = (int(fitted[name]) for name in _SCALARS[::-1])
+        kernel, params = canonical_kernel_name(fitted["kernel_"]), dict(fitted["kernel_params_"])
+        resolve_kernel_params(kernel, p, kernel_params=params)
+        grand_mean, dtype = float(fitted["grand_mean"]), np.dtype(fitted["dtype"])
+    except (KeyError, TypeError, ValueError):
+        raise damaged("its fitted attributes are not those a fit writes") from None
+    shapes = {"rows": rows.shape, "eigenvectors": vectors.shape,
+              "eigenvalues": small["eigenvalues"].shape, "centring": small["centring"].shape,
+              "explained_variance_ratio": small["explained_variance_ratio"].shape}
+    expected = {"rows": (n, p), "eigenvectors": (n, q), "eigenvalues": (q,), "centring": (2, q),
+                "explained_variance_ratio": (q,)}
+    wrong = [name for name in expected if shapes[name] != expected[name]]
+    if wrong or vectors.chunks[0] != rows.chunks[0] or not all(
+            np.isfinite(value).all() for value in small.values() if value.dtype.kind == "f"):
+        raise damaged(f"the array {(wrong or ['eigenvectors'])[0]!r} does not fit the model "
+                      f"of {n} rows and {q} components")
+    panels = RowPanels(rows, kernel, params, dtype, held=False)
+    model = ExactModel(panels, small["eigenvalues"], vectors,
+                       scaled_vectors(vectors, small["eigenvalues"]), small["centring"][0],
+                       small["centring"][1], grand_mean)
+    attributes = {"kernel_": kernel, "kernel_params_": params,
+                  "eigenvalues_": small["eigenvalues"], "eigenvectors_": vectors,
+                  "explained_variance_ratio_": small["explained_variance_ratio"],
+                  "n_components_": q, "eigen_solver_": fitted.get("eigen_solver_"),
+                  "X_fit_": rows, "n_samples_fit_": n, "n_features_in_": p,
+                  "_exact_model": model, "_lazy_fit": True}
+    if "eigenvalue_residuals" in small:
+        attributes["eigenvalue_residuals_"] = small["eigenvalue_residuals"]
+    if fitted.get("n_products_") is not None:
+        attributes["n_products_"] = int(fitted["n_products_"])
+    if fitted.get("feature_layout_") is not None:
+        try:
+            attributes["feature_layout_"] = layout_from_attribute(
+                fitted["feature_layout_"], small.get("feature_kept"),
+                small.get("feature_weights"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise damaged(f"feature_layout_ is invalid ({exc})") from None
+    return attributes
