@@ -1,10 +1,10 @@
 """The Cholesky factor of K_mm on every core, at every m (docs/design.md §11).
 
 OpenBLAS's own threaded ``dpotrf`` takes the process down on large arrays
-(OpenBLAS issue 2562: from m = 16 000 with its SkylakeX kernels), so for
-years the factor of a large K_mm ran on one thread. Here the factorisation is
-blocked and right-looking, in place, in the Fortran-ordered buffer K_mm was
-computed in:
+(from m = 16 000 with its SkylakeX kernels here, docs/design.md §11), so the
+factor of a large K_mm ran on one thread. Here the factorisation is blocked
+and right-looking, in place, in the Fortran-ordered buffer K_mm was computed
+in::
 
     for each diagonal panel k (nb columns):
         L_kk = potrf(A_kk)                       LAPACK, one thread (nb^3 / 3 flops)

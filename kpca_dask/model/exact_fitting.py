@@ -15,9 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import dask.array as da
 import numpy as np
-from scipy import sparse
 
 from .._memory import memory_budget
 from ..blocks.kernels import canonical_kernel_name
@@ -31,7 +29,7 @@ from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import is_integer
 from .exact_checkpoint import SolveCheckpoint, solve_identity
 from .exact_model import ExactModel
-from .inputs import FitInput
+from .inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
 from .parameters import EIGEN_SOLVERS, resolve_kernel_params
 from .precomputed import PRECOMPUTED
 
@@ -58,7 +56,7 @@ def dense_fits(n: int, X) -> bool:
     ...     dense_fits(10_000, da.zeros((10_000, 3))), dense_fits(5_000, da.zeros((5_000, 3)))
     (False, True)
     """
-    budget = memory_budget(X if isinstance(X, da.Array) else None)
+    budget = memory_budget(lazy_or_none(X))
     return DENSE_WORDS * 8 * n * n <= budget.free_bytes
 
 
@@ -86,7 +84,7 @@ def _check_matrix_free(given: FitInput, kernel, n_components) -> None:
             f'eigen_solver="matrix-free" finds a given number of leading eigenpairs, so '
             f"n_components must be an int; got {n_components!r}. A fraction of the variance "
             'or every component (None) needs the whole spectrum: eigen_solver="dense".')
-    if sparse.issparse(given.data) or sparse.issparse(getattr(given.data, "_meta", None)):
+    if holds_sparse_rows(given.data):
         raise InvalidInputError(
             'eigen_solver="matrix-free" takes dense rows; X is scipy.sparse. Pass X.toarray() '
             '(or a dask array of dense blocks), or use eigen_solver="dense".')
@@ -101,7 +99,7 @@ def exact_kernel(params: dict, X) -> tuple:
                           params["kernel_params"])
     gamma = params["gamma"]
     if isinstance(gamma, str):
-        lazy = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
+        lazy = lazy_rows(X)
         gamma = resolve_gamma(gamma, lazy, kernel, rng=np.random.default_rng(0))
     return kernel, resolve_kernel_params(kernel, n_features, gamma=gamma,
                                          degree=params["degree"], coef0=params["coef0"],
@@ -145,7 +143,7 @@ def fit_matrix_free(given: FitInput, params: dict, *, checkpoint=None,
     called with the solver's state after every product.
     """
     _check_matrix_free(given, params["kernel"], params["n_components"])
-    X = given.data if isinstance(given.data, da.Array) else da.from_array(given.data)
+    X = lazy_rows(given.data)
     kernel, kernel_params = exact_kernel(params, X)
     n = X.shape[0]
     count = min(int(params["n_components"]), n)

@@ -48,7 +48,7 @@ from .provenance import source_of, with_rows
 __all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
            "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
            "batch_input", "table_rows", "require_table", "in_memory_fit_input", "in_memory_input",
-           "labels_of", "row_range"]
+           "labels_of", "row_range", "lazy_rows", "lazy_or_none", "holds_sparse_rows"]
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,35 @@ def _as_rows(X: Any, frame: Any, what: str = "X") -> tuple[da.Array, bool]:
     if isinstance(frame, Partitions):
         return X, True
     return as_dask_array(X, what=what, min_samples=1, unknown_rows=True)
+
+
+def lazy_rows(data: Any) -> da.Array:
+    """A :class:`Rows`' ``data`` (or rows an estimator holds) as a dask array: numpy
+    wrapped, named by its values, without a copy.
+
+    Examples
+    --------
+    >>> lazy_rows(np.eye(2)).chunks
+    ((2,), (2,))
+    """
+    return data if isinstance(data, da.Array) else da.from_array(np.asarray(data))
+
+
+def lazy_or_none(data: Any) -> da.Array | None:
+    """``data`` if it is a dask array (whose scheduler a memory budget asks), else None
+    (data in this process: the default scheduler's)."""
+    return data if isinstance(data, da.Array) else None
+
+
+def holds_sparse_rows(data: Any) -> bool:
+    """Whether ``data`` is scipy.sparse, or a dask array of scipy.sparse blocks.
+
+    Examples
+    --------
+    >>> holds_sparse_rows(sparse.eye(3, format="csr")), holds_sparse_rows(np.eye(3))
+    (True, False)
+    """
+    return sparse.issparse(data) or sparse.issparse(getattr(data, "_meta", None))
 
 
 def _held_in_memory(X: Any) -> bool:

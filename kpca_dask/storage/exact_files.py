@@ -44,7 +44,6 @@ from .._json import jsonable
 from .._memory import memory_budget
 from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
-from ..blocks.sparse_rows import is_sparse
 from ..engine.matrix_free import RowPanels, panel_rows
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import PathOrURL, open_group, write_group
@@ -59,6 +58,7 @@ from ..io.checksums import (
 )
 from ..model.checks import damaged
 from ..model.exact_model import ExactModel, scaled_vectors
+from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
 from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
 from ..model.statistics_files import file_digest
 from .layout_files import layout_attribute, layout_from_attribute
@@ -122,7 +122,7 @@ def _check_savable(estimator) -> None:
         raise InvalidParameterError(
             'A model fitted on kernel="precomputed" holds no training rows, which a saved '
             "exact model transforms through; fit it on the rows with a named kernel to save it.")
-    if is_sparse(estimator.X_fit_) or is_sparse(getattr(estimator.X_fit_, "_meta", None)):
+    if holds_sparse_rows(estimator.X_fit_):
         raise InvalidParameterError(
             "A model fitted on scipy.sparse rows cannot be saved (a model file holds dense "
             "arrays); fit it on X.toarray() to save it.")
@@ -132,8 +132,8 @@ def _model_of_dense_fit(estimator) -> ExactModel:
     """The :class:`ExactModel` of a dense fit: its rows by panels and its centring terms."""
     X = estimator.X_fit_
     n, p = X.shape
-    rows = panel_rows(n, p, 8, memory_budget(X if isinstance(X, da.Array) else None))
-    X = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
+    rows = panel_rows(n, p, 8, memory_budget(lazy_or_none(X)))
+    X = lazy_rows(X)
     panels = RowPanels(X.rechunk({0: rows, 1: -1}), estimator.kernel_,
                        estimator.kernel_params_, np.dtype(np.float64), held=False)
     A = np.asarray(estimator.eigenvectors_)

@@ -47,7 +47,9 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("io/array_files.py", "Dataset"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
               ("model/eof_scaling.py", "columns"), ("model/rotation.py", "dims"),
-              ("model/rotation.py", "columns")}
+              ("model/rotation.py", "columns"),
+              # a saved exact model's arrays, digested panel by panel when lazy
+              ("storage/exact_files.py", "Array")}
 
 
 def _name(node: ast.AST) -> str:
