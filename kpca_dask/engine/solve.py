@@ -61,7 +61,7 @@ from ..blocks.statistics import PassStatistics, fill_upper
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
-from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
            "Spectrum", "solution_of",
@@ -216,7 +216,8 @@ def _exact_trace_is_cheap(n: int, rank: int, pass_dtype) -> bool:
 def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
     """S U = G U - s (s^T U) / n for U of shape (m, b), reading G once (BLAS symm)."""
     G = stats.gram if stats.gram.flags.f_contiguous else stats.gram.T  # symmetric: the same
-    SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
+    with factor_threads(G.shape[0]):  # one BLAS thread for large m (landmark_factor)
+        SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
     s = stats.column_sums
     SU -= np.outer(s, s @ U) / stats.n_samples
     return SU
