@@ -52,6 +52,7 @@ def dense_fits(n: int, X) -> bool:
     Examples
     --------
     >>> import dask
+    >>> import dask.array as da
     >>> with dask.config.set({"kpca-dask.memory-limit": "1 GiB"}):
     ...     dense_fits(10_000, da.zeros((10_000, 3))), dense_fits(5_000, da.zeros((5_000, 3)))
     (False, True)
