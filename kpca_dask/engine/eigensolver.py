@@ -43,7 +43,8 @@ from typing import Callable
 import numpy as np
 from scipy import linalg
 
-__all__ = ["Eigenpairs", "KrylovState", "leading_eigenpairs", "estimate_trace", "DEFAULT_TOL"]
+__all__ = ["Eigenpairs", "KrylovState", "leading_eigenpairs", "estimate_trace", "DEFAULT_TOL",
+           "DEPTH", "MAX_CYCLES"]
 
 #: Residual tolerance, relative to the largest eigenvalue: embeddings agree with
 #: a dense eigendecomposition's to ~tol / (relative gap).
@@ -51,7 +52,39 @@ DEFAULT_TOL = 1e-12
 
 Operator = Callable[[np.ndarray], np.ndarray]
 
-#: Cycles without a tenth off the worst residual before the solver stops there.
+#: Blocks of the Krylov basis per cycle: the basis is a polynomial of degree
+#: DEPTH - 1 in M applied to the restart block, and the caller holds it with its
+#: images, 2 size b DEPTH float64 words (docs/design.md §13: 0.36 GiB at
+#: size = 10^5, b = 20), so a deeper basis costs memory the products do not need.
+DEPTH = 12
+
+#: The most Rayleigh-Ritz steps of one call: a bound for the calls without a
+#: ``budget`` (checkpointed and forced-iterative solves), where a flat spectrum
+#: would otherwise go on cycling while its residuals fall by a few percent each
+#: (docs/design.md §11); the residuals returned say how far it got.
+MAX_CYCLES = 60
+
+#: A basis needs the restart block and at least one block of new directions, or
+#: Rayleigh-Ritz would find nothing the restart block did not hold.
+_LEAST_DEPTH = 2
+
+#: Default extra vectors in the block: max(_OVERSAMPLE_LEAST, count // _OVERSAMPLE_PER).
+#: Extra vectors separate the wanted eigenvalues from the next ones, so clustered
+#: ones converge in fewer cycles; ten is the randomized range finder's usual
+#: oversampling (Halko, Martinsson and Tropp, 2011), half of count for many pairs.
+_OVERSAMPLE_LEAST = 10
+_OVERSAMPLE_PER = 2
+
+#: A thick restart keeps this many blocks of the best Ritz vectors: the b leading
+#: ones and b more, whose directions the next cycle's basis would otherwise have to
+#: find again.
+_RESTART_BLOCKS = 2
+
+#: A cycle makes progress when its worst residual is below this share of the least
+#: worst so far (a tenth off); past the rounding floor of the products it is not.
+_STALL_FALL = 0.9
+
+#: Cycles in a row without progress (_STALL_FALL) before the solver stops there.
 _PATIENCE = 5
 
 #: A new Krylov direction keeps at least this fraction of its image's norm.
@@ -73,8 +106,8 @@ class Eigenpairs:
 
 
 def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = DEFAULT_TOL,
-                       seed: int = 0, oversample: int | None = None, depth: int = 12,
-                       max_cycles: int = 60, start: np.ndarray | None = None,
+                       seed: int = 0, oversample: int | None = None, depth: int = DEPTH,
+                       max_cycles: int = MAX_CYCLES, start: np.ndarray | None = None,
                        budget: float | None = None, state: KrylovState | None = None,
                        on_product: Callable[[KrylovState], None] | None = None) -> Eigenpairs:
     """The ``count`` leading eigenpairs of the symmetric ``size`` x ``size`` operator ``apply``.
@@ -94,7 +127,9 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         Extra vectors in the block (default max(10, count // 2)): more make
         clustered eigenvalues converge in fewer cycles.
     depth : int
-        Blocks of the Krylov basis per cycle.
+        Blocks of the Krylov basis per cycle (:data:`DEPTH`).
+    max_cycles : int
+        The most Rayleigh-Ritz steps (:data:`MAX_CYCLES`).
     start : ndarray, optional
         Vectors to start from (e.g. the result of an earlier, smaller call).
     budget : float, optional
@@ -116,13 +151,10 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
     >>> pairs.values.round(8).tolist(), bool(pairs.residuals.max() < 1e-9)
     ([100.0, 99.0, 98.0], True)
     """
-    block = min(size, count + (max(10, count // 2) if oversample is None else oversample))
-    depth = max(2, min(depth, size // block))
+    block = _block_size(size, count, oversample)
+    depth = max(_LEAST_DEPTH, min(depth, size // block))
     report = on_product or (lambda _: None)
-    if state is None:
-        basis = _orthonormal_start(size, block, seed, start)
-        state = KrylovState([basis], [apply(basis)], products=block, passes=1)
-        report(state)
+    state = _started(apply, size, block, seed, start, report) if state is None else state
     converged = True
     while True:
         before = state.products
@@ -131,40 +163,97 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         basis, images = np.hstack(state.blocks), np.hstack(state.images)
         # The blocks live on in basis and images alone: one copy of the n x K arrays held.
         state = dataclasses.replace(state, blocks=[], images=[])
-        H = basis.T @ images
-        # M is symmetric, so H = B^T M B would be too but for the rounding of the
-        # products: its asymmetry is the floor the residuals can reach.
-        floor = np.abs(H - H.T).max()
-        theta, Y = linalg.eigh(0.5 * (H + H.T))
-        theta, Y = theta[::-1], Y[:, ::-1]
-        # Thick restart: the best 2 b Ritz vectors, whose images M U = (M B) Y are
-        # known, start the next cycle; the residuals of the best b extend it.
-        keep = min(2 * block, theta.size)
-        U, MU = basis @ Y[:, :keep], images @ Y[:, :keep]
+        ritz = _rayleigh_ritz(basis, images, tol)
+        U, MU = _restart_block(basis, images, ritz, block)
         del images
-        residuals = np.linalg.norm(MU[:, :count] - U[:, :count] * theta[:count], axis=0)
-        scale = max(abs(theta[0]), np.finfo(float).tiny)
-        worst = residuals.max(initial=0.0) / scale
+        residuals, worst = _relative_residuals(U, MU, ritz, count)
         cycles = state.cycles + 1
-        target = max(tol, floor / scale)
         # The whole space at once: then Rayleigh-Ritz is exact.
-        if worst <= target or basis.shape[1] >= size:
+        if worst <= ritz.target or basis.shape[1] >= size:
             break
-        # Past the rounding floor of the products the residual stops falling.
-        stalled = state.stalled + 1 if worst > 0.9 * state.best else 0
+        stalled = _stalled_cycles(worst, state)
         if stalled >= _PATIENCE or cycles >= max_cycles:
             basis = U if cycles >= max_cycles and stalled < _PATIENCE else basis
             break
         history = state.history + (worst,)
-        if budget is not None and _past_budget(history, target, state.products, per_cycle,
+        if budget is not None and _past_budget(history, ritz.target, state.products, per_cycle,
                                                budget):
             converged = False
             break
-        state = KrylovState([U], [MU], best=min(state.best, worst), stalled=stalled,
-                            products=state.products, passes=state.passes, cycles=cycles,
-                            history=history)
-    return Eigenpairs(theta[:count], U[:, :count], residuals, basis, float(np.trace(H)),
+        state = _restarted(state, U, MU, worst, stalled, cycles, history)
+    return Eigenpairs(ritz.values[:count], U[:, :count], residuals, basis, ritz.basis_trace,
                       state.products, passes=state.passes, converged=converged)
+
+
+def _block_size(size: int, count: int, oversample: int | None) -> int:
+    """b = count plus the extra vectors (default max(10, count // 2)), at most ``size``."""
+    if oversample is None:
+        oversample = max(_OVERSAMPLE_LEAST, count // _OVERSAMPLE_PER)
+    return min(size, count + oversample)
+
+
+def _started(apply: Operator, size: int, block: int, seed: int, start,
+             report: Callable[[KrylovState], None]) -> KrylovState:
+    """The first block, orthonormal and seeded, with its image (one product)."""
+    basis = _orthonormal_start(size, block, seed, start)
+    state = KrylovState([basis], [apply(basis)], products=block, passes=1)
+    report(state)
+    return state
+
+
+@dataclass(frozen=True)
+class _RitzPairs:
+    """Rayleigh-Ritz on a Krylov basis B: the eigenpairs (theta, Y) of H = B^T M B, largest
+    first, and what the residuals are judged against."""
+
+    values: np.ndarray  # theta, descending
+    vectors: np.ndarray  # Y: the Ritz vectors are B Y
+    basis_trace: float  # trace(H)
+    scale: float  # |theta_1|, the largest Ritz value (at least the smallest float)
+    target: float  # the relative residual to reach: tol, or the products' rounding floor
+
+
+def _rayleigh_ritz(basis: np.ndarray, images: np.ndarray, tol: float) -> _RitzPairs:
+    """The Ritz pairs of M on ``basis``, given its ``images`` M B."""
+    H = basis.T @ images
+    # M is symmetric, so H = B^T M B would be too but for the rounding of the
+    # products: its asymmetry is the floor the residuals can reach.
+    floor = np.abs(H - H.T).max()
+    theta, Y = linalg.eigh(0.5 * (H + H.T))
+    theta, Y = theta[::-1], Y[:, ::-1]
+    scale = max(abs(theta[0]), np.finfo(float).tiny)
+    return _RitzPairs(theta, Y, float(np.trace(H)), scale, max(tol, floor / scale))
+
+
+def _restart_block(basis: np.ndarray, images: np.ndarray, ritz: _RitzPairs,
+                   block: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best :data:`_RESTART_BLOCKS` b Ritz vectors U = B Y and their images M U = (M B) Y,
+    known without a product: a thick restart starts the next cycle from them."""
+    keep = min(_RESTART_BLOCKS * block, ritz.values.size)
+    return basis @ ritz.vectors[:, :keep], images @ ritz.vectors[:, :keep]
+
+
+def _relative_residuals(U: np.ndarray, MU: np.ndarray, ritz: _RitzPairs,
+                        count: int) -> tuple[np.ndarray, float]:
+    """``|M u - theta u|`` of the ``count`` leading Ritz pairs, and the worst of them over
+    the largest Ritz value."""
+    theta = ritz.values[:count]
+    residuals = np.linalg.norm(MU[:, :count] - U[:, :count] * theta, axis=0)
+    return residuals, residuals.max(initial=0.0) / ritz.scale
+
+
+def _stalled_cycles(worst: float, state: KrylovState) -> int:
+    """The cycles in a row that took less than a tenth off the least worst residual so far:
+    past the rounding floor of the products the residual stops falling."""
+    return state.stalled + 1 if worst > _STALL_FALL * state.best else 0
+
+
+def _restarted(state: KrylovState, U: np.ndarray, MU: np.ndarray, worst: float, stalled: int,
+               cycles: int, history: tuple) -> KrylovState:
+    """The next cycle's state: the restart block and its images, and the cycle's record."""
+    return KrylovState([U], [MU], best=min(state.best, worst), stalled=stalled,
+                       products=state.products, passes=state.passes, cycles=cycles,
+                       history=history)
 
 
 def _past_budget(history: tuple, target: float, products: int, per_cycle: int,

@@ -61,6 +61,19 @@ _SIZED_COLUMNS = 64
 #: Parts of K V added by one task of the tree.
 _ADDED_AT_ONCE = 8
 
+#: Panels of rows a pair task holds: a and b.
+_PANELS_PER_TASK = 2
+
+#: float64 blocks of columns a pair task holds beside them: V_a, V_b, and its two parts
+#: of K V (K_ab V_b and K_ab^T V_a).
+_COLUMN_BLOCKS_PER_TASK = 4
+_FLOAT64_BYTES = 8
+
+#: The fewest rows of a panel, whatever the memory: a quarter of a kernel tile, so
+#: that a small working block (a small memory limit, many threads) still gives tiles
+#: that GEMM works at its rate, and pair tasks that do more than schedule.
+_LEAST_PANEL_ROWS = TILE_ROWS // 4
+
 
 @dataclass(frozen=True)
 class RowPanels:
@@ -121,10 +134,15 @@ def panel_rows(n: int, n_features: int, itemsize: int, budget, tile_itemsize: in
     (25000, 8305)
     """
     threads = max(1, budget.threads) * max(1, budget.workers)
+    # The fewest panels B with B (B + 1) / 2 pairs a <= b at least PAIRS_PER_THREAD per
+    # thread: the positive root of B^2 + B - 2 pairs, rounded up.
     count = math.ceil((math.sqrt(1 + 8 * PAIRS_PER_THREAD * threads) - 1) / 2)
-    row_bytes = 2 * n_features * (itemsize + tile_itemsize) + 4 * 8 * _SIZED_COLUMNS
+    # A pair task's bytes per row of its panels: the two panels, stored and in the
+    # tiles' dtype, and their float64 blocks of V and of K V (two of each).
+    row_bytes = (_PANELS_PER_TASK * n_features * (itemsize + tile_itemsize)
+                 + _COLUMN_BLOCKS_PER_TASK * _FLOAT64_BYTES * _SIZED_COLUMNS)
     by_memory = budget.block_bytes // row_bytes
-    return max(1, min(math.ceil(n / count), max(TILE_ROWS // 4, by_memory)))
+    return max(1, min(math.ceil(n / count), max(_LEAST_PANEL_ROWS, by_memory)))
 
 
 def row_panels(X: da.Array, kernel, params: dict, dtype) -> RowPanels:
