@@ -88,13 +88,17 @@ def _double(value: float):
     return ctypes.byref(ctypes.c_double(value))
 
 
-def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL) -> int:
+def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL,
+                     update: int = UPDATE) -> int:
     """Factorise the Fortran-ordered symmetric ``A`` in place: L in its lower triangle.
 
     Returns 0 when every pivot L_jj^2 is above ``cutoff`` (the factor is then
     complete); otherwise the 1-based column of the first panel that has a pivot
     at or below it, or that LAPACK found not positive definite, and A is left
-    part-factorised. The upper triangle is not read and not written.
+    part-factorised. The upper triangle is not read and not written. ``panel``
+    and ``update`` are the columns of a diagonal panel and of a trailing block
+    (:data:`PANEL`, :data:`UPDATE`); smaller ones take every path of the loop
+    on a small matrix.
 
     Examples
     --------
@@ -130,8 +134,8 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL) -> 
         if rest:
             trsm(right, lower, transposed, plain, _int(rest), _int(b), _double(1.0), at(k, k),
                  _int(m), at(k + b, k), _int(m))
-            for j in range(k + b, m, UPDATE):  # A_jj -= L_jk L_jk^T, then the rows below
-                w, below = min(UPDATE, m - j), max(0, m - j - UPDATE)
+            for j in range(k + b, m, update):  # A_jj -= L_jk L_jk^T, then the rows below
+                w, below = min(update, m - j), max(0, m - j - update)
                 syrk(lower, plain, _int(w), _int(b), _double(-1.0), at(j, k), _int(m),
                      _double(1.0), at(j, j), _int(m))
                 if below:
