@@ -368,7 +368,12 @@ def test_small_negative_eigenvalues_are_zeroed_with_a_warning():
 
 
 @pytest.mark.parametrize("spectrum", [[5, -1], [5, -5e-5], [5, -4e-5], [1e-6, -1e-11],
-                                      [1e-6, -2e-10], [-1, -5], [5, 4e-12], [0.0, -1.0]])
+                                      [1e-6, -2e-10], [-1, -5], [5, 4e-12], [0.0, -1.0],
+                                      # 5e-5 and 5e-6 of the largest: either side of 1e-5,
+                                      # both on the same side of 1e-4 or 1e-6.
+                                      [5, -2.5e-4], [5, -2.5e-5], [1, -5e-5], [1, -5e-6],
+                                      # the absolute threshold, with a ratio far past 1e-5
+                                      [1e-6, -9e-11], [1e-6, -1.1e-10]])
 def test_the_rule_is_scikit_learns(spectrum):
     """check_spectrum refuses exactly the spectra scikit-learn's _check_psd_eigenvalues
     refuses (below both 1e-5 of the largest and 1e-10, or all negative)."""
@@ -384,6 +389,40 @@ def test_the_rule_is_scikit_learns(spectrum):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NegativeEigenvalueWarning)
             check_spectrum(lam, None)
+
+
+def _centred_kernel(spectrum) -> np.ndarray:
+    """A centred 6 x 6 kernel matrix (K 1 = 0) with the eigenvalues ``spectrum`` (five)."""
+    rng = np.random.default_rng(3)
+    basis = np.linalg.qr(np.column_stack([np.ones(6), rng.normal(size=(6, 5))]))[0][:, 1:]
+    return basis @ np.diag(spectrum) @ basis.T
+
+
+@pytest.mark.parametrize("make", ESTIMATORS.values(), ids=ESTIMATORS)
+@pytest.mark.parametrize(("ratio", "refused"), [(5e-5, True), (2e-5, True), (5e-6, False),
+                                                 (5e-7, False)])
+def test_the_negative_eigenvalue_threshold_is_one_in_a_hundred_thousand(make, ratio, refused):
+    """A centred kernel matrix with a negative eigenvalue of ``ratio`` times the largest,
+    every component asked for: refused from 1e-5 of it on (scikit-learn's threshold),
+    set to 0 with a NegativeEigenvalueWarning below it, as scikit-learn does with the
+    same matrix."""
+    K = _centred_kernel([2.0, 1.0, 0.5, 0.25, -ratio * 2.0])
+    if refused:
+        with pytest.raises(ValueError, match="significant negative eigenvalues"):
+            SklearnKernelPCA(6, kernel="precomputed", eigen_solver="dense").fit(K)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # K_mm's negative part
+            with pytest.raises(NotPositiveSemidefiniteError,
+                               match="significant negative eigenvalues"):
+                make(kernel="precomputed", n_components=6).fit(K)
+        return
+    reference = SklearnKernelPCA(6, kernel="precomputed", eigen_solver="dense").fit(K)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model = make(kernel="precomputed", n_components=6).fit(K)
+    assert any(issubclass(w.category, NegativeEigenvalueWarning) for w in record)
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, atol=1e-12)
+    assert model.eigenvalues_[-1] == 0.0
 
 
 def test_eigenvectors_with_every_row_a_landmark_are_scikit_learns(X):
