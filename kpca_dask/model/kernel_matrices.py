@@ -12,10 +12,15 @@ Nyström fit is exact kernel PCA (docs/design.md §2): its centred eigenvalues
 are judged as scikit-learn judges them (:func:`check_landmark_spectrum`), and
 the unit eigenvectors scikit-learn keeps as ``eigenvectors_`` are the
 training rows' embedding scaled by lambda^{-1/2} (:func:`training_eigenvectors`).
+With ``kernel="precomputed"`` the model holds the kernel matrix itself, so they are
+found as scikit-learn finds them, bit for bit: its centring
+(:func:`centre_as_kernel_centerer`), its eigensolver call and its signs; the
+model's components take the same signs (:func:`with_eigenvector_signs`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -34,8 +39,8 @@ from .fitted import FittedModel
 from .inputs import FitInput
 
 __all__ = ["kernel_matrix_buffer", "points_gram", "symmetrise_in_place", "centre_in_place",
-           "new_point_kernel_rows", "every_row_a_landmark", "check_landmark_spectrum",
-           "training_eigenvectors"]
+           "centre_as_kernel_centerer", "new_point_kernel_rows", "every_row_a_landmark",
+           "check_landmark_spectrum", "training_eigenvectors", "with_eigenvector_signs"]
 
 
 def kernel_matrix_buffer(matrix: FitInput) -> np.ndarray:
@@ -123,6 +128,31 @@ def centre_in_place(K: np.ndarray) -> tuple[np.ndarray, float]:
     return column_means, grand_mean
 
 
+def centre_as_kernel_centerer(K: np.ndarray) -> np.ndarray:
+    """K <- J K J in place, with scikit-learn's KernelCenterer's arithmetic step for step.
+
+    Its fit takes the column means and their mean, its transform the row means, then
+    subtracts and adds in that order: the same operations on the same matrix give the
+    same bits. A non-symmetric matrix whose centred form is symmetric (every 2 x 2
+    one) then gives exactly that centred matrix, as scikit-learn's does; the centred
+    matrix is centred again to itself when its means are exactly 0.
+
+    Examples
+    --------
+    >>> centre_as_kernel_centerer(np.array([[1.0, 2.0], [3.0, 40.0]]))
+    array([[ 9., -9.],
+           [-9.,  9.]])
+    """
+    n = K.shape[0]
+    fit_rows = np.sum(K, axis=0) / n  # KernelCenterer.K_fit_rows_
+    fit_all = np.sum(fit_rows) / n  # KernelCenterer.K_fit_all_
+    pred_cols = (np.sum(K, axis=1) / n)[:, None]  # its transform's K_pred_cols
+    K -= fit_rows
+    K -= pred_cols
+    K += fit_all
+    return K
+
+
 def new_point_kernel_rows(K, n_fit: int) -> np.ndarray:
     """The kernel values of new points (dense, as
     :func:`~kpca_dask.model.inputs.in_memory_input` gives them) against the n_fit training
@@ -196,6 +226,8 @@ def training_eigenvectors(model: FittedModel) -> np.ndarray | None:
     """
     if not every_row_a_landmark(model.landmark_indices, model.n_samples):
         return None
+    if model.kernel == "precomputed":
+        return _kernel_matrix_eigenvectors(model)
     solution = model.solution
     Y = embed_landmarks(np.asarray(model.landmarks), solution.projection, solution.offset,
                         model.kernel, model.kernel_params, np.float64)
@@ -208,3 +240,50 @@ def training_eigenvectors(model: FittedModel) -> np.ndarray | None:
         basis = linalg.null_space(A[:, positive].T)[:, :zero]
         A[:, ~positive] = basis * fix_signs(basis)
     return A
+
+
+def _kernel_matrix_eigenvectors(model: FittedModel) -> np.ndarray:
+    """The leading unit eigenvectors of a precomputed model's kernel matrix, as scikit-learn's
+    KernelPCA finds them: the matrix centred by :func:`centre_as_kernel_centerer`, the
+    eigenpairs of its top ``n_components_`` by LAPACK's ``syevr`` on that subset (its
+    ``eigen_solver="dense"``), each column's largest entry positive, largest first.
+
+    The model's landmarks are the rows of the (symmetrised) kernel matrix with its
+    diagonal beside them (:mod:`kpca_dask.model.precomputed`), in landmark order.
+    """
+    n = model.n_samples
+    order = np.argsort(model.landmark_indices)
+    K = np.asarray(model.landmarks, dtype=np.float64)[:, :n][np.ix_(order, order)]
+    centre_as_kernel_centerer(K)
+    q = model.solution.eigenvalues.size
+    if q == 0:
+        return np.empty((n, 0))
+    vectors = linalg.eigh(K, subset_by_index=(n - q, n - 1))[1]
+    vectors = vectors * fix_signs(vectors)
+    return vectors[:, ::-1]
+
+
+def with_eigenvector_signs(model: FittedModel) -> FittedModel:
+    """A precomputed model with every row a landmark, each component's sign that of its
+    eigenvector (:func:`training_eigenvectors`, scikit-learn's signs), so that the
+    embedding of the training rows is ``eigenvectors_`` times lambda^{1/2} in sign as in
+    value. Other models are returned as they are.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> K = np.array([[1.0, 2.0], [3.0, 40.0]])
+    >>> model = KernelPCA(1, kernel="precomputed").fit((K + K.T) / 2).model_
+    >>> training_eigenvectors(with_eigenvector_signs(model)).ravel().round(4).tolist()
+    [0.7071, -0.7071]
+    """
+    A = training_eigenvectors(model)
+    if model.kernel != "precomputed" or A is None or A.shape[1] == 0:
+        return model
+    solution = model.solution
+    Y = embed_landmarks(np.asarray(model.landmarks), solution.projection, solution.offset,
+                        model.kernel, model.kernel_params, np.float64)
+    signs = np.sign(np.sum(A[model.landmark_indices] * Y, axis=0))
+    signs[signs == 0] = 1.0
+    return model.replace(solution=dataclasses.replace(
+        solution, projection=solution.projection * signs, offset=solution.offset * signs))

@@ -34,6 +34,7 @@ from ..errors import (
 )
 from .fitted import FittedModel
 from .fitting import fit_model
+from .kernel_matrices import with_eigenvector_signs
 from .provenance import source_of, with_rows
 
 __all__ = ["PRECOMPUTED", "fit_precomputed", "landmark_columns", "precomputed_rows",
@@ -74,8 +75,10 @@ def fit_precomputed(params: dict, K: da.Array, **fit_options) -> FittedModel:
     inner = {**params, "kernel": PRECOMPUTED, "kernel_params": None, "gamma": None,
              "landmarks": points, "n_landmarks": columns.size}
     model = fit_model(inner, rows, landmark_rows=columns, **fit_options)
-    return model.replace(landmark_indices=columns, n_features=K.shape[0],
-                         row_provenance=with_rows(None, source_of(K), 0, K.shape[0]))
+    model = model.replace(landmark_indices=columns, n_features=K.shape[0],
+                          row_provenance=with_rows(None, source_of(K), 0, K.shape[0]))
+    # Every column a landmark: exact kernel PCA of the matrix, with scikit-learn's signs.
+    return with_eigenvector_signs(model)
 
 
 def _refuse_unsupported(params: dict) -> None:

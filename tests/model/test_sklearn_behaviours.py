@@ -13,9 +13,10 @@ lives elsewhere:
   (``test_near_duplicate_rows_as_in_scikit_learn``,
   ``test_leave_zero_eig_fit_transform_equals_fit_then_transform``); the
   ``n_components=None`` case is here;
-- test_kernel_pca_precomputed, test_gridsearch_pipeline_precomputed,
-  test_kernel_pca_precomputed_non_symmetric: tests/model/test_precomputed.py
-  (its eigenvectors are compared here);
+- test_kernel_pca_precomputed, test_gridsearch_pipeline_precomputed:
+  tests/model/test_precomputed.py; test_kernel_pca_precomputed_non_symmetric is
+  here, with scikit-learn's exact comparison of eigenvectors_ (and its eigenvalues
+  in tests/model/test_precomputed.py);
 - test_kernel_pca_raise_not_fitted_error: the first test below.
 
 What does not apply: the ``eigen_solver`` parameter (its "arpack" and
@@ -40,6 +41,7 @@ from sklearn.decomposition import PCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Perceptron
+from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -251,18 +253,36 @@ def test_remove_zero_eig_with_n_components_none():
         assert KernelPCA().fit_transform(X).shape == (3, 0)
 
 
-def test_kernel_pca_precomputed_non_symmetric_eigenvectors():
-    """test_kernel_pca_precomputed_non_symmetric: a non-symmetric matrix and the centred
-    symmetric one have the same eigenvectors_ (up to sign, which follows each model's
-    projection, docs/guide/coming-from-scikit-learn.md) and eigenvalues_."""
+@pytest.mark.parametrize("solver", ["auto", "dense", "arpack", "randomized"])
+def test_kernel_pca_precomputed_non_symmetric(solver):
+    """test_kernel_pca_precomputed_non_symmetric, as scikit-learn asserts it: a non-symmetric
+    matrix and its centred form give the same eigenvectors_ and eigenvalues_, bit for bit.
+    kpca-dask has no eigen_solver (module docstring): each of scikit-learn's four cases is the
+    same fit, and its eigenvectors_ are those of scikit-learn's dense solver, exactly."""
     with pytest.warns(UserWarning, match="not symmetric"):
         kpca = KernelPCA(kernel="precomputed", n_components=1, random_state=0).fit(
-            [[1.0, 2.0], [3.0, 40.0]])
+            [[1, 2], [3, 40]])
     kpca_c = KernelPCA(kernel="precomputed", n_components=1, random_state=0).fit(
-        [[9.0, -9.0], [-9.0, 9.0]])
-    np.testing.assert_allclose(np.abs(kpca.eigenvectors_), np.abs(kpca_c.eigenvectors_),
-                               atol=1e-12)
-    np.testing.assert_allclose(kpca.eigenvalues_, kpca_c.eigenvalues_, rtol=1e-12)
+        [[9, -9], [-9, 9]])
+    np.testing.assert_array_equal(kpca.eigenvectors_, kpca_c.eigenvectors_)
+    np.testing.assert_array_equal(kpca.eigenvalues_, kpca_c.eigenvalues_)
+    reference = SklearnKernelPCA(kernel="precomputed", eigen_solver="dense", n_components=1,
+                                 random_state=0).fit([[1, 2], [3, 40]])
+    np.testing.assert_array_equal(kpca.eigenvectors_, reference.eigenvectors_)
+
+
+@pytest.mark.parametrize("n_components", [1, 4, 29])
+def test_precomputed_eigenvectors_are_scikit_learns_bit_for_bit(n_components):
+    """A precomputed kernel matrix with every row a landmark: eigenvectors_ are scikit-learn's
+    (dense solver) exactly, signs included, and the model's embedding of the training rows
+    has their signs (eigenvectors_ times lambda^{1/2})."""
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    K = rbf_kernel(X, gamma=0.5)
+    reference = SklearnKernelPCA(n_components, kernel="precomputed", eigen_solver="dense").fit(K)
+    model = KernelPCA(n_components, kernel="precomputed", random_state=0).fit(K)
+    np.testing.assert_array_equal(model.eigenvectors_, reference.eigenvectors_)
+    np.testing.assert_allclose(model.eigenvectors_ * np.sqrt(model.eigenvalues_),
+                               model.transform(K), atol=1e-10)
 
 
 def test_gridsearch_pipeline():
