@@ -283,11 +283,12 @@ def _check_weight_values(values: np.ndarray, weights: xr.DataArray) -> None:
 
 
 def coslat_weights(latitude) -> xr.DataArray:
-    """√cos(latitude) in float64, 0 at the poles: the weights that make a linear kernel's
-    inner product the area-weighted one (eofs' and xeofs' coslat weighting).
+    """√cos(latitude) in float64, exactly 0 at the poles: the weights that make a linear
+    kernel's inner product the area-weighted one (eofs' and xeofs' coslat weighting).
 
     cos(90°) computed in float32 is a little below 0, whose square root is
-    NaN; the cosine is clipped at 0 first.
+    NaN; here the cosine is taken in float64 and set to 0 at ±90°. A feature
+    of weight 0 has no part in the fit, and its pre-image is NaN.
 
     Examples
     --------
@@ -298,8 +299,11 @@ def coslat_weights(latitude) -> xr.DataArray:
     """
     lat = latitude if isinstance(latitude, xr.DataArray) else xr.DataArray(
         np.asarray(latitude), dims="lat")
-    weights = np.sqrt(np.cos(np.deg2rad(lat.astype(np.float64))).clip(0.0, None))
-    return weights.rename("weights")
+    lat = lat.astype(np.float64)
+    # Exactly 0 at the poles (cos(pi / 2) is 6e-17, not 0): a pre-image is divided by
+    # its weights, and a weight of 8e-9 would blow a pole's reconstruction up.
+    cosine = np.cos(np.deg2rad(lat)).where(np.abs(lat) < 90.0, 0.0).clip(0.0, None)
+    return np.sqrt(cosine).rename("weights")
 
 
 def check_weights(flat: np.ndarray) -> None:
