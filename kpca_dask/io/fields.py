@@ -233,8 +233,9 @@ def resolved_sample_dim(dims, sample_dim: str | None) -> tuple[str, str]:
         return "time", "time"
     raise InvalidParameterError(
         f"The DataArray has {len(dims)} dimensions {dims} and none is named 'time': which "
-        "one indexes the samples? Pass it, e.g. KernelPCA(..., sample_dim="
-        f"{dims[0]!r}); every other dimension becomes a feature dimension.")
+        "one indexes the samples? Pass it as sample_dim= (KernelPCA(..., sample_dim=NAME), "
+        f"NAME one of {', '.join(map(repr, dims))}); every other dimension becomes a "
+        "feature dimension.")
 
 
 def _with_weights(layout: FeatureLayout, X: xr.DataArray, weights) -> FeatureLayout:
