@@ -107,9 +107,10 @@ def patterns_of(rows: Rows, kind: str, *, layout: FeatureLayout | None,
         maps = pattern_maps(Y, features, kind)
     if layout is not None and layout.dims and like is None:
         maps = stacked_positions(maps, layout)
-    if like is None:  # arrays: numpy in, numpy out; dask or a store in, lazy out
-        return maps if rows.is_lazy else computed(maps)
-    if layout is None or not layout.dims:
+    # The input's kind: in memory in (numpy, a DataArray of numpy), in memory out; dask,
+    # a store or a dask-backed DataArray in, a lazy result out.
+    maps = maps if rows.is_lazy else computed(maps)
+    if like is None or layout is None or not layout.dims:
         return maps
     attrs = {"kind": kind, "ddof": 1}
     attrs.update({"pcscaling": pcscaling} if pcscaling is not None else {})

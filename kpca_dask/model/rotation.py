@@ -185,6 +185,36 @@ class RotatedEOF:
         power = f", power={r.power}" if r.method == "promax" else ""
         return f"RotatedEOF({r.method}{power}, {self.n_components_} modes)"
 
+    def spectrum(self):
+        """The rotated modes' variances as one ``xr.Dataset`` over ``mode`` (1..r).
+
+        ``explained_variance`` and ``explained_variance_ratio`` (kernel space, shares
+        of the estimator's total variance, ``attrs["total_variance"]``),
+        ``field_variance`` and ``field_variance_ratio`` (the weighted features',
+        shares of ``attrs["field_total_variance"]``).
+
+        Examples
+        --------
+        >>> import numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(60, 5)) * [3.0, 2.0, 1.0, 1.0, 0.5]
+        >>> kpca = kpca_dask.KernelPCA(3, kernel="linear", n_landmarks=60).fit(X)
+        >>> kpca_dask.rotate(kpca, X).spectrum()["mode"].values.tolist()
+        [1, 2, 3]
+        """
+        import xarray as xr
+
+        values = {"explained_variance": self.explained_variance_,
+                  "explained_variance_ratio": self.explained_variance_ratio_,
+                  "field_variance": self.field_variance_,
+                  "field_variance_ratio": self.field_variance_ratio_}
+        return xr.Dataset(
+            {name: ((MODE_DIM,), np.asarray(v, dtype=np.float64)) for name, v in values.items()},
+            coords={MODE_DIM: modes(self.n_components_)},
+            attrs={"rotation": self.rotation.method,
+                   "total_variance": float(self.estimator.total_variance_),
+                   "total_variance_kind": self.estimator.total_variance_kind_,
+                   "field_total_variance": float(self.rotation.total_variance)})
+
     def transform(self, X):
         """The rotated scores of ``X`` (xeofs' ``scores()``/``transform``), lazily as the
         estimator's ``transform``: a DataArray ``scores`` (sample, mode) for a field, with

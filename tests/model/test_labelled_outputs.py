@@ -104,11 +104,16 @@ def test_fewer_landmarks_than_samples_flag_the_total_as_an_estimate(field):
 
 
 def test_outputs_follow_the_input_kind(linear, field):
-    """patterns of numpy rows is numpy, of dask rows a dask array, of a field lazy."""
+    """patterns of numpy rows (or a field in memory) is in memory; of dask rows (or a
+    dask-backed field) lazy, as transform is."""
     rows = field.values.reshape(50, -1)
     assert isinstance(linear.patterns(rows), np.ndarray)
     assert isinstance(linear.patterns(da.from_array(rows, chunks=(25, -1))), da.Array)
-    assert isinstance(linear.patterns(field.chunk({"time": 25})).data, da.Array)
+    chunked = field.chunk({"time": 25})
+    assert isinstance(linear.patterns(chunked).data, da.Array)
+    assert isinstance(linear.transform(chunked).data, da.Array)
+    assert isinstance(linear.patterns(field).data, np.ndarray)
+    assert isinstance(linear.transform(field).data, np.ndarray)
     X = np.random.default_rng(0).normal(size=(40, 3))
     assert isinstance(ExactKernelPCA(2, kernel="linear").fit(X).patterns(X), np.ndarray)
 
@@ -200,3 +205,13 @@ def test_nan_weights_are_named_by_their_coordinate():
     weights = coslat_weights(X.lat)
     assert weights.values[[0, -1]].tolist() == [0.0, 0.0]
     assert KernelPCA(2, n_landmarks=10, weights=weights).fit(X).n_features_in_ == 20
+
+
+def test_rotated_spectrum_holds_both_spaces(linear, field):
+    """The rotated modes' Dataset over mode holds the kernel- and field-space variances."""
+    rotated = kpca_dask.rotate(linear, field, n_components=3)
+    ds = rotated.spectrum()
+    assert ds["mode"].values.tolist() == [1, 2, 3]
+    np.testing.assert_array_equal(ds["field_variance_ratio"], rotated.field_variance_ratio_)
+    np.testing.assert_array_equal(ds["explained_variance"], rotated.explained_variance_)
+    assert ds.attrs["total_variance_kind"] == "exact"
