@@ -669,10 +669,11 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
         Returns
         -------
-        patterns : ndarray, dask array of shape (``n_components_``, n_features) or xarray.DataArray
-            For a field, a DataArray (``mode`` numbered 1..q, then the
-            feature dims; lazy for a dask-backed field, computed for one in memory) with the fit's coordinates and NaN on the mask (a list
-            or a Dataset of them for several fields), named ``covariance_maps``
+        patterns : ndarray or dask array of shape (``n_components_``, n_features), or DataArray
+            For a field, a DataArray (``mode`` numbered 1..q, then the feature
+            dims; lazy for a dask-backed field, computed for one in memory) with
+            the fit's coordinates and NaN on the mask (a list or a Dataset of
+            them for several fields), named ``covariance_maps``
             (in the field's ``units`` for ``pcscaling=1``), ``correlation_maps``
             (no units) or ``components`` (``"eof"``); for arrays, numpy for
             in-memory input and a lazy dask array for dask or stored input.
