@@ -196,7 +196,8 @@ def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureL
     dims = tuple(str(d) for d in X.dims if d != sample_dim)
     shape = tuple(int(X.sizes[d]) for d in dims)
     coords = {d: np.asarray(X.indexes[d]) for d in dims if d in X.indexes}
-    attrs = {key: X.attrs[key] for key in KEPT_ATTRS if key in X.attrs}
+    # Text only (CF's units and long_name are): a model file keeps them as JSON.
+    attrs = {key: X.attrs[key] for key in KEPT_ATTRS if isinstance(X.attrs.get(key), str)}
     layout = FeatureLayout(str(sample_dim), dims, shape, coords,
                            variable=None if X.name is None else str(X.name), attrs=attrs,
                            sample_dim_from=chosen)
