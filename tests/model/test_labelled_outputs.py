@@ -215,3 +215,11 @@ def test_rotated_spectrum_holds_both_spaces(linear, field):
     np.testing.assert_array_equal(ds["field_variance_ratio"], rotated.field_variance_ratio_)
     np.testing.assert_array_equal(ds["explained_variance"], rotated.explained_variance_)
     assert ds.attrs["total_variance_kind"] == "exact"
+
+
+def test_a_saved_model_keeps_the_names_and_units(linear, field, tmp_path):
+    """A model file keeps what outputs are named and described by, and the sample choice."""
+    loaded = kpca_dask.load(linear.save(tmp_path / "model.zarr"))
+    back = loaded.inverse_transform(loaded.transform(field))
+    assert back.name == "sst" and back.attrs["units"] == "K"
+    assert repr(loaded.feature_layout_) == repr(linear.feature_layout_)
