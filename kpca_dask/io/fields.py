@@ -1,7 +1,9 @@
 """Labelled fields as rows: a DataArray of any dimensions, its mask and weights, and back.
 
 A field such as (time, lat, lon) becomes rows of features: the sample
-dimension indexes the rows, every other dimension is a feature dimension,
+dimension (``sample_dim``, else the first of two dimensions or the one named
+``time``: :func:`resolved_sample_dim`) indexes the rows, every other
+dimension is a feature dimension,
 and the feature dimensions are stacked lazily, in their order, into one
 feature axis (C order). A :class:`FeatureLayout` records what a fit saw: the
 dimensions, their sizes and coordinates, the positions kept (a fixed mask,
