@@ -131,7 +131,10 @@ def scaled_scores(Y, variances: np.ndarray, pcscaling: int):
         import pandas as pd
 
         return Y * pd.Series(factors, index=Y.columns)
-    return Y * factors.astype(getattr(Y, "dtype", np.float64))
+    factors = factors.astype(getattr(Y, "dtype", np.float64))
+    if hasattr(Y, "dims"):  # a DataArray: its name, coordinates and attrs kept
+        return Y.copy(data=Y.data * factors)
+    return Y * factors
 
 
 def eof_divisors(variances: np.ndarray, eofscaling: int) -> np.ndarray:

@@ -223,3 +223,10 @@ def test_a_saved_model_keeps_the_names_and_units(linear, field, tmp_path):
     back = loaded.inverse_transform(loaded.transform(field))
     assert back.name == "sst" and back.attrs["units"] == "K"
     assert repr(loaded.feature_layout_) == repr(linear.feature_layout_)
+
+
+def test_scaled_scores_keep_their_labels(linear, field):
+    """transform(pcscaling=1) keeps the name, the modes and the attributes."""
+    Y, scaled = linear.transform(field), linear.transform(field, pcscaling=1)
+    assert scaled.name == "scores" and scaled.attrs == Y.attrs
+    np.testing.assert_allclose(scaled.std("time", ddof=1), 1.0, rtol=1e-8)
