@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["METHODS", "Rotation", "varimax", "promax", "rotation_of", "score_rotation"]
+__all__ = ["METHODS", "Rotation", "varimax", "promax", "rotation_of", "score_rotation",
+           "kernel_space_variance"]
 
 #: The rotations :func:`rotation_of` makes.
 METHODS = ("varimax", "promax")
@@ -53,6 +54,12 @@ class Rotation:
     def n_components(self) -> int:
         """The number r of rotated modes."""
         return int(np.shape(self.explained_variance)[0])
+
+    def __repr__(self) -> str:
+        power = f", power={self.power}" if self.method == "promax" else ""
+        return (f"Rotation({self.method}{power}, {self.n_components} modes over "
+                f"{np.shape(self.loadings)[1]} features, field variance "
+                f"{float(np.sum(self.explained_variance)):.4g} of {self.total_variance:.4g})")
 
 
 def varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
@@ -169,3 +176,25 @@ def score_rotation(rotation: Rotation, variances: np.ndarray) -> np.ndarray:
         unit = np.where(lam > 0, 1.0 / np.sqrt(lam), 0.0)
     return (unit[:, None] * inverse_transpose[:, rotation.order]) * (
         np.sqrt(rotation.explained_variance) * rotation.signs)[None, :]
+
+
+def kernel_space_variance(rotation: Rotation, variances: np.ndarray) -> np.ndarray:
+    """The variance along each rotated mode's direction in the kernel's feature space.
+
+    The unrotated modes are orthonormal directions there with variances λ_i
+    (``variances``, the scores' own); rotated mode j is the direction
+    Σ_i R_ij e_i, of variance Σ_i λ_i R_ij² (sorted as the rotated modes).
+    For a linear kernel, whose loadings are √λ_i times orthonormal EOFs, this
+    is the squared norm of the rotated loadings: the field-space variance
+    (docs/design.md §15). An orthogonal R keeps the sum, Σ_j of it = Σ_i λ_i.
+
+    Examples
+    --------
+    >>> L = np.array([[1.0, 1.0, 0.5, 0.0], [1.0, -1.0, 0.5, 0.1]])
+    >>> rotation = rotation_of(L, 5.0)
+    >>> round(float(kernel_space_variance(rotation, np.array([4.0, 1.0])).sum()), 9)
+    5.0
+    """
+    lam = np.asarray(variances, dtype=np.float64)[:rotation.n_components]
+    R = rotation.matrix[:, rotation.order]
+    return lam @ (R * R)

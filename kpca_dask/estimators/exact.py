@@ -90,8 +90,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         Drop the components with eigenvalue 0 that an int ``n_components``
         would keep (scikit-learn's parameter of the same name).
     sample_dim : str or None, default=None
-        For a DataArray: the dimension of the samples (None: the first); the
-        others are stacked into features, a fixed mask dropped, as for
+        For a DataArray: the dimension of the samples (None: the first of two,
+        or among more the one named ``time``; the one used is ``sample_dim_``);
+        the others are stacked into features, a fixed mask dropped, as for
         :class:`~kpca_dask.KernelPCA`.
     weights : DataArray, 1-D array or None, default=None
         Multiplies the features before the kernel (see
@@ -121,7 +122,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         semi-definite kernel).
     explained_variance_, total_variance_
         As :class:`~kpca_dask.KernelPCA`'s (eofs' ``eigenvalues`` and
-        ``totalAnomalyVariance``); :meth:`north_errors` as well.
+        ``totalAnomalyVariance``); :meth:`north_errors` and :meth:`spectrum` as
+        well. ``total_variance_`` is exact here (``total_variance_kind_`` is
+        ``"exact"``).
     n_components_ : int
         Number of components kept.
     eigen_solver_ : str
@@ -473,7 +476,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         >>> import numpy as np
         >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [3.0, 1.0, 0.1]
         >>> kpca = ExactKernelPCA(n_components=2, kernel="linear").fit(X)
-        >>> np.round(np.abs(kpca.patterns(X, kind="correlation").compute()[0]), 2)
+        >>> np.round(np.abs(kpca.patterns(X, kind="correlation")[0]), 2)
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
@@ -496,6 +499,13 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         if layout is not None:
             self.feature_layout_ = layout
         return self
+
+    @property
+    def sample_dim_(self) -> str | None:
+        """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
+        check_is_fitted(self)
+        layout = self._layout()
+        return None if layout is None else layout.sample_dim
 
     def _output_attrs(self) -> dict:
         kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"

@@ -149,13 +149,16 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     alpha : float, default=1.0
         Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
     sample_dim : str or None, default=None
-        The sample dimension of a DataArray (None: its first); the others are
-        stacked lazily into features, positions NaN at every sample (a mask)
-        dropped and given back as NaN (:mod:`kpca_dask.io.fields`).
+        The sample dimension of a DataArray; the others are stacked lazily into
+        features, positions NaN at every sample (a mask) dropped and given back
+        as NaN (:mod:`kpca_dask.io.fields`). None: the first of two dimensions,
+        or among more the one named ``time`` (else the fit asks for it); the one
+        used is ``sample_dim_``.
     weights : DataArray, 1-D array or None, default=None
         Multiply the features before the kernel: a DataArray over feature
-        dimensions (e.g. ``np.sqrt(np.cos(np.deg2rad(X.lat)))``), or one
-        weight per feature of an array; finite and >= 0.
+        dimensions (e.g. ``kpca_dask.io.fields.coslat_weights(X.lat)``,
+        √cos(lat) clipped at 0), or one weight per feature of an array; finite
+        and >= 0.
 
     Attributes
     ----------
@@ -176,13 +179,22 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         from the landmarks on first access; the components with eigenvalue 0
         get unit vectors orthogonal to the others.
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        ``eigenvalues_`` divided by the total variance of the features.
+        ``eigenvalues_`` divided by the total variance in the kernel's feature
+        space (a share of ``total_variance_``; the rotated modes of
+        :func:`kpca_dask.rotate` report theirs in the same space). :meth:`spectrum`
+        gives it with the other variances as an ``xr.Dataset`` over ``mode``.
     explained_variance_ : ndarray of shape (n_components,)
         ``eigenvalues_ / (n_samples_fit_ - 1)``, the variance of each score (eofs'
         ``eigenvalues``); :meth:`north_errors` gives their sampling errors.
     total_variance_ : float
         The total ``explained_variance_ratio_`` is a share of, on the scale of
-        ``explained_variance_`` (eofs' ``totalAnomalyVariance``).
+        ``explained_variance_`` (eofs' ``totalAnomalyVariance``). Exact when every
+        training row is a landmark; with fewer landmarks it is the Nyström
+        estimate (below the exact total by about ``trace_error_``, so the ratios
+        are a little larger than the exact shares): ``total_variance_kind_``
+        says which (``"exact"`` or ``"nystrom-estimate"``).
+    sample_dim_ : str or None
+        The sample dimension of a field's fit (None for arrays).
     n_components_ : int
         The number of components q kept.
     landmarks_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
@@ -257,7 +269,9 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         parts are ``rotation_method_``, ``rotation_power_``, ``rotation_matrix_``,
         ``rotation_correlation_``, ``rotation_order_``, ``rotation_signs_``,
         ``rotation_explained_variance_``, ``rotation_total_variance_`` and
-        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.rotation.Rotation`).
+        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.rotation.Rotation`;
+        its variances are of the weighted features, the rotated modes'
+        ``field_variance_``, not kernel-space ones).
 
     See Also
     --------
@@ -516,7 +530,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         X : array-like, dask array, xarray.DataArray or Zarr path/URL
             Shape (n_samples, n_features). A field (or several) with the fit's
             weights and mask, or one sample of it without the sample dimension
-            (a DataArray over the component dimension comes back).
+            (a DataArray over the ``mode`` dimension comes back).
         pcscaling : {0, 1, 2}, default=0
             eofs' scalings of the scores: 0 as they are, 1 divided by
             ``sqrt(explained_variance_)`` (unit variance over the fit's rows),
@@ -526,9 +540,10 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         -------
         Y : ndarray, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
             A lazy dask array (same row chunks) for dask or Zarr input, numpy
-            for in-memory input; for a DataArray, a DataArray with dims
-            (sample dim, "component"), the sample coordinates and the kernel
-            parameters in ``attrs``.
+            for in-memory input; for a DataArray, a lazy DataArray ``scores``
+            with dims (sample dim, "mode"), the modes numbered 1..q (xeofs'
+            convention), the sample coordinates and the kernel parameters in
+            ``attrs``.
         """
         check_is_fitted(self)
         pcscaling = check_scaling(pcscaling, "pcscaling")
@@ -548,7 +563,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         ----------
         Y : array-like, dask array or xarray.DataArray of shape (n_samples, ``n_components_``)
             Embeddings, e.g. from :meth:`transform`. A DataArray needs a
-            ``component`` dimension.
+            ``mode`` dimension.
         n_components : int, optional
             Reconstruct from the leading ``n_components`` components only (the
             others set to 0: the projection onto the leading subspace), as eofs'
@@ -560,7 +575,8 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             A lazy dask array for dask input, numpy for in-memory input; for a
             DataArray, a DataArray with its sample coordinates and a
             ``feature`` dimension, or for a model fitted on a field the field
-            itself (its feature dimensions and coordinates, NaN on the mask;
+            itself (its feature dimensions and coordinates, NaN on the mask,
+            named as the input variable with its ``units`` and ``long_name``;
             a list or Dataset for several fields). Weighted features are divided
             by their weights (NaN where a weight is 0), so pre-images are in the
             units of the input.
@@ -653,10 +669,14 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
         Returns
         -------
-        patterns : dask array of shape (``n_components_``, n_features) or xarray.DataArray
-            For a model fitted on a field, a DataArray (component, then the feature
-            dims) with the fit's coordinates and NaN on the mask (a list or a
-            Dataset of them for several fields); for arrays, a lazy dask array.
+        patterns : ndarray or dask array of shape (``n_components_``, n_features), or DataArray
+            For a field, a DataArray (``mode`` numbered 1..q, then the feature
+            dims; lazy for a dask-backed field, computed for one in memory) with
+            the fit's coordinates and NaN on the mask (a list or a Dataset of
+            them for several fields), named ``covariance_maps``
+            (in the field's ``units`` for ``pcscaling=1``), ``correlation_maps``
+            (no units) or ``components`` (``"eof"``); for arrays, numpy for
+            in-memory input and a lazy dask array for dask or stored input.
             A feature or score of zero variance gives NaN.
 
         Examples
@@ -665,7 +685,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         >>> from kpca_dask import KernelPCA
         >>> X = np.random.default_rng(0).normal(size=(200, 3)) * [3.0, 1.0, 0.1]
         >>> kpca = KernelPCA(n_components=2, kernel="linear", n_landmarks=200).fit(X)
-        >>> np.round(np.abs(kpca.patterns(X, kind="correlation").compute()[0]), 2)
+        >>> np.round(np.abs(kpca.patterns(X, kind="correlation")[0]), 2)
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
@@ -739,6 +759,21 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     rotation_explained_variance_ = fitted_attribute("rotation_explained_variance_")
     rotation_total_variance_ = fitted_attribute("rotation_total_variance_")
     rotation_loadings_ = fitted_attribute("rotation_loadings_")
+
+    @property
+    def total_variance_kind_(self) -> str:
+        """``"exact"`` when every training row is a landmark (the Nyström fit is exact
+        kernel PCA), else ``"nystrom-estimate"``: what ``total_variance_`` is."""
+        check_is_fitted(self)
+        exact = self.n_landmarks_ >= self.n_samples_fit_ and self.trace_error_std_ == 0
+        return "exact" if exact else "nystrom-estimate"
+
+    @property
+    def sample_dim_(self) -> str | None:
+        """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
+        check_is_fitted(self)
+        layout = self.model_.layout
+        return None if layout is None else layout.sample_dim
 
     def __sklearn_is_fitted__(self) -> bool:
         return self.__dict__.get("model_") is not None

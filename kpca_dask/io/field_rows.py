@@ -210,10 +210,14 @@ def _refuse_masked_values(block, kept, labels, layout, start, fitting) -> None:
     i, j = np.argwhere(held)[0]
     where, sample = layout.describe(start + masked[j]), _sample(layout, labels[i, 0])
     if not fitting:
+        # An array of stacked positions is labelled by its rows (model/field_inputs.py).
+        fix = ("X[:, model.feature_layout_.masked] = np.nan (the array's NaN must be the "
+               "fit's mask)" if layout.sample_dim == "row"
+               else "X.where(~model.feature_layout_.mask())")
         raise NonFiniteInputError(
             f"X holds a value at {sample}, {where}, a position the model masks (NaN at "
             "every sample it was fitted on), so it has no feature there. Set the mask "
-            "to NaN first: X.where(~model.feature_layout_.mask()).")
+            f"to NaN first: {fix}.")
     raise NonFiniteInputError(
         f"The field is NaN at {where} in its first samples but holds a value at "
         f"{sample}: only positions NaN at every sample (a fixed mask, such as land) are "

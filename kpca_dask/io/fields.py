@@ -1,7 +1,9 @@
 """Labelled fields as rows: a DataArray of any dimensions, its mask and weights, and back.
 
 A field such as (time, lat, lon) becomes rows of features: the sample
-dimension indexes the rows, every other dimension is a feature dimension,
+dimension (``sample_dim``, else the first of two dimensions or the one named
+``time``: :func:`resolved_sample_dim`) indexes the rows, every other
+dimension is a feature dimension,
 and the feature dimensions are stacked lazily, in their order, into one
 feature axis (C order). A :class:`FeatureLayout` records what a fit saw: the
 dimensions, their sizes and coordinates, the positions kept (a fixed mask,
@@ -28,8 +30,12 @@ import xarray as xr
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS
 
-__all__ = ["FeatureLayout", "layout_of", "check_weights", "check_same_field", "stacked",
-           "as_field", "positions_of", "scattered", "scattered_chunk", "shown_value"]
+__all__ = ["FeatureLayout", "layout_of", "resolved_sample_dim", "check_weights",
+           "check_same_field", "stacked", "as_field", "positions_of", "scattered",
+           "scattered_chunk", "shown_value", "coslat_weights", "KEPT_ATTRS"]
+
+#: The attributes of the input a field's outputs keep where they still hold.
+KEPT_ATTRS = ("units", "long_name")
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +65,13 @@ class FeatureLayout:
         follow one another along this layout's one feature axis.
     container : str
         How several fields came: ``"list"`` or ``"dataset"`` (``""`` for one field).
+    variable : str or None
+        The input DataArray's name: a reconstruction goes back under it.
+    attrs : dict
+        The input's ``units`` and ``long_name``, which outputs in its units keep.
+    sample_dim_from : str
+        How the sample dimension was chosen: ``"given"`` (``sample_dim=``),
+        ``"time"`` (the dimension named so) or ``"first"`` (the first of two).
 
     Examples
     --------
@@ -78,6 +91,31 @@ class FeatureLayout:
     name: str | None = None
     parts: tuple["FeatureLayout", ...] = ()
     container: str = ""
+    variable: str | None = None
+    attrs: Mapping[str, object] = field(default_factory=dict)
+    sample_dim_from: str = ""
+
+    def __repr__(self) -> str:
+        """One line: the dims and sizes, the mask, the weights and the sample dimension."""
+        if self.parts:
+            fields = ", ".join(f"{part.name}: {part._shape_text()}" for part in self.parts)
+            body = f"{len(self.parts)} fields as a {self.container} ({fields})"
+        else:
+            body = self._shape_text()
+        masked = f", {self.masked.size} masked" if self.kept is not None else ""
+        weights = (f", weighted over {self.weight_dims or 'features'}"
+                   if self.weights is not None else "")
+        sample = ""
+        if self.sample_dim is not None:
+            chosen = {"time": ", the dimension named time", "first": ", the first of two"}
+            sample = f", sample_dim={self.sample_dim!r}{chosen.get(self.sample_dim_from, '')}"
+        return (f"FeatureLayout({body}: {self.n_features} features of {self.n_positions} "
+                f"positions{masked}{weights}{sample})")
+
+    def _shape_text(self) -> str:
+        if not self.dims:
+            return f"{self.shape[0]} features"
+        return " x ".join(f"{dim}={size}" for dim, size in zip(self.dims, self.shape))
 
     @property
     def n_positions(self) -> int:
@@ -150,12 +188,7 @@ def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureL
         raise InvalidInputError(
             f"The DataArray has dims {X.dims}; a sample dimension and at least one feature "
             "dimension are needed.")
-    if sample_dim is None:
-        sample_dim = X.dims[0]
-    elif sample_dim not in X.dims:
-        raise InvalidParameterError(
-            f"sample_dim={sample_dim!r} is not a dimension of the DataArray (its dims are "
-            f"{X.dims}); pass one of them, or None for the first.")
+    sample_dim, chosen = resolved_sample_dim(X.dims, sample_dim)
     if np.dtype(X.dtype).kind not in "biuf":
         from ..errors import NonNumericInputError
 
@@ -165,15 +198,54 @@ def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureL
     dims = tuple(str(d) for d in X.dims if d != sample_dim)
     shape = tuple(int(X.sizes[d]) for d in dims)
     coords = {d: np.asarray(X.indexes[d]) for d in dims if d in X.indexes}
-    layout = FeatureLayout(str(sample_dim), dims, shape, coords)
+    # Text only (CF's units and long_name are): a model file keeps them as JSON.
+    attrs = {key: X.attrs[key] for key in KEPT_ATTRS if isinstance(X.attrs.get(key), str)}
+    layout = FeatureLayout(str(sample_dim), dims, shape, coords,
+                           variable=None if X.name is None else str(X.name), attrs=attrs,
+                           sample_dim_from=chosen)
     return layout if weights is None else _with_weights(layout, X, weights)
+
+
+def resolved_sample_dim(dims, sample_dim: str | None) -> tuple[str, str]:
+    """The sample dimension of a DataArray with ``dims``, and how it was chosen.
+
+    ``sample_dim`` if given; else the first of two dimensions, or among more
+    the one named ``time``; otherwise an error that lists the dimensions: a
+    field ordered (lat, lon, time) must not be fitted with latitude as its
+    samples without a word.
+
+    Examples
+    --------
+    >>> resolved_sample_dim(("lat", "lon", "time"), None)
+    ('time', 'time')
+    >>> resolved_sample_dim(("lat", "lon", "level"), None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: The DataArray has 3 dimensions ('lat', ...
+    """
+    dims = tuple(str(d) for d in dims)
+    if sample_dim is not None:
+        if sample_dim not in dims:
+            raise InvalidParameterError(
+                f"sample_dim={sample_dim!r} is not a dimension of the DataArray (its dims are "
+                f"{dims}); pass one of them.")
+        return str(sample_dim), "given"
+    if len(dims) <= 2:
+        return dims[0], "first"
+    if "time" in dims:
+        return "time", "time"
+    raise InvalidParameterError(
+        f"The DataArray has {len(dims)} dimensions {dims} and none is named 'time': which "
+        "one indexes the samples? Pass it as sample_dim= (KernelPCA(..., sample_dim=NAME), "
+        f"NAME one of {', '.join(map(repr, dims))}); every other dimension becomes a "
+        "feature dimension.")
 
 
 def _with_weights(layout: FeatureLayout, X: xr.DataArray, weights) -> FeatureLayout:
     if not isinstance(weights, xr.DataArray):
         raise InvalidParameterError(
             "weights for a DataArray must be a DataArray over its feature dimensions "
-            f"{layout.dims} (e.g. np.sqrt(np.cos(np.deg2rad(X.lat)))); got "
+            f"{layout.dims} (e.g. kpca_dask.io.fields.coslat_weights(X.lat)); got "
             f"{type(weights).__name__}.")
     extra = [d for d in weights.dims if d not in layout.dims]
     if extra:
@@ -187,13 +259,55 @@ def _with_weights(layout: FeatureLayout, X: xr.DataArray, weights) -> FeatureLay
             raise InvalidParameterError(
                 f"weights and X differ along {dim!r}: the weights need X's coordinates "
                 "there (e.g. weights.reindex_like(X) or build them from X's coordinates).")
-    values = np.asarray(weights.transpose(*[d for d in layout.dims if d in weights.dims])
-                        .values, dtype=np.float64)
+    weights = weights.transpose(*[d for d in layout.dims if d in weights.dims])
+    values = np.asarray(weights.values, dtype=np.float64)
+    _check_weight_values(values, weights)
     shaped = values.reshape([layout.shape[i] if d in weights.dims else 1
                              for i, d in enumerate(layout.dims)])
     flat = np.broadcast_to(shaped, layout.shape).reshape(-1).copy()
     check_weights(flat)
     return replace(layout, weights=flat, weight_dims=tuple(str(d) for d in weights.dims))
+
+
+def _check_weight_values(values: np.ndarray, weights: xr.DataArray) -> None:
+    """Refuse NaN, infinite or negative weights, naming the first by its coordinates."""
+    for bad, what in ((~np.isfinite(values), "NaN or infinite"), (values < 0, "negative")):
+        if not bad.any():
+            continue
+        index = np.unravel_index(int(np.flatnonzero(bad)[0]), values.shape)
+        where = ", ".join(
+            f"{dim}={shown_value(weights.indexes[dim][i])}" if dim in weights.indexes
+            else f"{dim} index {int(i)}" for dim, i in zip(weights.dims, index))
+        hint = (" (the square root of cos(latitude) is NaN at the poles when the cosine "
+                "rounds below 0: clip it, np.sqrt(np.cos(np.deg2rad(lat)).clip(0)), or use "
+                "kpca_dask.io.fields.coslat_weights)" if what != "negative" else "")
+        raise InvalidParameterError(
+            f"weights must be finite and >= 0; {int(bad.sum())} of {values.size} are {what}, "
+            f"the first at {where or 'its one value'}: {values[index]}{hint}.")
+
+
+def coslat_weights(latitude) -> xr.DataArray:
+    """√cos(latitude) in float64, exactly 0 at the poles: the weights that make a linear
+    kernel's inner product the area-weighted one (eofs' and xeofs' coslat weighting).
+
+    cos(90°) computed in float32 is a little below 0, whose square root is
+    NaN; here the cosine is taken in float64 and set to 0 at ±90°. A feature
+    of weight 0 has no part in the fit, and its pre-image is NaN.
+
+    Examples
+    --------
+    >>> lat = xr.DataArray(np.array([0.0, 60.0, 90.0], np.float32), dims="lat")
+    >>> lat = lat.assign_coords(lat=lat)
+    >>> coslat_weights(lat).values.round(4).tolist()
+    [1.0, 0.7071, 0.0]
+    """
+    lat = latitude if isinstance(latitude, xr.DataArray) else xr.DataArray(
+        np.asarray(latitude), dims="lat")
+    lat = lat.astype(np.float64)
+    # Exactly 0 at the poles (cos(pi / 2) is 6e-17, not 0): a pre-image is divided by
+    # its weights, and a weight of 8e-9 would blow a pole's reconstruction up.
+    cosine = np.cos(np.deg2rad(lat)).where(np.abs(lat) < 90.0, 0.0).clip(0.0, None)
+    return np.sqrt(cosine).rename("weights")
 
 
 def check_weights(flat: np.ndarray) -> None:
@@ -292,18 +406,22 @@ def stacked(X: xr.DataArray) -> da.Array:
 
 
 def as_field(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | None],
-             *, name: str, attrs: Mapping | None = None) -> xr.DataArray:
+             *, name: str, attrs: Mapping | None = None, keep: tuple[str, ...] = ()
+             ) -> xr.DataArray:
     """Values over the features (..., n_features) as a DataArray over the field, NaN on the mask.
 
+    ``keep`` names the attributes of the input (among ``layout.attrs``: its
+    ``units`` and ``long_name``) that still hold for these values.
+
     ``leading`` names the dimensions before the features and their
-    coordinates (None: none), e.g. ``{"component": np.arange(q)}`` or the
+    coordinates (None: none), e.g. ``{"mode": np.arange(1, q + 1)}`` or the
     sample dimension with its coordinate. Lazy for dask ``values``.
 
     Examples
     --------
     >>> layout = FeatureLayout("t", ("x",), (3,), {"x": np.array([5, 6, 7])},
     ...                        kept=np.array([0, 2]))
-    >>> as_field(np.array([[1.0, 2.0]]), layout, {"component": None}, name="p").values.tolist()
+    >>> as_field(np.array([[1.0, 2.0]]), layout, {"mode": None}, name="p").values.tolist()
     [[1.0, nan, 2.0]]
     """
     if isinstance(values, da.Array):
@@ -314,8 +432,10 @@ def as_field(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | N
     values = values.reshape(shape)
     coords = {dim: coord for dim, coord in leading.items() if coord is not None}
     coords.update(layout.coords)
+    attrs = {**{key: layout.attrs[key] for key in keep if key in layout.attrs},
+             **dict(attrs or {})}
     return xr.DataArray(values, dims=tuple(leading) + layout.dims, coords=coords, name=name,
-                        attrs=dict(attrs or {}))
+                        attrs=attrs)
 
 
 def scattered(values: np.ndarray, kept: np.ndarray, n_positions: int) -> np.ndarray:

@@ -23,7 +23,21 @@ from dask.base import tokenize
 from .._compat import frame_from_graph, meta_of
 from .frames import Partitions
 
-__all__ = ["label_rows", "label_embedding", "frame_like", "series_like"]
+__all__ = ["MODE_DIM", "modes", "label_rows", "label_embedding", "frame_like", "series_like"]
+
+#: The dimension of the components in labelled outputs, numbered from 1 (xeofs' convention).
+MODE_DIM = "mode"
+
+
+def modes(q: int) -> np.ndarray:
+    """The labels of ``q`` modes along :data:`MODE_DIM`: 1..q, as xeofs numbers them.
+
+    Examples
+    --------
+    >>> modes(3).tolist()
+    [1, 2, 3]
+    """
+    return np.arange(1, int(q) + 1)
 
 
 def label_rows(values, like: xr.DataArray, *, name: str, column_dim: str | None = None,
@@ -52,19 +66,20 @@ def label_rows(values, like: xr.DataArray, *, name: str, column_dim: str | None 
 
 
 def label_embedding(Y, like: xr.DataArray, attrs: Mapping[str, Any]) -> xr.DataArray:
-    """The embedding ``Y`` as a DataArray shaped like ``like`` (sample dim, "component").
+    """The embedding ``Y`` as DataArray ``scores`` shaped like ``like`` (sample dim, "mode").
 
     Coordinates along the sample dimension of ``like`` are carried over; the
-    components are numbered 0..q-1.
+    modes are numbered 1..q (xeofs' ``scores``).
 
     Examples
     --------
     >>> like = xr.DataArray(np.zeros((3, 2)), dims=("time", "x"), coords={"time": [5, 6, 7]})
-    >>> label_embedding(np.ones((3, 1)), like, {"kernel": "rbf"}).coords["time"].values.tolist()
-    [5, 6, 7]
+    >>> Y = label_embedding(np.ones((3, 1)), like, {"kernel": "rbf"})
+    >>> Y.name, Y.dims, Y["mode"].values.tolist()
+    ('scores', ('time', 'mode'), [1])
     """
-    return label_rows(Y, like, name="embedding", column_dim="component",
-                      columns=np.arange(Y.shape[1]), attrs=attrs)
+    return label_rows(Y, like, name="scores", column_dim=MODE_DIM,
+                      columns=modes(Y.shape[1]), attrs=attrs)
 
 
 def frame_like(Y: da.Array | np.ndarray, like: Any, columns: Sequence[str],

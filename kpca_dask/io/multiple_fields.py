@@ -58,7 +58,8 @@ def combined_layout(parts: Sequence[FeatureLayout], container: str) -> FeatureLa
             np.ones(part.n_features) if part.weights is None else part.weights
             for part in parts]).astype(np.float64)
     return FeatureLayout(parts[0].sample_dim, (JOINED_DIM,), (int(offsets[-1]),), {},
-                         kept=kept, weights=weights, parts=parts, container=container)
+                         kept=kept, weights=weights, parts=parts, container=container,
+                         sample_dim_from=parts[0].sample_dim_from)
 
 
 def field_names(layout: FeatureLayout) -> list[str]:
@@ -89,25 +90,27 @@ def feature_slices(layout: FeatureLayout) -> list[slice]:
 
 
 def as_fields(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | None], *,
-              attrs: Mapping | None = None):
+              attrs: Mapping | None = None, keep: tuple[str, ...] = ()):
     """Values over the joined features (..., n_features) back on each field, as they came.
 
     A list of DataArrays (``container="list"``) or a Dataset of one variable
     per field (``"dataset"``), each over its own feature dimensions with NaN on
     its mask (:func:`~kpca_dask.io.fields.as_field`); lazy for dask ``values``.
-    Each DataArray is named after its field.
+    Each DataArray is named after its field, with the attributes ``keep`` of
+    its input (``units``, ``long_name``) that still hold.
 
     Examples
     --------
     >>> parts = [FeatureLayout("t", ("x",), (2,), name="a"),
     ...          FeatureLayout("t", ("y",), (1,), name="b")]
     >>> out = as_fields(np.array([[1.0, 2.0, 3.0]]), combined_layout(parts, "dataset"),
-    ...                 {"component": None})
+    ...                 {"mode": None})
     >>> list(out.data_vars), out["b"].values.tolist()
     (['a', 'b'], [[3.0]])
     """
     names = field_names(layout)
-    maps = [as_field(values[..., where], part, leading, name=part_name, attrs=attrs)
+    maps = [as_field(values[..., where], part, leading, name=part_name, attrs=attrs,
+                     keep=keep)
             for part, where, part_name in zip(layout.parts, feature_slices(layout), names)]
     if layout.container == "dataset":
         try:

@@ -19,8 +19,13 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["SCALINGS", "check_scaling", "explained_variance", "total_variance",
-           "north_errors", "scaled_scores", "score_factors", "eof_divisors", "EOFVarianceMixin"]
+__all__ = ["SCALINGS", "TOTAL_VARIANCE_KINDS", "check_scaling", "explained_variance",
+           "total_variance", "north_errors", "scaled_scores", "score_factors", "eof_divisors",
+           "spectrum_dataset", "EOFVarianceMixin"]
+
+#: What ``total_variance_`` is: the centred kernel matrix's trace itself, or the Nyström
+#: approximation's (fewer landmarks than samples; below the exact one, docs/design.md §2).
+TOTAL_VARIANCE_KINDS = ("exact", "nystrom-estimate")
 
 #: eofs' scalings of PCs and EOFs: 0 none, 1 divided by √λ, 2 multiplied by √λ.
 SCALINGS = (0, 1, 2)
@@ -126,7 +131,10 @@ def scaled_scores(Y, variances: np.ndarray, pcscaling: int):
         import pandas as pd
 
         return Y * pd.Series(factors, index=Y.columns)
-    return Y * factors.astype(getattr(Y, "dtype", np.float64))
+    factors = factors.astype(getattr(Y, "dtype", np.float64))
+    if hasattr(Y, "dims"):  # a DataArray: its name, coordinates and attrs kept
+        return Y.copy(data=Y.data * factors)
+    return Y * factors
 
 
 def eof_divisors(variances: np.ndarray, eofscaling: int) -> np.ndarray:
@@ -142,6 +150,43 @@ def eof_divisors(variances: np.ndarray, eofscaling: int) -> np.ndarray:
     lam = np.asarray(variances, dtype=np.float64)
     power = {0: 1.0, 1: 1.5, 2: 0.5}[eofscaling]
     return np.where(lam > 0, lam ** power, np.nan)
+
+
+def spectrum_dataset(eigenvalues: np.ndarray, ratios: np.ndarray, n_samples: int,
+                     total_kind: str):
+    """The spectrum as one ``xr.Dataset`` over ``mode`` (1..q): eigenvalues, explained
+    variances and their ratios (with the cumulative one) and North's errors of both.
+
+    Examples
+    --------
+    >>> ds = spectrum_dataset(np.array([18.0, 6.0]), np.array([0.6, 0.2]), 10, "exact")
+    >>> ds["explained_variance"].values.tolist(), ds.attrs["total_variance_kind"]
+    ([2.0, 0.6666666666666666], 'exact')
+    """
+    import xarray as xr
+
+    from ..io.labelled import MODE_DIM, modes
+
+    variances = explained_variance(eigenvalues, n_samples)
+    total = total_variance(eigenvalues, ratios, n_samples)
+    ratios = np.asarray(ratios, dtype=np.float64)
+    described = {
+        "eigenvalues": (eigenvalues, "eigenvalue of the centred kernel matrix (sum of "
+                                     "squared scores)"),
+        "explained_variance": (variances, "variance of the mode's score (ddof=1)"),
+        "explained_variance_ratio": (ratios, "share of the total variance"),
+        "cumulative_explained_variance_ratio": (np.cumsum(ratios),
+                                                "share of the total variance, modes 1..k"),
+        "north_error": (north_errors(variances, n_samples, total),
+                        "North et al.'s (1982) typical error of explained_variance"),
+        "north_error_ratio": (north_errors(variances, n_samples, total, scaled=True),
+                              "North et al.'s typical error of explained_variance_ratio"),
+    }
+    data = {name: ((MODE_DIM,), np.asarray(values, dtype=np.float64), {"description": text})
+            for name, (values, text) in described.items()}
+    return xr.Dataset(data, coords={MODE_DIM: modes(len(ratios))}, attrs={
+        "total_variance": total, "total_variance_kind": total_kind,
+        "n_samples": int(n_samples)})
 
 
 class EOFVarianceMixin:
@@ -162,9 +207,48 @@ class EOFVarianceMixin:
         """The variance of every component, kept or not: what ``explained_variance_ratio_``
         is a share of, on the scale of ``explained_variance_`` (eofs'
         ``totalAnomalyVariance()``, xeofs' ``total_variance()``; for a linear kernel the
-        total variance of the weighted features)."""
+        total variance of the weighted features).
+
+        Exact (the centred kernel matrix's trace) for :class:`~kpca_dask.ExactKernelPCA`
+        and for a :class:`~kpca_dask.KernelPCA` whose every training row is a landmark;
+        with fewer landmarks than samples it is the Nyström approximation's trace, an
+        estimate below the exact one by about ``trace_error_`` of the uncentred trace,
+        so every ``explained_variance_ratio_`` is a little larger than the exact
+        share. ``total_variance_kind_`` says which.
+        """
         return total_variance(self.eigenvalues_, self.explained_variance_ratio_,
                               self.n_samples_fit_)
+
+    @property
+    def total_variance_kind_(self) -> str:
+        """``"exact"`` or ``"nystrom-estimate"``: what ``total_variance_`` is (see there)."""
+        return "exact"
+
+    def spectrum(self):
+        """The spectrum as one ``xr.Dataset`` over ``mode`` (numbered 1..q, as xeofs).
+
+        Variables ``eigenvalues``, ``explained_variance``,
+        ``explained_variance_ratio``, ``cumulative_explained_variance_ratio``,
+        ``north_error`` and ``north_error_ratio`` (North's errors of the
+        variances and of the ratios); ``attrs`` hold ``total_variance``, what
+        ``total_variance_kind`` it is (``"exact"`` or ``"nystrom-estimate"``,
+        see ``total_variance_``) and ``n_samples``. The ratios are shares of the
+        kernel-space total. The estimator's attributes stay numpy arrays.
+
+        Returns
+        -------
+        spectrum : xarray.Dataset
+
+        Examples
+        --------
+        >>> from kpca_dask import ExactKernelPCA
+        >>> X = np.random.default_rng(0).normal(size=(50, 3)) * [3.0, 1.0, 0.5]
+        >>> ds = ExactKernelPCA(n_components=2, kernel="linear").fit(X).spectrum()
+        >>> ds["mode"].values.tolist(), ds.attrs["total_variance_kind"]
+        ([1, 2], 'exact')
+        """
+        return spectrum_dataset(self.eigenvalues_, self.explained_variance_ratio_,
+                                self.n_samples_fit_, self.total_variance_kind_)
 
     def north_errors(self, scaled: bool = False) -> np.ndarray:
         """North et al.'s typical error of each eigenvalue: ``explained_variance_`` × √(2/n).

@@ -190,6 +190,7 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool 
             layout.sample_dim in X.coords) else None
         layout = with_mask(layout, np.flatnonzero(candidates).astype(np.int64), first_label)
         return field_rows(X, layout, fitting=True), layout
+    _refuse_many_dims(X, None)
     if sample_dim is not None:
         raise InvalidParameterError(
             f"sample_dim={sample_dim!r} names a dimension of labelled input, but X is "
@@ -323,6 +324,8 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
             "(a DataArray), or fit the fields together.")
     sample_dim = None if layout is None else layout.sample_dim
     X = _opened(X, whole_rows, sample_dim=sample_dim)
+    if not is_xarray(X):
+        X = _refuse_many_dims(X, layout)
     if layout is None or layout.weights is None and not layout.dims:
         if is_xarray(X):
             return X.data, X
@@ -347,6 +350,36 @@ def model_rows(layout: FeatureLayout | None, X: Any, *, weighted: bool = True,
     return stacked_rows(rows, layout, weighted), None
 
 
+def _refuse_many_dims(X: Any, layout: FeatureLayout | None) -> Any:
+    """An array of more than two dimensions: for a field model, with the field's shape
+    after the samples, its stacked positions (C order, as the fit stacked them); any other
+    refused with what to pass instead, not the hint for one feature or one sample."""
+    ndim = getattr(X, "ndim", 2)
+    if not isinstance(ndim, numbers.Integral) or ndim <= 2:
+        return X
+    shape = tuple(X.shape)
+    if layout is not None and layout.dims and not layout.parts:
+        if shape[1:] == tuple(layout.shape):
+            return X.reshape(shape[0], -1)
+        raise InvalidInputError(
+            f"X is a {ndim}-d array of shape {shape}, but the model was fitted on a field "
+            f"over {layout.dims} of shape {layout.shape} (sample dimension "
+            f"{layout.sample_dim!r}): pass the field as a DataArray, an array of shape "
+            f"(n_samples, {', '.join(map(str, layout.shape))}) in that order, or its "
+            f"stacked positions, shape (n_samples, {layout.n_positions}).")
+    if layout is not None and layout.parts:
+        raise InvalidInputError(
+            f"X is a {ndim}-d array of shape {shape}, but the model was fitted on "
+            f"{len(layout.parts)} fields: pass them as they were fitted (a list of "
+            "DataArrays or a Dataset), or their stacked positions side by side, shape "
+            f"(n_samples, {layout.n_positions}).")
+    raise InvalidInputError(
+        f"X is a {ndim}-d array of shape {shape}; kernel PCA takes rows, shape "
+        "(n_samples, n_features). For a field, pass an xarray DataArray (with "
+        "sample_dim=, its other dimensions become features, NaN at every sample masked), "
+        "or stack the features yourself: X.reshape(len(X), -1).")
+
+
 def _positions(X, frame) -> da.Array:
     """An array of a field's stacked positions, NaN on its mask allowed (checked block by
     block as it is read, by :func:`~kpca_dask.model.field_inputs.stacked_rows`)."""
@@ -357,7 +390,8 @@ def _positions(X, frame) -> da.Array:
 
 def embedding_input(Y: Any) -> Rows:
     """Embeddings given to ``inverse_transform``, as rows of components; a DataArray needs
-    a ``component`` dimension, and comes back (component last) as what outputs are
+    a ``mode`` dimension (as :meth:`~kpca_dask.KernelPCA.transform` gives it; ``component``,
+    the name before, is still taken), and comes back (modes last) as what outputs are
     labelled like.
 
     Examples
@@ -368,11 +402,12 @@ def embedding_input(Y: Any) -> Rows:
     """
     what = "The embedding"
     if is_xarray(Y):
-        if "component" not in Y.dims or Y.ndim != 2:
+        modes = next((dim for dim in ("mode", "component") if dim in Y.dims), None)
+        if modes is None or Y.ndim != 2:
             raise InvalidInputError(
-                f"A DataArray embedding needs dims (sample, 'component'); got {Y.dims}. "
-                "Pass the output of transform, or rename its component dimension.")
-        Y = Y.transpose(..., "component")
+                f"A DataArray embedding needs dims (sample, 'mode'); got {Y.dims}. "
+                "Pass the output of transform, or rename its dimension of modes to 'mode'.")
+        Y = Y.transpose(..., modes)
         data, is_lazy = _as_rows(Y.data, None, what=what)
         return Rows(data, is_lazy, like=Y)
     frame = None

@@ -25,7 +25,14 @@ import xarray as xr
 from .._parallel import computed
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
-from ..io.fields import FeatureLayout, as_field, check_same_field, layout_of, stacked
+from ..io.fields import (
+    FeatureLayout,
+    as_field,
+    check_same_field,
+    layout_of,
+    resolved_sample_dim,
+    stacked,
+)
 from ..io.multiple_fields import as_fields, combined_layout, field_names
 
 __all__ = ["is_fields", "fields_of", "fit_fields", "fields_rows", "joined_rows",
@@ -113,10 +120,10 @@ def fit_fields(X: Any, sample_dim: str | None, weights: Any
     ([2.0, 3.0, 2.0], [('x',), ('y',)])
     """
     fields, names, container = fields_of(X)
-    sample_dim = sample_dim if sample_dim is not None else str(fields[0].dims[0])
+    sample_dim, chosen = resolved_sample_dim(fields[0].dims, sample_dim)
     layouts, arrays = [], []
     for field, name, w in zip(fields, names, weights_of_fields(weights, names)):
-        layout = replace(layout_of(field, sample_dim, w), name=name)
+        layout = replace(layout_of(field, sample_dim, w), name=name, sample_dim_from=chosen)
         arrays.append(field.transpose(layout.sample_dim, *layout.dims))
         layouts.append(layout)
     _check_same_samples(arrays, names, sample_dim)
@@ -198,16 +205,17 @@ def fields_rows(layout: FeatureLayout, X: Any, *, weighted: bool = True
 
 
 def field_output(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | None], *,
-                 name: str, attrs: Mapping | None = None):
+                 name: str, attrs: Mapping | None = None, keep: tuple[str, ...] = ()):
     """Values over the model's features on its field: a DataArray for one field, a list of
-    DataArrays or a Dataset for several, as they were fitted.
+    DataArrays or a Dataset for several, as they were fitted. ``keep``: the input's
+    attributes that still hold (:func:`~kpca_dask.io.fields.as_field`).
 
     Examples
     --------
     >>> layout = FeatureLayout("t", ("x",), (2,))
-    >>> field_output(np.ones((1, 2)), layout, {"component": None}, name="p").dims
-    ('component', 'x')
+    >>> field_output(np.ones((1, 2)), layout, {"mode": None}, name="p").dims
+    ('mode', 'x')
     """
     if layout.parts:
-        return as_fields(values, layout, leading, attrs=attrs)
-    return as_field(values, layout, leading, name=name, attrs=attrs)
+        return as_fields(values, layout, leading, attrs=attrs, keep=keep)
+    return as_field(values, layout, leading, name=name, attrs=attrs, keep=keep)

@@ -19,6 +19,7 @@ from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
+from ..io.fields import KEPT_ATTRS
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
 from .field_inputs import stacked_positions, unweighted
@@ -38,9 +39,9 @@ def one_sample_of(labelled, rows: Rows):
     Examples
     --------
     >>> import xarray as xr
-    >>> Y = xr.DataArray(np.ones((1, 2)), dims=("time", "component"))
+    >>> Y = xr.DataArray(np.ones((1, 2)), dims=("time", "mode"))
     >>> one_sample_of(Y, Rows(None, False, one_sample=True)).dims
-    ('component',)
+    ('mode',)
     """
     if not rows.one_sample:
         return labelled
@@ -203,7 +204,9 @@ def _inverse_data_array(model: FittedModel, X_hat, rows: Rows):
     if layout is not None and layout.dims:
         sample_dim = Y.dims[0]
         coord = Y.indexes[sample_dim] if sample_dim in Y.indexes else None
-        return field_output(X_hat, layout, {sample_dim: coord}, name="reconstruction")
+        # The field itself, in its units: named and described as the input was.
+        return field_output(X_hat, layout, {sample_dim: coord},
+                            name=layout.variable or "reconstruction", keep=KEPT_ATTRS)
     return label_rows(X_hat, Y, name="reconstruction", column_dim="feature")
 
 

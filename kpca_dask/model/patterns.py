@@ -20,18 +20,23 @@ from typing import Callable
 
 import numpy as np
 
+from .._parallel import computed
 from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
 from ..io.fields import FeatureLayout
+from ..io.labelled import MODE_DIM, modes
 from .eof_scaling import check_scaling, eof_divisors, score_factors
 from .field_inputs import stacked_positions, weighted_rows
 from .inputs import Rows
 from .multiple_fields import field_output
 
-__all__ = ["KINDS", "check_kind", "patterns_of"]
+__all__ = ["KINDS", "MAP_NAMES", "check_kind", "patterns_of"]
 
 #: The maps ``patterns`` gives.
 KINDS = PATTERN_KINDS + ("eof",)
+#: The name of each kind's labelled maps (xeofs calls the EOFs ``components``).
+MAP_NAMES = {"covariance": "covariance_maps", "correlation": "correlation_maps",
+             "eof": "components"}
 
 
 def check_kind(kind: str, pcscaling: int | None = None,
@@ -100,11 +105,18 @@ def patterns_of(rows: Rows, kind: str, *, layout: FeatureLayout | None,
                             "cross-covariance")
     else:
         maps = pattern_maps(Y, features, kind)
-    if layout is None or not layout.dims:
+    if layout is not None and layout.dims and like is None:
+        maps = stacked_positions(maps, layout)
+    # The input's kind: in memory in (numpy, a DataArray of numpy), in memory out; dask,
+    # a store or a dask-backed DataArray in, a lazy result out.
+    maps = maps if rows.is_lazy else computed(maps)
+    if like is None or layout is None or not layout.dims:
         return maps
-    if like is None:
-        return stacked_positions(maps, layout)
     attrs = {"kind": kind, "ddof": 1}
     attrs.update({"pcscaling": pcscaling} if pcscaling is not None else {})
     attrs.update({"eofscaling": eofscaling} if eofscaling is not None else {})
-    return field_output(maps, layout, {"component": np.arange(q)}, name=kind, attrs=attrs)
+    # Only a covariance with unit-variance scores is in the field's units; a correlation
+    # and a unit EOF have none, other scalings the field's times the scores'.
+    keep = ("units",) if kind == "covariance" and pcscaling == 1 else ()
+    return field_output(maps, layout, {MODE_DIM: modes(q)}, name=MAP_NAMES[kind],
+                        attrs=attrs, keep=keep)

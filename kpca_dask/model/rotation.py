@@ -21,8 +21,9 @@ import dask
 import numpy as np
 
 from ..engine.cross_moments import pattern_maps
-from ..engine.rotation import Rotation, rotation_of, score_rotation
+from ..engine.rotation import Rotation, kernel_space_variance, rotation_of, score_rotation
 from ..errors import InvalidParameterError
+from ..io.labelled import MODE_DIM, modes
 from .field_inputs import weighted_rows
 from .inputs import method_input
 from .multiple_fields import field_output
@@ -129,15 +130,35 @@ def _rotated_count(estimator, n_components, method, power) -> int:
 class RotatedEOF:
     """The rotated modes of a fitted estimator, as :func:`rotate` makes them.
 
+    Two variances, under two names, as each mode's share of two totals:
+
+    * ``explained_variance_`` and ``explained_variance_ratio_`` are in the
+      kernel's feature space, as the estimator's own: the variance along each
+      rotated mode's direction there, Σ_i λ_i R_ij², a share of the
+      estimator's ``total_variance_``. Rotated and unrotated ratios of one
+      model compare: r rotated modes explain together what the r unrotated
+      ones do.
+    * ``field_variance_`` and ``field_variance_ratio_`` are in the space of
+      the weighted input: the variance of the weighted features each rotated
+      mode's map explains (Σ of its squared loadings), a share of their total
+      variance (xeofs' ``explained_variance`` and ``explained_variance_ratio``
+      of its rotator). The rotated scores of :meth:`transform` have these
+      variances, as xeofs' do.
+
+    For a linear kernel fitted exactly the two are the same numbers; for any
+    other kernel they differ (docs/design.md §15).
+
     Attributes
     ----------
     estimator : KernelPCA or ExactKernelPCA
     rotation : Rotation
         The stored rotation (:class:`~kpca_dask.engine.rotation.Rotation`).
     explained_variance_, explained_variance_ratio_ : ndarray of shape (r,)
-        The variance of the weighted features each rotated mode explains (Σ of
-        its squared loadings), and its share of their total variance (xeofs'
-        ``explained_variance`` and ``explained_variance_ratio``).
+        Kernel-space variance of each rotated mode, and its share of the
+        estimator's ``total_variance_``.
+    field_variance_, field_variance_ratio_ : ndarray of shape (r,)
+        Variance of the weighted features each rotated mode explains, and its
+        share of their total variance (``rotation.total_variance``).
     rotation_matrix_, correlation_matrix_ : ndarray of shape (r, r)
         R, and the correlation of the rotated scores (the identity for varimax).
     """
@@ -146,9 +167,14 @@ class RotatedEOF:
         self.estimator = estimator
         self.rotation = rotation
         self.n_components_ = rotation.n_components
-        self.explained_variance_ = rotation.explained_variance
-        self.explained_variance_ratio_ = (rotation.explained_variance / rotation.total_variance
-                                          if rotation.total_variance > 0
+        self.field_variance_ = rotation.explained_variance
+        self.field_variance_ratio_ = (rotation.explained_variance / rotation.total_variance
+                                      if rotation.total_variance > 0
+                                      else np.zeros(self.n_components_))
+        self.explained_variance_ = kernel_space_variance(rotation,
+                                                         estimator.explained_variance_)
+        total = float(estimator.total_variance_)
+        self.explained_variance_ratio_ = (self.explained_variance_ / total if total > 0
                                           else np.zeros(self.n_components_))
         self.rotation_matrix_ = rotation.matrix
         self.correlation_matrix_ = rotation.correlation
@@ -159,15 +185,46 @@ class RotatedEOF:
         power = f", power={r.power}" if r.method == "promax" else ""
         return f"RotatedEOF({r.method}{power}, {self.n_components_} modes)"
 
+    def spectrum(self):
+        """The rotated modes' variances as one ``xr.Dataset`` over ``mode`` (1..r).
+
+        ``explained_variance`` and ``explained_variance_ratio`` (kernel space, shares
+        of the estimator's total variance, ``attrs["total_variance"]``),
+        ``field_variance`` and ``field_variance_ratio`` (the weighted features',
+        shares of ``attrs["field_total_variance"]``).
+
+        Examples
+        --------
+        >>> import numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(60, 5)) * [3.0, 2.0, 1.0, 1.0, 0.5]
+        >>> kpca = kpca_dask.KernelPCA(3, kernel="linear", n_landmarks=60).fit(X)
+        >>> kpca_dask.rotate(kpca, X).spectrum()["mode"].values.tolist()
+        [1, 2, 3]
+        """
+        import xarray as xr
+
+        values = {"explained_variance": self.explained_variance_,
+                  "explained_variance_ratio": self.explained_variance_ratio_,
+                  "field_variance": self.field_variance_,
+                  "field_variance_ratio": self.field_variance_ratio_}
+        return xr.Dataset(
+            {name: ((MODE_DIM,), np.asarray(v, dtype=np.float64)) for name, v in values.items()},
+            coords={MODE_DIM: modes(self.n_components_)},
+            attrs={"rotation": self.rotation.method,
+                   "total_variance": float(self.estimator.total_variance_),
+                   "total_variance_kind": self.estimator.total_variance_kind_,
+                   "field_total_variance": float(self.rotation.total_variance)})
+
     def transform(self, X):
         """The rotated scores of ``X`` (xeofs' ``scores()``/``transform``), lazily as the
-        estimator's ``transform``: a DataArray (sample, component) for a field."""
+        estimator's ``transform``: a DataArray ``scores`` (sample, mode) for a field, with
+        the modes numbered 1..r."""
         return self._rotated(self.estimator.transform(X))
 
     def _rotated(self, Y):
         r = self.n_components_
         if hasattr(Y, "dims"):  # a DataArray, components last
-            leading = Y.isel(component=slice(0, r))
+            leading = Y.isel({MODE_DIM: slice(0, r)})
             return leading.copy(data=leading.data @ self._scores.astype(Y.dtype))
         if hasattr(Y, "columns"):
             Y = Y.to_dask_array() if hasattr(Y, "to_dask_array") else Y.to_numpy()
@@ -180,8 +237,8 @@ class RotatedEOF:
         layout = _layout_of(self.estimator)
         if layout is None or not layout.dims:
             return maps
-        return field_output(maps, layout, {"component": np.arange(self.n_components_)},
-                            name="rotated_eof", attrs={"rotation": self.rotation.method})
+        return field_output(maps, layout, {MODE_DIM: modes(self.n_components_)},
+                            name="components", attrs={"rotation": self.rotation.method})
 
     def patterns(self, X, kind: str = "correlation"):
         """Covariance or correlation maps of the rotated scores over ``X`` (unweighted

@@ -13,6 +13,8 @@ joined arrays.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..io.fields import FeatureLayout
@@ -37,6 +39,12 @@ def layout_attribute(layout: FeatureLayout) -> dict:
         "coords": {dim: _coordinate(values) for dim, values in layout.coords.items()},
         "weight_dims": list(layout.weight_dims),
     }
+    # What outputs are named and described by, and how the sample dimension was chosen.
+    for key in ("variable", "sample_dim_from"):
+        if getattr(layout, key):
+            stored[key] = getattr(layout, key)
+    if layout.attrs:
+        stored["attrs"] = dict(layout.attrs)
     if layout.parts:
         stored["container"] = layout.container
         stored["fields"] = [{**layout_attribute(part), "name": part.name,
@@ -82,8 +90,13 @@ def layout_from_attribute(stored: dict, kept, weights) -> FeatureLayout:
         raise ValueError("feature_kept must hold ascending positions of the field")
     if "fields" in stored:
         return _joined(stored, kept, weights)
+    attrs = stored.get("attrs", {})
+    if not (isinstance(attrs, dict) and all(isinstance(v, str) for v in attrs.values())):
+        raise TypeError(f"attrs must map names to text, not {attrs!r}")
     return FeatureLayout(sample_dim, dims, shape, coords, kept=kept, weights=weights,
-                         weight_dims=tuple(stored.get("weight_dims", ())))
+                         weight_dims=tuple(stored.get("weight_dims", ())),
+                         variable=stored.get("variable"), attrs=attrs,
+                         sample_dim_from=str(stored.get("sample_dim_from", "")))
 
 
 def _joined(stored: dict, kept, weights) -> FeatureLayout:
@@ -105,9 +118,7 @@ def _joined(stored: dict, kept, weights) -> FeatureLayout:
                 raise ValueError("feature_weights does not hold the weights of every field")
         else:
             part_weights = None
-        parts.append(FeatureLayout(part.sample_dim, part.dims, part.shape, part.coords,
-                                   part.kept, part_weights, part.weight_dims,
-                                   name=str(field["name"])))
+        parts.append(replace(part, weights=part_weights, name=str(field["name"])))
         start, first = start + size, first + part.n_features
     joined = combined_layout(parts, stored["container"])
     if joined.shape != tuple(stored["shape"]) or not all(

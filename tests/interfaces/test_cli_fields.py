@@ -64,7 +64,7 @@ def test_another_sample_dim_at_transform_is_refused(field_file, tmp_path, capsys
 
 
 def test_patterns_writes_the_maps_of_the_field(field_file, tmp_path, capsys):
-    """patterns --kind correlation writes the library's maps, over (component, lat, lon)."""
+    """patterns --kind correlation writes the library's maps, over (mode, lat, lon)."""
     field, path = field_file
     model, maps_path = tmp_path / "m.zarr", tmp_path / "maps.zarr"
     assert main("fit", path, "--model", model, "--sample-dim", "time", "--n-components", "2",
@@ -78,7 +78,7 @@ def test_patterns_writes_the_maps_of_the_field(field_file, tmp_path, capsys):
     written = written[list(written.data_vars)[0]]
     expected = kpca_dask.load(model).patterns(field.transpose("time", "lat", "lon"),
                                               kind="correlation")
-    assert written.dims == ("component", "lat", "lon")
+    assert written.dims == ("mode", "lat", "lon")
     np.testing.assert_allclose(written.values, expected.values, rtol=1e-10, equal_nan=True)
 
 

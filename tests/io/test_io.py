@@ -135,15 +135,15 @@ def _labelled(n=200, seed=0, chunks=50):
 
 
 def test_data_array_in_data_array_out():
-    """transform of a DataArray gives (sample dim, "component") with coordinates and attrs."""
+    """transform of a DataArray gives (sample dim, "mode") with coordinates and attrs."""
     X = _labelled()
     kpca = KernelPCA(n_components=4, gamma=0.3, n_landmarks=40, random_state=0).fit(X)
     Y = kpca.transform(X)
     assert isinstance(Y, xr.DataArray)
-    assert Y.dims == ("time", "component")
+    assert Y.dims == ("time", "mode")
     np.testing.assert_array_equal(Y["time"], X["time"])
     np.testing.assert_array_equal(Y["station"], X["station"])
-    np.testing.assert_array_equal(Y["component"], np.arange(4))
+    np.testing.assert_array_equal(Y["mode"], np.arange(1, 5))
     assert Y.attrs["kernel"] == "rbf" and Y.attrs["gamma"] == 0.3
     assert isinstance(Y.data, da.Array)
     np.testing.assert_allclose(Y.values, kpca.transform(X.values), rtol=0, atol=1e-12)
@@ -183,7 +183,7 @@ def test_labelled_embedding_round_trips_through_zarr(tmp_path):
     Y = KernelPCA(n_components=2, n_landmarks=30, random_state=0).fit(X).transform(X)
     write_embedding(Y, tmp_path / "y.zarr")
     back = open_array(tmp_path / "y.zarr")
-    assert isinstance(back, xr.DataArray) and back.dims == ("time", "component")
+    assert isinstance(back, xr.DataArray) and back.dims == ("time", "mode")
     np.testing.assert_array_equal(back["station"], X["station"])
     np.testing.assert_array_equal(back.values, Y.values)
     assert back.attrs["kernel"] == "rbf"

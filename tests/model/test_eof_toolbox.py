@@ -103,7 +103,7 @@ def test_one_time_step_without_the_sample_dim_is_projected(fitted, field):
     model, signs = fitted
     one = field.isel(time=7)
     got = model.transform(one)
-    assert got.dims == ("component",)
+    assert got.dims == ("mode",)
     anomaly = (one - field.mean("time")).load()
     _close(got, _solver(field).projectField(anomaly, neofs=Q), signs)
 

@@ -57,11 +57,14 @@ def test_nan_at_transform_time_of_lazy_input(X):
         Y.compute()
 
 
-@pytest.mark.parametrize("shape", [(10,), (2, 3, 4)])
-def test_wrong_ndim(shape):
-    """1-D or 3-D input: say it must be 2-D and how to reshape."""
-    with pytest.raises(InvalidInputError, match="must be a 2-D array.*reshape"):
+@pytest.mark.parametrize("shape, match", [((10,), "must be a 2-D array.*reshape"),
+                                          ((2, 3, 4), r"3-d array.*DataArray.*reshape\(len")])
+def test_wrong_ndim(shape, match):
+    """1-D input: say it must be 2-D and how to reshape; 3-D: rows or a labelled field,
+    without the hint for one feature."""
+    with pytest.raises(InvalidInputError, match=match) as caught:
         KernelPCA(2).fit(np.ones(shape))
+    assert len(shape) == 1 or "reshape(-1, 1)" not in str(caught.value)
 
 
 @pytest.mark.parametrize("shape, match", [((0, 3), "0 sample"), ((1, 3), "1 sample"),

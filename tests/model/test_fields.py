@@ -62,7 +62,7 @@ def test_mask_is_recorded_and_embedding_keeps_the_sample_coordinate():
     assert kpca.feature_layout_.dims == ("lat", "lon")
     assert sorted(kpca.feature_layout_.masked.tolist()) == [0, 47]
     Y = kpca.transform(field)
-    assert isinstance(Y.data, da.Array) and Y.dims == ("time", "component")
+    assert isinstance(Y.data, da.Array) and Y.dims == ("time", "mode")
     np.testing.assert_array_equal(Y.time.values, field.time.values)
 
 

@@ -164,8 +164,8 @@ def test_patterns_of_a_matrix_free_model_equal_the_dense_ones(X):
     """The correlation maps read the lazy embedding by panels of the training rows."""
     dense = ExactKernelPCA(n_components=3, gamma=0.05).fit(X)
     free = ExactKernelPCA(n_components=3, gamma=0.05, **FREE).fit(X)
-    np.testing.assert_allclose(free.patterns(X, kind="correlation").compute(),
-                               dense.patterns(X, kind="correlation").compute(), atol=1e-9)
+    np.testing.assert_allclose(free.patterns(X, kind="correlation"),
+                               dense.patterns(X, kind="correlation"), atol=1e-9)
 
 
 @pytest.mark.parametrize("pcscaling", [1, 2])

@@ -51,7 +51,7 @@ def test_two_fields_equal_eofs_multivariate_pcs(fitted, solver):
     eigenvalues."""
     model, Y = fitted
     pcs = solver.pcs(npcs=Q)
-    assert Y.dims == ("time", "component")
+    assert Y.dims == ("time", "mode")
     np.testing.assert_allclose(np.asarray(Y) * _signs(Y, pcs), pcs,
                                rtol=0, atol=1e-10 * np.abs(pcs).max())
     np.testing.assert_allclose(model.eigenvalues_ / 49, solver.eigenvalues(neigs=Q), rtol=1e-10)
@@ -66,7 +66,7 @@ def test_patterns_come_back_as_a_list_of_fields(fitted, fields, solver):
     signs = _signs(Y, solver.pcs(npcs=Q))
     assert isinstance(maps, list) and [m.name for m in maps] == ["sst", "z"]
     for got, want, field in zip(maps, expected, fields):
-        assert got.dims == ("component",) + field.dims[1:]
+        assert got.dims == ("mode",) + field.dims[1:]
         np.testing.assert_allclose(got.values * signs[:, None, None], want, atol=1e-10,
                                    equal_nan=True)
 
@@ -84,7 +84,7 @@ def test_a_dataset_gives_a_dataset_and_the_same_numbers(fields, fitted):
                                atol=1e-9 * np.abs(np.asarray(Y)).max())
     maps = other.patterns(dataset)
     assert isinstance(maps, xr.Dataset) and list(maps.data_vars) == ["sst", "z"]
-    assert maps["z"].dims == ("component", "zlat", "zlon")
+    assert maps["z"].dims == ("mode", "zlat", "zlon")
 
 
 def test_fields_stay_lazy_until_computed(fields):

@@ -67,7 +67,7 @@ def test_patterns_equal_eofs_maps(fitted, solver, kind, method):
     field, model, Y = fitted
     expected = getattr(solver, method)(neofs=Q).values
     maps = model.patterns(field, kind=kind)
-    assert maps.dims == ("component", "latitude", "longitude")
+    assert maps.dims == ("mode", "latitude", "longitude")
     np.testing.assert_array_equal(maps.longitude.values, field.longitude.values)
     signs = _signs(Y, solver.pcs(npcs=Q, pcscaling=0).values)
     values = maps.values * signs[:, None, None]

@@ -49,7 +49,7 @@ def test_rotation_equals_xeofs_eof_rotator(field, xeofs_eof, make, method, power
     np.testing.assert_allclose(rotated.explained_variance_ratio_,
                                expected.explained_variance_ratio().values, rtol=1e-8)
     maps = rotated.components()
-    assert maps.dims == ("component", "latitude", "longitude")
+    assert maps.dims == ("mode", "latitude", "longitude")
     np.testing.assert_allclose(maps.values, expected.components().transpose("mode", ...).values,
                                rtol=0, atol=1e-8, equal_nan=True)
     scores = expected.scores().transpose("time", "mode").values
@@ -78,7 +78,7 @@ def test_a_kernel_rotation_gives_lazy_scores_and_correlation_maps(field):
     maps = rotated.patterns(field, kind="correlation")
     assert dask.is_dask_collection(scores) and dask.is_dask_collection(maps)
     np.testing.assert_allclose(np.corrcoef(scores.values.T), np.eye(Q), atol=1e-8)
-    assert maps.dims == ("component", "latitude", "longitude")
+    assert maps.dims == ("mode", "latitude", "longitude")
     assert np.nanmax(np.abs(maps.values)) <= 1 + 1e-12
     assert 0 < rotated.explained_variance_ratio_.sum() <= 1
 

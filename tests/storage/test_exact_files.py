@@ -63,7 +63,7 @@ def test_a_field_model_keeps_its_layout(tmp_path):
                            eigen_solver="matrix-free").fit(field)
     loaded = kpca_dask.load(model.save(tmp_path / "field.zarr"))
     Y = loaded.transform(field[:5])
-    assert Y.dims == ("time", "component")
+    assert Y.dims == ("time", "mode")
     np.testing.assert_allclose(Y.values, model.transform(field[:5]).values, atol=1e-13)
 
 
