@@ -61,6 +61,9 @@ def _undecoded_netcdf(args: argparse.Namespace):
     if kind != "netcdf":
         raise CommandError(f"--no-decode-times applies to netCDF files; {args.data} is {kind}: "
                            "leave it out.")
+    if args.columns is not None or args.header is not None:
+        raise CommandError("--columns and --header apply to Parquet and CSV files, not to "
+                           f"the netCDF file {args.data}: leave them out.")
     if not os.path.isfile(args.data):
         raise FileNotFoundError(f"No such file: {args.data}: check the path.")
     with about(os.fspath(args.data)):

@@ -222,6 +222,16 @@ def test_fit_defaults_are_the_librarys():
     assert params == {name: defaults[name] for name in params}
 
 
+def test_scheduler_local_starts_a_local_cluster_whatever_the_environment(monkeypatch):
+    """`--scheduler local` is a local cluster even where $DASK_SCHEDULER_ADDRESS names
+    another scheduler (here one that does not answer)."""
+    from kpca_dask.dask_client import get_client
+
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
+    with get_client("local", n_workers=1, threads_per_worker=1, processes=False) as client:
+        assert client.cluster is not None and len(client.scheduler_info()["workers"]) == 1
+
+
 def test_version_and_help(capsys):
     """--version names the package version; every subcommand has --help."""
     assert main("--version", capsys=capsys).stdout.strip() == f"kpca-dask {kpca_dask.__version__}"

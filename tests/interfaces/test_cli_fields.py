@@ -206,6 +206,8 @@ def test_weights_from_a_file(kind, odd_times, tmp_path, capsys):
     ("field.nc", ["--weights", "gone.nc"], "No such file: gone.nc"),
     ("field.nc", ["--weights", "w.csv"], "--weights takes 'coslat', or a netCDF, Zarr or .npy"),
     ("x.npy", ["--no-decode-times"], "--no-decode-times applies to netCDF files; x.npy is npy"),
+    ("field.nc", ["--no-decode-times", "--columns", "a"],
+     "--columns and --header apply to Parquet and CSV files, not to the netCDF file"),
 ])
 def test_weight_and_time_mistakes_are_one_line(data, options, message, field_file, tmp_path,
                                                capsys, monkeypatch):
