@@ -3,8 +3,9 @@
 A thin layer over the library: each subcommand opens its inputs with
 :mod:`kpca_dask.io` (Zarr, or a ``.npy``, Parquet, CSV, HDF5 or netCDF file),
 runs the estimator (on threads, or on a Dask client from
-:mod:`kpca_dask.dask_client`) and writes its output atomically. Mistakes a user can make (bad parameters,
-missing or unreadable input, an output that exists) print one line,
+:mod:`kpca_dask.dask_client`) and writes its output atomically. Mistakes a
+user can make (bad parameters, missing or unreadable input, an output that
+exists) print one line,
 ``kpca-dask: error: ...``, and exit with status 2; they are found before any
 Dask worker starts. A command computes on Dask's threaded scheduler in its
 own process unless a cluster is asked for (``--scheduler``,
