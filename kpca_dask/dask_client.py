@@ -17,18 +17,23 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import dask
-from distributed import Client
-from distributed.security import Security
 
 from .errors import InvalidParameterError
 
-__all__ = ["get_client", "scheduler_address", "describe_client", "environment_kept"]
+if TYPE_CHECKING:  # distributed is imported when a client is made: a threaded run needs none
+    from distributed import Client
+
+__all__ = ["get_client", "scheduler_address", "describe_client", "environment_kept",
+           "LOCAL_CLUSTER"]
 
 #: Environment variable naming the scheduler when no address is given
 #: (the variable Dask itself reads as the ``scheduler-address`` setting).
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+#: The address that asks :func:`get_client` for a local cluster, whatever the environment says.
+LOCAL_CLUSTER = "local"
 
 
 def scheduler_address(address: str | None = None) -> str | None:
@@ -57,7 +62,8 @@ def get_client(
     address : str, optional
         Scheduler address (``tcp://host:8786``, ``tls://host:8786``). Default:
         the ``DASK_SCHEDULER_ADDRESS`` environment variable; when neither is
-        set, a ``distributed.LocalCluster`` is started.
+        set, or the address is ``"local"``, a ``distributed.LocalCluster`` is
+        started.
     n_workers, threads_per_worker, memory_limit, processes
         Shape of the local cluster (ignored with an address). None leaves
         Dask's choice: one worker process per core (fewer, multi-threaded,
@@ -82,7 +88,9 @@ def get_client(
     ...     len(client.scheduler_info()["workers"])
     1
     """
-    address = scheduler_address(address)
+    from distributed import Client
+
+    address = None if address == LOCAL_CLUSTER else scheduler_address(address)
     if address is not None:
         if address.startswith("tls://"):
             _require_tls_configuration(address)
@@ -131,6 +139,8 @@ def environment_kept() -> Iterator[None]:
 
 
 def _require_tls_configuration(address: str) -> None:
+    from distributed.security import Security
+
     if Security().get_connection_args("client").get("ssl_context") is None:
         raise InvalidParameterError(
             f"The scheduler address {address} needs TLS, but no TLS credentials are "

@@ -2,18 +2,26 @@
 
 A thin layer over the library: each subcommand opens its inputs with
 :mod:`kpca_dask.io` (Zarr, or a ``.npy``, Parquet, CSV, HDF5 or netCDF file),
-runs the estimator on a Dask client from :mod:`kpca_dask.dask_client` and
-writes its output atomically. Mistakes a user can make (bad parameters,
-missing or unreadable input, an output that exists) print one line,
+runs the estimator (on threads, or on a Dask client from
+:mod:`kpca_dask.dask_client`) and writes its output atomically. Mistakes a
+user can make (bad parameters, missing or unreadable input, an output that
+exists) print one line,
 ``kpca-dask: error: ...``, and exit with status 2; they are found before any
-Dask worker starts. ``fit``'s options default to
+Dask worker starts. A command computes on Dask's threaded scheduler in its
+own process unless a cluster is asked for (``--scheduler``,
+``$DASK_SCHEDULER_ADDRESS``, or a local-cluster option such as ``--workers``).
+``fit``'s options default to
 :class:`~kpca_dask.KernelPCA`'s own defaults: without ``--n-components`` it
 keeps every component with a positive eigenvalue, without ``--seed`` it
 draws its landmarks afresh.
 
 The parser is :mod:`kpca_dask.cli.parser`, where and how a command computes
-:mod:`kpca_dask.cli.compute`, the subcommands :mod:`kpca_dask.cli.commands`
-and the model summary they print :mod:`kpca_dask.cli.summary`.
+:mod:`kpca_dask.cli.compute`, the subcommands :mod:`kpca_dask.cli.commands`,
+the data and weights they read :mod:`kpca_dask.cli.inputs` and the model
+summary they print :mod:`kpca_dask.cli.summary`. Only the parser is imported
+before the arguments are parsed, and it imports nothing heavy: ``--help``
+answers before scikit-learn, dask.array or xarray load, and the commands'
+modules are imported when a command runs.
 
 Examples
 --------
@@ -36,10 +44,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ..errors import KPCAError
-from .commands import COMMANDS
-from .compute import CommandError
-from .parser import PROG, build_parser
+from .parser import PROG, CommandError, build_parser
 
 __all__ = ["main", "build_parser"]
 
@@ -64,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     args = build_parser().parse_args(argv)
+    # Imported now, not with the package: --help and argument errors need none of it.
+    from ..errors import KPCAError
+    from .commands import COMMANDS
+
     try:
         COMMANDS[args.command](args)
     except (KPCAError, FileNotFoundError, FileExistsError, CommandError) as exc:

@@ -22,8 +22,9 @@ from ..datasets import make_dataset
 from ..errors import KPCAError
 from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
-from .compute import CommandError, check_parameters, compute_context, open_data
-from .parser import LIBRARY_DEFAULTS, PROG, UNSET
+from .compute import check_parameters, compute_context
+from .inputs import fit_weights, open_data
+from .parser import LIBRARY_DEFAULTS, PROG, UNSET, CommandError
 from .summary import print_summary, shown_components, summary
 
 __all__ = ["COMMANDS", "fit_params", "exact_params"]
@@ -47,8 +48,9 @@ def _generate(args) -> None:
 def fit_params(args: argparse.Namespace) -> dict:
     """The parameters of the KernelPCA that ``fit`` makes from its options.
 
-    ``landmarks`` is left as given: a strategy name, or the path of a file of
-    landmark points, which ``fit`` reads.
+    ``landmarks`` and ``weights`` are left as given: a strategy name or the path
+    of a file of landmark points, and None, "coslat" or the path of a file of
+    weights, which ``fit`` reads (:func:`kpca_dask.cli.inputs.fit_weights`).
 
     Examples
     --------
@@ -67,6 +69,7 @@ def fit_params(args: argparse.Namespace) -> dict:
         "landmarks": args.landmarks, "tol": args.tol, "dtype": args.dtype,
         "random_state": args.seed, "fit_inverse_transform": args.fit_inverse_transform,
         "alpha": args.alpha, "sample_dim": getattr(args, "sample_dim", None),
+        "weights": getattr(args, "weights", None),
     }
 
 
@@ -93,14 +96,14 @@ def exact_params(args: argparse.Namespace) -> dict:
                            "map, which --exact has none of; leave them out.")
     return {**{name: params[name] for name in ("n_components", "kernel", "gamma", "degree",
                                                "coef0", "kernel_params", "remove_zero_eig",
-                                               "dtype", "sample_dim")},
+                                               "dtype", "sample_dim", "weights")},
             "eigen_solver": args.eigen_solver}
 
 
 def _fit_exact(args, X) -> None:
     """``fit --exact``: ExactKernelPCA, checkpointed between the matrix-free solver's
     products, saved with its training rows."""
-    model = ExactKernelPCA(**exact_params(args))
+    model = ExactKernelPCA(**{**exact_params(args), "weights": fit_weights(args.weights, X)})
     check_parameters(model, X.shape[1])
     with compute_context(args):
         model.fit(X, checkpoint=args.checkpoint)
@@ -124,6 +127,7 @@ def _fit(args) -> None:
     landmarks = params["landmarks"]
     if os.path.exists(landmarks) or "://" in landmarks:
         params["landmarks"] = np.asarray(open_array(landmarks).compute(scheduler="threads"))
+    params["weights"] = fit_weights(args.weights, X)
     kpca = KernelPCA(**params)
     check_parameters(kpca, X.shape[1])
     names = _table_names(args)

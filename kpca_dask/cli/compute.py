@@ -1,11 +1,16 @@
 """Where a subcommand computes, and what it checks before anything starts.
 
-:func:`compute_context` runs a subcommand's computations on a Dask client
-(``--scheduler``, ``$DASK_SCHEDULER_ADDRESS`` or a local cluster), or in this
-process; :class:`ProgressGet` shows distributed's progress bar on stderr.
-:func:`open_data` and :func:`check_parameters` find a wrong path or parameter
-before any worker starts: the parameters through the same table ``fit``
-checks them with (:func:`kpca_dask.model.parameters.check_params`).
+:func:`compute_context` runs a subcommand's computations in this process on
+Dask's threaded scheduler, unless a cluster is asked for: a Dask client
+(``--scheduler``, ``$DASK_SCHEDULER_ADDRESS``) or a local cluster of worker
+processes (``--workers``, ``--threads-per-worker``, ``--memory-limit``,
+``--scheduler local``). Threads start at once and share the process's memory
+without a copy; worker processes take seconds to start and send every result
+back, which pays only on data that outgrow one process. :class:`ProgressGet`
+shows distributed's progress bar on stderr, and dask's ``ProgressBar`` does so
+on threads. :func:`check_parameters` finds a wrong parameter before any worker
+starts, through the same table ``fit`` checks them with
+(:func:`kpca_dask.model.parameters.check_params`).
 """
 
 from __future__ import annotations
@@ -21,16 +26,10 @@ from ..blocks.kernels import canonical_kernel_name
 from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
 from ..model.parameters import CONSTRAINTS, EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from .parser import LOCAL_CLUSTER_OPTIONS, LOCAL_SCHEDULERS, CommandError
 
-__all__ = ["CommandError", "LOCAL_SCHEDULERS", "ProgressGet", "compute_context", "open_data",
+__all__ = ["CommandError", "LOCAL_SCHEDULERS", "ProgressGet", "compute_context", "scheduler_of",
            "check_parameters"]
-
-#: Scheduler names that run in this process instead of on a distributed client.
-LOCAL_SCHEDULERS = ("threads", "synchronous")
-
-
-class CommandError(Exception):
-    """A problem the user can fix, found by the command line itself."""
 
 
 class ProgressGet:
@@ -65,13 +64,35 @@ class ProgressGet:
             sys.stdout.write("\n")
 
 
+def scheduler_of(args: argparse.Namespace) -> str:
+    """Where a command computes: "threads" or "synchronous" (in this process), a scheduler's
+    address, or "local" for a local cluster of worker processes.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(scheduler=None, workers=2, threads_per_worker=None,
+    ...                           memory_limit=None)
+    >>> scheduler_of(args)
+    'local'
+    >>> scheduler_of(argparse.Namespace(**{**vars(args), "scheduler": "tcp://10.0.0.5:8786"}))
+    'tcp://10.0.0.5:8786'
+    """
+    from ..dask_client import LOCAL_CLUSTER, scheduler_address
+
+    address = scheduler_address(args.scheduler)
+    if address is not None:
+        return address
+    asked = any(getattr(args, option, None) is not None for option in LOCAL_CLUSTER_OPTIONS)
+    return LOCAL_CLUSTER if asked else "threads"
+
+
 @contextlib.contextmanager
 def compute_context(args: argparse.Namespace) -> Iterator[None]:
-    """Where and how the command computes: a distributed client or a local scheduler.
+    """Where and how the command computes: a local scheduler or a distributed client.
 
     ``args`` holds the options of :func:`kpca_dask.cli.parser.build_parser`'s
-    "where to compute" group. A scheduler that cannot be reached is a
-    :class:`CommandError`.
+    "where to compute" group (:func:`scheduler_of` reads them). A scheduler that
+    cannot be reached is a :class:`CommandError`.
 
     Examples
     --------
@@ -81,10 +102,8 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
     ...     int(da.ones(10, chunks=5).sum().compute())
     10
     """
-    from ..dask_client import describe_client, get_client, scheduler_address
-
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
-    address = scheduler_address(args.scheduler)
+    address = scheduler_of(args)
     if address in LOCAL_SCHEDULERS:
         from dask.diagnostics import ProgressBar
 
@@ -92,10 +111,12 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
         with dask.config.set(scheduler=address), bar:
             yield
         return
+    from ..dask_client import describe_client, get_client
+
     try:
-        client = get_client(address, n_workers=args.workers,
-                            threads_per_worker=args.threads_per_worker,
-                            memory_limit=args.memory_limit)
+        client = get_client(address, n_workers=getattr(args, "workers", None),
+                            threads_per_worker=getattr(args, "threads_per_worker", None),
+                            memory_limit=getattr(args, "memory_limit", None))
     except (OSError, TimeoutError) as exc:
         raise CommandError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     with client:
@@ -103,25 +124,6 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
         scheduler = ProgressGet(client) if show_progress else client.get
         with dask.config.set(scheduler=scheduler):
             yield
-
-
-def open_data(args: argparse.Namespace):
-    """The data, opened lazily before any worker starts: a bad path fails here, at once.
-
-    Examples
-    --------
-    >>> import tempfile, numpy as np
-    >>> path = tempfile.mkdtemp() + "/x.npy"
-    >>> np.save(path, np.ones((4, 2)))
-    >>> args = argparse.Namespace(data=path, array=None, format=None, columns=None,
-    ...                           header=None)
-    >>> open_data(args).shape
-    (4, 2)
-    """
-    from ..io import open_array
-
-    return open_array(args.data, array=args.array, format=args.format, columns=args.columns,
-                      header=args.header, sample_dim=getattr(args, "sample_dim", None))
 
 
 def check_parameters(kpca: KernelPCA | ExactKernelPCA, n_features: int) -> None:

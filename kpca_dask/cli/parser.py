@@ -1,7 +1,7 @@
 """The argument parser of ``kpca-dask``, and the argparse types of its options.
 
 The options of ``fit`` that are estimator parameters default to
-:class:`~kpca_dask.KernelPCA`'s own defaults, read from its signature
+:class:`~kpca_dask.KernelPCA`'s own defaults, copied from its signature
 (:data:`LIBRARY_DEFAULTS`), so the command line and the library never
 disagree: a ``fit`` without ``--n-components`` keeps every component with a
 positive eigenvalue, and one without ``--seed`` draws its landmarks afresh.
@@ -9,33 +9,58 @@ positive eigenvalue, and one without ``--seed`` draws its landmarks afresh.
 Every argument says in its help what it is, its default (``%(default)s``
 where it is a value) and the values it takes by name; tests/interfaces/test_cli_help.py
 walks the parser and holds every argument to that.
+
+The parser imports nothing of the library but its version: ``kpca-dask --help``
+answers at once, before scikit-learn, dask.array or xarray are loaded, and a
+command's module is imported when that command runs (:func:`kpca_dask.cli.main`).
+The names and defaults it offers are therefore written here, as copies of the
+library's tables (:data:`LIBRARY_DEFAULTS`, :data:`KERNEL_NAMES`, ...), and
+tests/interfaces/test_cli_help.py checks each copy equal to the table it copies.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 from types import MappingProxyType
 
-from ..blocks.kernels import KERNEL_NAMES
-from ..datasets import DATASETS
-from ..engine.bandwidth import BANDWIDTH_RULES
-from ..estimators.kernel_pca import KernelPCA
-from ..io.formats import FORMATS
-from ..landmarks.strategies import landmark_strategy_names
-from ..model.parameters import EIGEN_SOLVERS
-from .compute import LOCAL_SCHEDULERS
-
-__all__ = ["build_parser", "PROG", "UNSET", "LIBRARY_DEFAULTS"]
+__all__ = ["build_parser", "CommandError", "PROG", "UNSET", "LIBRARY_DEFAULTS",
+           "LOCAL_SCHEDULERS", "LOCAL_CLUSTER_OPTIONS"]
 
 PROG = "kpca-dask"
 #: An option not given (None means "all components" for --n-components).
 UNSET = object()
-#: KernelPCA's defaults, from its signature: those of the options of ``fit``.
+
+
+class CommandError(Exception):
+    """A problem the user can fix, found by the command line itself."""
+
+# -- copies of the library's tables (each checked equal to its source by the tests) ----------
+
+#: KernelPCA's defaults (its signature's) for the parameters ``fit`` has options for.
 LIBRARY_DEFAULTS = MappingProxyType({
-    name: parameter.default
-    for name, parameter in inspect.signature(KernelPCA).parameters.items()})
+    "n_components": None, "kernel": "rbf", "gamma": None, "degree": 3, "coef0": 1.0,
+    "kernel_params": None, "remove_zero_eig": False, "n_landmarks": 1000,
+    "landmarks": "kmeans", "tol": 0.01, "dtype": "float64", "random_state": None,
+    "fit_inverse_transform": False, "alpha": 1.0, "sample_dim": None, "weights": None})
+#: kpca_dask.blocks.kernels.KERNEL_NAMES
+KERNEL_NAMES = ("cosine", "gaussian", "laplacian", "linear", "matern", "poly", "polynomial",
+                "precomputed", "rbf", "sigmoid")
+#: kpca_dask.datasets.DATASETS
+DATASETS = ("two-shells", "circles", "blobs")
+#: kpca_dask.engine.bandwidth.BANDWIDTH_RULES
+BANDWIDTH_RULES = ("median", "scale")
+#: kpca_dask.io.formats.FORMATS
+FORMATS = ("zarr", "npy", "parquet", "csv", "hdf5", "netcdf")
+#: kpca_dask.landmarks.strategies.landmark_strategy_names(), the built-in strategies
+LANDMARK_STRATEGIES = ("kmeans", "rpcholesky", "uniform")
+#: kpca_dask.model.parameters.EIGEN_SOLVERS
+EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
+
+#: Scheduler names that run in this process instead of on a distributed client.
+LOCAL_SCHEDULERS = ("threads", "synchronous")
+#: The options that shape a local cluster: any of them asks for one.
+LOCAL_CLUSTER_OPTIONS = ("workers", "threads_per_worker", "memory_limit")
 
 _DATA_HELP = ("Zarr array, group or URL, or a .npy, Parquet (file or directory), CSV, HDF5 or "
               "netCDF file")
@@ -109,21 +134,28 @@ _STRATEGY_WORDS = {"kmeans": "k-means centroids of a sample", "uniform": "rows d
 
 
 def _strategies() -> str:
-    """The registered landmark strategies, the built-in ones with a word on each."""
-    return ", ".join(f"{name} ({_STRATEGY_WORDS[name]})" if name in _STRATEGY_WORDS else name
-                     for name in landmark_strategy_names())
-
+    """The built-in landmark strategies, with a word on each."""
+    return ", ".join(f"{name} ({_STRATEGY_WORDS[name]})" for name in LANDMARK_STRATEGIES)
 
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("where to compute")
+    group = parser.add_argument_group(
+        "where to compute",
+        "By default the command computes in this process on Dask's threaded scheduler. "
+        "--scheduler or $DASK_SCHEDULER_ADDRESS sends the work to a cluster; --workers, "
+        "--threads-per-worker or --memory-limit (or --scheduler local) start a local cluster "
+        "of worker processes for it.")
     group.add_argument(
         "--scheduler", metavar="ADDRESS",
         help="Dask scheduler address (tcp://... or tls://...; TLS credentials from the Dask "
-             "config). Default: $DASK_SCHEDULER_ADDRESS, else a local cluster. "
-             f"{' or '.join(LOCAL_SCHEDULERS)} compute in this process instead.")
+             "config); 'local' for a local cluster sized to the machine; "
+             f"{' or '.join(LOCAL_SCHEDULERS)} to compute in this process. Default: "
+             "$DASK_SCHEDULER_ADDRESS, else a local cluster if a local-cluster option is "
+             "given, else threads.")
     group.add_argument("--workers", type=_positive_int, metavar="N",
-                       help="local cluster: worker processes (default: sized to the machine)")
+                       help="start a local cluster of N worker processes (default: none, "
+                            "threads in this process; with --scheduler local, sized to the "
+                            "machine)")
     group.add_argument("--threads-per-worker", type=_positive_int, metavar="T",
                        help="local cluster: threads per worker (default: the machine's cores "
                             "shared among the workers)")
@@ -131,7 +163,8 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                        help="local cluster: memory per worker, e.g. 4GiB (default: auto, the "
                             "machine's memory shared among the workers)")
     group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="show a progress bar on stderr (default: when stderr is a terminal)")
+                       help="show a progress bar on stderr, on threads or on a cluster "
+                            "(default: when stderr is a terminal)")
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +185,10 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
                        help="netCDF or xarray Zarr: the dimension of the samples (default: the "
                             "first; at fit, every other one is a feature dimension, and later "
                             "commands take the model's)")
+    group.add_argument("--decode-times", action=argparse.BooleanOptionalAction, default=True,
+                       help="netCDF: decode CF times into dates; --no-decode-times reads them "
+                            "as the numbers stored (for units or calendars that cannot be "
+                            "decoded) (default: decode)")
 
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
@@ -211,6 +248,11 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
                      help="also learn the pre-image map (one more pass), for inverse-transform")
     fit.add_argument("--alpha", type=float, default=default["alpha"],
                      help="ridge penalty of the pre-image map (default: %(default)s)")
+    fit.add_argument("--weights", metavar="coslat|FILE",
+                     help="multiply the features before the kernel: 'coslat' for "
+                          "sqrt(cos(latitude)) from a field's latitude coordinate, or a file "
+                          "of weights (netCDF, xarray Zarr, or .npy) over the field's feature "
+                          "dimensions, or one per column of a table or array (default: none)")
 
 
 # -- the parser ----------------------------------------------------------------

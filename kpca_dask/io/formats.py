@@ -71,7 +71,7 @@ def _reader_table() -> dict[str, Reader]:
         "hdf5": Reader("HDF5", (".h5", ".hdf5", ".hdf", ".he5"), False, frozenset({"array"}),
                        read_hdf5_file, "h5py"),
         "netcdf": Reader("netCDF", (".nc", ".nc4", ".netcdf"), False, frozenset({"array"}),
-                         read_netcdf_file),
+                         _read_netcdf),
     }
 
 
@@ -205,6 +205,43 @@ def _read_table(request: ReadRequest) -> da.Array:
         raise InvalidInputError(
             f"the table is ragged or malformed: {' '.join(str(exc).split())}. Every line "
             "must have the same number of fields.") from None
+
+
+def _read_netcdf(request: ReadRequest):
+    """:func:`~kpca_dask.io.array_files.read_netcdf_file`, naming times that cannot be decoded
+    as the cause when the file opens without decoding them."""
+    try:
+        return read_netcdf_file(request)
+    except InvalidInputError:
+        why = _undecodable_times(request.path)
+        if why is None:
+            raise
+        import importlib.util
+
+        cftime = ("" if importlib.util.find_spec("cftime") is not None else
+                  ", or install cftime, which decodes calendars that numpy does not")
+        raise InvalidInputError(
+            f"its times could not be decoded ({why}). Read them as the numbers stored: "
+            "xarray.open_dataset(path, decode_times=False), then pass the Dataset (on the "
+            f"command line, --no-decode-times){cftime}.") from None
+
+
+def _undecodable_times(path: Path) -> str | None:
+    """Why decoding the times of the netCDF file at ``path`` fails, or None when the file does
+    not open without decoding them either (then its times are not the cause)."""
+    import xarray as xr
+
+    try:
+        xr.open_dataset(path, decode_times=False).close()
+    except (OSError, ValueError):
+        return None
+    try:
+        xr.open_dataset(path).close()
+    except ValueError as exc:
+        # Without xarray's hint ("Try opening your dataset with decode_times=False or
+        # installing cftime"): the message above gives the options that apply here.
+        return " ".join(str(exc).split(" Try opening")[0].split()).rstrip(".")
+    return None
 
 
 def _parquet_files(path: Path) -> list[Path]:

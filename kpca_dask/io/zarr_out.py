@@ -10,6 +10,7 @@ path complete or not at all, outputs on object storage carry an
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,8 +113,14 @@ def _write_data_array(data: xr.DataArray, target: StoreLocation, name, attrs) ->
     ds.attrs[WRITE_STATE_ATTR] = INCOMPLETE
     for var in ds.variables.values():
         var.encoding.pop("chunks", None)  # chunks follow the dask blocks being written
-    with capped_blas(ds[variable].data):
-        ds.to_zarr(target.url, mode="w-", zarr_format=3, consolidated=False,
+    with capped_blas(ds[variable].data), warnings.catch_warnings():
+        # Consolidated (the children's metadata inline in the root's zarr.json, written once
+        # the data are): xarray.open_zarr(path) then opens the output without its warning
+        # that it fell back to reading each array's metadata. zarr warns that the Zarr 3
+        # specification has no such field yet; zarr-python and xarray read it.
+        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not "
+                                "part", category=UserWarning)
+        ds.to_zarr(target.url, mode="w-", zarr_format=3, consolidated=True,
                    storage_options=target.storage_options, compute=True)
 
 

@@ -1,4 +1,5 @@
-"""The kpca-dask command line, run in real subprocesses."""
+"""The kpca-dask command line: end to end in real subprocesses (the console script, and the
+errors of a program), the rest in-process through :func:`kpca_dask.cli.main`."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ LOCAL_CLUSTER = ["--workers", "2", "--threads-per-worker", "1", "--memory-limit"
 @pytest.mark.slow
 @pytest.mark.skipif(not CONSOLE_SCRIPT.exists(), reason="console script not installed")
 def test_generate_fit_transform_info(tmp_path, capsys):
-    """generate -> fit -> transform -> info end to end, fit and transform on a LocalCluster."""
+    """generate -> fit -> transform -> info end to end: the fit on a LocalCluster, the
+    transform on threads in its own process (the default)."""
     done = run("generate", "circles", "--n-samples", 6000, "--chunk-rows", 500,
                "--out", "data.zarr", "--seed", 3, "--scheduler", "threads", cwd=tmp_path,
                script=True)
@@ -60,10 +62,10 @@ def test_generate_fit_transform_info(tmp_path, capsys):
     assert "100% Completed" in done.stderr
     assert "trace error" in done.stdout
 
-    done = run("transform", "model.zarr", "data.zarr", "--out", "embedding.zarr",
-               *LOCAL_CLUSTER, cwd=tmp_path)
+    done = run("transform", "model.zarr", "data.zarr", "--out", "embedding.zarr", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "Completed" not in done.stderr  # no bar when stderr is not a terminal
+    assert "Dask:" not in done.stderr  # no cluster was asked for
+    assert "Completed" not in done.stderr and "[#" not in done.stderr  # stderr is no terminal
     assert "wrote embedding.zarr: 6000 x 4" in done.stdout
 
     # The command line did what the library does.
@@ -216,8 +218,18 @@ def test_fit_defaults_are_the_librarys():
     args = cli.build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
     params = fit_params(args)
     defaults = kpca_dask.KernelPCA().get_params(deep=False)
-    assert set(defaults) - set(params) == {"max_landmarks", "rcond", "weights"}  # no option
+    assert set(defaults) - set(params) == {"max_landmarks", "rcond"}  # no option
     assert params == {name: defaults[name] for name in params}
+
+
+def test_scheduler_local_starts_a_local_cluster_whatever_the_environment(monkeypatch):
+    """`--scheduler local` is a local cluster even where $DASK_SCHEDULER_ADDRESS names
+    another scheduler (here one that does not answer)."""
+    from kpca_dask.dask_client import get_client
+
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
+    with get_client("local", n_workers=1, threads_per_worker=1, processes=False) as client:
+        assert client.cluster is not None and len(client.scheduler_info()["workers"]) == 1
 
 
 def test_version_and_help(capsys):
@@ -228,21 +240,58 @@ def test_version_and_help(capsys):
         assert done.returncode == 0 and "usage: kpca-dask " + command in done.stdout
 
 
-def test_fit_with_checkpoint_and_automatic_landmarks(workdir, tmp_path):
+def test_fit_with_checkpoint_and_automatic_landmarks(workdir, tmp_path, capsys):
     """`--checkpoint` saves the pass and `--n-landmarks auto` records its growth path;
     running the same command again resumes from the checkpoint to the same model."""
     args = ["fit", workdir / "data.zarr", "--n-components", "10", "--seed", "0",
             "--n-landmarks", "auto", "--tol", "0.05", "--checkpoint", tmp_path / "fit.ckpt",
             "--scheduler", "threads"]
-    first = run(*args, "--model", tmp_path / "first.zarr", cwd=tmp_path)
+    first = main(*args, "--model", tmp_path / "first.zarr", capsys=capsys)
     assert first.returncode == 0, first.stderr
     assert (tmp_path / "fit.ckpt").is_dir()
-    again = run(*args, "--model", tmp_path / "again.zarr", cwd=tmp_path)
+    again = main(*args, "--model", tmp_path / "again.zarr", capsys=capsys)
     assert again.returncode == 0, again.stderr
     a, b = kpca_dask.load(tmp_path / "first.zarr"), kpca_dask.load(tmp_path / "again.zarr")
     np.testing.assert_allclose(b.eigenvalues_, a.eigenvalues_, rtol=1e-10)
     assert a.n_landmarks == "auto" and a.trace_error_ < 0.1
     assert b.landmark_path_ == a.landmark_path_ and len(a.landmark_path_) >= 1
+
+
+def test_a_local_run_computes_on_threads(workdir, tmp_path, capsys, monkeypatch):
+    """Without --scheduler, $DASK_SCHEDULER_ADDRESS or a local-cluster option, a command
+    computes in its own process on threads: no cluster is described, and --progress shows
+    dask's own bar; the model equals the library's."""
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    done = main("fit", workdir / "data.zarr", "--model", tmp_path / "m.zarr", "--n-components",
+                2, "--n-landmarks", 50, "--seed", 0, "--progress", capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    assert "Dask:" not in done.stderr and "[####" in done.stderr
+    same = kpca_dask.KernelPCA(n_components=2, n_landmarks=50, random_state=0).fit(
+        open_array(workdir / "data.zarr"))
+    np.testing.assert_allclose(kpca_dask.load(tmp_path / "m.zarr").eigenvalues_,
+                               same.eigenvalues_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("options, environment, expected", [
+    ([], None, "threads"),
+    (["--scheduler", "synchronous"], None, "synchronous"),
+    (["--workers", "2"], None, "local"),
+    (["--memory-limit", "1GiB"], None, "local"),
+    (["--scheduler", "local"], "tcp://10.0.0.5:8786", "local"),
+    ([], "tcp://10.0.0.5:8786", "tcp://10.0.0.5:8786"),
+    (["--scheduler", "tcp://10.0.0.9:8786"], "tcp://10.0.0.5:8786", "tcp://10.0.0.9:8786"),
+])
+def test_where_a_command_computes(options, environment, expected, monkeypatch):
+    """Threads unless a cluster is asked for: an address (option, then environment), or a
+    local cluster (--scheduler local, or an option that shapes one)."""
+    from kpca_dask.cli.compute import scheduler_of
+
+    if environment is None:
+        monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", environment)
+    args = cli.build_parser().parse_args(["fit", "d.zarr", "--model", "m.zarr", *options])
+    assert scheduler_of(args) == expected
 
 
 @pytest.mark.slow

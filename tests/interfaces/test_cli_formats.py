@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import dask
 import numpy as np
@@ -85,15 +83,13 @@ def test_fit_and_transform_a_file(kind, tmp_path, capsys):
     np.testing.assert_allclose(np.asarray(written), same.transform(X), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.slow
-def test_parquet_fit_in_a_subprocess(tmp_path):
-    """`kpca-dask fit data.parquet --columns ...` as a program saves the library's model."""
+def test_parquet_fit_by_its_columns(tmp_path, capsys, monkeypatch):
+    """`kpca-dask fit data.parquet --columns ...` saves the library's model."""
+    monkeypatch.chdir(tmp_path)
     X = _data()
     _write("parquet", tmp_path, X)
-    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
-    done = subprocess.run([sys.executable, "-m", "kpca_dask", "fit", "x.parquet", "--model",
-                           "m.zarr", *FIT, "--columns", "a,b,c", "--scheduler", "threads"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = main("fit", "x.parquet", "--model", "m.zarr", *FIT, "--columns", "a,b,c",
+                "--scheduler", "threads", capsys=capsys)
     assert done.returncode == 0, done.stderr
     assert "trained on   n = 240 rows x 3 features" in done.stdout
     same = kpca_dask.KernelPCA(n_components=2, n_landmarks=30, random_state=0).fit(X)
@@ -139,14 +135,12 @@ def test_mistakes_are_found_before_the_scheduler_is_reached(args, message, tmp_p
     assert not (tmp_path / "new.zarr").exists() and not (tmp_path / "y.zarr").exists()
 
 
-@pytest.mark.slow
-def test_missing_input_starts_no_cluster(tmp_path):
-    """Without --scheduler a fit would start a local cluster; a missing input is reported
-    first, so no cluster is started (its description line never appears)."""
-    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
-    done = subprocess.run([sys.executable, "-m", "kpca_dask", "fit", "gone.csv", "--model",
-                           "m.zarr"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+def test_missing_input_starts_no_cluster(tmp_path, capsys, monkeypatch):
+    """With --workers a fit would start a local cluster; a missing input is reported first,
+    so no cluster is started (its description line never appears)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    done = main("fit", "gone.csv", "--model", "m.zarr", "--workers", "2", capsys=capsys)
     assert_user_error(done, "No such file: gone.csv")
     assert "Dask:" not in done.stderr and "worker" not in done.stderr
 

@@ -1,12 +1,20 @@
 """Help for every option: each argument of every subcommand says what it is, its default
-and the values it takes by name, read off the parser that ``kpca-dask --help`` prints."""
+and the values it takes by name, read off the parser that ``kpca-dask --help`` prints; the
+parser's copies of the library's tables equal them; and the parser loads none of the
+library's heavy modules, so that ``--help`` answers at once."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
+from kpca_dask.cli import parser as cli_parser
 from kpca_dask.cli.parser import UNSET, build_parser
 from kpca_dask.engine.bandwidth import BANDWIDTH_RULES
 from kpca_dask.landmarks.strategies import landmark_strategy_names
@@ -86,3 +94,60 @@ def test_the_walk_reaches_every_subcommand():
                                             "merge")} <= progs
     fit = {_name(action) for prog, action in _arguments() if prog == "kpca-dask fit"}
     assert {"--model", "--kernel", "--coef0", "--landmarks", "--n-landmarks"} <= fit
+
+
+def test_the_parsers_copies_equal_the_librarys_tables():
+    """The names and defaults the parser offers, written there so that it imports none of
+    the library, are the library's own."""
+    from kpca_dask import KernelPCA
+    from kpca_dask.blocks.kernels import KERNEL_NAMES
+    from kpca_dask.dask_client import LOCAL_CLUSTER
+    from kpca_dask.datasets import DATASETS
+    from kpca_dask.io.formats import FORMATS
+    from kpca_dask.landmarks.strategies import _BUILT_IN
+    from kpca_dask.model.parameters import EIGEN_SOLVERS
+
+    signature = {name: parameter.default
+                 for name, parameter in inspect.signature(KernelPCA).parameters.items()}
+    assert dict(cli_parser.LIBRARY_DEFAULTS) == {
+        name: signature[name] for name in cli_parser.LIBRARY_DEFAULTS}
+    assert set(signature) - set(cli_parser.LIBRARY_DEFAULTS) == {"max_landmarks", "rcond"}
+    assert cli_parser.KERNEL_NAMES == KERNEL_NAMES
+    assert cli_parser.DATASETS == DATASETS
+    assert cli_parser.BANDWIDTH_RULES == BANDWIDTH_RULES
+    assert cli_parser.FORMATS == FORMATS
+    assert cli_parser.LANDMARK_STRATEGIES == tuple(sorted(_BUILT_IN))
+    assert cli_parser.EIGEN_SOLVERS == EIGEN_SOLVERS
+    assert LOCAL_CLUSTER not in cli_parser.LOCAL_SCHEDULERS
+
+
+#: Modules that take seconds to import between them: the parser must load none of them.
+HEAVY = ("sklearn", "dask.array", "dask.dataframe", "xarray", "distributed", "scipy", "pandas",
+         "zarr", "numpy", "kpca_dask.estimators", "kpca_dask.model", "kpca_dask.engine",
+         "kpca_dask.io", "kpca_dask.cli.commands", "kpca_dask.cli.compute")
+_LOADED = """
+import json, sys
+from kpca_dask.cli import main
+for argv in ([], *([name] for name in {commands!r})):
+    try:
+        main([*argv, "--help"])
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_help_imports_nothing_heavy():
+    """`kpca-dask --help` and every subcommand's --help, in a fresh interpreter, import the
+    parser and no estimator, scikit-learn, dask.array, xarray, distributed or numpy: the
+    commands' modules load when a command runs."""
+    commands = sorted(dict(next(a for a in build_parser()._actions
+                                if isinstance(a, argparse._SubParsersAction)).choices))
+    done = subprocess.run([sys.executable, "-c", _LOADED.format(commands=commands)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "100"})
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert "kpca_dask.cli.parser" in loaded and not heavy, f"--help imported {heavy}"
+    assert "usage: kpca-dask fit" in done.stdout and "usage: kpca-dask merge" in done.stdout

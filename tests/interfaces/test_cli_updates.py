@@ -1,5 +1,6 @@
-"""The commands for growing models: resolve, update (and an update killed half-way)
-and merge run in real subprocesses; info and the user errors in-process."""
+"""The commands for growing models: resolve, update, merge, info and the user errors run
+in-process through :func:`kpca_dask.cli.main`; an update killed half-way, in a real
+subprocess."""
 
 from __future__ import annotations
 
@@ -21,11 +22,9 @@ from kpca_dask import KernelPCA, cli
 P, M = 4, 30
 
 
-def run(*args, cwd):
-    """``python -m kpca_dask ARGS``, without a scheduler address from the environment."""
-    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
-    return subprocess.run([sys.executable, "-m", "kpca_dask", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
+def run(*args, cwd, capsys):
+    """``kpca-dask ARGS`` in this process, in ``cwd``, as a finished subprocess is seen."""
+    return subprocess.CompletedProcess(args, *main(*args, cwd=cwd, capsys=capsys))
 
 
 def main(*args, cwd, capsys):
@@ -72,10 +71,11 @@ def test_info_shows_another_n_components_without_changing_the_model(store, capsy
     assert kpca_dask.load(where / "model.zarr").n_components_ == 3
 
 
-def test_resolve_writes_the_re_solved_model(store):
+def test_resolve_writes_the_re_solved_model(store, capsys):
     """`resolve --n-components all --out NEW` writes what set_n_components(None) gives."""
     where, X, model = store
-    done = run("resolve", "model.zarr", "--n-components", "all", "--out", "all.zarr", cwd=where)
+    done = run("resolve", "model.zarr", "--n-components", "all", "--out", "all.zarr", cwd=where,
+               capsys=capsys)
     assert done.returncode == 0, done.stderr
     assert "wrote all.zarr: re-solved for n_components=all" in done.stdout
     resolved = kpca_dask.load(where / "all.zarr")
@@ -84,11 +84,11 @@ def test_resolve_writes_the_re_solved_model(store):
     assert resolved.n_components is None
 
 
-def test_update_adds_the_appended_rows(store, tmp_path):
+def test_update_adds_the_appended_rows(store, tmp_path, capsys):
     """`update MODEL DATA --rows 1000:` equals a fit on all 1100 rows with the same landmarks."""
     where, X, model = store
     done = run("update", where / "model.zarr", where / "data.zarr", "--rows", "1000:",
-               "--out", "updated.zarr", "--scheduler", "threads", cwd=tmp_path)
+               "--out", "updated.zarr", "--scheduler", "threads", cwd=tmp_path, capsys=capsys)
     assert done.returncode == 0, done.stderr
     assert "added rows 1000:1100" in done.stdout and "1100 rows seen in all" in done.stdout
     updated = kpca_dask.load(tmp_path / "updated.zarr")
@@ -105,13 +105,13 @@ def test_update_refuses_an_empty_row_range(store, capsys):
     assert_user_error(done, "--rows 1100:None selects no rows of data.zarr, which has 1100")
 
 
-def test_merge_round_trip(store, tmp_path):
+def test_merge_round_trip(store, tmp_path, capsys):
     """`merge` of two shards writes what kpca_dask.merge gives."""
     where, X, model = store
     shard = KernelPCA(n_components=3, gamma=0.3, landmarks=model.landmarks_).fit(X[1000:])
     shard.save(tmp_path / "shard.zarr")
     done = run("merge", where / "model.zarr", "shard.zarr", "--out", "merged.zarr",
-               cwd=tmp_path)
+               cwd=tmp_path, capsys=capsys)
     assert done.returncode == 0, done.stderr
     merged = kpca_dask.load(tmp_path / "merged.zarr")
     np.testing.assert_array_equal(merged.eigenvalues_,
