@@ -153,9 +153,11 @@ def coslat_weights(X: Any):
     if np.any(~np.isfinite(degrees)) or np.any(np.abs(degrees) > 90):
         raise CommandError(f"--weights coslat: the coordinate {name!r} is not a latitude in "
                            "degrees (values beyond +/-90 or not finite).")
-    values = np.sqrt(np.clip(np.cos(np.deg2rad(degrees)), 0.0, None))
+    from ..io.fields import coslat_weights as latitude_weights
+
     coords = {d: X.indexes[d] for d in latitude.dims if d in X.indexes}
-    return xr.DataArray(values, dims=latitude.dims, coords=coords, name="weights")
+    weights = latitude_weights(xr.DataArray(degrees, dims=latitude.dims, coords=coords))
+    return weights.rename("weights")
 
 
 def _latitude_name(X) -> str:

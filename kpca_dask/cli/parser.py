@@ -183,8 +183,9 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
                             "field of it is a number)")
     group.add_argument("--sample-dim", metavar="DIM",
                        help="netCDF or xarray Zarr: the dimension of the samples (default: the "
-                            "first; at fit, every other one is a feature dimension, and later "
-                            "commands take the model's)")
+                            "first of two dimensions, or among more the one named time, else "
+                            "the fit asks for it; at fit, every other one is a feature "
+                            "dimension, and later commands take the model's)")
     group.add_argument("--decode-times", action=argparse.BooleanOptionalAction, default=True,
                        help="netCDF: decode CF times into dates; --no-decode-times reads them "
                             "as the numbers stored (for units or calendars that cannot be "
