@@ -45,6 +45,7 @@ def summary(model, path: str | os.PathLike) -> dict:
         "explained_variance_total": float(ratio.sum()),
         "explained_variance": np.asarray(model.explained_variance_).tolist(),
         "total_variance": float(model.total_variance_),
+        "total_variance_kind": str(model.total_variance_kind_),
         "north_errors": np.asarray(model.north_errors()).tolist(),
         "trace_error": float(model.trace_error_),
         "trace_error_std": float(getattr(model, "trace_error_std_", 0.0)),
@@ -228,7 +229,8 @@ def print_summary(s: dict) -> None:
         r = s["rotation"]
         power = f", power {r['power']}" if r["method"] == "promax" else ""
         rows.append(("rotation", f"{r['method']}{power} of {r['n_components']} modes, "
-                                 f"explaining {_short_list(r['explained_variance_ratio'])}"))
+                                 f"explaining {_short_list(r['explained_variance_ratio'])} "
+                                 "of the field's variance"))
     if "can_invert" in s:
         rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
@@ -257,8 +259,10 @@ def _names(model) -> list[str] | None:
 
 def _variance(s: dict) -> str:
     """Each component's variance (eigenvalue / (n - 1)) and the total they are shares of."""
+    kind = {"exact": "exact", "nystrom-estimate": "Nyström estimate"}.get(
+        s.get("total_variance_kind", "exact"), "exact")
     return (_short_list(s["explained_variance"])
-            + f"  of a total {s['total_variance']:.4g} (eigenvalues / (n - 1))")
+            + f"  of a total {s['total_variance']:.4g} ({kind}; eigenvalues / (n - 1))")
 
 
 def _short_list(values, shown=10) -> str:
