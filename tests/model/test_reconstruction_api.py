@@ -117,9 +117,10 @@ def test_refit_without_the_map_drops_it():
         model.inverse_transform(np.zeros((2, 2)))
 
 
-@pytest.mark.parametrize("alpha", [0, -1.0, np.nan, "big"])
+@pytest.mark.parametrize("alpha", [-1.0, np.nan, np.inf, "big", True])
 def test_bad_alpha(alpha):
-    """alpha must be a finite number > 0: otherwise a clear error before any pass."""
+    """alpha must be a finite number >= 0 or "auto": otherwise a clear error before any
+    pass."""
     with pytest.raises(InvalidParameterError, match="alpha must be"):
         KernelPCA(fit_inverse_transform=True, alpha=alpha).fit(_data())
 
