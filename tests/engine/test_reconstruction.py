@@ -228,3 +228,36 @@ def test_denoising_reduces_the_error_of_noisy_rows():
                      fit_inverse_transform=True, alpha=1.0).fit(noisy)
     denoised = kpca.inverse_transform(kpca.transform(noisy))
     assert np.mean((denoised - clean) ** 2) < 0.7 * np.mean((noisy - clean) ** 2)
+
+
+@pytest.mark.parametrize("kernel, extra", KERNELS + [("cosine", {}), ("linear", {})],
+                         ids=[k for k, _ in KERNELS] + ["cosine", "linear"])
+def test_reconstructions_hold_the_mean_for_every_kernel(kernel, extra):
+    """The pre-images of the training rows have the training rows' mean, for every kernel (the
+    map's intercept is the fit's mean), also for rows far from the origin."""
+    X = 100.0 + _data()
+    kpca = KernelPCA(n_components=3, kernel=kernel, n_landmarks=40, random_state=0,
+                     fit_inverse_transform=True, alpha=0.1, **extra).fit(X)
+    X_hat = kpca.inverse_transform(kpca.transform(X))
+    np.testing.assert_allclose(X_hat.mean(axis=0), X.mean(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1e-12])
+def test_linear_reconstruction_is_eofs_reconstructed_field_plus_mean(alpha):
+    """A linear fit of eofs' SST anomalies (sqrt(cos lat) weights, every winter a landmark)
+    reconstructs from 6 and from 3 modes eofs' reconstructedField(k) plus the field's mean,
+    in its units, NaN on land, to 1e-8 of the field's largest value."""
+    pytest.importorskip("eofs")
+    from _eof_data import sqrt_coslat, sst
+    from eofs.xarray import Eof
+
+    field = sst()
+    solver = Eof(field, weights=sqrt_coslat(field).values[:, None])
+    kpca = KernelPCA(n_components=6, kernel="linear", n_landmarks=50, landmarks="uniform",
+                     weights=sqrt_coslat(field), fit_inverse_transform=True,
+                     alpha=alpha).fit(field)
+    for k in (6, 3):
+        got = kpca.inverse_transform(kpca.transform(field), n_components=k)
+        want = solver.reconstructedField(k) + field.mean("time")
+        np.testing.assert_allclose(got.values, want.values, rtol=0, equal_nan=True,
+                                   atol=1e-8 * np.nanmax(np.abs(want.values)))
