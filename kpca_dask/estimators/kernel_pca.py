@@ -559,7 +559,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
         Needs a model fitted with ``fit_inverse_transform=True``. As in
         scikit-learn, x_hat is a kernel ridge regression from embeddings to
-        rows, so it is an approximate pre-image, smoothed by ``alpha``.
+        rows, so it is an approximate pre-image, smoothed by ``alpha``; unlike
+        scikit-learn's it has the training mean as an unpenalised intercept, so
+        a reconstruction is the field with its mean for every kernel (for a
+        linear kernel and ``alpha=0``, the EOF truncation x_bar + sum_k y_k
+        eof_k: eofs' ``reconstructedField(k)`` plus the mean).
+        ``alpha="auto"`` chooses the ridge (``inverse_alpha_``).
 
         Parameters
         ----------
@@ -588,10 +593,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         >>> from kpca_dask import KernelPCA
         >>> X = np.random.default_rng(0).normal(size=(300, 3))
         >>> kpca = KernelPCA(n_components=3, gamma=0.1, n_landmarks=100, random_state=0,
-        ...                  fit_inverse_transform=True, alpha=1e-2).fit(X)
-        >>> X_hat = kpca.inverse_transform(kpca.transform(X))
-        >>> X_hat.shape, bool(np.mean((X_hat - X) ** 2) < 0.1 * np.mean(X ** 2))
+        ...                  fit_inverse_transform=True, alpha="auto").fit(X + 5.0)
+        >>> X_hat = kpca.inverse_transform(kpca.transform(X + 5.0))
+        >>> X_hat.shape, bool(np.mean((X_hat - X - 5.0) ** 2) < 0.1 * np.mean(X ** 2))
         ((300, 3), True)
+        >>> bool(0 < kpca.inverse_alpha_ < 1)  # chosen by generalised cross-validation
+        True
         """
         check_is_fitted(self)
         check_invertible(self.model_)

@@ -36,7 +36,8 @@ N, P, M, Q = 120, 3, 20, 3
 MODEL_ARRAYS = (
     "landmarks", "landmark_indices", "projection", "offset", "eigenvalues",
     "explained_variance_ratio", "eigenvalue_residuals", "novelty_weights", "preimage_centres",
-    "preimage_coefficients", "preimage_intercept", "statistics_gram", "statistics_column_sums", "statistics_reference",
+    "preimage_coefficients", "preimage_intercept", "statistics_gram", "statistics_column_sums",
+    "statistics_reference",
 )
 MODEL_ATTRIBUTES = (
     "format", "format_version", "kpca_dask_version", "estimator", "unsaved_params", "checksums",
