@@ -137,6 +137,7 @@ def _preimage_block_statistics(block, landmarks, projection, offset, kernel, par
     dense = isinstance(x, np.ndarray)
     r, p = centre_basis.shape[1], x.shape[1]
     gram, cross, feature_sum = np.zeros((r, r)), np.zeros((r, p)), np.zeros(r)
+    target_sum, target_square = np.zeros(p), 0.0
     step = kernel_block_rows(max(landmarks.shape[0], centres.shape[0]), block_bytes=block_bytes)
     # k(y, Y_Z) one block at a time into one buffer, made in cache by the compiled
     # epilogue: a task holds the chunk, that block and its features g, within the model
@@ -153,12 +154,11 @@ def _preimage_block_statistics(block, landmarks, projection, offset, kernel, par
         feature_sum += g.sum(axis=0)
         shifted = rows - target_shift if dense else rows
         cross += (shifted.T @ g).T
+        if dense:
+            target_sum += shifted.sum(axis=0)
+            target_square += float(np.einsum("ij,ij->", shifted, shifted))
     n = x.shape[0]
-    if dense:
-        shifted = x - target_shift
-        target_sum, target_square = shifted.sum(axis=0), float(np.einsum("ij,ij->", shifted,
-                                                                          shifted))
-    else:  # sum (x - x_0) and sum |x - x_0|^2 from the sparse rows' own sums
+    if not dense:  # sum (x - x_0) and sum |x - x_0|^2 from the sparse rows' own sums
         plain = np.asarray(x.sum(axis=0)).ravel()
         cross -= np.outer(feature_sum, target_shift)
         target_sum = plain - n * target_shift
