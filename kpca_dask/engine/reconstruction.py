@@ -6,15 +6,21 @@ centres are the landmarks' embeddings Y_Z = y(Z), so nothing depends on n:
 
     K_ZZ = k(Y_Z, Y_Z) = U_Y diag(s_Y) U_Y^T,   W_Y = U_Y,r diag(s_Y,r^{-1/2})
     g(y) = W_Y^T k(y, Y_Z)                                         (r)
-    H = sum_i g(y_i) g(y_i)^T  (r x r),   R = sum_i g(y_i) x_i^T  (r x p)
-    B = (H + alpha I)^{-1} R,   x_hat(y) = B^T g(y) = k(y, Y_Z) (W_Y B)
+    H_c = sum_i (g_i - g_bar)(g_i - g_bar)^T,   R_c = sum_i (g_i - g_bar)(x_i - x_bar)^T
+    B = (H_c + alpha I)^{-1} R_c,   x_hat(y) = x_bar + B^T (g(y) - g_bar)
+                                             = k(y, Y_Z) (W_Y B) + (x_bar - B^T g_bar)
 
-``preimage_statistics`` builds the lazy pass that maps each training row
-block to (n_b, H_b, R_b) and tree-reduces them, like the fit's pass;
-``solve_preimage`` turns them into the m x p dual coefficients W_Y B.
-With m = n landmarks this is scikit-learn's ``inverse_transform``:
-G = K W_Y = U s^{1/2}, so x_hat(y) = X^T U (s + alpha)^{-1} U^T k(y, Y) =
-X^T (K + alpha I)^{-1} k(y, Y).
+a ridge regression with an unpenalised intercept, so that a reconstruction
+is the field with its mean for every kernel (for the linear kernel, the EOF
+truncation x_bar + sum_k y_k eof_k as alpha -> 0). ``preimage_statistics``
+builds the lazy pass that maps each training row block to its sums (shifted
+by a reference near the means, :mod:`kpca_dask.engine.preimage_ridge`) and
+tree-reduces them, like the fit's pass; ``solve_preimage`` turns them into
+the m x p dual coefficients W_Y B and the intercept, for a given alpha or
+one chosen by generalised cross-validation from the same sums. With m = n
+landmarks, G = K W_Y = U s^{1/2}, so x_hat(y) = x_bar + (k(y, Y) - K 1 / n)^T
+J (J K J + alpha I)^{-1} (X - x_bar) with J = I - 1 1^T / n: scikit-learn's
+kernel ridge regression on the centred kernel (``KernelCenterer``).
 
 **Reconstruction error** (Hoffmann 2007): the squared distance from phi(x)
 to the principal subspace::
@@ -38,7 +44,6 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
-from scipy import linalg
 
 from .._compat import independent_copy
 from .._memory import memory_budget
@@ -53,20 +58,44 @@ from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
 from .graph_values import shared_values
 from .landmark_factor import factor_landmarks
 from .passes import SPLIT_EVERY, reads_inlined
+from .preimage_ridge import CentredRidge, centred_ridge, solve_ridge
 from .solve import NoveltyTerms
 from .wide_pass import WideTerms, is_wide
 
-__all__ = ["PreimageStatistics", "embed_landmarks", "preimage_basis",
+__all__ = ["PreimageStatistics", "PreimageSolution", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
 
 
 @dataclass(frozen=True)
 class PreimageStatistics:
-    """What the pre-image pass returns: sizes r x r and r x p only."""
+    """What the pre-image pass returns: sizes r x r and r x p only, sums shifted by
+    (g_0, x_0) (:mod:`kpca_dask.engine.preimage_ridge`)."""
 
     n_samples: int
-    gram: np.ndarray  # H = sum_i g(y_i) g(y_i)^T, (r, r)
-    cross: np.ndarray  # R = sum_i g(y_i) x_i^T, (r, p)
+    gram: np.ndarray  # H' = sum_i (g_i - g_0)(g_i - g_0)^T, (r, r)
+    cross: np.ndarray  # R' = sum_i (g_i - g_0)(x_i - x_0)^T, (r, p)
+    feature_sum: np.ndarray  # sum_i (g_i - g_0), (r,)
+    target_sum: np.ndarray  # sum_i (x_i - x_0), (p,)
+    target_square: float  # sum_i |x_i - x_0|^2
+    feature_shift: np.ndarray  # g_0, (r,)
+    target_shift: np.ndarray  # x_0, (p,)
+
+    def centred(self) -> CentredRidge:
+        """The centred regression these sums give (H_c, R_c, S in V's basis)."""
+        return centred_ridge(self.n_samples, self.gram, self.cross, self.feature_sum,
+                             self.target_sum, self.target_square, self.feature_shift,
+                             self.target_shift)
+
+
+@dataclass(frozen=True)
+class PreimageSolution:
+    """The pre-image map: x_hat(y) = k(y, Y_Z) @ coefficients + intercept, with the alpha
+    used and its generalised cross-validation score (per value)."""
+
+    coefficients: np.ndarray  # W_Y B, (m, p)
+    intercept: np.ndarray  # x_bar - B^T g_bar, (p,)
+    alpha: float
+    score: float
 
 
 def preimage_basis(centres: np.ndarray, kernel, params: dict, rcond: float) -> np.ndarray:
@@ -96,14 +125,19 @@ def embed_landmarks(landmarks: np.ndarray, projection: np.ndarray, offset: np.nd
 
 
 def _preimage_block_statistics(block, landmarks, projection, offset, kernel, params, dtype,
-                               origin, centres, centre_basis, block_bytes=None):
-    """H_b and R_b of one training row block; module level so the dashboard names it.
+                               origin, centres, centre_basis, feature_shift, target_shift,
+                               block_bytes=None):
+    """The sums of one training row block, shifted by (g_0, x_0); module level so the
+    dashboard names it.
 
-    A scipy.sparse block stays sparse (CSR): R_b = g^T x is taken as (x^T g)^T.
+    A scipy.sparse block stays sparse (CSR): its sums are taken unshifted in x and
+    shifted after (R_b = g^T x taken as (x^T g)^T).
     """
     x = as_block(block).astype(np.float64)
+    dense = isinstance(x, np.ndarray)
     r, p = centre_basis.shape[1], x.shape[1]
-    gram, cross = np.zeros((r, r)), np.zeros((r, p))
+    gram, cross, feature_sum = np.zeros((r, r)), np.zeros((r, p)), np.zeros(r)
+    target_sum, target_square = np.zeros(p), 0.0
     step = kernel_block_rows(max(landmarks.shape[0], centres.shape[0]), block_bytes=block_bytes)
     # k(y, Y_Z) one block at a time into one buffer, made in cache by the compiled
     # epilogue: a task holds the chunk, that block and its features g, within the model
@@ -115,18 +149,56 @@ def _preimage_block_statistics(block, landmarks, projection, offset, kernel, par
         y = project_block(rows, landmarks=landmarks, projection=projection, offset=offset,
                            kernel=kernel, params=params, dtype_kernel=dtype, origin=origin)
         g = kernel_rows_into(buffer[: rows.shape[0]], y, centre_rows) @ centre_basis
+        g -= feature_shift
         gram += g.T @ g
-        cross += (rows.T @ g).T
-    return PreimageStatistics(n_samples=x.shape[0], gram=gram, cross=cross)
+        feature_sum += g.sum(axis=0)
+        shifted = rows - target_shift if dense else rows
+        cross += (shifted.T @ g).T
+        if dense:
+            target_sum += shifted.sum(axis=0)
+            target_square += float(np.einsum("ij,ij->", shifted, shifted))
+    n = x.shape[0]
+    if not dense:  # sum (x - x_0) and sum |x - x_0|^2 from the sparse rows' own sums
+        plain = np.asarray(x.sum(axis=0)).ravel()
+        cross -= np.outer(feature_sum, target_shift)
+        target_sum = plain - n * target_shift
+        target_square = (float(x.multiply(x).sum()) - 2.0 * float(target_shift @ plain)
+                         + n * float(target_shift @ target_shift))
+    return PreimageStatistics(n, gram, cross, feature_sum, target_sum, target_square,
+                              feature_shift, target_shift)
 
 
 def combine_preimage_statistics(*parts: PreimageStatistics) -> PreimageStatistics:
-    """Add partial pre-image statistics: one node of the tree reduction."""
-    gram, cross = parts[0].gram.copy(), parts[0].cross.copy()
+    """Add partial pre-image statistics (all with the same shifts): one node of the tree
+    reduction."""
+    first = parts[0]
+    gram, cross = first.gram.copy(), first.cross.copy()
+    feature_sum, target_sum = first.feature_sum.copy(), first.target_sum.copy()
     for part in parts[1:]:
         gram += part.gram
         cross += part.cross
-    return PreimageStatistics(sum(p.n_samples for p in parts), gram, cross)
+        feature_sum += part.feature_sum
+        target_sum += part.target_sum
+    return PreimageStatistics(sum(p.n_samples for p in parts), gram, cross, feature_sum,
+                              target_sum, sum(p.target_square for p in parts),
+                              first.feature_shift, first.target_shift)
+
+
+def preimage_shifts(centres: np.ndarray, centre_basis: np.ndarray, landmarks: np.ndarray,
+                    kernel, params: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(g_0, x_0): the mean features of (at most 256 of) the centres and the landmarks' mean
+    row, references near the training rows' means that the pass's sums are shifted by.
+
+    Examples
+    --------
+    >>> g0, x0 = preimage_shifts(np.eye(2), np.eye(2), np.array([[1.0, 3.0]]), "linear", {})
+    >>> g0.tolist(), x0.tolist()
+    ([0.5, 0.5], [1.0, 3.0])
+    """
+    some = np.asarray(centres, np.float64)[:256]
+    features = pairwise_kernel(some, np.asarray(centres, np.float64), kernel, **params)
+    return ((features @ centre_basis).mean(axis=0),
+            np.asarray(landmarks, np.float64).mean(axis=0))
 
 
 def preimage_statistics(
@@ -141,10 +213,11 @@ def preimage_statistics(
     centre_basis: np.ndarray,
     split_every: int = SPLIT_EVERY,
 ) -> Delayed:
-    """Lazy pre-image statistics (H, R) of the training rows ``X``: one more pass.
+    """Lazy pre-image statistics of the training rows ``X``: one more pass.
 
     Each row block is projected (y = P^T k_m(x) - c, as in transform), mapped
-    to g(y) and summed in float64; only r x r and r x p arrays leave the
+    to g(y), and g and x are summed, shifted by :func:`preimage_shifts`, in
+    float64 (:class:`PreimageStatistics`); only r x r and r x p arrays leave the
     workers. ``X`` must have one chunk along the feature axis.
 
     Examples
@@ -155,19 +228,21 @@ def preimage_statistics(
     >>> stats.n_samples, stats.gram.shape, stats.cross.shape
     (3, (3, 3), (3, 3))
     """
+    shifts = preimage_shifts(centres, centre_basis, landmarks, kernel, params)
     if is_wide(X, kernel):
         return _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params,
-                                         dtype, centres, centre_basis)
+                                         dtype, centres, centre_basis, shifts)
     X = one_feature_chunk(X, stacklevel=3)  # a callable kernel needs whole rows
     origin = kernel_origin(landmarks, kernel, X)  # none for sparse rows
     Z = np.asarray(landmarks, dtype=np.float64)
     if origin is not None:
         Z = Z - origin
-    shared = shared_values(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis)
+    shared = shared_values(X, Z.astype(dtype), projection, offset, origin, centres, centre_basis,
+                           *shifts)
     statistics_of = dask.delayed(_preimage_block_statistics, pure=True)
     block_bytes = memory_budget(X).block_bytes
-    partials = [statistics_of(block, shared[0], shared[1], shared[2], kernel, params, dtype,
-                              shared[3], shared[4], shared[5], block_bytes)
+    partials = [statistics_of(block, *shared[:3], kernel, params, dtype, *shared[3:],
+                              block_bytes)
                 for block in X.to_delayed().ravel()]
     combine = dask.delayed(combine_preimage_statistics, pure=True)
     while len(partials) > 1:
@@ -176,75 +251,92 @@ def preimage_statistics(
     return partials[0]
 
 
-def _preimage_features(y, *, centres, centre_basis, kernel, params):
-    """g(y) = W_Y^T k(y, Y_Z) of one row block of embeddings."""
-    return pairwise_kernel(np.asarray(y, np.float64), centres, kernel, **params) @ centre_basis
+def _preimage_features(y, *, centres, centre_basis, kernel, params, shift):
+    """g(y) - g_0 = W_Y^T k(y, Y_Z) - g_0 of one row block of embeddings."""
+    return (pairwise_kernel(np.asarray(y, np.float64), centres, kernel, **params) @ centre_basis
+            - shift)
 
 
-def _cross_block(x, g):
-    """g_i^T x_ij of one chunk: its part of R (r x p_c), on a leading axis of length 1."""
-    return (np.asarray(g).T @ np.asarray(x, np.float64))[None]
+def _cross_block(x, g, target_shift):
+    """One chunk's part of R', sum (x - x_0) and sum (x - x_0)^2 by column, stacked as
+    (r + 2) x p_c on a leading axis of length 1."""
+    shifted = np.asarray(x, np.float64) - target_shift
+    return np.vstack([np.asarray(g).T @ shifted, shifted.sum(axis=0),
+                      np.einsum("ij,ij->j", shifted, shifted)])[None]
+
+
+def _wide_statistics(n, gram, feature_sum, sums, feature_shift, target_shift):
+    """:class:`PreimageStatistics` from the wide pass's pieces (sums: R', s_x, |x - x_0|^2)."""
+    sums = np.concatenate(sums, axis=1)
+    r = gram.shape[0]
+    return PreimageStatistics(n, gram, sums[:r], feature_sum, sums[r], float(sums[r + 1].sum()),
+                              feature_shift, target_shift)
 
 
 def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, dtype,
-                              centres, centre_basis) -> Delayed:
-    """(H, R) of data chunked along the features: R = G^T X by feature chunks (§12).
+                              centres, centre_basis, shifts) -> Delayed:
+    """The sums of data chunked along the features: R' = G^T (X - x_0) by feature chunks
+    (§12).
 
     The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`).
-    R is one product per (row block, feature chunk), added over the row blocks, so
-    R arrives by feature chunks too. Its chunks are read a second time, by a copy
-    of X's graph (:func:`~kpca_dask._compat.independent_copy`) whose reads are made part of
-    the products: a chunk is read when its row block's g(y) is ready, not held
-    from the first read until then.
+    R' is one product per (row block, feature chunk), added over the row blocks, so
+    R' arrives by feature chunks too, with the sums of x - x_0 and its squares. Its
+    chunks are read a second time, by a copy of X's graph
+    (:func:`~kpca_dask._compat.independent_copy`) whose reads are made part of the
+    products: a chunk is read when its row block's g(y) is ready, not held from the
+    first read until then.
     """
     wide = WideTerms(X, landmarks, kernel, dtype)
-    shared = shared_values(X, wide.norms, projection, offset, centres, centre_basis)
+    shared = shared_values(X, wide.norms, projection, offset, centres, centre_basis, shifts[0])
     Y = wide.terms.map_blocks(
         project_sums, norms=shared[0], projection=shared[1], offset=shared[2], kernel=kernel,
         params=params, dtype_kernel=dtype, chunks=(wide.row_chunks, (projection.shape[1],)),
         dtype=np.float64, meta=np.empty((0, 0), np.float64))
     r = centre_basis.shape[1]
     G = Y.map_blocks(_preimage_features, centres=shared[3], centre_basis=shared[4],
-                     kernel=kernel, params=params, chunks=(wide.row_chunks, (r,)),
-                     dtype=np.float64, meta=np.empty((0, 0), np.float64))
+                     kernel=kernel, params=params, shift=shared[5],
+                     chunks=(wide.row_chunks, (r,)), dtype=np.float64,
+                     meta=np.empty((0, 0), np.float64))
     rows = independent_copy(X.rechunk({0: wide.row_chunks}))
-    parts = da.blockwise(_cross_block, "irj", rows, "ij", G, "ir", dtype=np.float64,
-                         adjust_chunks={"i": 1}, new_axes={}, concatenate=True,
-                         meta=np.empty((0, 0, 0), np.float64))
+    target_shift = da.from_array(shifts[1], chunks=(rows.chunks[1],))
+    parts = da.blockwise(_cross_block, "irj", rows, "ij", G, "ir", target_shift, "j",
+                         dtype=np.float64, adjust_chunks={"i": 1, "r": r + 2}, new_axes={},
+                         concatenate=True, meta=np.empty((0, 0, 0), np.float64))
     # One graph, not optimised array by array: each array optimised on its own would
     # get its own renamed copy of the terms, and X would be read once per copy.
     gram = (G.T @ G).to_delayed(optimize_graph=False)[0, 0]
-    cross = parts.sum(axis=0).to_delayed(optimize_graph=False).ravel().tolist()
-    join = dask.delayed(np.concatenate, pure=True)
-    result = dask.delayed(PreimageStatistics, pure=True)(X.shape[0], gram, join(cross, axis=1))
+    feature_sum = G.sum(axis=0).to_delayed(optimize_graph=False)[0]
+    sums = parts.sum(axis=0).to_delayed(optimize_graph=False).ravel().tolist()
+    result = dask.delayed(_wide_statistics, pure=True)(X.shape[0], gram, feature_sum, sums,
+                                                       *shifts)
     reads = {key for row in rows.__dask_keys__() for key in row} | set(wide.source_keys)
     return reads_inlined(result, reads)
 
 
 def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
-                   alpha: float) -> np.ndarray:
-    """Dual coefficients W_Y B, B = (H + alpha I)^{-1} R: x_hat(y) = k(y, Y_Z) W_Y B.
+                   alpha: float | str) -> PreimageSolution:
+    """The pre-image map of the pass's sums: dual coefficients W_Y B and the intercept
+    x_bar - B^T g_bar, so that x_hat(y) = k(y, Y_Z) W_Y B + intercept, for ``alpha`` or,
+    with ``alpha="auto"``, the alpha of least generalised cross-validation score
+    (:mod:`kpca_dask.engine.preimage_ridge`).
 
     Examples
     --------
-    >>> stats = PreimageStatistics(2, np.diag([3.0, 1.0]), np.array([[4.0], [2.0]]))
-    >>> solve_preimage(stats, np.eye(2), alpha=1.0)
-    array([[1.],
-           [1.]])
+    >>> g = np.array([[0.0], [1.0], [2.0]]); x = 2.0 * g + 1.0  # x = 1 + 2 g
+    >>> stats = PreimageStatistics(3, g.T @ g, g.T @ x, g.sum(0), x.sum(0),
+    ...                            float((x**2).sum()), np.zeros(1), np.zeros(1))
+    >>> solution = solve_preimage(stats, np.eye(1), alpha=1e-12)
+    >>> np.round(solution.coefficients, 9), np.round(solution.intercept, 9)
+    (array([[2.]]), array([1.]))
     """
-    H = 0.5 * (stats.gram + stats.gram.T)
-    H = H + alpha * np.eye(H.shape[0])
-    if not (np.isfinite(H).all() and np.isfinite(stats.cross).all()):
-        raise InvalidParameterError(
-            "The pre-image statistics are not finite: the kernel overflowed on the "
-            "embeddings. Use a smaller gamma, degree or coef0.")
-    B = linalg.solve(H, stats.cross, assume_a="pos")
-    return centre_basis @ B
+    ridge = solve_ridge(stats.centred(), alpha)
+    return PreimageSolution(coefficients=centre_basis @ ridge.coefficients,
+                            intercept=ridge.intercept, alpha=ridge.alpha, score=ridge.score)
 
 
-def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_bytes=None,
-                       block_info=None):
-    """x_hat = k(y, Y_Z) (W_Y B) for one row block of embeddings."""
+def _reconstruct_block(block, *, centres, coefficients, intercept, kernel, params,
+                       block_bytes=None, block_info=None):
+    """x_hat = k(y, Y_Z) (W_Y B) + intercept for one row block of embeddings."""
     y = np.asarray(block, dtype=np.float64)
     row = _first_nonfinite_row(y, block_info)
     if row is not None:
@@ -259,19 +351,23 @@ def _reconstruct_block(block, *, centres, coefficients, kernel, params, block_by
         rows = y[start : start + step]
         out[start : start + step] = (kernel_rows_into(buffer[: rows.shape[0]], rows,
                                                       centre_rows) @ coefficients)
+    if intercept is not None:
+        out += intercept
     return out
 
 
 def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kernel,
-                params: dict) -> da.Array:
-    """Lazy pre-images x_hat(y) of every row of the embedding ``Y``.
+                params: dict, intercept: np.ndarray | None = None) -> da.Array:
+    """Lazy pre-images x_hat(y) = k(y, centres) @ coefficients + intercept of every row of
+    the embedding ``Y`` (no intercept: a map saved before it had one).
 
     Examples
     --------
     >>> Y = da.from_array(np.eye(2), chunks=(1, 2))
-    >>> reconstruct(Y, np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]), "linear", {}).compute()
-    array([[1., 2.],
-           [3., 4.]])
+    >>> reconstruct(Y, np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]]), "linear", {},
+    ...             intercept=np.array([10.0, 0.0])).compute()
+    array([[11.,  2.],
+           [13.,  4.]])
     """
     if Y.numblocks[1] != 1:
         Y = Y.rechunk({1: -1})  # each block must hold whole embeddings
@@ -279,12 +375,16 @@ def reconstruct(Y: da.Array, centres: np.ndarray, coefficients: np.ndarray, kern
     known = [rows for rows in Y.chunks[0] if not np.isnan(rows)]  # a frame's may be unknown
     widths = output_columns(coefficients.shape[1], int(max(known, default=DEFAULT_BLOCK_ROWS)),
                             block_bytes)
+    if intercept is not None:
+        intercept = np.asarray(intercept, np.float64)
     if len(widths) > 1:
-        return _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths)
-    shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64))
+        return _reconstruct_by_columns(Y, centres, coefficients, intercept, kernel, params,
+                                       widths)
+    shared = shared_values(Y, np.asarray(centres, np.float64), np.asarray(coefficients, np.float64),
+                           intercept)
     return Y.map_blocks(
-        _reconstruct_block, centres=shared[0], coefficients=shared[1], kernel=kernel,
-        params=params, block_bytes=memory_budget(Y).block_bytes,
+        _reconstruct_block, centres=shared[0], coefficients=shared[1], intercept=shared[2],
+        kernel=kernel, params=params, block_bytes=memory_budget(Y).block_bytes,
         chunks=(Y.chunks[0], (coefficients.shape[1],)), dtype=np.float64,
         meta=np.empty((0, 0), np.float64))
 
@@ -306,15 +406,22 @@ def output_columns(p: int, rows: int, most_bytes: int) -> tuple[int, ...]:
 
 
 def _reconstruct_columns(y, column, *, centres, panels, kernel, params, block_bytes=None):
-    """x_hat's columns of one output chunk: k(y, Y_Z) times that chunk's coefficients."""
-    coefficients = panels[int(column[0])]
-    return _reconstruct_block(y, centres=centres, coefficients=coefficients, kernel=kernel,
-                              params=params, block_bytes=block_bytes)
+    """x_hat's columns of one output chunk: k(y, Y_Z) times that chunk's coefficients, plus
+    its intercept (the panel's last row, when the map has one)."""
+    panel = panels[int(column[0])]
+    coefficients, intercept = ((panel[:-1], panel[-1]) if panel.shape[0] > centres.shape[0]
+                               else (panel, None))
+    return _reconstruct_block(y, centres=centres, coefficients=coefficients,
+                              intercept=intercept, kernel=kernel, params=params,
+                              block_bytes=block_bytes)
 
 
-def _reconstruct_by_columns(Y, centres, coefficients, kernel, params, widths) -> da.Array:
+def _reconstruct_by_columns(Y, centres, coefficients, intercept, kernel, params,
+                            widths) -> da.Array:
     """Pre-images as wide as the data, made and handed on by column chunks (§12)."""
     edges = np.cumsum((0,) + widths)
+    if intercept is not None:  # one array per chunk: the intercept rides as a last row
+        coefficients = np.vstack([coefficients, intercept])
     panels = [np.asarray(coefficients[:, a:b], np.float64)
               for a, b in zip(edges[:-1], edges[1:])]
     shared = shared_values(Y, np.asarray(centres, np.float64), *panels)

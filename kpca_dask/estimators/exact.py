@@ -423,8 +423,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         ------
         NotInvertibleError
             Always; :class:`~kpca_dask.KernelPCA` with ``fit_inverse_transform=True``
-            learns the pre-image map (docs/design.md §6), and with
-            ``n_landmarks`` equal to the number of rows its embedding is this one.
+            learns the pre-image map (docs/design.md §6: a ridge regression with the
+            training mean as its intercept, ``alpha="auto"`` choosing its ridge), and
+            with ``n_landmarks`` equal to the number of rows its embedding is this one.
 
         Examples
         --------

@@ -146,8 +146,13 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         landmarks' embeddings as centres (docs/design.md §6). Costs one more pass over
         the training data after the fit (not saved in a ``checkpoint``: an
         interrupted fit redoes it).
-    alpha : float, default=1.0
-        Ridge penalty of the pre-image map (``fit_inverse_transform=True`` only).
+    alpha : float or "auto", default=1.0
+        Ridge penalty of the pre-image map (``fit_inverse_transform=True``
+        only), a ridge regression with the training mean as its unpenalised
+        intercept. ``"auto"`` chooses it by generalised cross-validation from
+        the pre-image pass's sums, without another pass (recommended;
+        ``inverse_alpha_`` and ``inverse_alpha_score_`` report the choice);
+        0 is least squares. The default is scikit-learn's.
     sample_dim : str or None, default=None
         The sample dimension of a DataArray; the others are stacked lazily into
         features, positions NaN at every sample (a mask) dropped and given back
@@ -257,7 +262,19 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         (``fit_inverse_transform=True`` only).
     preimage_coefficients_ : ndarray of shape (``n_landmarks_``, ``n_features_in_``)
         Dual coefficients W_Y B of the pre-image map:
-        ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_``.
+        ``x_hat(y) = k(y, preimage_centres_) @ preimage_coefficients_
+        + preimage_intercept_``.
+    preimage_intercept_ : ndarray of shape (``n_features_in_``,)
+        The pre-image map's unpenalised intercept, x_bar - B^T g_bar: with it a
+        reconstruction holds the training mean (absent from maps saved before it).
+    inverse_alpha_ : float
+        The ridge penalty of the pre-image map: ``alpha``, or the value
+        ``alpha="auto"`` chose (``fit_inverse_transform=True`` only).
+    inverse_alpha_score_ : float
+        The generalised cross-validation score of ``inverse_alpha_``,
+        n RSS / (n - df)^2 / n_features: an estimate of the mean squared error
+        of one reconstructed value of a new row, in the units of the weighted
+        features (docs/design.md §6). Absent where it is not finite.
     feature_layout_ : FeatureLayout
         A field's (or weighted) fit: dimensions, coordinates, mask, weights
         (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
@@ -315,7 +332,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         rcond: float | None = None,
         random_state: int | np.random.Generator | None = None,
         fit_inverse_transform: bool = False,
-        alpha: float = 1.0,
+        alpha: float | Literal["auto"] = 1.0,
         sample_dim: str | None = None,
         weights=None,
     ):
@@ -557,7 +574,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
         Needs a model fitted with ``fit_inverse_transform=True``. As in
         scikit-learn, x_hat is a kernel ridge regression from embeddings to
-        rows, so it is an approximate pre-image, smoothed by ``alpha``.
+        rows, so it is an approximate pre-image, smoothed by ``alpha``; unlike
+        scikit-learn's it has the training mean as an unpenalised intercept, so
+        a reconstruction is the field with its mean for every kernel (for a
+        linear kernel and ``alpha=0``, the EOF truncation x_bar + sum_k y_k
+        eof_k: eofs' ``reconstructedField(k)`` plus the mean).
+        ``alpha="auto"`` chooses the ridge (``inverse_alpha_``).
 
         Parameters
         ----------
@@ -587,10 +609,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         >>> from kpca_dask import KernelPCA
         >>> X = np.random.default_rng(0).normal(size=(300, 3))
         >>> kpca = KernelPCA(n_components=3, gamma=0.1, n_landmarks=100, random_state=0,
-        ...                  fit_inverse_transform=True, alpha=1e-2).fit(X)
-        >>> X_hat = kpca.inverse_transform(kpca.transform(X))
-        >>> X_hat.shape, bool(np.mean((X_hat - X) ** 2) < 0.1 * np.mean(X ** 2))
+        ...                  fit_inverse_transform=True, alpha="auto").fit(X + 5.0)
+        >>> X_hat = kpca.inverse_transform(kpca.transform(X + 5.0))
+        >>> X_hat.shape, bool(np.mean((X_hat - X - 5.0) ** 2) < 0.1 * np.mean(X ** 2))
         ((300, 3), True)
+        >>> bool(0 < kpca.inverse_alpha_ < 1)  # chosen by generalised cross-validation
+        True
         """
         check_is_fitted(self)
         check_invertible(self.model_)
@@ -745,6 +769,9 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     novelty_mean_norm2_ = fitted_attribute("novelty_mean_norm2_")
     preimage_centres_ = fitted_attribute("preimage_centres_")
     preimage_coefficients_ = fitted_attribute("preimage_coefficients_")
+    preimage_intercept_ = fitted_attribute("preimage_intercept_")
+    inverse_alpha_ = fitted_attribute("inverse_alpha_")
+    inverse_alpha_score_ = fitted_attribute("inverse_alpha_score_")
     feature_layout_ = fitted_attribute("feature_layout_")
     feature_weights_ = fitted_attribute("feature_weights_")
     feature_kept_ = fitted_attribute("feature_kept_")

@@ -148,10 +148,16 @@ class FitSettings:
 
 @dataclass(frozen=True)
 class Preimage:
-    """The pre-image map x_hat(y) = k(y, centres) @ coefficients (docs/design.md §6)."""
+    """The pre-image map x_hat(y) = k(y, centres) @ coefficients + intercept (docs/design.md
+    §6), with the ridge penalty it was solved with and that penalty's generalised
+    cross-validation score. Maps saved before the intercept have none (and no alpha or
+    score): they give what they gave then."""
 
     centres: np.ndarray  # the landmarks' embeddings, (m, q)
     coefficients: np.ndarray  # dual coefficients W_Y B, (m, p)
+    intercept: np.ndarray | None = None  # x_bar - B^T g_bar, (p,)
+    alpha: float | None = None  # the ridge penalty, given or chosen by alpha="auto"
+    score: float | None = None  # its GCV score, per value (None where not finite)
 
 
 def _array(attribute: str, *shape: str, **declaration: Any) -> Stored:
@@ -177,7 +183,12 @@ _NOVELTY = {"mean_weights": _array("novelty_weights_", "m", absent="omitted", si
                                 since=2)}
 _PREIMAGE = {"centres": _array("preimage_centres_", "m", "q", absent="omitted", since=None),
              "coefficients": _array("preimage_coefficients_", "m", "p", absent="omitted",
-                                    since=None)}
+                                    since=None),
+             # absent from maps saved before the intercept (Preimage's defaults then)
+             "intercept": _array("preimage_intercept_", "p", absent="omitted", since=None),
+             "alpha": _json("inverse_alpha_", check="nonnegative", absent="omitted", since=None),
+             "score": _json("inverse_alpha_score_", check="nonnegative", absent="omitted",
+                            since=None)}
 #: A rotation of the leading r modes (kpca_dask.rotate), r x r matrices and r x p loadings.
 _ROTATION = {"method": _json("rotation_method_", absent="omitted", since=None),
              "power": _json("rotation_power_", absent="omitted", since=None),

@@ -274,7 +274,8 @@ def _checked_pass(X, landmarks, kernel, params: dict, dtype, reference) -> PassS
 
 
 def _fit_preimage(X, model: FittedModel, params: dict, rcond: float) -> Preimage:
-    """The pre-image map (docs/design.md §6): one more pass, over the training rows."""
+    """The pre-image map (docs/design.md §6): one more pass, over the training rows, then a
+    ridge regression with the fit's mean as its intercept (alpha given or chosen by GCV)."""
     dtype = np.dtype(params["dtype"])
     kernel, kernel_params = model.kernel, model.kernel_params
     projection, offset = model.solution.projection, model.solution.offset
@@ -284,7 +285,10 @@ def _fit_preimage(X, model: FittedModel, params: dict, rcond: float) -> Preimage
                                 dtype, centres, centre_basis)
     with capped_blas(X):
         (stats,) = dask.compute(stats)
-    return Preimage(centres, solve_preimage(stats, centre_basis, params["alpha"]))
+    solution = solve_preimage(stats, centre_basis, params["alpha"])
+    score = solution.score if np.isfinite(solution.score) else None  # JSON holds no inf
+    return Preimage(centres, solution.coefficients, intercept=solution.intercept,
+                    alpha=solution.alpha, score=score)
 
 
 def _raise_if_landmarks_nonfinite(points: np.ndarray, indices) -> None:

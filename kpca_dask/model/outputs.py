@@ -185,14 +185,15 @@ def _leading(Y, n_components: int | None):
 
 
 def _preimage_rows(model: FittedModel, Y):
-    """Lazy pre-images of the embedding rows ``Y``, in the units of the input features."""
+    """Lazy pre-images of the embedding rows ``Y``, in the units of the input features and
+    with their mean (the map's intercept), the weights divided out."""
     if Y.shape[1] != model.n_components:
         raise InvalidInputError(
             f"The embedding has {Y.shape[1]} column(s), but this model has "
             f"{model.n_components} components; pass the output of transform (shape "
             f"(n_samples, {model.n_components})).")
     X_hat = reconstruct(Y, model.preimage.centres, model.preimage.coefficients,
-                        model.kernel, model.kernel_params)
+                        model.kernel, model.kernel_params, model.preimage.intercept)
     return unweighted(X_hat.astype(_result_dtype(model, Y.dtype), copy=False), model.layout)
 
 

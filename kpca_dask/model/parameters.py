@@ -115,6 +115,11 @@ KERNEL_VALUE_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
 })
 
 
+def _is_alpha(value) -> bool:
+    return (isinstance(value, str) and value == "auto") or (
+        is_finite_real(value) and not isinstance(value, bool) and value >= 0)
+
+
 def _is_n_components(value) -> bool:
     return value is None or is_count(value) or (isinstance(value, float) and 0 < value < 1)
 
@@ -203,8 +208,8 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
                         "None or a number in [0, 1)"),
     "random_state": Constraint(_is_random_state, "None, an int >= 0 or a numpy Generator"),
     "fit_inverse_transform": Constraint(_is_flag, "True or False"),
-    "alpha": Constraint(_is_positive_finite, "a finite number > 0 (the pre-image map's ridge "
-                                             "penalty)"),
+    "alpha": Constraint(_is_alpha, "a finite number >= 0 (the pre-image map's ridge penalty) "
+                                   "or 'auto' (chosen by generalised cross-validation)"),
     "sample_dim": Constraint(lambda v: v is None or isinstance(v, str),
                              "None (the first dimension) or the name of a dimension of X"),
     "weights": Constraint(weights_allowed, "None, a DataArray over the feature dimensions of X, "

@@ -200,8 +200,11 @@ def _read(declaration: Stored, name: str, arrays: dict, attributes: dict, params
             into[name] = value
         return
     # A value rebuilt from its parts: all of those it needs, or (when optional) none. An
-    # optional value needs all its parts; a required one those every file version holds.
-    needed = [part for _, part in declaration.parts if declaration.absent == "omitted"
+    # optional value needs the parts its class has no default for (a part added later
+    # has one); a required value those every file version holds.
+    needed = [part for part_name, part in declaration.parts
+              if (declaration.absent == "omitted" and not _has_default(declaration.build,
+                                                                       part_name))
               or not (part.absent == "omitted" or part.since is None)]
     present = [part for part in needed if _in_file(part, arrays, attributes)]
     if not present and declaration.absent == "omitted":
@@ -212,6 +215,13 @@ def _read(declaration: Stored, name: str, arrays: dict, attributes: dict, params
                       "stored together")
     else:
         into[name] = declaration.build(**parts)
+
+
+def _has_default(cls: type | None, name: str) -> bool:
+    """Whether the dataclass ``cls`` has a default for its field ``name``."""
+    fields = {each.name: each for each in dataclasses.fields(cls)} if cls is not None else {}
+    return name in fields and (fields[name].default is not dataclasses.MISSING
+                               or fields[name].default_factory is not dataclasses.MISSING)
 
 
 def _in_file(declaration: Stored, arrays: dict, attributes: dict) -> bool:

@@ -11,6 +11,9 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.preprocessing import KernelCenterer
 
 from kpca_dask import ExactKernelPCA, KernelPCA
 from kpca_dask.blocks.kernels import pairwise_kernel
@@ -37,7 +40,7 @@ def _pair_kernel(a, b, *, name, params):
 
 def _sklearn_reference(kernel, extra, q, alpha, X):
     """scikit-learn's KernelPCA with the same kernel (a callable where it has no such name)."""
-    if kernel in ("rbf", "polynomial"):
+    if kernel in ("rbf", "polynomial", "linear"):
         sk_kernel = "poly" if kernel == "polynomial" else kernel
         params = {k: v for k, v in extra.items() if k != "kernel_params"}
     else:
@@ -57,18 +60,54 @@ def _relative(a, b):
     return np.linalg.norm(a - b) / np.linalg.norm(b)
 
 
+def _centred_kernel_ridge(reference, alpha, X, Y_new):
+    """scikit-learn's pre-images with an unpenalised intercept: its KernelRidge from the
+    fit's embeddings to the rows less their mean, on the embeddings' kernel centred by its
+    KernelCenterer (the kernel and parameters of ``reference``, as its inverse_transform
+    takes them), plus the mean."""
+    params = ({} if callable(reference.kernel) else
+              {"gamma": reference.gamma_, "degree": reference.degree, "coef0": reference.coef0})
+
+    def kernel(A, B):
+        return pairwise_kernels(A, B, metric=reference.kernel, filter_params=True, **params)
+
+    Y_fit, mean = reference.X_transformed_fit_, X.mean(axis=0)
+    centerer = KernelCenterer().fit(kernel(Y_fit, Y_fit))
+    ridge = KernelRidge(alpha=alpha, kernel="precomputed").fit(
+        centerer.transform(kernel(Y_fit, Y_fit)), X - mean)
+    return mean + ridge.predict(centerer.transform(kernel(Y_new, Y_fit)))
+
+
 @pytest.mark.parametrize("kernel, extra", KERNELS, ids=[k for k, _ in KERNELS])
 @pytest.mark.parametrize("q, alpha", [(2, 1.0), (5, 0.1), (10, 1e-2)])
 def test_preimage_equals_sklearn_with_every_row_a_landmark(kernel, extra, q, alpha):
-    """With m = n, inverse_transform(transform(X_new)) is scikit-learn's to 1e-6 (Frobenius)."""
+    """With m = n, inverse_transform(transform(X_new)) is scikit-learn's kernel ridge
+    regression with an intercept (centred kernel and rows) on scikit-learn's KernelPCA
+    embeddings, to 1e-6 (Frobenius)."""
     # scikit-learn calls a callable kernel once per pair of rows: fewer rows keep it fast.
     n = N if kernel in ("rbf", "polynomial") else 60
     X, X_new = _data(n), _data(30, seed=1)
     reference = _sklearn_reference(kernel, extra, q, alpha, X)
-    expected = reference.inverse_transform(reference.transform(X_new))
+    expected = _centred_kernel_ridge(reference, alpha, X, reference.transform(X_new))
     kpca = _every_row_a_landmark(kernel, extra, q, n=n, fit_inverse_transform=True,
                                  alpha=alpha).fit(X)
     assert _relative(kpca.inverse_transform(kpca.transform(X_new)), expected) < 1e-6
+
+
+def test_preimage_of_centred_rows_differs_from_sklearn_by_the_intercept_alone():
+    """scikit-learn's own inverse_transform has no intercept: of rows with mean 0 and a
+    kernel whose features of the embeddings have mean 0 (linear), it is the same map; with
+    the rows moved by a constant, kpca-dask's pre-images move by it and scikit-learn's do
+    not."""
+    X = _data()
+    X -= X.mean(axis=0)
+    for shift in (0.0, 5.0):
+        reference = _sklearn_reference("linear", {}, 3, 1e-3, X + shift)
+        kpca = _every_row_a_landmark("linear", {}, 3, fit_inverse_transform=True,
+                                     alpha=1e-3).fit(X + shift)
+        got = kpca.inverse_transform(kpca.transform(X + shift))
+        expected = reference.inverse_transform(reference.transform(X + shift))
+        assert _relative(got, expected + shift) < 1e-8
 
 
 @pytest.mark.parametrize("kernel, extra", KERNELS + [("cosine", {}), ("linear", {})],
@@ -189,3 +228,36 @@ def test_denoising_reduces_the_error_of_noisy_rows():
                      fit_inverse_transform=True, alpha=1.0).fit(noisy)
     denoised = kpca.inverse_transform(kpca.transform(noisy))
     assert np.mean((denoised - clean) ** 2) < 0.7 * np.mean((noisy - clean) ** 2)
+
+
+@pytest.mark.parametrize("kernel, extra", KERNELS + [("cosine", {}), ("linear", {})],
+                         ids=[k for k, _ in KERNELS] + ["cosine", "linear"])
+def test_reconstructions_hold_the_mean_for_every_kernel(kernel, extra):
+    """The pre-images of the training rows have the training rows' mean, for every kernel (the
+    map's intercept is the fit's mean), also for rows far from the origin."""
+    X = 100.0 + _data()
+    kpca = KernelPCA(n_components=3, kernel=kernel, n_landmarks=40, random_state=0,
+                     fit_inverse_transform=True, alpha=0.1, **extra).fit(X)
+    X_hat = kpca.inverse_transform(kpca.transform(X))
+    np.testing.assert_allclose(X_hat.mean(axis=0), X.mean(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1e-12])
+def test_linear_reconstruction_is_eofs_reconstructed_field_plus_mean(alpha):
+    """A linear fit of eofs' SST anomalies (sqrt(cos lat) weights, every winter a landmark)
+    reconstructs from 6 and from 3 modes eofs' reconstructedField(k) plus the field's mean,
+    in its units, NaN on land, to 1e-8 of the field's largest value."""
+    pytest.importorskip("eofs")
+    from _eof_data import sqrt_coslat, sst
+    from eofs.xarray import Eof
+
+    field = sst()
+    solver = Eof(field, weights=sqrt_coslat(field).values[:, None])
+    kpca = KernelPCA(n_components=6, kernel="linear", n_landmarks=50, landmarks="uniform",
+                     weights=sqrt_coslat(field), fit_inverse_transform=True,
+                     alpha=alpha).fit(field)
+    for k in (6, 3):
+        got = kpca.inverse_transform(kpca.transform(field), n_components=k)
+        want = solver.reconstructedField(k) + field.mean("time")
+        np.testing.assert_allclose(got.values, want.values, rtol=0, equal_nan=True,
+                                   atol=1e-8 * np.nanmax(np.abs(want.values)))

@@ -43,7 +43,7 @@ def test_every_model_array_carries_a_crc32c_checksum(model, tmp_path):
     """Each array of a saved model is stored with the crc32c codec."""
     group = zarr.open_group(model.save(tmp_path / "model.zarr"), mode="r")
     arrays = list(_arrays(group))
-    assert len(arrays) == 13 and all(has_checksum(array) for array in arrays)
+    assert len(arrays) == 14 and all(has_checksum(array) for array in arrays)
 
 
 def test_every_checkpoint_array_carries_a_crc32c_checksum(tmp_path):

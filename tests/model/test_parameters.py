@@ -44,7 +44,7 @@ BAD_VALUES = {
     "rcond": 1.0,
     "random_state": -1,
     "fit_inverse_transform": 1,
-    "alpha": 0.0,
+    "alpha": -1.0,
     "sample_dim": 0,
     "weights": "cos(lat)",
     "eigen_solver": "arpack",

@@ -117,9 +117,10 @@ def test_refit_without_the_map_drops_it():
         model.inverse_transform(np.zeros((2, 2)))
 
 
-@pytest.mark.parametrize("alpha", [0, -1.0, np.nan, "big"])
+@pytest.mark.parametrize("alpha", [-1.0, np.nan, np.inf, "big", True])
 def test_bad_alpha(alpha):
-    """alpha must be a finite number > 0: otherwise a clear error before any pass."""
+    """alpha must be a finite number >= 0 or "auto": otherwise a clear error before any
+    pass."""
     with pytest.raises(InvalidParameterError, match="alpha must be"):
         KernelPCA(fit_inverse_transform=True, alpha=alpha).fit(_data())
 
@@ -147,8 +148,34 @@ def test_preimage_map_survives_save_and_load(tmp_path, invertible):
     np.testing.assert_array_equal(loaded.reconstruction_error(X),
                                   invertible.reconstruction_error(X))
     group = zarr.open_group(str(tmp_path / "model.zarr"), mode="r")
-    assert {"preimage_centres", "preimage_coefficients"} <= set(group.array_keys())
+    assert {"preimage_centres", "preimage_coefficients",
+            "preimage_intercept"} <= set(group.array_keys())
     assert group.attrs["params"]["fit_inverse_transform"] is True
+    assert group.attrs["fitted"]["inverse_alpha_"] == 0.1
+
+
+def test_map_saved_without_an_intercept_loads_and_gives_what_it_gave(tmp_path, invertible):
+    """A model file written before the map had an intercept (no preimage_intercept, no
+    inverse_alpha_) still loads, and its pre-images are those of its coefficients alone."""
+    from kpca_dask.io.checksums import attributes_digest
+
+    path = invertible.save(tmp_path / "model.zarr")
+    group = zarr.open_group(path, mode="r+")
+    del group["preimage_intercept"]
+    attrs = group.attrs.asdict()
+    for name in ("inverse_alpha_", "inverse_alpha_score_"):
+        attrs["fitted"].pop(name)
+    checksums = attrs["checksums"]
+    checksums["arrays"].pop("preimage_intercept")
+    checksums["attributes"] = attributes_digest(
+        {name: attrs[name] for name in checksums["attribute_names"]})
+    group.attrs.put(attrs)
+    old = kpca_dask.load(path)
+    assert not hasattr(old, "preimage_intercept_") and not hasattr(old, "inverse_alpha_")
+    Y = invertible.transform(_data(10, seed=1))
+    np.testing.assert_allclose(old.inverse_transform(Y),
+                               invertible.inverse_transform(Y) - invertible.preimage_intercept_,
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_version_1_model_still_loads(tmp_path, plain):

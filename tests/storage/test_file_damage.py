@@ -36,7 +36,8 @@ N, P, M, Q = 120, 3, 20, 3
 MODEL_ARRAYS = (
     "landmarks", "landmark_indices", "projection", "offset", "eigenvalues",
     "explained_variance_ratio", "eigenvalue_residuals", "novelty_weights", "preimage_centres",
-    "preimage_coefficients", "statistics_gram", "statistics_column_sums", "statistics_reference",
+    "preimage_coefficients", "preimage_intercept", "statistics_gram", "statistics_column_sums",
+    "statistics_reference",
 )
 MODEL_ATTRIBUTES = (
     "format", "format_version", "kpca_dask_version", "estimator", "unsaved_params", "checksums",
@@ -49,7 +50,7 @@ MODEL_ATTRIBUTES = (
     "fitted.trace_error_std_",
     "fitted.n_features_in_", "fitted.n_samples_fit_", "fitted.novelty_mean_norm2_",
     "fitted.landmark_path_", "fitted.fit_seconds_", "fitted.row_provenance_",
-    "fitted.fit_settings_",
+    "fitted.fit_settings_", "fitted.inverse_alpha_", "fitted.inverse_alpha_score_",
     "statistics.n_samples", "statistics.diagonal_sum", "statistics.n_nonfinite",
     "statistics.first_nonfinite_row",
 )

@@ -32,6 +32,9 @@ FILE_ATTRIBUTES = {"kernel_", "kernel_params_", "gamma_", "n_landmarks_", "landm
 FILE_ARRAYS |= {"rotation_matrix", "rotation_correlation", "rotation_order", "rotation_signs",
                 "rotation_explained_variance", "rotation_loadings"}
 FILE_ATTRIBUTES |= {"rotation_method_", "rotation_power_", "rotation_total_variance_"}
+#: The pre-image map's intercept, alpha and score, written since the map has an intercept.
+FILE_ARRAYS |= {"preimage_intercept"}
+FILE_ATTRIBUTES |= {"inverse_alpha_", "inverse_alpha_score_"}
 
 
 @pytest.fixture(scope="module")
