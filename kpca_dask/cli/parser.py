@@ -117,6 +117,19 @@ def _row_range(text: str) -> tuple[int | None, int | None]:
             "every row from there on)") from None
 
 
+def _alpha(text: str) -> float | str:
+    """``--alpha``: a number >= 0 or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number >= 0 nor 'auto'")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(float(text))  # accepts 1e6
@@ -247,8 +260,10 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
     fit.add_argument("--fit-inverse-transform", action="store_true",
                      default=default["fit_inverse_transform"],
                      help="also learn the pre-image map (one more pass), for inverse-transform")
-    fit.add_argument("--alpha", type=float, default=default["alpha"],
-                     help="ridge penalty of the pre-image map (default: %(default)s)")
+    fit.add_argument("--alpha", type=_alpha, default=default["alpha"], metavar="A|auto",
+                     help="ridge penalty of the pre-image map, >= 0, or 'auto' to choose it "
+                          "by generalised cross-validation from the pass's sums "
+                          "(default: %(default)s)")
     fit.add_argument("--weights", metavar="coslat|FILE",
                      help="multiply the features before the kernel: 'coslat' for "
                           "sqrt(cos(latitude)) from a field's latitude coordinate, or a file "

@@ -57,6 +57,7 @@ def summary(model, path: str | os.PathLike) -> dict:
         "dtype": model.fit_settings_.dtype,
         "statistics_kept": model.model_.statistics is not None,
         "can_invert": model.model_.preimage is not None,
+        "inverse_alpha": getattr(model, "inverse_alpha_", None),
         "row_provenance": recorded_rows(model),
         "field": _field(model.model_.layout),
         "rotation": _rotation(model.model_.rotation),
@@ -232,7 +233,9 @@ def print_summary(s: dict) -> None:
                                  f"explaining {_short_list(r['explained_variance_ratio'])} "
                                  "of the field's variance"))
     if "can_invert" in s:
-        rows.append(("inverse", "yes (inverse-transform)" if s["can_invert"] else
+        alpha = s.get("inverse_alpha")
+        chosen = "" if alpha is None else f", ridge alpha = {alpha:.3g}"
+        rows.append(("inverse", f"yes (inverse-transform{chosen})" if s["can_invert"] else
                      "no: fit with fit_inverse_transform=True to invert"))
     if "row_provenance" in s:
         rows += [("rows" if i == 0 else "", line)
