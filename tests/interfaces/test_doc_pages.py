@@ -35,8 +35,10 @@ PAGES = sorted(path for path in [*DOCS.glob("*.md"), *DOCS.glob("guide/*.md")]
 #: The most blocks of all pages together that may carry ``not run``.
 MOST_NOT_RUN = 4
 
-_FENCE = re.compile(r"^(?:<!--\s*not run:(?P<why>.*?)-->\n)?"
-                    r"```(?P<language>\w*)\n(?P<code>.*?)^```", re.S | re.M)
+#: A fenced block with its info string (a language, or a directive such as
+#: ``{kpca-dask-cli}``), and the ``not run`` comment on the line before it, if any.
+_FENCE = re.compile(r"^(?:<!--\s*not run:(?P<why>[^\n]*?)-->\n)?"
+                    r"```(?P<language>[^\n`]*)\n(?P<code>.*?)^```", re.S | re.M)
 
 
 def _blocks(text: str) -> list[tuple[str, str, str | None]]:
