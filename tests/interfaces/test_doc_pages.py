@@ -1,0 +1,173 @@
+"""Every page under docs/ runs as a reader meets it: its Python blocks, and its shell blocks
+that call ``kpca-dask``, in the page's order, in an empty directory, in one Python session
+(a subprocess) per page, as a reader pastes them into one interpreter, on the threaded
+scheduler, with this checkout's package first on the path.
+
+A page makes the data it reads, or opens a file an installed package ships (eofs' example
+fields). A block that cannot run on one machine (a remote scheduler's address, an object
+store) carries the comment ``<!-- not run: why -->`` on the line before it; the test skips
+those and prints them with their reasons, and they stay few. Shell blocks of other commands
+(installing, ``make``, the benchmarks and the test suite) are the project's own commands,
+not examples, and are not run here: the benchmarks are tested in test_benchmarks.py.
+README.md and docs/getting-started.md are run by test_readme.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+#: Run by test_readme.py, with the stores they write checked.
+RUN_ELSEWHERE = {"getting-started.md"}
+PAGES = sorted(path for path in [*DOCS.glob("*.md"), *DOCS.glob("guide/*.md")]
+               if path.name not in RUN_ELSEWHERE or path.parent != DOCS)
+#: The most blocks of all pages together that may carry ``not run``.
+MOST_NOT_RUN = 4
+
+#: A fenced block with its info string (a language, or a directive such as
+#: ``{kpca-dask-cli}``), and the ``not run`` comment on the line before it, if any.
+_FENCE = re.compile(r"^(?:<!--\s*not run:(?P<why>[^\n]*?)-->\n)?"
+                    r"```(?P<language>[^\n`]*)\n(?P<code>.*?)^```", re.S | re.M)
+
+
+def _blocks(text: str) -> list[tuple[str, str, str | None]]:
+    """``(language, code, why not run or None)`` for each fenced block of ``text``."""
+    return [(m["language"], m["code"], None if m["why"] is None else m["why"].strip())
+            for m in _FENCE.finditer(text)]
+
+
+def _runs(language: str, code: str) -> bool:
+    """A Python block, or a shell block whose commands are ``kpca-dask`` (with the
+    environment it reads): the examples a reader types."""
+    if language == "python":
+        return True
+    if language != "bash":
+        return False
+    lines = [line.split("#")[0].strip() for line in code.splitlines()]
+    commands = [line for line in lines if line and not line.startswith("--")]
+    return any(line.startswith("kpca-dask") for line in commands)
+
+
+def _environment(directory: Path) -> dict:
+    """This checkout's package first on the path, ``kpca-dask`` and ``python`` the commands
+    of this interpreter, and the threaded scheduler (a local cluster's start is tested in
+    test_cli.py)."""
+    bin_dir = directory.parent / f"{directory.name}-bin"
+    bin_dir.mkdir()
+    for name, arguments in (("kpca-dask", "-m kpca_dask "), ("python", "")):
+        command = bin_dir / name
+        command.write_text(f'#!/bin/sh\nexec "{sys.executable}" {arguments}"$@"\n')
+        command.chmod(command.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "DASK_SCHEDULER_ADDRESS": "threads"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
+    return env
+
+
+def _page_id(path: Path) -> str:
+    return str(path.relative_to(DOCS))
+
+
+#: Runs a page's blocks in order in one Python session, as a reader pastes them into one
+#: interpreter: a python block is executed in the session's namespace, a shell block by
+#: ``bash -e``. It prints each block's time, and stops at the first block that fails.
+_SESSION = """
+import json, subprocess, sys, time, traceback
+
+def main():
+    namespace = {"__name__": "__main__"}
+    for number, (language, code) in enumerate(json.load(open(sys.argv[1]))):
+        start = time.perf_counter()
+        if language == "python":
+            try:
+                exec(compile(code, f"<block {number}>", "exec"), namespace)
+            except BaseException:
+                traceback.print_exc()
+                print(f"FAILED block {number} (python):\\n{code}", flush=True)
+                return 1
+        elif subprocess.run(["bash", "-e", "-c", code]).returncode != 0:
+            print(f"FAILED block {number} (bash):\\n{code}", flush=True)
+            return 1
+        print(f"block {number} ({language}): {time.perf_counter() - start:.1f} s", flush=True)
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page_runs_as_written_in_an_empty_directory(page, tmp_path):
+    """The page's examples run unchanged, in order, in one empty folder and one session."""
+    blocks = [(language, code) for language, code, why in _blocks(page.read_text())
+              if why is None and _runs(language, code)]
+    if not blocks:
+        return
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
+    (tmp_path / "session.py").write_text(_SESSION)
+    start = time.perf_counter()
+    returncode, output = _run([sys.executable, str(tmp_path / "session.py"),
+                               str(tmp_path / "blocks.json")], work, _environment(work))
+    print(f"{_page_id(page)}: {time.perf_counter() - start:.1f} s")
+    print(*(f"  {line}" for line in output.splitlines() if line.startswith("block ")), sep="\n")
+    assert returncode == 0, f"{_page_id(page)}:\n{output}"
+
+
+def _run(command: list[str], cwd: Path, env: dict, timeout: float = 300) -> tuple[int, str]:
+    """Run ``command`` in a session of its own: past ``timeout`` the whole session is
+    killed, worker processes of a local cluster included, which would otherwise hold the
+    output open."""
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            return -1, f"{output}\n(killed after {timeout} s)"
+    return process.returncode, output
+
+
+def test_blocks_not_run_say_why_and_stay_few():
+    """Each ``not run`` comment gives its reason and stands before a block that would
+    otherwise run; all pages together hold at most MOST_NOT_RUN of them. The list is
+    printed (``pytest -s``)."""
+    skipped = []
+    for page in PAGES:
+        text = page.read_text()
+        marks = re.findall(r"<!--\s*not run\b", text)
+        blocks = [(language, code, why) for language, code, why in _blocks(text)
+                  if why is not None]
+        assert len(marks) == len(blocks), (
+            f"{_page_id(page)}: a `<!-- not run: why -->` comment must stand on the line "
+            "just before a fenced block")
+        for language, code, why in blocks:
+            assert why, f"{_page_id(page)}: a `not run` comment without its reason"
+            assert _runs(language, code), (
+                f"{_page_id(page)}: `not run` before a block the test would not run anyway")
+            skipped.append(f"{_page_id(page)}: {why}")
+    print("blocks not run:", *skipped, sep="\n  ")
+    assert len(skipped) <= MOST_NOT_RUN, skipped
+
+
+def test_every_page_is_taken():
+    """The pages run here and in test_readme.py are all the Markdown pages under docs/."""
+    every = {*DOCS.glob("*.md"), *DOCS.glob("guide/*.md")}
+    assert every == set(PAGES) | {DOCS / name for name in RUN_ELSEWHERE}
+    assert any(_runs(language, code) for page in PAGES
+               for language, code, _ in _blocks(page.read_text()))
