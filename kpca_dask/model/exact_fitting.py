@@ -28,7 +28,7 @@ from ..engine.matrix_free import CentredKernel, RowPanels, row_panels
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import is_integer
 from .exact_checkpoint import SolveCheckpoint, solve_identity
-from .exact_model import ExactModel
+from .exact_model import ExactFit, ExactModel
 from .inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
 from .parameters import EIGEN_SOLVERS, resolve_kernel_params
 from .precomputed import PRECOMPUTED
@@ -121,17 +121,15 @@ class MatrixFreeFit:
     def n_components(self) -> int:
         return self.model.eigenvalues.size
 
-    def attributes(self) -> dict:
-        """The fitted attributes of :class:`~kpca_dask.ExactKernelPCA`, by name."""
+    def fitted(self, layout=None) -> ExactFit:
+        """The fitted model of :class:`~kpca_dask.ExactKernelPCA` (``model_``), ``layout``
+        the field's."""
         model = self.model
         rows = model.panels.rows
-        return {"kernel_": model.panels.kernel, "kernel_params_": model.panels.params,
-                "eigenvalues_": model.eigenvalues.copy(), "eigenvectors_": model.eigenvectors,
-                "explained_variance_ratio_": self.ratios, "n_components_": self.n_components,
-                "eigenvalue_residuals_": self.residuals, "n_products_": self.n_products,
-                "eigen_solver_": "matrix-free", "X_fit_": rows,
-                "n_samples_fit_": rows.shape[0], "n_features_in_": rows.shape[1],
-                "_exact_model": model, "_lazy_fit": True}
+        return ExactFit(model.panels.kernel, model.panels.params, model.eigenvalues.copy(),
+                        model.eigenvectors, self.ratios, "matrix-free", rows.shape[0],
+                        rows.shape[1], rows=rows, lazy=True, by_panels=model,
+                        residuals=self.residuals, n_products=self.n_products, layout=layout)
 
 
 def fit_matrix_free(given: FitInput, params: dict, *, checkpoint=None,
