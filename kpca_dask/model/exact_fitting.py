@@ -18,19 +18,17 @@ from typing import Callable
 import numpy as np
 
 from .._memory import memory_budget
-from ..blocks.kernels import canonical_kernel_name
-from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
-from ..engine.bandwidth import resolve_gamma
 from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..engine.eigensolver import KrylovState, leading_eigenpairs
+from ..engine.kernel_params import resolve_kernel
 from ..engine.matrix_free import CentredKernel, RowPanels, row_panels
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import is_integer
 from .exact_checkpoint import SolveCheckpoint, solve_identity
 from .exact_model import ExactFit, ExactModel
 from .inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
-from .parameters import EIGEN_SOLVERS, resolve_kernel_params
+from .parameters import EIGEN_SOLVERS
 from .precomputed import PRECOMPUTED
 
 __all__ = ["EIGEN_SOLVERS", "MATRIX_FREE_TOL", "DENSE_WORDS", "chosen_solver", "dense_fits",
@@ -94,17 +92,12 @@ def _check_matrix_free(given: FitInput, kernel, n_components) -> None:
 def exact_kernel(params: dict, X) -> tuple:
     """``(kernel, kernel parameters)`` of an exact fit: aliases resolved, a scikit-learn
     row-pair callable wrapped, defaults filled in and a gamma rule ("median", "scale")
-    resolved from a seeded sample of ``X``'s rows."""
-    n_features = X.shape[1]
-    kernel = block_kernel(canonical_kernel_name(params["kernel"]), n_features,
-                          params["kernel_params"])
-    gamma = params["gamma"]
-    if isinstance(gamma, str):
-        lazy = lazy_rows(X)
-        gamma = resolve_gamma(gamma, lazy, kernel, rng=np.random.default_rng(0))
-    return kernel, resolve_kernel_params(kernel, n_features, gamma=gamma,
-                                         degree=params["degree"], coef0=params["coef0"],
-                                         kernel_params=params["kernel_params"])
+    resolved from a seeded sample of ``X``'s rows (:func:`~kpca_dask.engine.kernel_params.
+    resolve_kernel`, where every fit's kernel is resolved)."""
+    # Only a rule reads rows, and it reads them from dask rows.
+    rows = lazy_rows(X) if isinstance(params["gamma"], str) else X
+    kernel = resolve_kernel(params, rows, rng=np.random.default_rng(0))
+    return kernel.function, kernel.params
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from .._json import jsonable
 from .._memory import memory_budget
 from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
+from ..engine.kernel_params import resolve_kernel_params
 from ..engine.matrix_free import RowPanels, panel_rows
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import PathOrURL, open_group, write_group
@@ -59,7 +60,7 @@ from ..io.checksums import (
 from ..model.checks import damaged
 from ..model.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
-from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.statistics_files import file_digest
 from .layout_files import layout_attribute, layout_from_attribute
 from .model_files import saved_params
