@@ -92,8 +92,8 @@ def _check_matrix_free(given: FitInput, kernel, n_components) -> None:
 def exact_kernel(params: dict, X) -> tuple:
     """``(kernel, kernel parameters)`` of an exact fit: aliases resolved, a scikit-learn
     row-pair callable wrapped, defaults filled in and a gamma rule ("median", "scale")
-    resolved from a seeded sample of ``X``'s rows (:func:`~kpca_dask.engine.kernel_params.
-    resolve_kernel`, where every fit's kernel is resolved)."""
+    resolved from a seeded sample of ``X``'s rows, by
+    :func:`~kpca_dask.engine.kernel_params.resolve_kernel` (as every fit's kernel is)."""
     # Only a rule reads rows, and it reads them from dask rows.
     rows = lazy_rows(X) if isinstance(params["gamma"], str) else X
     kernel = resolve_kernel(params, rows, rng=np.random.default_rng(0))
