@@ -278,10 +278,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         # Only now, with every step done, does the estimator change state: one new model.
         eigenvalues = lam[:q].copy()
         self.model_ = ExactFit(
-            kernel, params, eigenvalues, A * fix_signs(A),
-            eigenvalues / total if total > 0 else np.zeros(q), "dense", n,
-            n if X is None else X.shape[1], rows=X, lazy=lazy, column_means=column_means,
-            grand_mean=grand_mean, layout=layout)
+            kernel=kernel, kernel_params=params, eigenvalues=eigenvalues,
+            eigenvectors=A * fix_signs(A),
+            explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
+            eigen_solver="dense", n_samples=n, n_features=n if X is None else X.shape[1],
+            rows=X, lazy=lazy, column_means=column_means, grand_mean=grand_mean, layout=layout)
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
