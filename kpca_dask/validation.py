@@ -1,6 +1,7 @@
 """Checking user input: arrays (a float dask array, chunked as it comes), the
 number of features, and the predicates (:func:`is_integer`, :func:`is_count`,
-:func:`is_real`, :func:`is_finite_real`) that parameter checks are written with.
+:func:`is_real`, :func:`is_finite_real`) that parameter checks are written with,
+each rule a :class:`Constraint` (a predicate and its words).
 
 The table of what each estimator parameter may be is
 :mod:`kpca_dask.model.parameters`."""
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import dask.array as da
 import numpy as np
@@ -249,3 +252,43 @@ def check_n_features(X, expected: int, estimator_name: str) -> None:
             f"X has {X.shape[1]} features, but {estimator_name} is expecting "
             f"{expected} features as input. Pass data with the columns the model was "
             "fitted on.")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What one parameter may be: a test, and the words that finish "NAME must be ...".
+
+    Parameters
+    ----------
+    allows : callable
+        ``allows(value)`` is True for a valid value. It never raises.
+    must_be : str
+        The rule in words, for the error: "tol must be {must_be}; got 5.".
+    explain : callable, optional
+        ``explain(value)`` gives the whole message for a refused value that
+        deserves more than the rule (a name that is close to a valid one, a
+        known value with a better alternative), or None for the rule's words.
+
+    Examples
+    --------
+    >>> odd = Constraint(lambda v: v % 2 == 1, "an odd number")
+    >>> odd.allows(3), odd.message("k", 4)
+    (True, 'k must be an odd number; got 4.')
+    """
+
+    allows: Callable[[Any], bool]
+    must_be: str
+    explain: Callable[[Any], str | None] | None = None
+
+    def message(self, name: str, value: Any) -> str:
+        """The error message for ``name=value``, which ``allows`` refused."""
+        special = self.explain(value) if self.explain is not None else None
+        return special or f"{name} must be {self.must_be}; got {short_repr(value)}."
+
+
+def short_repr(value: Any) -> str:
+    """``value`` for a message: an array by its shape, anything else by a short repr."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

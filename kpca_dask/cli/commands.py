@@ -173,8 +173,7 @@ def _patterns(args) -> None:
 
 def _layout(model):
     """A fitted model's feature layout (None for plain arrays), for either estimator."""
-    fitted = model.__dict__.get("model_")
-    return fitted.layout if fitted is not None else model.__dict__.get("feature_layout_")
+    return model.model_.layout
 
 
 def _check_sample_dim(args, model) -> None:

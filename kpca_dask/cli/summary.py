@@ -26,9 +26,10 @@ def summary(model, path: str | os.PathLike) -> dict:
     ('rbf', 2, 100, False)
     """
     from .. import __version__
+    from ..model.exact_model import ExactFit
     from ..model.provenance import recorded_rows
 
-    if "model_" not in model.__dict__:
+    if isinstance(model.model_, ExactFit):
         return _exact_summary(model, path)
     ratio = np.asarray(model.explained_variance_ratio_)
     return {
@@ -77,7 +78,7 @@ def _exact_summary(model, path) -> dict:
         "kernel_params": model.kernel_params_,
         "eigen_solver": model.eigen_solver_,
         "dtype": model.dtype if model.eigen_solver_ == "matrix-free" else "float64",
-        "n_products": model.__dict__.get("n_products_"),
+        "n_products": model.model_.n_products,
         "n_components": int(model.n_components_),
         "eigenvalues": np.asarray(model.eigenvalues_).tolist(),
         "explained_variance_ratio": ratio.tolist(),
@@ -85,7 +86,7 @@ def _exact_summary(model, path) -> dict:
         "eigenvalue_residuals": _residuals(model),
         "n_samples_fit": int(model.n_samples_fit_),
         "n_features_in": int(model.n_features_in_),
-        "field": _field(model.__dict__.get("feature_layout_")),
+        "field": _field(model.model_.layout),
     }
 
 

@@ -27,7 +27,7 @@ from ..errors import InvalidParameterError, NotInvertibleError
 from ..io.labelled import label_embedding, label_rows
 from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
 from ..model.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
-from ..model.exact_model import applied
+from ..model.exact_model import ExactFit, applied, exact_attribute
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
     centre_in_place,
@@ -157,6 +157,12 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     feature_layout_ : FeatureLayout
         The field's dimensions, mask and weights, for a DataArray or weighted
         fit (:class:`~kpca_dask.io.fields.FeatureLayout`); absent otherwise.
+    rotation_ : Rotation
+        The rotation :func:`kpca_dask.rotate` recorded; absent otherwise.
+    model_ : ExactFit
+        Everything the fit learnt, in one immutable object
+        (:class:`~kpca_dask.model.exact_model.ExactFit`): the attributes above
+        are read-only views of it, and a refit replaces it whole.
 
     See Also
     --------
@@ -244,8 +250,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         solver = chosen_solver(self.eigen_solver, given, self.kernel, self.n_components)
         if solver == "matrix-free":
             fitted = fit_matrix_free(given, self.get_params(deep=False), checkpoint=checkpoint)
-            vars(self).update(fitted.attributes())
-            return self._finished(layout)
+            self.model_ = fitted.fitted(layout)
+            return self
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
             # then symmetrised, centred and decomposed in place (no second n x n).
@@ -272,25 +278,15 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         # too small to refuse): 0 exactly, as scikit-learn sets them.
         lam = np.where(np.arange(lam.size) < n_positive, lam, 0.0)
 
-        # Only now, with every step done, does the estimator change state.
-        self.kernel_ = kernel
-        self.kernel_params_ = params
-        self._column_means = column_means
-        self._grand_mean = grand_mean
-        self.eigenvalues_ = lam[:q].copy()
-        self.eigenvectors_ = A * fix_signs(A)
-        self.explained_variance_ratio_ = (self.eigenvalues_ / total if total > 0
-                                          else np.zeros(q))
-        self.n_components_ = q
-        self._lazy_fit = lazy
-        if X is not None:
-            self.X_fit_ = X
-        else:  # a kernel matrix: its rows were decomposed in place and are not kept
-            self.__dict__.pop("X_fit_", None)
-        self.n_samples_fit_ = n
-        self.n_features_in_ = n if X is None else X.shape[1]
-        self.eigen_solver_ = "dense"
-        return self._finished(layout)
+        # Only now, with every step done, does the estimator change state: one new model.
+        eigenvalues = lam[:q].copy()
+        self.model_ = ExactFit(
+            kernel=kernel, kernel_params=params, eigenvalues=eigenvalues,
+            eigenvectors=A * fix_signs(A),
+            explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
+            eigen_solver="dense", n_samples=n, n_features=n if X is None else X.shape[1],
+            rows=X, lazy=lazy, column_means=column_means, grand_mean=grand_mean, layout=layout)
+        return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Components of the training points: Y = A_q Lambda_q^{1/2}.
@@ -325,8 +321,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         pcscaling = check_scaling(pcscaling, "pcscaling")
-        if "_exact_model" in self.__dict__:
-            Y = applied(self._exact_model, self, X, "transform", self._output_attrs())
+        if self.model_.by_panels is not None:
+            Y = applied(self.model_.by_panels, self, X, "transform", self._output_attrs())
             return scaled_scores(Y, self.explained_variance_, pcscaling)
         rows = self._input_rows(X)
         Y = scaled_scores(self._transform_rows(rows.data), self.explained_variance_, pcscaling)
@@ -342,8 +338,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         along the features are joined into whole rows here, with a warning (for a
         matrix-free model, whose tasks take panels of the training rows, without).
         """
-        if "_exact_model" in self.__dict__:  # by panels of training rows: whole rows
-            return self._exact_model.transform(X)
+        if self.model_.by_panels is not None:  # by panels of training rows: whole rows
+            return self.model_.by_panels.transform(X)
         if X.numblocks[1] > 1:
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
@@ -363,7 +359,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         return self._projected(Kx)
 
     def _projected(self, Kx: np.ndarray) -> np.ndarray:
-        Kx = Kx - Kx.mean(axis=1, keepdims=True) - self._column_means[None, :] + self._grand_mean
+        model = self.model_
+        Kx = Kx - Kx.mean(axis=1, keepdims=True) - model.column_means[None, :] + model.grand_mean
         nonzero = self.eigenvalues_ > 0
         scaled = np.zeros_like(self.eigenvectors_)
         scaled[:, nonzero] = self.eigenvectors_[:, nonzero] / np.sqrt(self.eigenvalues_[nonzero])
@@ -395,12 +392,12 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        if "_exact_model" in self.__dict__:
-            return applied(self._exact_model, self, X, "reconstruction_error")
+        if self.model_.by_panels is not None:
+            return applied(self.model_.by_panels, self, X, "reconstruction_error")
         rows = self._input_rows(X)
         like = rows.like
         Kx, diagonal = self._kernel_rows_of(rows.data)
-        distance = diagonal - 2.0 * Kx.mean(axis=1) + self._grand_mean
+        distance = diagonal - 2.0 * Kx.mean(axis=1) + self.model_.grand_mean
         Y = self._projected(Kx)
         errors = distance - np.sum(Y * Y, axis=1)
         return errors if like is None else label_rows(errors, like, name="reconstruction_error")
@@ -409,7 +406,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         """k(X, X_fit) and k(x, x) of new points (as :meth:`_input_rows` gives them); lazy training
         data are read once more."""
         check_n_features(X, self.n_features_in_, type(self).__name__)
-        if self._lazy_fit:
+        if self.model_.lazy:
             return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
         Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
                         dtype=np.float64)
@@ -489,18 +486,6 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
 
-    def _finished(self, layout) -> ExactKernelPCA:
-        """The end of a fit: the field's layout kept, and what an earlier fit of the other
-        solver or kpca_dask.rotate (of the old components) left dropped."""
-        if self.eigen_solver_ == "dense":
-            for name in ("_exact_model", "eigenvalue_residuals_", "n_products_"):
-                self.__dict__.pop(name, None)
-        self.__dict__.pop("rotation_", None)
-        self.__dict__.pop("feature_layout_", None)
-        if layout is not None:
-            self.feature_layout_ = layout
-        return self
-
     @property
     def sample_dim_(self) -> str | None:
         """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
@@ -514,7 +499,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
 
     def _layout(self):
         """The fitted layout of the features, or None."""
-        return self.__dict__.get("feature_layout_")
+        return self.model_.layout
 
     def _lazy_input(self, X) -> bool:
         """Whether ``X`` is lazy input (dask, Zarr, a path, a dask-backed DataArray)."""
@@ -523,8 +508,31 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     def _input_rows(self, X):
         """``X`` as rows of the fitted features, held in memory unless the training rows are
         lazy, and the DataArray outputs are labelled like."""
-        return in_memory_input(self._layout(), X, keep_lazy=self._lazy_fit,
+        return in_memory_input(self._layout(), X, keep_lazy=self.model_.lazy,
                                precomputed=self.kernel_ == PRECOMPUTED)
+
+    #: The fitted model (:class:`~kpca_dask.model.exact_model.ExactFit`); absent before a fit.
+    model_: ExactFit
+
+    # -- fitted attributes: read-only views of model_ (ExactFit; see Attributes) --
+
+    kernel_ = exact_attribute("kernel_")
+    kernel_params_ = exact_attribute("kernel_params_")
+    eigenvalues_ = exact_attribute("eigenvalues_")
+    eigenvectors_ = exact_attribute("eigenvectors_")
+    explained_variance_ratio_ = exact_attribute("explained_variance_ratio_")
+    n_components_ = exact_attribute("n_components_")
+    eigen_solver_ = exact_attribute("eigen_solver_")
+    eigenvalue_residuals_ = exact_attribute("eigenvalue_residuals_")
+    n_products_ = exact_attribute("n_products_")
+    X_fit_ = exact_attribute("X_fit_")
+    n_samples_fit_ = exact_attribute("n_samples_fit_")
+    n_features_in_ = exact_attribute("n_features_in_")
+    feature_layout_ = exact_attribute("feature_layout_")
+    rotation_ = exact_attribute("rotation_")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "model_", None) is not None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -467,7 +467,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         True
         """
         started = time.perf_counter()
-        if self.__dict__.get("model_") is None:  # the first batch: a fit on it
+        if getattr(self, "model_", None) is None:  # the first batch: a fit on it
             batch, provenance = first_batch(X, rows)
             self.fit(batch)
             if provenance is not None:  # a field's samples are chosen with X.isel
@@ -721,6 +721,10 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
                            variances=self.explained_variance_, pcscaling=pcscaling,
                            eofscaling=eofscaling)
 
+    def _embedding(self, X):
+        """The lazy embedding of weighted dask rows (for :func:`kpca_dask.rotate`)."""
+        return embedding(self.model_, X, name=type(self).__name__)
+
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
 
@@ -803,7 +807,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         return None if layout is None else layout.sample_dim
 
     def __sklearn_is_fitted__(self) -> bool:
-        return self.__dict__.get("model_") is not None
+        return getattr(self, "model_", None) is not None
 
     @property
     def feature_names_in_(self) -> np.ndarray:
@@ -824,10 +828,10 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         ``n_components_``) in training-row order: present when every training row is a landmark
         (see Attributes)."""
         check_is_fitted(self)
-        cached = self.__dict__.get("_eigenvectors")
+        cached = getattr(self, "_eigenvectors", None)
         if cached is None or cached[0] is not self.model_:  # computed once per model
             cached = (self.model_, training_eigenvectors(self.model_))
-            self.__dict__["_eigenvectors"] = cached
+            self._eigenvectors = cached
         if cached[1] is None:
             raise AttributeError(
                 f"This {type(self).__name__} has no 'eigenvectors_': they are those of the "

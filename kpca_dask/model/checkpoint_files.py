@@ -25,6 +25,7 @@ import numpy as np
 import zarr
 
 from ..blocks.statistics import PassStatistics
+from ..engine.kernel_params import resolve_kernel_params
 from ..errors import KPCAError, ModelFormatError
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
@@ -37,7 +38,6 @@ from ..io.checksums import (
 )
 from ..validation import is_count
 from .checks import check_array, check_landmark_path, check_statistics, damaged
-from .parameters import resolve_kernel_params
 from .statistics_files import (
     read_statistics,
     statistics_arrays,

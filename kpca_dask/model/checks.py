@@ -33,10 +33,10 @@ import numpy as np
 
 from ..blocks.kernels import canonical_kernel_name
 from ..blocks.statistics import PassStatistics
+from ..engine.kernel_params import resolve_kernel_params
 from ..errors import KPCAError, ModelFormatError, about
 from ..validation import is_count, is_finite_real, is_real
 from .fitted import declared
-from .parameters import resolve_kernel_params
 
 __all__ = ["check_fitted_estimator", "check_statistics", "check_array", "check_landmark_path",
            "check_row_provenance", "damaged"]

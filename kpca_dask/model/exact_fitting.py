@@ -18,19 +18,17 @@ from typing import Callable
 import numpy as np
 
 from .._memory import memory_budget
-from ..blocks.kernels import canonical_kernel_name
-from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.signs import fix_signs
-from ..engine.bandwidth import resolve_gamma
 from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..engine.eigensolver import KrylovState, leading_eigenpairs
+from ..engine.kernel_params import resolve_kernel
 from ..engine.matrix_free import CentredKernel, RowPanels, row_panels
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import is_integer
 from .exact_checkpoint import SolveCheckpoint, solve_identity
-from .exact_model import ExactModel
+from .exact_model import ExactFit, ExactModel
 from .inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
-from .parameters import EIGEN_SOLVERS, resolve_kernel_params
+from .parameters import EIGEN_SOLVERS
 from .precomputed import PRECOMPUTED
 
 __all__ = ["EIGEN_SOLVERS", "MATRIX_FREE_TOL", "DENSE_WORDS", "chosen_solver", "dense_fits",
@@ -94,17 +92,12 @@ def _check_matrix_free(given: FitInput, kernel, n_components) -> None:
 def exact_kernel(params: dict, X) -> tuple:
     """``(kernel, kernel parameters)`` of an exact fit: aliases resolved, a scikit-learn
     row-pair callable wrapped, defaults filled in and a gamma rule ("median", "scale")
-    resolved from a seeded sample of ``X``'s rows."""
-    n_features = X.shape[1]
-    kernel = block_kernel(canonical_kernel_name(params["kernel"]), n_features,
-                          params["kernel_params"])
-    gamma = params["gamma"]
-    if isinstance(gamma, str):
-        lazy = lazy_rows(X)
-        gamma = resolve_gamma(gamma, lazy, kernel, rng=np.random.default_rng(0))
-    return kernel, resolve_kernel_params(kernel, n_features, gamma=gamma,
-                                         degree=params["degree"], coef0=params["coef0"],
-                                         kernel_params=params["kernel_params"])
+    resolved from a seeded sample of ``X``'s rows, by
+    :func:`~kpca_dask.engine.kernel_params.resolve_kernel` (as every fit's kernel is)."""
+    # Only a rule reads rows, and it reads them from dask rows.
+    rows = lazy_rows(X) if isinstance(params["gamma"], str) else X
+    kernel = resolve_kernel(params, rows, rng=np.random.default_rng(0))
+    return kernel.function, kernel.params
 
 
 @dataclass(frozen=True)
@@ -121,17 +114,15 @@ class MatrixFreeFit:
     def n_components(self) -> int:
         return self.model.eigenvalues.size
 
-    def attributes(self) -> dict:
-        """The fitted attributes of :class:`~kpca_dask.ExactKernelPCA`, by name."""
+    def fitted(self, layout=None) -> ExactFit:
+        """The fitted model of :class:`~kpca_dask.ExactKernelPCA` (``model_``), ``layout``
+        the field's."""
         model = self.model
         rows = model.panels.rows
-        return {"kernel_": model.panels.kernel, "kernel_params_": model.panels.params,
-                "eigenvalues_": model.eigenvalues.copy(), "eigenvectors_": model.eigenvectors,
-                "explained_variance_ratio_": self.ratios, "n_components_": self.n_components,
-                "eigenvalue_residuals_": self.residuals, "n_products_": self.n_products,
-                "eigen_solver_": "matrix-free", "X_fit_": rows,
-                "n_samples_fit_": rows.shape[0], "n_features_in_": rows.shape[1],
-                "_exact_model": model, "_lazy_fit": True}
+        return ExactFit(model.panels.kernel, model.panels.params, model.eigenvalues.copy(),
+                        model.eigenvectors, self.ratios, "matrix-free", rows.shape[0],
+                        rows.shape[1], rows=rows, lazy=True, by_panels=model,
+                        residuals=self.residuals, n_products=self.n_products, layout=layout)
 
 
 def fit_matrix_free(given: FitInput, params: dict, *, checkpoint=None,

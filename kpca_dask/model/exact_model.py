@@ -14,11 +14,21 @@ O(n p) work per point, lazily. The same pass gives the reconstruction
 error (docs/design.md §6)::
 
     e(x) = |phi(x) - phi_bar|^2 - |y(x)|^2,   |phi(x) - phi_bar|^2 = k(x, x) - 2 k(x)^T 1 / n + g.
+
+:class:`ExactFit` is everything an exact fit learns, in one immutable object
+(``ExactKernelPCA.model_``), as :class:`~kpca_dask.model.fitted.FittedModel`
+is KernelPCA's: a fit, :func:`kpca_dask.rotate` and the loader each make a new
+one, and the estimator's fitted attributes (``eigenvalues_``, ``X_fit_``, ...)
+are read-only views of it (:func:`exact_attribute`). Both fitted models offer
+``layout``, ``rotation`` and ``replace``, which the shared features (rotation,
+scalings, patterns, model files, the command line) read.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -31,7 +41,8 @@ from ..validation import check_n_features
 from .inputs import method_input
 from .outputs import one_sample_of
 
-__all__ = ["ExactModel", "scaled_vectors", "applied"]
+__all__ = ["ExactModel", "ExactFit", "EXACT_ATTRIBUTES", "exact_attribute", "scaled_vectors",
+           "applied"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,99 @@ class ExactModel:
                              drop_axis=1, dtype=np.float64, meta=np.empty((0,), np.float64))
 
 
+@dataclass(frozen=True, eq=False)
+class ExactFit:
+    """Everything an exact fit learns: ``ExactKernelPCA.model_``, never changed once made.
+
+    ``rows`` are the training rows (``X_fit_``; None for a kernel matrix, which
+    is decomposed in place and not kept) and ``lazy`` whether they stay lazy;
+    ``column_means`` and ``grand_mean`` the centring terms of a dense fit;
+    ``by_panels`` the model that transforms by panels of the training rows (a
+    matrix-free fit or a loaded model, None for a dense fit); ``residuals`` and
+    ``n_products`` the matrix-free solve's certificate and count of products;
+    ``layout`` the field's layout and ``rotation`` a rotation of the leading
+    modes (:func:`kpca_dask.rotate`), None when there is none.
+
+    Examples
+    --------
+    >>> fit = ExactFit("rbf", {"gamma": 0.5}, np.array([2.0, 1.0]), np.eye(3)[:, :2],
+    ...                np.array([0.6, 0.3]), "dense", n_samples=3, n_features=2)
+    >>> fit.n_components, fit.replace(rotation="r").rotation, fit.rotation is None
+    (2, 'r', True)
+    """
+
+    kernel: Any
+    kernel_params: dict
+    eigenvalues: np.ndarray
+    eigenvectors: Any
+    explained_variance_ratio: np.ndarray
+    eigen_solver: str
+    n_samples: int
+    n_features: int
+    rows: Any = None
+    lazy: bool = False
+    column_means: np.ndarray | None = None
+    grand_mean: float | None = None
+    by_panels: ExactModel | None = None
+    residuals: np.ndarray | None = None
+    n_products: int | None = None
+    layout: Any = None
+    rotation: Any = None
+
+    @property
+    def n_components(self) -> int:
+        return int(self.eigenvalues.size)
+
+    def replace(self, **changes: Any) -> "ExactFit":
+        """A copy with ``changes`` (field names) made: the model itself stays as it is."""
+        return dataclasses.replace(self, **changes)
+
+
+#: Each fitted attribute of ExactKernelPCA and the :class:`ExactFit` field it reads.
+EXACT_ATTRIBUTES = {
+    "kernel_": "kernel", "kernel_params_": "kernel_params", "eigenvalues_": "eigenvalues",
+    "eigenvectors_": "eigenvectors", "explained_variance_ratio_": "explained_variance_ratio",
+    "n_components_": "n_components", "eigen_solver_": "eigen_solver",
+    "eigenvalue_residuals_": "residuals", "n_products_": "n_products", "X_fit_": "rows",
+    "n_samples_fit_": "n_samples", "n_features_in_": "n_features",
+    "feature_layout_": "layout", "rotation_": "rotation"}
+
+#: Attributes that are absent (``hasattr`` is False) when the fit learnt no such part, as
+#: scikit-learn leaves out what only some fits learn.
+_OPTIONAL = frozenset({"eigenvalue_residuals_", "n_products_", "X_fit_", "feature_layout_",
+                       "rotation_"})
+
+
+def exact_attribute(name: str) -> property:
+    """A read-only property ``name`` of an estimator whose fitted state is ``self.model_``
+    (an :class:`ExactFit`); unfitted, or for a part the fit did not learn, reading it raises
+    AttributeError, so ``hasattr`` and scikit-learn's checks see it as absent.
+
+    Examples
+    --------
+    >>> class Fitted:
+    ...     model_ = None
+    ...     n_products_ = exact_attribute("n_products_")
+    >>> hasattr(Fitted(), "n_products_")
+    False
+    """
+    field = EXACT_ATTRIBUTES[name]
+
+    def getter(self):
+        model = getattr(self, "model_", None)
+        if model is None:
+            raise AttributeError(f"This {type(self).__name__} is not fitted yet, so it has no "
+                                 f"attribute {name!r}; call fit first.")
+        value = getattr(model, field)
+        if value is None and name in _OPTIONAL:
+            raise AttributeError(f"This {type(self).__name__} has no {name!r}: its fit did "
+                                 "not learn that part of the model.")
+        return value
+
+    getter.__name__ = name
+    return property(getter, doc=f"Read from ``model_.{field}`` (:class:`ExactFit`).")
+
+
 def scaled_vectors(eigenvectors: np.ndarray, eigenvalues: np.ndarray) -> np.ndarray:
     """S = A Lambda^{-1/2}, with a zero column for each zero eigenvalue.
 
@@ -127,7 +231,7 @@ def applied(model: ExactModel, estimator, X, method: str, attrs: dict | None = N
     """``model``'s ``transform`` or ``reconstruction_error`` of any input to ``estimator``:
     lazy for lazy input (dask, Zarr, a path), numpy for input in memory, and for a DataArray
     labelled like it (``attrs`` on an embedding)."""
-    layout = estimator.__dict__.get("feature_layout_")
+    layout = estimator.model_.layout
     rows = method_input(estimator, layout, X)
     check_n_features(rows.data, model.panels.rows.shape[1], type(estimator).__name__)
     result = getattr(model, method)(rows.data)

@@ -370,7 +370,7 @@ def fitted_attribute(name: str) -> property:
     read = FITTED_ATTRIBUTES[name]
 
     def getter(self):
-        model = self.__dict__.get("model_")
+        model = getattr(self, "model_", None)
         if model is None:
             raise AttributeError(f"This {type(self).__name__} is not fitted yet, so it has no "
                                  f"attribute {name!r}; call fit first.")

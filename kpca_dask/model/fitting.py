@@ -15,19 +15,16 @@ import copy
 import dataclasses
 import os
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
 
 from .._parallel import capped_blas
-from ..blocks.kernels import canonical_kernel_name
-from ..blocks.row_pair_kernels import block_kernel
 from ..blocks.statistics import PassStatistics, add_statistics
-from ..engine.bandwidth import gamma_sample_size, resolve_gamma
+from ..engine.bandwidth import gamma_sample_size
 from ..engine.cluster_solve import added_statistics, cluster_pass, is_held, solve_statistics
+from ..engine.kernel_params import ResolvedKernel, kernel_function, resolve_kernel, with_gamma
 from ..engine.landmark_factor import reference_row
 from ..engine.landmark_memory import (
     landmark_cap,
@@ -49,18 +46,9 @@ from .checkpoints import FitCheckpoint
 from .fingerprints import fit_identity
 from .fitted import FitSettings, FittedModel, Preimage
 from .kernel_matrices import check_landmark_spectrum, every_row_a_landmark
-from .parameters import resolve_kernel_params
 from .provenance import source_of, with_rows
 
 __all__ = ["fit_model", "solved", "with_rows_added"]
-
-
-@dataclass(frozen=True)
-class _Kernel:
-    """The kernel of a fit: the callable the blocks apply, its resolved parameters."""
-
-    function: Any  # a canonical name or a callable
-    params: dict
 
 
 def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = None,
@@ -83,8 +71,7 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     2
     """
     started = time.perf_counter() if started is None else started
-    kernel_function = block_kernel(canonical_kernel_name(params["kernel"]), X.shape[1],
-                                   params["kernel_params"])
+    function = kernel_function(params, X.shape[1])
     rng = as_generator(params["random_state"])
     # Child streams, so the landmarks drawn from rng do not depend on whether
     # gamma or m are estimated from the data.
@@ -95,19 +82,17 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     if params["n_landmarks"] != "auto":
         refuse_landmarks_beyond_memory(_landmark_count(params, X.shape[0]), X)
     saved = None if checkpoint is None else FitCheckpoint.open(
-        checkpoint, _identity(params, X, kernel_function))
+        checkpoint, _identity(params, X, function))
     if saved is not None and saved.landmarks is not None:
         # Resuming: the gamma, landmarks and growth path of the first try, which
         # an unseeded sample could not reproduce.
-        kernel = _Kernel(kernel_function, _kernel_params(params, X, kernel_function, saved.gamma))
+        kernel = with_gamma(params, X.shape[1], function, saved.gamma)
         chosen, path = saved.landmarks, saved.landmark_path
     else:
         # The samples for gamma, the landmarks and the automatic m, read in one go.
         sampler = RowSampler.reading_ahead(X, _planned_samples(
-            params, X, kernel_function, rng, bandwidth_rng, validation_rng))
-        gamma = resolve_gamma(params["gamma"], X, kernel_function, rng=bandwidth_rng,
-                              sampler=sampler)
-        kernel = _Kernel(kernel_function, _kernel_params(params, X, kernel_function, gamma))
+            params, X, function, rng, bandwidth_rng, validation_rng))
+        kernel = resolve_kernel(params, X, rng=bandwidth_rng, sampler=sampler, function=function)
         chosen, path = _choose_landmarks(params, X, kernel, rng, validation_rng, rcond, sampler)
         if saved is not None:
             saved.landmark_path = path  # stored with the landmarks
@@ -133,7 +118,7 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     return model.replace(fit_seconds=time.perf_counter() - started)
 
 
-def _refuse_indefinite(factor_method: str, rows, n: int, points, kernel: _Kernel,
+def _refuse_indefinite(factor_method: str, rows, n: int, points, kernel: ResolvedKernel,
                        n_components) -> None:
     """With every row a landmark the fit is exact kernel PCA: refused as scikit-learn refuses a
     centred kernel matrix with significantly negative eigenvalues. Only a K_mm that was not
@@ -194,16 +179,11 @@ def with_rows_added(model: FittedModel, X: da.Array) -> PassStatistics:
     return add_statistics(batch, total)
 
 
-def _kernel_params(params: dict, X: da.Array, kernel, gamma) -> dict:
-    return resolve_kernel_params(kernel, X.shape[1], gamma=gamma, degree=params["degree"],
-                                 coef0=params["coef0"], kernel_params=params["kernel_params"])
-
-
 def _identity(params: dict, X: da.Array, kernel) -> dict:
     """What a checkpoint must have been made by: the data and every parameter of the fit."""
     rule = params["gamma"] if isinstance(params["gamma"], str) else None
     return fit_identity(
-        X, kernel, _kernel_params(params, X, kernel, None if rule else params["gamma"]),
+        X, kernel, with_gamma(params, X.shape[1], kernel, None if rule else params["gamma"]).params,
         gamma=rule, dtype=params["dtype"], landmarks=params["landmarks"],
         n_landmarks=params["n_landmarks"], random_state=params["random_state"],
         tol=params["tol"], max_landmarks=params["max_landmarks"])
@@ -240,7 +220,7 @@ def _planned_samples(params: dict, X, kernel, rng, bandwidth_rng, validation_rng
     return samples + [planned_sample(n, params["n_landmarks"], params["landmarks"], rng)]
 
 
-def _choose_landmarks(params: dict, X, kernel: _Kernel, rng, validation_rng, rcond,
+def _choose_landmarks(params: dict, X, kernel: ResolvedKernel, rng, validation_rng, rcond,
                       sampler) -> tuple[Landmarks, list | None]:
     """The landmarks, and the growth path when m is chosen automatically."""
     if params["n_landmarks"] == "auto":
@@ -254,7 +234,7 @@ def _choose_landmarks(params: dict, X, kernel: _Kernel, rng, validation_rng, rco
     return chosen, None
 
 
-def _pass(X, chosen: Landmarks, kernel: _Kernel, dtype, reference, saved) -> PassStatistics:
+def _pass(X, chosen: Landmarks, kernel: ResolvedKernel, dtype, reference, saved) -> PassStatistics:
     """The one pass over X: checkpointed when asked, else a single compute."""
     if saved is not None:
         stats = saved.run_pass(X, chosen, kernel.function, kernel.params, dtype, reference)

@@ -10,8 +10,9 @@ What the table cannot know without the data is checked where the data are:
 explicit landmark points against the number of features
 (:mod:`kpca_dask.landmarks.strategies`), a bandwidth rule against the kernel
 (:mod:`kpca_dask.engine.bandwidth`), and the parameters of the kernel chosen
-by :func:`resolve_kernel_params`, which completes them (gamma = 1 / n_features
-by default) from :data:`KERNEL_PARAMETERS` and :data:`KERNEL_VALUE_CONSTRAINTS`.
+where every kernel's parameters are resolved (:mod:`kpca_dask.engine.kernel_params`,
+whose :func:`resolve_kernel_params`, :data:`KERNEL_PARAMETERS` and
+:data:`KERNEL_VALUE_CONSTRAINTS` this module gives on).
 
 Examples
 --------
@@ -24,17 +25,22 @@ kpca_dask.errors.InvalidParameterError: tol must be a number in (0, 1); got 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
-from ..blocks.kernels import KERNEL_NAMES, canonical_kernel_name, kernel_parameters
+from ..blocks.kernels import KERNEL_NAMES
 from ..engine.bandwidth import BANDWIDTH_RULES
+from ..engine.kernel_params import (
+    KERNEL_PARAMETERS,
+    KERNEL_VALUE_CONSTRAINTS,
+    resolve_kernel_params,
+)
+from ..engine.kernel_params import is_kernel_params as _is_kernel_params
 from ..errors import InvalidParameterError
 from ..landmarks.strategies import landmark_strategy_names
-from ..validation import is_count, is_finite_real, is_real
+from ..validation import Constraint, is_count, is_finite_real, is_real
 from .inputs import weights_allowed
 
 __all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "EIGEN_SOLVERS", "check_params",
@@ -48,71 +54,12 @@ __all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "EIGEN_SOLVERS", "c
 DEFAULT_RCOND = MappingProxyType({"float64": 1e-10, "float32": 1e-3})
 
 
-@dataclass(frozen=True)
-class Constraint:
-    """What one parameter may be: a test, and the words that finish "NAME must be ...".
-
-    Parameters
-    ----------
-    allows : callable
-        ``allows(value)`` is True for a valid value. It never raises.
-    must_be : str
-        The rule in words, for the error: "tol must be {must_be}; got 5.".
-    explain : callable, optional
-        ``explain(value)`` gives the whole message for a refused value that
-        deserves more than the rule (a name that is close to a valid one, a
-        known value with a better alternative), or None for the rule's words.
-
-    Examples
-    --------
-    >>> odd = Constraint(lambda v: v % 2 == 1, "an odd number")
-    >>> odd.allows(3), odd.message("k", 4)
-    (True, 'k must be an odd number; got 4.')
-    """
-
-    allows: Callable[[Any], bool]
-    must_be: str
-    explain: Callable[[Any], str | None] | None = None
-
-    def message(self, name: str, value: Any) -> str:
-        """The error message for ``name=value``, which ``allows`` refused."""
-        special = self.explain(value) if self.explain is not None else None
-        return special or f"{name} must be {self.must_be}; got {_short_repr(value)}."
-
-
-def _short_repr(value: Any) -> str:
-    """``value`` for a message: an array by its shape, anything else by a short repr."""
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape}"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _is_flag(value) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
-def _is_whole_degree(value) -> bool:
-    # A whole degree, as in scikit-learn: (gamma a.b + coef0) is negative for some
-    # pairs, and a negative number to a fractional power is NaN.
-    return is_finite_real(value) and float(value).is_integer() and value >= 1
-
-
 def _is_positive_finite(value) -> bool:
     return is_finite_real(value) and value > 0
-
-
-#: What a kernel parameter may be once resolved, whichever way it was given (a
-#: constructor parameter or an entry of kernel_params).
-KERNEL_VALUE_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
-    "gamma": Constraint(_is_positive_finite, "a positive finite number (a rule such as "
-                                             "gamma='median', or a value such as 1 / n_features)"),
-    "degree": Constraint(_is_whole_degree, "a whole number >= 1 (the polynomial kernel (gamma "
-                                           "<a, b> + coef0)^degree is undefined for a fractional "
-                                           "degree when gamma <a, b> + coef0 < 0)"),
-    "coef0": Constraint(is_finite_real, "a finite number"),
-    "nu": Constraint(lambda v: is_real(v) and v > 0, "a positive number (inf: the rbf kernel)"),
-})
 
 
 def _is_alpha(value) -> bool:
@@ -148,11 +95,6 @@ def _explain_gamma(value) -> str | None:
         return (f"gamma={value!r} is not a rule; use a positive number, None (1 / n_features), "
                 "'median' (median heuristic) or 'scale' (1 / (n_features * X.var())).")
     return None
-
-
-def _is_kernel_params(value) -> bool:
-    return value is None or (isinstance(value, Mapping) and all(isinstance(k, str)
-                                                                 for k in value))
 
 
 def _is_landmarks(value) -> bool:
@@ -284,72 +226,3 @@ def rcond_for(rcond: float | None, dtype: str) -> float:
     (0.001, 1e-10, 1e-08)
     """
     return rcond if rcond is not None else DEFAULT_RCOND[dtype]
-
-
-#: The parameters each named kernel takes: the keyword arguments of its function
-#: in :mod:`kpca_dask.blocks.kernels`, by canonical name (aliases resolved).
-KERNEL_PARAMETERS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    name: kernel_parameters(name) for name in KERNEL_NAMES if canonical_kernel_name(name) == name})
-
-
-def resolve_kernel_params(
-    kernel: str | Callable[..., np.ndarray],
-    n_features: int,
-    *,
-    gamma: float | None = None,
-    degree: int = 3,
-    coef0: float = 1.0,
-    kernel_params: Mapping[str, object] | None = None,
-) -> dict[str, object]:
-    """Validate and complete the parameters one kernel uses.
-
-    ``gamma=None`` resolves to ``1 / n_features`` (scikit-learn's default), and
-    ``nu`` to 1.5. ``kernel_params`` may set any parameter the kernel takes
-    (it wins over ``gamma``, ``degree`` and ``coef0``). For a callable kernel,
-    ``kernel_params`` are passed to it as keyword arguments and the other
-    parameters are ignored.
-
-    Returns
-    -------
-    dict
-        Exactly the keyword arguments the kernel takes (floats; ``degree`` an int).
-
-    Raises
-    ------
-    InvalidParameterError
-        An unknown kernel, a key of ``kernel_params`` the kernel does not
-        take, or a value :data:`KERNEL_VALUE_CONSTRAINTS` refuses.
-
-    Examples
-    --------
-    >>> resolve_kernel_params("rbf", n_features=4)
-    {'gamma': 0.25}
-    >>> resolve_kernel_params("matern", 2, gamma=1.0, kernel_params={"nu": 2.5})
-    {'gamma': 1.0, 'nu': 2.5}
-    >>> resolve_kernel_params("poly", 2, degree=2.0)
-    {'gamma': 0.5, 'degree': 2, 'coef0': 1.0}
-    """
-    if not _is_kernel_params(kernel_params):
-        raise InvalidParameterError(
-            f"kernel_params must be a dict of kernel parameters such as {{'nu': 2.5}}; got "
-            f"{type(kernel_params).__name__} {_short_repr(kernel_params)}.")
-    extra = dict(kernel_params or {})  # never write into the caller's dict
-    if callable(kernel):
-        return extra
-    takes = KERNEL_PARAMETERS[canonical_kernel_name(kernel)]
-    values = {"gamma": gamma, "degree": degree, "coef0": coef0, "nu": 1.5}
-    for key, value in extra.items():
-        if key not in takes:
-            raise InvalidParameterError(
-                f"kernel_params has {key!r}, which the {kernel!r} kernel does not take; "
-                f"it takes {list(takes) or 'no parameters'}.")
-        values[key] = value
-    params = {name: values[name] for name in takes}
-    if params.get("gamma", 0.0) is None:
-        params["gamma"] = 1.0 / n_features
-    for name, value in params.items():
-        constraint = KERNEL_VALUE_CONSTRAINTS[name]
-        if not constraint.allows(value):
-            raise InvalidParameterError(constraint.message(name, value))
-        params[name] = int(value) if name == "degree" else float(value)
-    return params

@@ -14,7 +14,6 @@ regression maps of the weighted field simple (docs/design.md §15).
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import dask
@@ -27,7 +26,6 @@ from ..io.labelled import MODE_DIM, modes
 from .field_inputs import weighted_rows
 from .inputs import method_input
 from .multiple_fields import field_output
-from .outputs import embedding
 from .patterns import patterns_of
 
 __all__ = ["rotate", "RotatedEOF"]
@@ -35,21 +33,15 @@ __all__ = ["rotate", "RotatedEOF"]
 
 def _embedding_of(estimator) -> Any:
     """The estimator's lazy embedding of weighted dask rows."""
-    if hasattr(estimator, "model_"):
-        return partial(embedding, estimator.model_, name=type(estimator).__name__)
     return estimator._embedding
 
 
 def _layout_of(estimator):
-    if hasattr(estimator, "model_"):
-        return estimator.model_.layout
-    return estimator.__dict__.get("feature_layout_")
+    return estimator.model_.layout
 
 
 def _stored_rotation(estimator) -> Rotation | None:
-    if hasattr(estimator, "model_"):
-        return estimator.model_.rotation
-    return estimator.__dict__.get("rotation_")
+    return estimator.model_.rotation
 
 
 def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
@@ -109,10 +101,7 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     total = weighted.astype(np.float64).var(axis=0, ddof=1).sum()
     loadings, total = dask.compute(maps, total)
     rotation = rotation_of(loadings, float(total), method, power, max_iter=max_iter, rtol=rtol)
-    if hasattr(estimator, "model_"):
-        estimator.model_ = estimator.model_.replace(rotation=rotation)
-    else:
-        estimator.rotation_ = rotation
+    estimator.model_ = estimator.model_.replace(rotation=rotation)
     return RotatedEOF(estimator, rotation)
 
 

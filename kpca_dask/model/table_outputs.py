@@ -36,8 +36,8 @@ def output_dtype(model: Any, dtype: Any = None) -> np.dtype:
     >>> output_dtype(KernelPCA(dtype="float32")), output_dtype(KernelPCA(), "float32")
     (dtype('float32'), dtype('float32'))
     """
-    fitted = model.__dict__.get("model_")
-    own = fitted.settings.dtype if fitted is not None else getattr(model, "dtype", "float64")
+    settings = getattr(model, "fit_settings_", None)  # a fitted KernelPCA's; absent otherwise
+    own = settings.dtype if settings is not None else getattr(model, "dtype", "float64")
     chosen = np.dtype(dtype if dtype is not None else own)
     if chosen not in (np.float32, np.float64):
         raise InvalidInputError(f"The output dtype must be float32 or float64; got {chosen}.")

@@ -44,6 +44,7 @@ from .._json import jsonable
 from .._memory import memory_budget
 from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
+from ..engine.kernel_params import resolve_kernel_params
 from ..engine.matrix_free import RowPanels, panel_rows
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import PathOrURL, open_group, write_group
@@ -57,9 +58,9 @@ from ..io.checksums import (
     recorded_digests,
 )
 from ..model.checks import damaged
-from ..model.exact_model import ExactModel, scaled_vectors
+from ..model.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
-from ..model.parameters import EXACT_CONSTRAINTS, check_params, resolve_kernel_params
+from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.statistics_files import file_digest
 from .layout_files import layout_attribute, layout_from_attribute
 from .model_files import saved_params
@@ -85,7 +86,8 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
     """
     check_is_fitted(estimator)
     _check_savable(estimator)
-    model = estimator.__dict__.get("_exact_model") or _model_of_dense_fit(estimator)
+    fit = estimator.model_
+    model = fit.by_panels or _model_of_dense_fit(fit)
     arrays = {"rows": model.panels.rows, "eigenvectors": model.eigenvectors,
               "eigenvalues": model.eigenvalues,
               "explained_variance_ratio": np.asarray(estimator.explained_variance_ratio_),
@@ -94,10 +96,10 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
     fitted.update(kernel_=estimator.kernel_, kernel_params_=jsonable(estimator.kernel_params_),
                   eigen_solver_=estimator.eigen_solver_, grand_mean=model.grand_mean,
                   dtype=str(model.panels.dtype),
-                  n_products_=estimator.__dict__.get("n_products_"), feature_layout_=None)
-    if "eigenvalue_residuals_" in estimator.__dict__:
-        arrays["eigenvalue_residuals"] = np.asarray(estimator.eigenvalue_residuals_)
-    layout = estimator.__dict__.get("feature_layout_")
+                  n_products_=fit.n_products, feature_layout_=None)
+    if fit.residuals is not None:
+        arrays["eigenvalue_residuals"] = np.asarray(fit.residuals)
+    layout = fit.layout
     if layout is not None:
         fitted["feature_layout_"] = layout_attribute(layout)
         arrays.update({f"feature_{name}": value for name, value in
@@ -118,7 +120,7 @@ def _check_savable(estimator) -> None:
         raise InvalidParameterError(
             "A model with a callable kernel cannot be saved: a model file holds data only, "
             "never code. Use a named kernel (e.g. kernel='rbf') to save the model.")
-    if "X_fit_" not in estimator.__dict__:
+    if estimator.model_.rows is None:
         raise InvalidParameterError(
             'A model fitted on kernel="precomputed" holds no training rows, which a saved '
             "exact model transforms through; fit it on the rows with a named kernel to save it.")
@@ -128,21 +130,21 @@ def _check_savable(estimator) -> None:
             "arrays); fit it on X.toarray() to save it.")
 
 
-def _model_of_dense_fit(estimator) -> ExactModel:
+def _model_of_dense_fit(fit: ExactFit) -> ExactModel:
     """The :class:`ExactModel` of a dense fit: its rows by panels and its centring terms."""
-    X = estimator.X_fit_
+    X = fit.rows
     n, p = X.shape
     rows = panel_rows(n, p, 8, memory_budget(lazy_or_none(X)))
     X = lazy_rows(X)
-    panels = RowPanels(X.rechunk({0: rows, 1: -1}), estimator.kernel_,
-                       estimator.kernel_params_, np.dtype(np.float64), held=False)
-    A = np.asarray(estimator.eigenvectors_)
-    S = scaled_vectors(A, estimator.eigenvalues_)
-    sums, grand_mean = S.sum(axis=0), float(estimator._grand_mean)
+    panels = RowPanels(X.rechunk({0: rows, 1: -1}), fit.kernel, fit.kernel_params,
+                       np.dtype(np.float64), held=False)
+    A = np.asarray(fit.eigenvectors)
+    S = scaled_vectors(A, fit.eigenvalues)
+    sums, grand_mean = S.sum(axis=0), float(fit.grand_mean)
     chunks = (panels.rows.chunks[0], (A.shape[1],))
-    return ExactModel(panels, np.asarray(estimator.eigenvalues_), da.from_array(A, chunks),
+    return ExactModel(panels, np.asarray(fit.eigenvalues), da.from_array(A, chunks),
                       da.from_array(S, chunks), sums,
-                      estimator._column_means @ S - grand_mean * sums, grand_mean)
+                      fit.column_means @ S - grand_mean * sums, grand_mean)
 
 
 def _digest(value) -> str:
@@ -200,7 +202,7 @@ def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
     except InvalidParameterError as exc:
         raise damaged(f"a parameter is invalid: {exc}") from None
     estimator = estimator_class(**params)
-    vars(estimator).update(_fitted(group, attrs["fitted"], small))
+    estimator.model_ = _fitted(group, attrs["fitted"], small)
     return estimator
 
 
@@ -215,8 +217,8 @@ def _file_digest(group: zarr.Group, name: str) -> str:
         raise damaged(f"the array {name!r} is damaged: {reason}") from None
 
 
-def _fitted(group: zarr.Group, fitted: dict, small: dict) -> dict:
-    """The fitted attributes of the model in ``group``, its shapes checked against each other."""
+def _fitted(group: zarr.Group, fitted: dict, small: dict) -> ExactFit:
+    """The fitted model in ``group``, its shapes checked against each other."""
     rows = da.from_zarr(group["rows"], chunks=group["rows"].chunks)
     vectors = da.from_zarr(group["eigenvectors"], chunks=group["eigenvectors"].chunks)
     try:
@@ -240,21 +242,16 @@ def _fitted(group: zarr.Group, fitted: dict, small: dict) -> dict:
     model = ExactModel(panels, small["eigenvalues"], vectors,
                        scaled_vectors(vectors, small["eigenvalues"]), small["centring"][0],
                        small["centring"][1], grand_mean)
-    attributes = {"kernel_": kernel, "kernel_params_": params,
-                  "eigenvalues_": small["eigenvalues"], "eigenvectors_": vectors,
-                  "explained_variance_ratio_": small["explained_variance_ratio"],
-                  "n_components_": q, "eigen_solver_": fitted.get("eigen_solver_"),
-                  "X_fit_": rows, "n_samples_fit_": n, "n_features_in_": p,
-                  "_exact_model": model, "_lazy_fit": True}
-    if "eigenvalue_residuals" in small:
-        attributes["eigenvalue_residuals_"] = small["eigenvalue_residuals"]
-    if fitted.get("n_products_") is not None:
-        attributes["n_products_"] = int(fitted["n_products_"])
+    layout = None
     if fitted.get("feature_layout_") is not None:
         try:
-            attributes["feature_layout_"] = layout_from_attribute(
-                fitted["feature_layout_"], small.get("feature_kept"),
-                small.get("feature_weights"))
+            layout = layout_from_attribute(fitted["feature_layout_"], small.get("feature_kept"),
+                                           small.get("feature_weights"))
         except (KeyError, TypeError, ValueError) as exc:
             raise damaged(f"feature_layout_ is invalid ({exc})") from None
-    return attributes
+    n_products = fitted.get("n_products_")
+    return ExactFit(kernel, params, small["eigenvalues"], vectors,
+                    small["explained_variance_ratio"], fitted.get("eigen_solver_"), n, p,
+                    rows=rows, lazy=True, grand_mean=grand_mean, by_panels=model,
+                    residuals=small.get("eigenvalue_residuals"),
+                    n_products=None if n_products is None else int(n_products), layout=layout)

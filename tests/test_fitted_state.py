@@ -1,0 +1,88 @@
+"""Both estimators' fitted state is read through one protocol: ``estimator.model_``.
+
+KernelPCA holds a :class:`~kpca_dask.model.fitted.FittedModel` and ExactKernelPCA an
+:class:`~kpca_dask.model.exact_model.ExactFit`, each immutable, each with ``layout``,
+``rotation`` and ``replace``. Library code never tells the estimators apart by
+``hasattr(estimator, "model_")`` nor reads an instance's ``__dict__`` (or ``vars``);
+read with ``ast`` as tests/test_layout.py reads imports.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.utils.validation import check_is_fitted
+
+from kpca_dask import ExactKernelPCA, KernelPCA
+from kpca_dask.errors import KPCAError
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kpca_dask"
+
+
+def _switches(source: str) -> list[tuple[int, str]]:
+    """(line, what) of every ``hasattr(x, "model_")``, ``x.__dict__`` and ``vars(x)`` read."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            found.append((node.lineno, "__dict__"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "vars" and node.args:
+                found.append((node.lineno, "vars()"))
+            elif (node.func.id == "hasattr" and len(node.args) == 2
+                  and isinstance(node.args[1], ast.Constant) and node.args[1].value == "model_"):
+                found.append((node.lineno, 'hasattr(..., "model_")'))
+    return sorted(found)
+
+
+def test_the_switch_finder_finds_each_kind():
+    """Each read the rule forbids is found; reading an attribute by name is not one."""
+    source = ('hasattr(e, "model_")\ne.__dict__.get("x")\n"x" in vars(e)\n'
+              'getattr(e, "model_", None)\nhasattr(e, "dims")\n')
+    assert _switches(source) == [(1, 'hasattr(..., "model_")'), (2, "__dict__"), (3, "vars()")]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_estimator_switch_in_library_code(path):
+    """No module tells the estimators apart by ``model_`` or reads ``__dict__``/``vars``."""
+    found = _switches(path.read_text())
+    assert not found, f"{path.relative_to(PACKAGE)} reads {found}: read estimator.model_"
+
+
+@pytest.mark.parametrize("solver", ["dense", "matrix-free"])
+def test_exact_fitted_attributes_are_views_of_one_model(solver):
+    """ExactKernelPCA's fitted attributes read its one model; a refit replaces it whole."""
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    exact = ExactKernelPCA(n_components=2, gamma=0.5, eigen_solver=solver).fit(X)
+    check_is_fitted(exact)
+    model = exact.model_
+    assert exact.eigenvalues_ is model.eigenvalues and exact.n_components_ == 2
+    assert exact.X_fit_ is model.rows and exact.eigen_solver_ == solver
+    assert hasattr(exact, "n_products_") == (solver == "matrix-free")
+    assert not hasattr(exact, "feature_layout_") and not hasattr(exact, "rotation_")
+    with pytest.raises(AttributeError):
+        exact.eigenvalues_ = np.ones(2)  # read-only: the model is changed only by a fit
+    exact.fit(X[:30])
+    assert exact.model_ is not model and exact.n_samples_fit_ == 30
+
+
+def test_both_estimators_answer_the_protocol():
+    """layout, rotation and replace are read the same way from either fitted model."""
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    for estimator in (KernelPCA(2, gamma=0.5, n_landmarks=20, random_state=0),
+                      ExactKernelPCA(2, gamma=0.5)):
+        model = estimator.fit(X).model_
+        assert model.layout is None and model.rotation is None
+        again = model.replace(rotation=None)
+        assert type(again) is type(model) and again is not model and again.rotation is None
+
+
+def test_unfitted_exact_has_no_model():
+    """Before a fit there is no model_, and the fitted attributes are absent."""
+    exact = ExactKernelPCA()
+    assert not hasattr(exact, "model_") and not hasattr(exact, "eigenvalues_")
+    with pytest.raises((KPCAError, ValueError, AttributeError)):
+        check_is_fitted(exact)
