@@ -156,5 +156,5 @@ def test_info_shows_the_variances_and_north_errors(field, capsys):
     np.testing.assert_allclose(shown["north_errors"], model.north_errors())
     print_summary(shown)
     printed = capsys.readouterr().out
-    assert f"of a total {model.total_variance_:.4g} (eigenvalues / (n - 1))" in printed
+    assert f"of a total {model.total_variance_:.4g} (exact; eigenvalues / (n - 1))" in printed
     assert "north error  " in printed
