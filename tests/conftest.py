@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +59,112 @@ ALLOWED_WARNINGS: list[Allowed] = [
             "connection (the client an empty message with its traceback) and give up on it; "
             "the fit resumes from its checkpoint on a new cluster"),
 ]
+
+
+#: Tests that measure memory or a duration: each is marked ``serial`` and, when the suite runs
+#: on several processes (``pytest -n 2``, as ``make test`` runs it), runs alone, with no test
+#: of another process at the same time (:func:`_one_at_a_time`). A node id pattern, and why.
+#: A test may also carry ``@pytest.mark.serial`` itself.
+RUN_ALONE: list[tuple[str, str]] = [
+    (r"^tests/distributed/test_worker_budget\.py::",
+     "each worker's peak memory within the model, sampled every 20 ms, and no pause"),
+    (r"^tests/distributed/test_tiled_solve\.py::",
+     "each worker's and this process's growth in memory during a fit"),
+    (r"^tests/distributed/test_memory_pressure\.py::",
+     "workers of a small memory limit must spill, and still finish without a restart"),
+    (r"^tests/model/test_sparse_memory\.py::", "a fresh process's peak resident memory"),
+    (r"^tests/engine/test_landmark_memory\.py::test_an_m_beyond_the_memory_is_refused",
+     "the refusal must come within 5 s"),
+]
+
+#: Tests that start a cluster of worker processes and make it work hard (faults, memory
+#: limits): in a parallel run they all go to one process, one after another, so that two
+#: of them never share the cores and wait past their timeouts.
+CLUSTER_GROUP = ("tests/distributed/", "tests/faults/")
+
+#: Modules first in a parallel run: the longest ones, so that the last minute is not one
+#: process finishing a long module while the other is idle.
+LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/interfaces/test_docs.py",
+                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py")
+
+
+def _in_parallel(config) -> bool:
+    """Whether this is a process of a parallel run (``pytest -n N``, N > 0)."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or bool(
+        getattr(config.option, "numprocesses", None))
+
+
+def _shares_a_module_fixture(item) -> bool:
+    """Whether ``item`` uses a fixture set up once per module, class or package (a cluster,
+    a built site, fitted models): then its module's tests run in one process, which sets
+    that fixture up once."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope in ("module", "class", "package")
+               for defs in info.name2fixturedefs.values())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`RUN_ALONE` ``serial``; in a parallel run, group the tests that
+    must share a process (``xdist_group``, for ``--dist loadgroup``) and put the longest first."""
+    for item in items:
+        if any(re.search(pattern, item.nodeid) for pattern, _ in RUN_ALONE):
+            item.add_marker(pytest.mark.serial)
+    if not _in_parallel(config):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = item.nodeid.split("::")[0]
+        if module.startswith(CLUSTER_GROUP):
+            item.add_marker(pytest.mark.xdist_group("clusters"))
+        elif _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+    def rank(item) -> int:
+        module = item.nodeid.split("::")[0]
+        return next((i for i, first in enumerate(LONGEST_FIRST) if module.startswith(first)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: each module keeps its order
+
+
+@contextlib.contextmanager
+def _one_at_a_time(item):
+    """A ``serial`` test holds the room alone; every other test shares it (``flock``).
+
+    Only between the processes of one parallel run (their common
+    ``PYTEST_XDIST_TESTRUNUID``). A test waiting to run alone first takes the door, so
+    the others cannot keep the room shared forever: a test takes the door before the
+    room, and a shared holder lets it go at once.
+    """
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / f"kpca-dask-tests-{run}"
+    folder.mkdir(exist_ok=True)
+    alone = item.get_closest_marker("serial") is not None
+    with open(folder / "door", "a") as door, open(folder / "room", "a") as room:
+        fcntl.flock(door, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(door, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(door, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Set-up, call and tear-down of a test within its share of the room."""
+    with _one_at_a_time(item):
+        return (yield)
 
 
 def pytest_configure(config):
