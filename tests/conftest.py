@@ -84,8 +84,11 @@ CLUSTER_GROUP = ("tests/distributed/", "tests/faults/")
 
 #: Modules first in a parallel run: the longest ones, so that the last minute is not one
 #: process finishing a long module while the other is idle.
-LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/interfaces/test_docs.py",
-                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py")
+LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/engine/test_large_m.py",
+                 "tests/engine/test_small_problem.py", "tests/interfaces/test_docs.py",
+                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py",
+                 "tests/engine/test_nystrom_accuracy.py", "tests/engine/test_one_pass.py",
+                 "tests/engine/test_determinism.py")
 
 
 def _in_parallel(config) -> bool:
