@@ -108,9 +108,14 @@ def _shares_a_module_fixture(item) -> bool:
                for defs in info.name2fixturedefs.values())
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of :data:`RUN_ALONE` ``serial``; in a parallel run, group the tests that
-    must share a process (``xdist_group``, for ``--dist loadgroup``) and put the longest first."""
+    must share a process (``xdist_group``, for ``--dist loadgroup``) and put the longest first.
+
+    First of the hooks: pytest-xdist's own, in each process of the run, reads the groups
+    (it names each test after its group) and must find them there.
+    """
     for item in items:
         if any(re.search(pattern, item.nodeid) for pattern, _ in RUN_ALONE):
             item.add_marker(pytest.mark.serial)
