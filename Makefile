@@ -26,13 +26,13 @@ $(STAMP): pyproject.toml constraints.txt | $(PY)
 demo: $(DEMO_STAMP)
 	$(PY) -m kpca_dask.demo
 
-# On two processes (pytest-xdist): the tests of a module that shares a cluster or a fitted
-# model go to one process, the busy clusters of tests/distributed and tests/faults to one
-# process, one after another, and the tests that measure memory or time (marked serial) run
+# On two processes (pytest-xdist): each module goes to one process (its shared cluster or
+# fitted model is set up once), the longest first; the busy clusters of tests/distributed and
+# tests/faults run one at a time, and the tests that measure memory or time (marked serial)
 # with no other test beside them (tests/conftest.py). The slowest 15 tests are listed at the
 # end: the suite must stay within ten minutes on 2 cores.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The declared minimum versions (constraints-min.txt, pyproject.toml's lower bounds) in a
 # venv of their own, .venv-min, and the model, engine and block tests on them (about five

@@ -78,9 +78,9 @@ RUN_ALONE: list[tuple[str, str]] = [
 ]
 
 #: Tests that start a cluster of worker processes and make it work hard (faults, memory
-#: limits): in a parallel run they all go to one process, one after another, so that two
-#: of them never share the cores and wait past their timeouts.
-CLUSTER_GROUP = ("tests/distributed/", "tests/faults/")
+#: limits): in a parallel run no two of them run at the same time (:func:`_one_at_a_time`),
+#: so that they do not share the cores and wait past their timeouts.
+CLUSTER_TESTS = ("tests/distributed/", "tests/faults/")
 
 #: Modules first in a parallel run: the longest ones, so that the last minute is not one
 #: process finishing a long module while the other is idle.
@@ -91,44 +91,15 @@ LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/engine/test_large
                  "tests/engine/test_determinism.py")
 
 
-def _in_parallel(config) -> bool:
-    """Whether this is a process of a parallel run (``pytest -n N``, N > 0)."""
-    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or bool(
-        getattr(config.option, "numprocesses", None))
-
-
-def _shares_a_module_fixture(item) -> bool:
-    """Whether ``item`` uses a fixture set up once per module, class or package (a cluster,
-    a built site, fitted models): then its module's tests run in one process, which sets
-    that fixture up once."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(defs and defs[-1].scope in ("module", "class", "package")
-               for defs in info.name2fixturedefs.values())
-
-
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of :data:`RUN_ALONE` ``serial``; in a parallel run, group the tests that
-    must share a process (``xdist_group``, for ``--dist loadgroup``) and put the longest first.
-
-    First of the hooks: pytest-xdist's own, in each process of the run, reads the groups
-    (it names each test after its group) and must find them there.
-    """
+    """Mark the tests of :data:`RUN_ALONE` ``serial``; in a parallel run (``pytest -n``, whose
+    ``--dist loadfile`` gives each module to one process, which sets up its module
+    fixtures once) put the longest modules first."""
     for item in items:
         if any(re.search(pattern, item.nodeid) for pattern, _ in RUN_ALONE):
             item.add_marker(pytest.mark.serial)
-    if not _in_parallel(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        module = item.nodeid.split("::")[0]
-        if module.startswith(CLUSTER_GROUP):
-            item.add_marker(pytest.mark.xdist_group("clusters"))
-        elif _shares_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(module))
 
     def rank(item) -> int:
         module = item.nodeid.split("::")[0]
@@ -140,7 +111,8 @@ def pytest_collection_modifyitems(config, items):
 
 @contextlib.contextmanager
 def _one_at_a_time(item):
-    """A ``serial`` test holds the room alone; every other test shares it (``flock``).
+    """A ``serial`` test holds the room alone; every other test shares it (``flock``), and a
+    test of :data:`CLUSTER_TESTS` also holds the clusters' lock.
 
     Only between the processes of one parallel run (their common
     ``PYTEST_XDIST_TESTRUNUID``). A test waiting to run alone first takes the door, so
@@ -154,16 +126,21 @@ def _one_at_a_time(item):
     folder = Path(tempfile.gettempdir()) / f"kpca-dask-tests-{run}"
     folder.mkdir(exist_ok=True)
     alone = item.get_closest_marker("serial") is not None
-    with open(folder / "door", "a") as door, open(folder / "room", "a") as room:
+    busy = item.nodeid.startswith(CLUSTER_TESTS)
+    with open(folder / "door", "a") as door, open(folder / "room", "a") as room, \
+            open(folder / "clusters", "a") as clusters:
         fcntl.flock(door, fcntl.LOCK_EX)
         try:
             fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         finally:
             if not alone:
                 fcntl.flock(door, fcntl.LOCK_UN)
+        if busy:  # taken last, and only in the room: no two processes wait on each other
+            fcntl.flock(clusters, fcntl.LOCK_EX)
         try:
             yield
         finally:
+            fcntl.flock(clusters, fcntl.LOCK_UN)
             fcntl.flock(room, fcntl.LOCK_UN)
             fcntl.flock(door, fcntl.LOCK_UN)
 
