@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +59,97 @@ ALLOWED_WARNINGS: list[Allowed] = [
             "connection (the client an empty message with its traceback) and give up on it; "
             "the fit resumes from its checkpoint on a new cluster"),
 ]
+
+
+#: Tests that measure memory or a duration: each is marked ``serial`` and, when the suite runs
+#: on several processes (``pytest -n 2``, as ``make test`` runs it), runs alone, with no test
+#: of another process at the same time (:func:`_one_at_a_time`). A node id pattern, and why.
+#: A test may also carry ``@pytest.mark.serial`` itself.
+RUN_ALONE: list[tuple[str, str]] = [
+    (r"^tests/distributed/test_worker_budget\.py::",
+     "each worker's peak memory within the model, sampled every 20 ms, and no pause"),
+    (r"^tests/distributed/test_tiled_solve\.py::",
+     "each worker's and this process's growth in memory during a fit"),
+    (r"^tests/distributed/test_memory_pressure\.py::",
+     "workers of a small memory limit must spill, and still finish without a restart"),
+    (r"^tests/model/test_sparse_memory\.py::", "a fresh process's peak resident memory"),
+    (r"^tests/engine/test_landmark_memory\.py::test_an_m_beyond_the_memory_is_refused",
+     "the refusal must come within 5 s"),
+]
+
+#: Tests that start a cluster of worker processes and make it work hard (faults, memory
+#: limits): in a parallel run no two of them run at the same time (:func:`_one_at_a_time`),
+#: so that they do not share the cores and wait past their timeouts.
+CLUSTER_TESTS = ("tests/distributed/", "tests/faults/")
+
+#: Modules first in a parallel run: the longest ones, so that the last minute is not one
+#: process finishing a long module while the other is idle.
+LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/engine/test_large_m.py",
+                 "tests/engine/test_small_problem.py", "tests/interfaces/test_docs.py",
+                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py",
+                 "tests/engine/test_nystrom_accuracy.py", "tests/engine/test_one_pass.py",
+                 "tests/engine/test_determinism.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`RUN_ALONE` ``serial``; in a parallel run (``pytest -n``, whose
+    ``--dist loadfile`` gives each module to one process, which sets up its module
+    fixtures once) put the longest modules first."""
+    for item in items:
+        if any(re.search(pattern, item.nodeid) for pattern, _ in RUN_ALONE):
+            item.add_marker(pytest.mark.serial)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item) -> int:
+        module = item.nodeid.split("::")[0]
+        return next((i for i, first in enumerate(LONGEST_FIRST) if module.startswith(first)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: each module keeps its order
+
+
+@contextlib.contextmanager
+def _one_at_a_time(item):
+    """A ``serial`` test holds the room alone; every other test shares it (``flock``), and a
+    test of :data:`CLUSTER_TESTS` also holds the clusters' lock.
+
+    Only between the processes of one parallel run (their common
+    ``PYTEST_XDIST_TESTRUNUID``). A test waiting to run alone first takes the door, so
+    the others cannot keep the room shared forever: a test takes the door before the
+    room, and a shared holder lets it go at once.
+    """
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / f"kpca-dask-tests-{run}"
+    folder.mkdir(exist_ok=True)
+    alone = item.get_closest_marker("serial") is not None
+    busy = item.nodeid.startswith(CLUSTER_TESTS)
+    with open(folder / "door", "a") as door, open(folder / "room", "a") as room, \
+            open(folder / "clusters", "a") as clusters:
+        fcntl.flock(door, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(door, fcntl.LOCK_UN)
+        if busy:  # taken last, and only in the room: no two processes wait on each other
+            fcntl.flock(clusters, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(clusters, fcntl.LOCK_UN)
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(door, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Set-up, call and tear-down of a test within its share of the room."""
+    with _one_at_a_time(item):
+        return (yield)
 
 
 def pytest_configure(config):

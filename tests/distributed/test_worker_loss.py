@@ -34,18 +34,30 @@ def _data() -> da.Array:
     return rng.standard_normal((N_ROWS, N_FEATURES), chunks=(ROWS_PER_BLOCK, N_FEATURES))
 
 
+def _cluster():
+    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                        host="127.0.0.1", dashboard_address=None)
+
+
 @pytest.fixture
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+def fresh_client():
+    """A cluster of its own, for the test that kills its workers."""
+    with _cluster() as cluster, Client(cluster) as client:
         yield client
 
 
-def test_shared_arrays_come_back_after_every_worker_holding_them_is_lost(client):
+@pytest.fixture(scope="module")
+def client():
+    """One cluster for the tests that only need one: nothing is killed there."""
+    with _cluster() as cluster, Client(cluster) as client:
+        yield client
+
+
+def test_shared_arrays_come_back_after_every_worker_holding_them_is_lost(fresh_client):
     """The arrays every task of a pass reads (landmarks, reference row) are tasks the
     scheduler reruns: killing every worker that holds them loses nothing, where
     scattered data would be gone for good and cancel every task that reads it."""
+    client = fresh_client
     value = np.arange(1000.0)
     (shared,) = shared_values(client, value)
     shared.result(timeout=60)
