@@ -62,7 +62,8 @@ def test_mnist_wrong_magic_number_raises_invalid_input(tmp_path):
         load_mnist(tmp_path, "train")
 
 
-@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b"\x00\x00")])
+@pytest.mark.parametrize("content", [b"not gzip at all", gzip.compress(b"\x00\x00", mtime=0)],
+                         ids=["not gzip", "gzip of too few bytes"])
 def test_mnist_unreadable_file_raises_invalid_input(tmp_path, content):
     """A file that is not gzip, or too short for a header, raises InvalidInputError."""
     _write_mnist(tmp_path)
