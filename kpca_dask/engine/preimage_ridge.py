@@ -10,8 +10,8 @@ centring them later loses no digits::
     T = sum |x_i - x_0|^2
 
 The regression has an unpenalised intercept (the fit's mean), so it works on
-the centred sums H_c = H' - s_g s_g^T / n, R_c = R' - s_g s_x^T / n and
-S = T - |s_x|^2 / n = sum |x_i - x_bar|^2. With H_c = V diag(d) V^T and
+the centred sums ``H_c = H' - s_g s_g^T / n``, ``R_c = R' - s_g s_x^T / n`` and
+``S = T - |s_x|^2 / n = sum |x_i - x_bar|^2``. With H_c = V diag(d) V^T and
 C = V^T R_c (rows C_k), for any alpha::
 
     B = V diag(1 / (d + alpha)) C,    x_hat(y) = x_bar + B^T (g(y) - g_bar)
@@ -19,9 +19,9 @@ C = V^T R_c (rows C_k), for any alpha::
     df(alpha) = 1 + sum_k d_k / (d_k + alpha)
     GCV(alpha) = n RSS(alpha) / (n - df(alpha))^2
 
-S_perp = S - sum_k |C_k|^2 / d_k is the least-squares residual (alpha = 0).
-Maintenance note: this form of RSS equals S - sum |C_k|^2 (d_k + 2 alpha) /
-(d_k + alpha)^2 (design §15) but adds positive terms instead of subtracting
+``S_perp = S - sum_k |C_k|^2 / d_k`` is the least-squares residual (alpha = 0).
+Maintenance note: this form of RSS equals
+``S - sum |C_k|^2 (d_k + 2 alpha) / (d_k + alpha)^2`` (docs/design.md §15) but adds positive terms instead of subtracting
 nearly equal ones, and n - df is summed as (n - 1 - r) + sum alpha / (d_k +
 alpha) for the same reason: at small alpha both are differences of large
 numbers otherwise. Each alpha then costs O(r), so :func:`choose_alpha` scores a

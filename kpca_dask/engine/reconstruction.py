@@ -2,7 +2,7 @@
 
 **Pre-image map.** Kernel ridge regression from embeddings back to input
 space, with the forward kernel and its parameters applied to embeddings. The
-centres are the landmarks' embeddings Y_Z = y(Z), so nothing depends on n:
+centres are the landmarks' embeddings Y_Z = y(Z), so nothing depends on n::
 
     K_ZZ = k(Y_Z, Y_Z) = U_Y diag(s_Y) U_Y^T,   W_Y = U_Y,r diag(s_Y,r^{-1/2})
     g(y) = W_Y^T k(y, Y_Z)                                         (r)

@@ -46,7 +46,8 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
               ("io/array_files.py", "Dataset"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
-              ("model/eof_scaling.py", "columns"), ("model/rotation.py", "dims"),
+              ("model/eof_scaling.py", "columns"), ("model/eof_scaling.py", "dims"),
+              ("model/rotation.py", "dims"),
               ("model/rotation.py", "columns"),
               # a saved exact model's arrays, digested panel by panel when lazy
               ("storage/exact_files.py", "Array")}
