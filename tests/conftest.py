@@ -109,6 +109,21 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each module keeps its order
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """In a parallel run, the modules of :data:`CLUSTER_TESTS` are one unit of work, given
+    to one process, so that they run one after another there while the other process
+    runs the rest (rather than one process waiting on the clusters' lock); every other
+    module is a unit of its own, as with ``--dist loadfile``."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ClusterTestsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return ("cluster tests" if nodeid.startswith(CLUSTER_TESTS)
+                    else super()._split_scope(nodeid))
+
+    return ClusterTestsTogether(config, log)
+
+
 @contextlib.contextmanager
 def _one_at_a_time(item):
     """A ``serial`` test holds the room alone; every other test shares it (``flock``), and a
