@@ -47,7 +47,8 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
               ("io/array_files.py", "Dataset"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
-              ("eof/scalings.py", "columns"), ("eof/rotation.py", "dims"),
+              ("eof/scalings.py", "columns"), ("eof/scalings.py", "dims"),
+              ("eof/rotation.py", "dims"),
               ("eof/rotation.py", "columns"),
               # a saved exact model's arrays, digested panel by panel when lazy
               ("storage/exact_files.py", "Array")}
