@@ -51,8 +51,8 @@ $(MIN_STAMP): pyproject.toml constraints-min.txt | $(PY_MIN)
 	touch $(MIN_STAMP)
 
 test-min: $(MIN_STAMP)
-	NUMBA_CACHE_DIR=$(VENV_MIN)/numba-cache $(PY_MIN) -m pytest tests/model tests/engine \
-		tests/blocks --durations=15
+	NUMBA_CACHE_DIR=$(VENV_MIN)/numba-cache $(PY_MIN) -m pytest tests/model tests/eof \
+		tests/exact tests/checkpoints tests/engine tests/blocks --durations=15
 
 # The image built from Debian's packages and a wheelhouse (no registry), and a TLS cluster
 # run in containers as the pods are. Needs root (apt, dockerd, debootstrap); see

@@ -291,7 +291,7 @@ def main(argv=None) -> None:
              resolve_gamma("median", da.from_array(X), "rbf", rng=np.random.default_rng(0)))
     solver = args.reference
     if solver == "auto":
-        from kpca_dask.model.exact_fitting import dense_fits
+        from kpca_dask.exact.exact_fitting import dense_fits
 
         solver = "dense" if dense_fits(args.n, None) else "matrix-free"
     reference = exact_reference(X, gamma, solver)

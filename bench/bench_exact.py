@@ -90,7 +90,7 @@ def measure_cluster(spec: dict) -> dict:
     from kpca_dask import ExactKernelPCA
     from kpca_dask._memory import MemoryBudget
     from kpca_dask.engine.matrix_free import panel_rows, product_traffic
-    from kpca_dask.model.exact_fitting import fit_matrix_free
+    from kpca_dask.exact.exact_fitting import fit_matrix_free
     from kpca_dask.model.inputs import in_memory_fit_input
 
     X = _data(spec["n"])

@@ -23,8 +23,8 @@ _PUBLIC = {
     "KernelPCA": ".estimators.kernel_pca",
     "ExactKernelPCA": ".estimators.exact",
     "merge": ".model.growing",
-    "rotate": ".model.rotation",
-    "RotatedEOF": ".model.rotation",
+    "rotate": ".eof.rotation",
+    "RotatedEOF": ".eof.rotation",
     "transform_table": ".model.table_outputs",
     "write_table": ".io.parquet_out",
     **{name: ".errors" for name in (

@@ -1,7 +1,7 @@
 """Both estimators' fitted state is read through one protocol: ``estimator.model_``.
 
 KernelPCA holds a :class:`~kpca_dask.model.fitted.FittedModel` and ExactKernelPCA an
-:class:`~kpca_dask.model.exact_model.ExactFit`, each immutable, each with ``layout``,
+:class:`~kpca_dask.exact.exact_model.ExactFit`, each immutable, each with ``layout``,
 ``rotation`` and ``replace``. Library code never tells the estimators apart by
 ``hasattr(estimator, "model_")`` nor reads an instance's ``__dict__`` (or ``vars``);
 read with ``ast`` as tests/test_layout.py reads imports.

@@ -26,7 +26,7 @@ def summary(model, path: str | os.PathLike) -> dict:
     ('rbf', 2, 100, False)
     """
     from .. import __version__
-    from ..model.exact_model import ExactFit
+    from ..exact.exact_model import ExactFit
     from ..model.provenance import recorded_rows
 
     if isinstance(model.model_, ExactFit):

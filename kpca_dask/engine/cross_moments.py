@@ -175,7 +175,7 @@ def patterns_of(moments: CrossMoments, kind: str) -> np.ndarray:
     ``"covariance"``: cov(y_j / sd(y_j), x), the covariance of each feature
     with the score scaled to unit variance; ``"correlation"``: corr(y_j, x).
     A score or feature of zero variance gives NaN there. ``"cross-covariance"``:
-    cov(y_j, x) itself, for the scalings of :mod:`kpca_dask.model.eof_scaling`.
+    cov(y_j, x) itself, for the scalings of :mod:`kpca_dask.eof.scalings`.
 
     Examples
     --------

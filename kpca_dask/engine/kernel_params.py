@@ -11,7 +11,7 @@ and the keyword arguments the kernel takes, completed and checked
 (:func:`resolve_kernel_params`: gamma = 1 / n_features by default, nu = 1.5,
 each value by :data:`KERNEL_VALUE_CONSTRAINTS`). The Nyström fit
 (:mod:`kpca_dask.model.fitting`), the exact dense and matrix-free fits
-(:mod:`kpca_dask.model.exact_fitting`) and the checks of a loaded model or
+(:mod:`kpca_dask.exact.exact_fitting`) and the checks of a loaded model or
 checkpoint all resolve here; transform, pre-images and novelty scores apply the
 model's resolved kernel as it is.
 

@@ -23,11 +23,12 @@ from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
 from ..engine.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..engine.gram import cross_kernel_by_panels
+from ..eof.patterns import check_kind, patterns_of
+from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
+from ..exact.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
+from ..exact.exact_model import ExactFit, applied, exact_attribute
 from ..io.labelled import label_embedding, label_rows
-from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
-from ..model.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
-from ..model.exact_model import ExactFit, applied, exact_attribute
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
     centre_in_place,
@@ -38,7 +39,6 @@ from ..model.kernel_matrices import (
 )
 from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
-from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED
 from ..storage.exact_files import save_exact
 from ..validation import check_n_features
@@ -102,7 +102,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         ``n_components`` leading eigenpairs from products with J K J, one pass
         over the rows each (docs/design.md §13), in memory O(n q) beside
         kernel tiles; "auto" is dense while its n x n matrices fit the memory
-        available (:func:`~kpca_dask.model.exact_fitting.dense_fits`), and
+        available (:func:`~kpca_dask.exact.exact_fitting.dense_fits`), and
         matrix-free beyond.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the matrix-free solver's kernel tiles (their products are
@@ -161,7 +161,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         The rotation :func:`kpca_dask.rotate` recorded; absent otherwise.
     model_ : ExactFit
         Everything the fit learnt, in one immutable object
-        (:class:`~kpca_dask.model.exact_model.ExactFit`): the attributes above
+        (:class:`~kpca_dask.exact.exact_model.ExactFit`): the attributes above
         are read-only views of it, and a refit replaces it whole.
 
     See Also
@@ -226,7 +226,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         checkpoint : str or path-like, optional
             A Zarr group (local path or fsspec URL) where the matrix-free solver
             saves its state after every product; a later fit with the same data
-            and parameters goes on from there (:mod:`kpca_dask.model.exact_checkpoint`).
+            and parameters goes on from there (:mod:`kpca_dask.checkpoints.exact_checkpoint`).
             The dense solver, which makes no products, does not use it.
 
         Returns
@@ -331,7 +331,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
 
     def _embedding(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X``, lazily: one block of rows at a time (for
-        :meth:`patterns`, through :func:`~kpca_dask.model.patterns.patterns_of`, whence the
+        :meth:`patterns`, through :func:`~kpca_dask.eof.patterns.patterns_of`, whence the
         warning's stack level).
 
         Each task projects whole rows (k(x, X_fit) of its block), so data chunked
@@ -511,7 +511,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         return in_memory_input(self._layout(), X, keep_lazy=self.model_.lazy,
                                precomputed=self.kernel_ == PRECOMPUTED)
 
-    #: The fitted model (:class:`~kpca_dask.model.exact_model.ExactFit`); absent before a fit.
+    #: The fitted model (:class:`~kpca_dask.exact.exact_model.ExactFit`); absent before a fit.
     model_: ExactFit
 
     # -- fitted attributes: read-only views of model_ (ExactFit; see Attributes) --

@@ -6,7 +6,7 @@ A thin face over the fitted model: parameters in, a
 it. Every public method is written here, with its documentation, and calls
 the function of :mod:`kpca_dask.model` that does the work on the fitted
 model: growing (:mod:`kpca_dask.model.growing`), the outputs
-(:mod:`kpca_dask.model.outputs`), the patterns (:mod:`kpca_dask.model.patterns`),
+(:mod:`kpca_dask.model.outputs`), the patterns (:mod:`kpca_dask.eof.patterns`),
 and saving (:mod:`kpca_dask.storage.model_files`).
 """
 
@@ -21,8 +21,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..eof.patterns import check_kind, patterns_of
+from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
 from ..io.frames import check_feature_names
-from ..model.eof_scaling import EOFVarianceMixin, check_scaling, scaled_scores
 from ..model.fitted import FittedModel, fitted_attribute
 from ..model.fitting import fit_model, solved
 from ..model.growing import (
@@ -41,7 +42,6 @@ from ..model.outputs import (
     transformed,
 )
 from ..model.parameters import check_params
-from ..model.patterns import check_kind, patterns_of
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
 from ..model.provenance import recorded_rows, with_rows
 from ..storage.model_files import save_model
@@ -286,7 +286,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         parts are ``rotation_method_``, ``rotation_power_``, ``rotation_matrix_``,
         ``rotation_correlation_``, ``rotation_order_``, ``rotation_signs_``,
         ``rotation_explained_variance_``, ``rotation_total_variance_`` and
-        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.rotation.Rotation`;
+        ``rotation_loadings_`` (see :class:`~kpca_dask.engine.orthomax.Rotation`;
         its variances are of the weighted features, the rotated modes'
         ``field_variance_``, not kernel-space ones).
 
@@ -372,7 +372,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
             call resumes from it and recomputes no finished segment. A
             checkpoint of other data or parameters is refused with
             :class:`~kpca_dask.errors.CheckpointMismatchError`. See
-            :mod:`kpca_dask.model.checkpoints`.
+            :mod:`kpca_dask.checkpoints.fit_checkpoint`.
 
         Returns
         -------

@@ -1,8 +1,12 @@
 """Data in and out: opening arrays and tables, labelled and atomic outputs.
 
 The functions live in the modules of :mod:`kpca_dask.io` (one concern each:
-``locations``, ``atomic``, ``zarr_io``, ``zarr_out``, ``formats``, ``tables``, ``frames``,
-``labelled``, ``fields``, ``field_rows``, ``parquet_out``, ``checksums``, ``claims``); the
+``locations``, ``atomic``, ``zarr_io``, ``zarr_out``, ``formats``, ``array_files``,
+``sparse_files``, ``tables``, ``frames``, ``labelled``, ``parquet_out``, ``replacing``,
+``checksums``, ``claims``). Fields are turned into rows and back in ``fields`` (a field's
+layout), ``field_rows`` (its mask, checked as each block is read), ``field_inputs`` (weights,
+stacking and unstacking on rows already opened), ``multiple_fields`` (several fields'
+layouts joined and split back) and ``field_sets`` (several fields fitted as one). The
 common ones are imported here so that ``from kpca_dask.io import open_array`` reads as the
 public entry point.
 """

@@ -210,7 +210,7 @@ def _refuse_masked_values(block, kept, labels, layout, start, fitting) -> None:
     i, j = np.argwhere(held)[0]
     where, sample = layout.describe(start + masked[j]), _sample(layout, labels[i, 0])
     if not fitting:
-        # An array of stacked positions is labelled by its rows (model/field_inputs.py).
+        # An array of stacked positions is labelled by its rows (io/field_inputs.py).
         fix = ("X[:, model.feature_layout_.masked] = np.nan (the array's NaN must be the "
                "fit's mask)" if layout.sample_dim == "row"
                else "X.where(~model.feature_layout_.mask())")

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..blocks.statistics import PassStatistics
-from ..engine.rotation import Rotation
+from ..engine.orthomax import Rotation
 from ..engine.solve import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
 from .parameters import rcond_for
@@ -239,7 +239,7 @@ class FittedModel:
     n_features: int = field(metadata=stored("n_features_in_", "json", check="count"))
     n_samples: int = field(metadata=stored("n_samples_fit_", "json", check="count"))
     # None for a model file of format version 1; files keep it in their own layout
-    # (kpca_dask.model.statistics_files)
+    # (kpca_dask.checkpoints.statistics_files)
     statistics: PassStatistics | None = field(metadata=stored("statistics_"))
     novelty: NoveltyTerms | None = field(  # None for a model file of format version 1
         metadata=stored(None, parts=_NOVELTY, build=NoveltyTerms, absent="omitted",

@@ -22,6 +22,8 @@ import numpy as np
 
 from .._parallel import capped_blas
 from ..blocks.statistics import PassStatistics, add_statistics
+from ..checkpoints.fingerprints import fit_identity
+from ..checkpoints.fit_checkpoint import FitCheckpoint
 from ..engine.bandwidth import gamma_sample_size
 from ..engine.cluster_solve import added_statistics, cluster_pass, is_held, solve_statistics
 from ..engine.kernel_params import ResolvedKernel, kernel_function, resolve_kernel, with_gamma
@@ -42,8 +44,6 @@ from ..engine.sampling import RowSampler, as_generator, independent_generators, 
 from ..errors import NonFiniteInputError
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks
-from .checkpoints import FitCheckpoint
-from .fingerprints import fit_identity
 from .fitted import FitSettings, FittedModel, Preimage
 from .kernel_matrices import check_landmark_spectrum, every_row_a_landmark
 from .provenance import source_of, with_rows

@@ -35,8 +35,8 @@ from ..errors import (
     NoStatisticsError,
     ParametersChangedWarning,
 )
+from ..io.field_inputs import layout_differences
 from .checks import check_fitted_estimator
-from .field_inputs import layout_differences
 from .fitted import FitSettings, FittedModel
 from .fitting import solved, with_rows_added
 from .held_statistics import live_statistics

@@ -32,7 +32,7 @@ from .fitted import FittedModel
 
 __all__ = ["live_statistics", "saved_gram", "GRAM_NAME"]
 
-#: Where a model file keeps G (kpca_dask.model.statistics_files).
+#: Where a model file keeps G (kpca_dask.checkpoints.statistics_files).
 GRAM_NAME = "statistics_gram"
 
 

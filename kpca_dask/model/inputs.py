@@ -28,7 +28,9 @@ from scipy import sparse
 
 from .._parallel import computed
 from ..errors import InvalidInputError, InvalidParameterError
+from ..io.field_inputs import stacked_rows, weighted_rows, with_sample_dim
 from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
+from ..io.field_sets import fields_rows, fit_fields, is_fields
 from ..io.fields import FeatureLayout, check_same_field, check_weights, layout_of, stacked
 from ..io.frames import (
     Partitions,
@@ -41,8 +43,6 @@ from ..io.frames import (
     select_columns,
 )
 from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
-from .field_inputs import stacked_rows, weighted_rows, with_sample_dim
-from .multiple_fields import fields_rows, fit_fields, is_fields
 from .provenance import source_of, with_rows
 
 __all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
@@ -382,7 +382,7 @@ def _refuse_many_dims(X: Any, layout: FeatureLayout | None) -> Any:
 
 def _positions(X, frame) -> da.Array:
     """An array of a field's stacked positions, NaN on its mask allowed (checked block by
-    block as it is read, by :func:`~kpca_dask.model.field_inputs.stacked_rows`)."""
+    block as it is read, by :func:`~kpca_dask.io.field_inputs.stacked_rows`)."""
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf":
         return da.from_array(X, chunks=(min(DEFAULT_BLOCK_ROWS, max(len(X), 1)), -1))
     return _as_rows(X, frame)[0]

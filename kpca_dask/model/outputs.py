@@ -19,13 +19,13 @@ from .._parallel import computed
 from ..engine.passes import project
 from ..engine.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
+from ..io.field_inputs import stacked_positions, unweighted
+from ..io.field_sets import field_output
 from ..io.fields import KEPT_ATTRS
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
 from ..validation import check_n_features
-from .field_inputs import stacked_positions, unweighted
 from .fitted import FittedModel
 from .inputs import Rows, method_input
-from .multiple_fields import field_output
 from .precomputed import PRECOMPUTED, new_point_rows, refuse_scores
 
 __all__ = ["embedding", "transformed", "check_invertible", "preimages",

@@ -13,7 +13,7 @@ it has counted: per *source*, a fingerprint and the half-open row ranges::
 again, which count once more each time, as in scikit-learn.)
 
 A source is identified the way a fit checkpoint identifies its data
-(:func:`kpca_dask.model.fingerprints.fit_identity`), from metadata only:
+(:func:`kpca_dask.checkpoints.fingerprints.fit_identity`), from metadata only:
 
 * an input that reads one stored Zarr array and nothing else is that array's
   location (absolute path or URL, and the array in it), dtype and number of
@@ -42,8 +42,8 @@ from collections.abc import Sequence
 
 import dask.array as da
 
+from ..checkpoints.fingerprints import data_identity, table_locations
 from ..errors import OverlappingRowsError, RepeatedRowsWarning
-from .fingerprints import data_identity, table_locations
 
 __all__ = ["source_of", "recorded_rows", "with_rows", "combined", "describe"]
 

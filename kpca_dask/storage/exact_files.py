@@ -22,7 +22,7 @@ is read. The cost is n p words of storage, as much as the data. Layout
                          n_products_, grand_mean (g, the mean of K), feature_layout_
 
 A model from either solver is saved the same way; a loaded one transforms by
-row panels (:class:`~kpca_dask.model.exact_model.ExactModel`), lazily. As for
+row panels (:class:`~kpca_dask.exact.exact_model.ExactModel`), lazily. As for
 :mod:`kpca_dask.storage.model_files`: every chunk carries a crc32c checksum,
 every array and the attributes a digest, and loading checks them all (the
 large arrays are read once, panel by panel, for their digests), the
@@ -44,9 +44,12 @@ from .._json import jsonable
 from .._memory import memory_budget
 from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
+from ..checkpoints.file_checks import damaged
+from ..checkpoints.statistics_files import file_digest
 from ..engine.kernel_params import resolve_kernel_params
 from ..engine.matrix_free import RowPanels, panel_rows
 from ..errors import InvalidParameterError, ModelFormatError, about
+from ..exact.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
@@ -57,11 +60,8 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from ..model.checks import damaged
-from ..model.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
-from ..model.statistics_files import file_digest
 from .layout_files import layout_attribute, layout_from_attribute
 from .model_files import saved_params
 

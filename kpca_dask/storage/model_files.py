@@ -17,7 +17,7 @@ Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 3)::
       attributes (JSON):
         format = "kpca-dask-model", format_version = 3, kpca_dask_version
         checksums       digests of every array and of the other attributes
-        statistics      n and t of the pass statistics (kpca_dask.model.statistics_files)
+        statistics      n and t of the pass statistics (kpca_dask.checkpoints.statistics_files)
         estimator = "KernelPCA"
         params          every constructor parameter that JSON can hold
         unsaved_params  the names of those it cannot (e.g. a numpy Generator seed)
@@ -59,6 +59,15 @@ from sklearn.base import BaseEstimator
 from .._json import jsonable
 from .._parallel import compute_held, distributed_client
 from .._version import __version__
+from ..checkpoints.file_checks import damaged
+from ..checkpoints.statistics_files import (
+    STATISTICS_ATTRIBUTE,
+    STATISTICS_PREFIX,
+    file_digest,
+    read_statistics,
+    statistics_arrays,
+    statistics_attributes,
+)
 from ..engine.cluster_solve import is_held
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
@@ -70,17 +79,9 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from ..model.checks import check_fitted_estimator, damaged
+from ..model.checks import check_fitted_estimator
 from ..model.held_statistics import GRAM_NAME, live_statistics, saved_gram
 from ..model.parameters import check_params
-from ..model.statistics_files import (
-    STATISTICS_ATTRIBUTE,
-    STATISTICS_PREFIX,
-    file_digest,
-    read_statistics,
-    statistics_arrays,
-    statistics_attributes,
-)
 from .model_entries import REQUIRED_ARRAYS, file_entries, model_from_entries, required_attributes
 
 __all__ = ["save_model", "load_model", "stored_estimator", "saved_params", "FORMAT_VERSION"]

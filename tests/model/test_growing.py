@@ -13,6 +13,7 @@ import zarr
 
 import kpca_dask
 from kpca_dask import KernelPCA
+from kpca_dask.checkpoints.statistics_files import read_statistics
 from kpca_dask.errors import (
     InvalidInputError,
     InvalidParameterError,
@@ -20,7 +21,6 @@ from kpca_dask.errors import (
     NoStatisticsError,
     ZeroEigenvalueWarning,
 )
-from kpca_dask.model.statistics_files import read_statistics
 
 N, P, M = 600, 3, 40
 

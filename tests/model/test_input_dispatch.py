@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kpca_dask"
-SCANNED = ("model", "estimators", "storage", "io")
+SCANNED = ("model", "eof", "exact", "checkpoints", "estimators", "storage", "io")
 #: The modules that convert inputs by their kind: the estimators' dispatch (several fields,
-#: a list or a Dataset, handed by inputs.py to multiple_fields.py whole, and one sample of a
-#: field given without its sample dimension, field_inputs.py), the readers'
+#: a list or a Dataset, handed by inputs.py to io/field_sets.py whole, and one sample of a
+#: field given without its sample dimension, io/field_inputs.py), the readers'
 #: dispatch (open_array), and the readers of frames and of sparse matrices and files, each
 #: of which tells its own kind apart.
-DISPATCH = {"model/inputs.py", "model/multiple_fields.py", "model/field_inputs.py",
+DISPATCH = {"model/inputs.py", "io/field_sets.py", "io/field_inputs.py",
             "io/zarr_io.py", "io/frames.py", "io/sparse_files.py"}
 #: Functions that tell one kind of input from another.
 KIND_CALLS = {"is_xarray", "is_frame", "is_dask_frame", "issparse", "is_sparse",
@@ -40,15 +40,16 @@ KIND_ATTRIBUTES = {"__fspath__", "columns", "dtypes", "npartitions", "dims", "co
 #: (Zarr, Parquet, fields put back); a field's weights (a parameter) and its values, which
 #: open_array has made a DataArray already, in memory or dask; an HDF5 file's own nodes.
 NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray"),
-              ("model/checks.py", "Array"), ("model/checkpoint_files.py", "ndarray"),
-              ("model/statistics_files.py", "Group"), ("io/zarr_out.py", "Array"),
+              ("checkpoints/file_checks.py", "ndarray"), ("checkpoints/file_checks.py", "Array"),
+              ("checkpoints/checkpoint_files.py", "ndarray"),
+              ("checkpoints/statistics_files.py", "Group"), ("io/zarr_out.py", "Array"),
               ("io/zarr_out.py", "DataArray"), ("io/parquet_out.py", "DataFrame"),
               ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
               ("io/array_files.py", "Dataset"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
-              ("model/eof_scaling.py", "columns"), ("model/eof_scaling.py", "dims"),
-              ("model/rotation.py", "dims"),
-              ("model/rotation.py", "columns"),
+              ("eof/scalings.py", "columns"), ("eof/scalings.py", "dims"),
+              ("eof/rotation.py", "dims"),
+              ("eof/rotation.py", "columns"),
               # a saved exact model's arrays, digested panel by panel when lazy
               ("storage/exact_files.py", "Array")}
 
@@ -88,10 +89,10 @@ MODULES = sorted(str(p.relative_to(PACKAGE)) for part in SCANNED
 
 @pytest.mark.parametrize("relative", [m for m in MODULES if m not in DISPATCH])
 def test_only_the_dispatch_looks_at_kinds_of_input(relative):
-    """No module of model/, estimators/, storage/ or io/ but the dispatches tells kinds of input
-    apart (xarray, frames, sparse, paths, Zarr groups, dask or numpy arrays), by isinstance or
-    by duck typing (hasattr): each takes what model/inputs.py, or below it io.open_array,
-    gives."""
+    """No module of model/, eof/, exact/, checkpoints/, estimators/, storage/ or io/ but the
+    dispatches tells kinds of input apart (xarray, frames, sparse, paths, Zarr groups, dask or
+    numpy arrays), by isinstance or by duck typing (hasattr): each takes what model/inputs.py,
+    or below it io.open_array, gives."""
     found = _kind_checks(PACKAGE / relative, relative)
     assert not found, "kinds of input told apart outside the dispatches: " + "; ".join(found)
 

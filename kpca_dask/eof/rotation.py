@@ -3,7 +3,7 @@
 :func:`rotate` takes the loadings of the leading r modes over the data they
 were fitted on (one lazy pass: the covariance of each weighted feature with
 each score, :mod:`kpca_dask.engine.cross_moments`), rotates them
-(:mod:`kpca_dask.engine.rotation`) and records the rotation in the model, so
+(:mod:`kpca_dask.engine.orthomax`) and records the rotation in the model, so
 that ``save`` keeps it; :class:`RotatedEOF` gives the rotated scores of any
 rows (a lazy r x r product of the embedding), the rotated maps on the field,
 the correlation maps of the rotated scores and the variance each rotated mode
@@ -20,12 +20,12 @@ import dask
 import numpy as np
 
 from ..engine.cross_moments import pattern_maps
-from ..engine.rotation import Rotation, kernel_space_variance, rotation_of, score_rotation
+from ..engine.orthomax import Rotation, kernel_space_variance, rotation_of, score_rotation
 from ..errors import InvalidParameterError
+from ..io.field_inputs import weighted_rows
+from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, modes
-from .field_inputs import weighted_rows
-from .inputs import method_input
-from .multiple_fields import field_output
+from ..model.inputs import method_input
 from .patterns import patterns_of
 
 __all__ = ["rotate", "RotatedEOF"]
@@ -141,7 +141,7 @@ class RotatedEOF:
     ----------
     estimator : KernelPCA or ExactKernelPCA
     rotation : Rotation
-        The stored rotation (:class:`~kpca_dask.engine.rotation.Rotation`).
+        The stored rotation (:class:`~kpca_dask.engine.orthomax.Rotation`).
     explained_variance_, explained_variance_ratio_ : ndarray of shape (r,)
         Kernel-space variance of each rotated mode, and its share of the
         estimator's ``total_variance_``.

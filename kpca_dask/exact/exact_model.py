@@ -37,9 +37,9 @@ from .._parallel import computed
 from ..blocks.kernels import kernel_diagonal
 from ..engine.matrix_free import RowPanels, cross_kernel
 from ..io.labelled import label_embedding, label_rows
+from ..model.inputs import method_input
+from ..model.outputs import one_sample_of
 from ..validation import check_n_features
-from .inputs import method_input
-from .outputs import one_sample_of
 
 __all__ = ["ExactModel", "ExactFit", "EXACT_ATTRIBUTES", "exact_attribute", "scaled_vectors",
            "applied"]

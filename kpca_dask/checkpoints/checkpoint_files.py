@@ -10,11 +10,11 @@ row blocks, the landmarks against the data's shape, the kernel parameters
 through the kernel's own checks, and the running total against the rows of
 the segments it says are finished. A failure is a
 :class:`~kpca_dask.errors.ModelFormatError` naming the array or attribute
-(and the checkpoint, named once by :mod:`kpca_dask.model.checkpoints`);
+(and the checkpoint, named once by :mod:`kpca_dask.checkpoints.fit_checkpoint`);
 checkpoints written before checksums were kept resume as before, still
 checked.
 
-The layout itself is described in :mod:`kpca_dask.model.checkpoints`.
+The layout itself is described in :mod:`kpca_dask.checkpoints.fit_checkpoint`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ..io.checksums import (
     recorded_digests,
 )
 from ..validation import is_count
-from .checks import check_array, check_landmark_path, check_statistics, damaged
+from .file_checks import check_array, check_landmark_path, check_statistics, damaged
 from .statistics_files import (
     read_statistics,
     statistics_arrays,

@@ -24,8 +24,8 @@ import xarray as xr
 
 from .._parallel import computed
 from ..errors import InvalidInputError, InvalidParameterError
-from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
-from ..io.fields import (
+from .field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
+from .fields import (
     FeatureLayout,
     as_field,
     check_same_field,
@@ -33,7 +33,7 @@ from ..io.fields import (
     resolved_sample_dim,
     stacked,
 )
-from ..io.multiple_fields import as_fields, combined_layout, field_names
+from .multiple_fields import as_fields, combined_layout, field_names
 
 __all__ = ["is_fields", "fields_of", "fit_fields", "fields_rows", "joined_rows",
            "field_output", "weights_of_fields"]

@@ -7,10 +7,10 @@ import pytest
 import zarr
 
 from kpca_dask import ExactKernelPCA
+from kpca_dask.checkpoints.exact_checkpoint import SolveCheckpoint
 from kpca_dask.engine.eigensolver import leading_eigenpairs
 from kpca_dask.errors import CheckpointMismatchError, ModelFormatError
-from kpca_dask.model.exact_checkpoint import SolveCheckpoint
-from kpca_dask.model.exact_fitting import fit_matrix_free
+from kpca_dask.exact.exact_fitting import fit_matrix_free
 from kpca_dask.model.inputs import in_memory_fit_input
 
 PARAMS = dict(n_components=4, gamma=0.05, eigen_solver="matrix-free")

@@ -7,7 +7,7 @@ centred kernel matrix from products alone
 each) by the block Krylov method of docs/design.md §11, and certifies each by
 its residual ``|J K J v - lambda v|``; ``"auto"`` takes the dense solver while its
 matrices fit the memory available (:func:`dense_fits`). The matrix-free fit
-can save the solver's state after every product (:mod:`kpca_dask.model.exact_checkpoint`).
+can save the solver's state after every product (:mod:`kpca_dask.checkpoints.exact_checkpoint`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import numpy as np
 
 from .._memory import memory_budget
 from ..blocks.signs import fix_signs
+from ..checkpoints.exact_checkpoint import SolveCheckpoint, solve_identity
 from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
 from ..engine.eigensolver import KrylovState, leading_eigenpairs
 from ..engine.kernel_params import resolve_kernel
 from ..engine.matrix_free import CentredKernel, RowPanels, row_panels
 from ..errors import InvalidInputError, InvalidParameterError
+from ..model.inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
+from ..model.parameters import EIGEN_SOLVERS
+from ..model.precomputed import PRECOMPUTED
 from ..validation import is_integer
-from .exact_checkpoint import SolveCheckpoint, solve_identity
 from .exact_model import ExactFit, ExactModel
-from .inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
-from .parameters import EIGEN_SOLVERS
-from .precomputed import PRECOMPUTED
 
 __all__ = ["EIGEN_SOLVERS", "MATRIX_FREE_TOL", "DENSE_WORDS", "chosen_solver", "dense_fits",
            "exact_kernel", "fit_matrix_free", "MatrixFreeFit"]

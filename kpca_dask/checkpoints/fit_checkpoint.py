@@ -19,11 +19,11 @@ Layout of the Zarr v3 group (no pickle; JSON attributes and plain arrays)::
     reference            (m,) float64, the shift r of the accumulated kernel rows
     state-NNNNNN/        the running total after some segments:
         statistics_*     n, s, G, t and r of the finished segments, stored as a
-                         model file stores them (kpca_dask.model.statistics_files)
+                         model file stores them (kpca_dask.checkpoints.statistics_files)
         finished         (n_segments,) bool
 
 Every array carries a crc32c checksum, and a resumed fit checks what it
-reads as a model file is checked (kpca_dask.model.checkpoint_files).
+reads as a model file is checked (kpca_dask.checkpoints.checkpoint_files).
 
 Storage is O(m^2) whatever the number of blocks: one running total, not one
 m x m matrix per block (2 500 blocks of m = 1000 would be 20 GB). A new state
@@ -68,14 +68,14 @@ from .checkpoint_files import (
     write_landmark_arrays,
     write_state,
 )
-from .checks import damaged
+from .file_checks import damaged
 from .fingerprints import recorded
 
 __all__ = ["FitCheckpoint", "opened_checkpoint", "identity_differences"]
 
 FORMAT = "kpca-dask-checkpoint"
 FORMAT_VERSION = 4
-#: Version 3 wrote no checksums; version 4 always does (kpca_dask.model.checkpoint_files).
+#: Version 3 wrote no checksums; version 4 always does (kpca_dask.checkpoints.checkpoint_files).
 READABLE_VERSIONS = (3, 4)
 _ATTRIBUTE = "kpca_dask_checkpoint"
 

@@ -23,12 +23,12 @@ import numpy as np
 from .._parallel import computed
 from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
+from ..io.field_inputs import stacked_positions, weighted_rows
+from ..io.field_sets import field_output
 from ..io.fields import FeatureLayout
 from ..io.labelled import MODE_DIM, modes
-from .eof_scaling import check_scaling, eof_divisors, score_factors
-from .field_inputs import stacked_positions, weighted_rows
-from .inputs import Rows
-from .multiple_fields import field_output
+from ..model.inputs import Rows
+from .scalings import check_scaling, eof_divisors, score_factors
 
 __all__ = ["KINDS", "MAP_NAMES", "check_kind", "patterns_of"]
 

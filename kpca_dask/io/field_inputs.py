@@ -13,9 +13,9 @@ import dask.array as da
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..io.field_rows import layout_rows
-from ..io.fields import FeatureLayout, positions_of
-from .multiple_fields import is_fields
+from .field_rows import layout_rows
+from .field_sets import is_fields
+from .fields import FeatureLayout, positions_of
 
 __all__ = ["layout_differences", "weighted_rows", "stacked_rows", "unweighted",
            "stacked_positions", "with_sample_dim"]

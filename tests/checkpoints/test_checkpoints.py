@@ -20,8 +20,8 @@ import zarr
 
 from kpca_dask import KernelPCA
 from kpca_dask.blocks.kernels import pairwise_kernel
+from kpca_dask.checkpoints.fit_checkpoint import MAX_SEGMENTS
 from kpca_dask.errors import CheckpointMismatchError, ModelFormatError, NonFiniteInputError
-from kpca_dask.model.checkpoints import MAX_SEGMENTS
 
 TESTS = Path(__file__).resolve().parent
 BLOCK_ROWS = 400

@@ -22,7 +22,7 @@ one rewrite of the root ``zarr.json`` (Zarr's local store writes a temporary
 file and renames it); a restart writes a new cycle's group, commits, and only
 then deletes the old one. A kill at any instant leaves the last committed
 state whole; arrays written after it are not counted and are overwritten. As
-for the Nyström pass's checkpoints (:mod:`kpca_dask.model.checkpoints`), the
+for the Nyström pass's checkpoints (:mod:`kpca_dask.checkpoints.fit_checkpoint`), the
 identity is matched key by key, every chunk carries a crc32c checksum and every
 array a digest (:mod:`kpca_dask.io.checksums`), and what is read is checked
 before the solver believes it. Storage: at most 2 n b (depth + 1) float64
@@ -47,9 +47,9 @@ from ..io.checksums import (
     read_checked,
     recorded_digests,
 )
-from .checkpoints import opened_checkpoint
-from .checks import damaged
+from .file_checks import damaged
 from .fingerprints import callable_identity, data_identity, recorded
+from .fit_checkpoint import opened_checkpoint
 
 __all__ = ["SolveCheckpoint", "solve_identity"]
 
@@ -61,7 +61,7 @@ _FIX = "Delete the checkpoint and fit again: a fit with a new checkpoint path st
 
 def solve_identity(X, params: dict, kernel, count: int, *, tol: float) -> dict:
     """What a checkpoint must match to be resumed: the data (from metadata, as
-    :func:`~kpca_dask.model.fingerprints.fit_identity` identifies them), the kernel as
+    :func:`~kpca_dask.checkpoints.fingerprints.fit_identity` identifies them), the kernel as
     given (a gamma rule stays its word), the tiles' dtype and the solve.
 
     Examples
