@@ -84,8 +84,7 @@ CLUSTER_TESTS = ("tests/distributed/", "tests/faults/")
 
 #: Modules first in a parallel run: the longest ones, so that the last minute is not one
 #: process finishing a long module while the other is idle.
-LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/interfaces/test_doc_pages.py",
-                 "tests/engine/test_large_m.py",
+LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/engine/test_large_m.py",
                  "tests/engine/test_small_problem.py", "tests/interfaces/test_docs.py",
                  "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py",
                  "tests/engine/test_nystrom_accuracy.py", "tests/engine/test_one_pass.py",
@@ -110,25 +109,17 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each module keeps its order
 
 
-#: Modules of long tests that share no set-up: in a parallel run each test is a unit of work,
-#: so that the two processes share them (a module is one unit otherwise).
-ONE_TEST_A_UNIT = ("tests/interfaces/test_doc_pages.py::", "tests/interfaces/test_notebooks.py::",
-                   "tests/interfaces/test_benchmarks.py::", "tests/interfaces/test_readme.py::")
-
-
 def pytest_xdist_make_scheduler(config, log):
     """In a parallel run, the modules of :data:`CLUSTER_TESTS` are one unit of work, given
     to one process, so that they run one after another there while the other process
-    runs the rest (rather than one process waiting on the clusters' lock); each test of
-    :data:`ONE_TEST_A_UNIT` is a unit of its own (a docs page, a subprocess, shares no
-    set-up); every other module is a unit, as with ``--dist loadfile``."""
+    runs the rest (rather than one process waiting on the clusters' lock); every other
+    module is a unit of its own, as with ``--dist loadfile``."""
     from xdist.scheduler import LoadFileScheduling
 
     class ClusterTestsTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(CLUSTER_TESTS):
-                return "cluster tests"
-            return nodeid if nodeid.startswith(ONE_TEST_A_UNIT) else super()._split_scope(nodeid)
+            return ("cluster tests" if nodeid.startswith(CLUSTER_TESTS)
+                    else super()._split_scope(nodeid))
 
     return ClusterTestsTogether(config, log)
 
