@@ -151,7 +151,14 @@ def _worker_headroom(worker: dict, total: int) -> int:
     """A worker's memory_limit up to its pause threshold, less what it holds now (at least
     an idle worker's): what a refusal asks of it. Work is sized to the modelled peak
     (:func:`_worker_room`); only what cannot fit below the pause threshold is refused."""
-    held = max(int(worker.get("metrics", {}).get("memory", 0)), WORKER_IDLE_BYTES)
+    metrics = worker.get("metrics", {})
+    held = int(metrics.get("memory", 0))
+    if dask.config.get("distributed.worker.memory.spill", 0.7):
+        # Data the worker holds in memory and may spill (persisted blocks, say) makes room
+        # as the fit's arrays grow: only the rest is held. Without this, a worker already
+        # spilling under a small limit read as full, and a fit it can finish was refused.
+        held -= int(metrics.get("managed_bytes", 0))
+    held = max(held, WORKER_IDLE_BYTES)
     return max(0, int(_pause_fraction() * (worker.get("memory_limit") or total)) - held)
 
 
