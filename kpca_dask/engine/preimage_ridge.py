@@ -21,11 +21,12 @@ C = V^T R_c (rows C_k), for any alpha::
 
 ``S_perp = S - sum_k |C_k|^2 / d_k`` is the least-squares residual (alpha = 0).
 Maintenance note: this form of RSS equals
-``S - sum |C_k|^2 (d_k + 2 alpha) / (d_k + alpha)^2`` (docs/design.md §15) but adds positive terms instead of subtracting
-nearly equal ones, and n - df is summed as (n - 1 - r) + sum alpha / (d_k +
-alpha) for the same reason: at small alpha both are differences of large
-numbers otherwise. Each alpha then costs O(r), so :func:`choose_alpha` scores a
-log grid and refines the best point without reading the data again.
+``S - sum |C_k|^2 (d_k + 2 alpha) / (d_k + alpha)^2`` (docs/design.md §15) but
+adds positive terms instead of subtracting nearly equal ones, and n - df is
+summed as (n - 1 - r) + sum alpha / (d_k + alpha) for the same reason: at small
+alpha both are differences of large numbers otherwise. Each alpha then costs
+O(r), so :func:`choose_alpha` scores a log grid and refines the best point
+without reading the data again.
 """
 
 from __future__ import annotations
