@@ -18,13 +18,13 @@ import json
 import os
 import re
 import signal
-import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from test_readme import _environment  # the same commands and scheduler as the README's
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -59,20 +59,6 @@ def _runs(language: str, code: str) -> bool:
     return any(line.startswith("kpca-dask") for line in commands)
 
 
-def _environment(directory: Path) -> dict:
-    """This checkout's package first on the path, ``kpca-dask`` and ``python`` the commands
-    of this interpreter, and the threaded scheduler (a local cluster's start is tested in
-    test_cli.py)."""
-    bin_dir = directory.parent / f"{directory.name}-bin"
-    bin_dir.mkdir()
-    for name, arguments in (("kpca-dask", "-m kpca_dask "), ("python", "")):
-        command = bin_dir / name
-        command.write_text(f'#!/bin/sh\nexec "{sys.executable}" {arguments}"$@"\n')
-        command.chmod(command.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "DASK_SCHEDULER_ADDRESS": "threads"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
-    return env
 
 
 def _page_id(path: Path) -> str:

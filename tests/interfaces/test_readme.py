@@ -35,15 +35,15 @@ def _blocks(text: str, titles: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 def _environment(directory: Path) -> dict:
-    """This checkout's package first on the path, and ``kpca-dask`` the command of this
-    interpreter (installed or not). The commands compute on threads, through the
-    environment the docs name beside ``--scheduler`` (a local cluster's start, seconds a
-    command, is tested in test_cli.py)."""
+    """This checkout's package first on the path, ``kpca-dask`` and ``python`` the commands
+    of this interpreter, and the threaded scheduler (a local cluster's start is tested in
+    test_cli.py)."""
     bin_dir = directory.parent / f"{directory.name}-bin"
     bin_dir.mkdir()
-    command = bin_dir / "kpca-dask"
-    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kpca_dask "$@"\n')
-    command.chmod(command.stat().st_mode | stat.S_IEXEC)
+    for name, arguments in (("kpca-dask", "-m kpca_dask "), ("python", "")):
+        command = bin_dir / name
+        command.write_text(f'#!/bin/sh\nexec "{sys.executable}" {arguments}"$@"\n')
+        command.chmod(command.stat().st_mode | stat.S_IEXEC)
     env = {**os.environ, "DASK_SCHEDULER_ADDRESS": "threads"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
