@@ -3,6 +3,10 @@ that call ``kpca-dask``, in the page's order, in an empty directory, in one Pyth
 (a subprocess) per page, as a reader pastes them into one interpreter, on the threaded
 scheduler, with this checkout's package first on the path.
 
+Each page runs in a fresh process forked from a server that has imported the libraries the
+pages use (``_page_server.py``), and its plain ``kpca-dask`` commands run through the
+command's entry point in that process.
+
 A page makes the data it reads, or opens a file an installed package ships (eofs' example
 fields). A block that cannot run on one machine (a remote scheduler's address, an object
 store) carries the comment ``<!-- not run: why -->`` on the line before it; the test skips
@@ -14,17 +18,12 @@ README.md and docs/getting-started.md are run by test_readme.py.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_readme import _environment  # the same commands and scheduler as the README's
+from _pages import page_server, run_blocks  # the README's environment and runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -65,37 +64,16 @@ def _page_id(path: Path) -> str:
     return str(path.relative_to(DOCS))
 
 
-#: Runs a page's blocks in order in one Python session, as a reader pastes them into one
-#: interpreter: a python block is executed in the session's namespace, a shell block by
-#: ``bash -e``. It prints each block's time, and stops at the first block that fails.
-_SESSION = """
-import json, subprocess, sys, time, traceback
-
-def main():
-    namespace = {"__name__": "__main__"}
-    for number, (language, code) in enumerate(json.load(open(sys.argv[1]))):
-        start = time.perf_counter()
-        if language == "python":
-            try:
-                exec(compile(code, f"<block {number}>", "exec"), namespace)
-            except BaseException:
-                traceback.print_exc()
-                print(f"FAILED block {number} (python):\\n{code}", flush=True)
-                return 1
-        elif subprocess.run(["bash", "-e", "-c", code]).returncode != 0:
-            print(f"FAILED block {number} (bash):\\n{code}", flush=True)
-            return 1
-        print(f"block {number} ({language}): {time.perf_counter() - start:.1f} s", flush=True)
-    return 0
-
-if __name__ == "__main__":
-    sys.exit(main())
-"""
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One page server per test process (tests/interfaces/_pages.py)."""
+    with page_server(tmp_path_factory.mktemp("pages") / "server") as started:
+        yield started
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
-def test_page_runs_as_written_in_an_empty_directory(page, tmp_path):
+def test_page_runs_as_written_in_an_empty_directory(page, tmp_path, server):
     """The page's examples run unchanged, in order, in one empty folder and one session."""
     blocks = [(language, code) for language, code, why in _blocks(page.read_text())
               if why is None and _runs(language, code)]
@@ -103,30 +81,11 @@ def test_page_runs_as_written_in_an_empty_directory(page, tmp_path):
         return
     work = tmp_path / "work"
     work.mkdir()
-    (tmp_path / "blocks.json").write_text(json.dumps(blocks))
-    (tmp_path / "session.py").write_text(_SESSION)
     start = time.perf_counter()
-    returncode, output = _run([sys.executable, str(tmp_path / "session.py"),
-                               str(tmp_path / "blocks.json")], work, _environment(work))
+    returncode, output = run_blocks(server, blocks, work)
     print(f"{_page_id(page)}: {time.perf_counter() - start:.1f} s")
     print(*(f"  {line}" for line in output.splitlines() if line.startswith("block ")), sep="\n")
     assert returncode == 0, f"{_page_id(page)}:\n{output}"
-
-
-def _run(command: list[str], cwd: Path, env: dict, timeout: float = 300) -> tuple[int, str]:
-    """Run ``command`` in a session of its own: past ``timeout`` the whole session is
-    killed, worker processes of a local cluster included, which would otherwise hold the
-    output open."""
-    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True,
-                          start_new_session=True) as process:
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-            return -1, f"{output}\n(killed after {timeout} s)"
-    return process.returncode, output
 
 
 def test_blocks_not_run_say_why_and_stay_few():

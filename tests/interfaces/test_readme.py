@@ -4,14 +4,11 @@ README's lists are complete."""
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _pages import page_server, run_blocks  # a fresh process per page, imports done
 
 from kpca_dask.cli import build_parser
 
@@ -34,40 +31,22 @@ def _blocks(text: str, titles: tuple[str, ...]) -> list[tuple[str, str]]:
                                              _section(text, title), re.S | re.M)]
 
 
-def _environment(directory: Path) -> dict:
-    """This checkout's package first on the path, ``kpca-dask`` and ``python`` the commands
-    of this interpreter, and the threaded scheduler (a local cluster's start is tested in
-    test_cli.py)."""
-    bin_dir = directory.parent / f"{directory.name}-bin"
-    bin_dir.mkdir()
-    for name, arguments in (("kpca-dask", "-m kpca_dask "), ("python", "")):
-        command = bin_dir / name
-        command.write_text(f'#!/bin/sh\nexec "{sys.executable}" {arguments}"$@"\n')
-        command.chmod(command.stat().st_mode | stat.S_IEXEC)
-    env = {**os.environ, "DASK_SCHEDULER_ADDRESS": "threads"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
-    return env
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One page server per test process (tests/interfaces/_pages.py)."""
+    with page_server(tmp_path_factory.mktemp("pages") / "server") as started:
+        yield started
 
 
-def _run_blocks(directory: Path, blocks: list[tuple[str, str]]) -> None:
-    """Each block in turn, in ``directory``: a python block as a script, a bash block by bash
-    with errors stopping it."""
-    env = _environment(directory)
-    for number, (language, code) in enumerate(blocks):
-        if language == "python":
-            script = directory.parent / f"{directory.name}-block{number}.py"
-            script.write_text(code)
-            command = [sys.executable, str(script)]
-        else:
-            command = ["bash", "-e", "-c", code]
-        result = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True,
-                                timeout=600)
-        assert result.returncode == 0, f"block {number}:\n{code}\n{result.stdout}{result.stderr}"
+def _run_blocks(server, directory: Path, blocks: list[tuple[str, str]]) -> None:
+    """Each block in turn, in ``directory``: a python block as a script (a namespace of its
+    own), a bash block as ``bash -e`` runs it."""
+    returncode, output = run_blocks(server, blocks, directory, one_session=False,
+                                    timeout=600)
+    assert returncode == 0, output
 
 
-@pytest.mark.slow
-def test_readme_blocks_run_as_written_in_an_empty_directory(tmp_path):
+def test_readme_blocks_run_as_written_in_an_empty_directory(tmp_path, server):
     """The README's quick start (points, then a table) and command-line blocks run unchanged,
     in order, in one empty folder: each makes its own data, none writes a name another
     wrote, and each writes the stores it names (the table's embedding keeps its ids)."""
@@ -75,7 +54,7 @@ def test_readme_blocks_run_as_written_in_an_empty_directory(tmp_path):
 
     work = tmp_path / "work"
     work.mkdir()
-    _run_blocks(work, _blocks(README, README_RUNS))
+    _run_blocks(server, work, _blocks(README, README_RUNS))
     for store in ("shells.zarr", "embedding.zarr", "model.zarr", "table.parquet",
                   "embedding.parquet", "data.zarr", "kpca.zarr", "components.zarr"):
         assert (work / store).exists(), store
@@ -85,12 +64,12 @@ def test_readme_blocks_run_as_written_in_an_empty_directory(tmp_path):
 
 
 @pytest.mark.slow
-def test_getting_started_runs_as_written_in_an_empty_directory(tmp_path):
+def test_getting_started_runs_as_written_in_an_empty_directory(tmp_path, server):
     """docs/getting-started.md's examples, Python and shell, run unchanged, in order, in one
     empty folder, each making the data it reads."""
     work = tmp_path / "work"
     work.mkdir()
-    _run_blocks(work, _blocks(GETTING_STARTED, GETTING_STARTED_RUNS))
+    _run_blocks(server, work, _blocks(GETTING_STARTED, GETTING_STARTED_RUNS))
     for store in ("points.zarr", "embedding.zarr", "model.zarr", "data.zarr", "kpca.zarr",
                   "components.zarr"):
         assert (work / store).exists(), store
