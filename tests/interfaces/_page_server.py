@@ -11,9 +11,12 @@ without its 3 s of imports), any other line by bash. A block that changes the sh
 (``cd``, ``export``, a variable) runs in one bash, as written. The command started as a
 process of its own is tested end to end in test_cli.py.
 
-Protocol, one JSON object per line: the test writes ``{"blocks", "cwd", "env", "log",
-"one_session"}`` (tests/interfaces/_pages.py); the
-server answers ``{"pid"}`` at once, then ``{"returncode"}`` when the page is done. Python
+The benchmarks' tiny runs use it too: a job with ``"script"`` and ``"argv"`` runs that script
+as ``python script argv...`` would.
+
+Protocol, one JSON object per line (tests/interfaces/_pages.py): the test writes ``{"blocks",
+"cwd", "env", "log", "one_session"}`` or ``{"script", "argv", "cwd", "env", "log", "errors"}``;
+the server answers ``{"pid"}`` at once, then ``{"returncode"}`` when the page is done. Python
 and bash are run in order and the first failure stops the page, python blocks share one
 namespace (pasted into one interpreter) or each has its own (run as scripts).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -30,6 +34,7 @@ import time
 import traceback
 
 # What the pages import; nothing here computes, so no thread pool exists yet when forking.
+import dask
 import dask.array  # noqa: F401
 import matplotlib
 
@@ -113,20 +118,43 @@ def _run_page(blocks: list[tuple[str, str]], one_session: bool) -> int:
     return 0
 
 
+def _run_script(script: str, argv: list[str]) -> int:
+    """A script run as ``python script argv...``: its exit status."""
+    sys.argv = [script, *argv]
+    sys.path.insert(0, os.path.dirname(script))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
+            return 1
+        return code or 0
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
 def _child(job: dict) -> None:
     """In the forked child: the page's folder, environment and output, then its blocks."""
     os.chdir(job["cwd"])
     os.environ.clear()
     os.environ.update(job["env"])
+    dask.config.refresh()  # what the page's environment says (DASK_*), not the server's
     log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
-    os.dup2(log, 2)
+    os.dup2(os.open(job["errors"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            if "errors" in job else log, 2)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the server's requests are not the page's
     os.setsid()  # the test kills the page's whole session (local clusters included)
     code = 1
     try:
-        code = _run_page([tuple(block) for block in json.load(open(job["blocks"]))],
-                         job.get("one_session", True))
+        if "script" in job:
+            code = _run_script(job["script"], job["argv"])
+        else:
+            code = _run_page([tuple(block) for block in json.load(open(job["blocks"]))],
+                             job.get("one_session", True))
     except BaseException:
         traceback.print_exc()
     finally:

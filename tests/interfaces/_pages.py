@@ -1,7 +1,7 @@
 """Running the docs' examples as a reader does: the environment they run in (this checkout's
 package first on the path, ``kpca-dask`` and ``python`` the commands of this interpreter, the
-threaded scheduler) and a server that forks a fresh interpreter for each page
-(``_page_server.py``), so that a page costs its own work rather than the imports again."""
+threaded scheduler) and a server that forks a fresh interpreter for each page or script
+(``_page_server.py``), so that a run costs its own work rather than the imports again."""
 
 from __future__ import annotations
 
@@ -55,10 +55,24 @@ def run_blocks(server: subprocess.Popen, blocks: list[tuple[str, str]], work: Pa
     included."""
     blocks_file = work.parent / f"{work.name}-blocks.json"
     blocks_file.write_text(json.dumps(blocks))
+    return _run(server, {"blocks": str(blocks_file), "one_session": one_session,
+                         "env": environment(work)}, work, timeout)
+
+
+def run_script(server: subprocess.Popen, script: Path, argv: list[str], work: Path,
+               env: dict, timeout: float = 600) -> tuple[int, str, str]:
+    """Run ``python script argv...`` in a fresh process forked by ``server``, in ``work``
+    with the environment ``env``: the exit status, its standard output and its errors."""
+    work.mkdir(exist_ok=True)
+    errors = work.parent / f"{work.name}-errors.txt"
+    returncode, output = _run(server, {"script": str(script), "argv": argv, "env": env,
+                                       "errors": str(errors)}, work, timeout)
+    return returncode, output, errors.read_text()
+
+
+def _run(server: subprocess.Popen, job: dict, work: Path, timeout: float) -> tuple[int, str]:
     log = work.parent / f"{work.name}-output.txt"
-    server.stdin.write(json.dumps({"blocks": str(blocks_file), "cwd": str(work),
-                                   "env": environment(work), "log": str(log),
-                                   "one_session": one_session}) + "\n")
+    server.stdin.write(json.dumps({**job, "cwd": str(work), "log": str(log)}) + "\n")
     server.stdin.flush()
     pid = json.loads(server.stdout.readline())["pid"]
     ready, _, _ = select.select([server.stdout], [], [], timeout)

@@ -2,7 +2,8 @@
 
 The benchmarks are not timed here (their figures come from full-size runs on a
 quiet machine, docs/benchmarks.md); this only keeps them runnable as the code
-under them moves. Each runs as a subprocess of this interpreter, its tables
+under them moves. Each runs as ``python bench/script.py`` would, in a process forked from one
+that has imported the libraries (tests/interfaces/_pages.py), its tables
 written to a temporary folder (``KPCA_DASK_BENCH_RESULTS``), not over the real ones.
 """
 
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _clusters import process_client
+from _pages import page_server, run_script
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BENCH = REPOSITORY / "bench"
@@ -70,9 +71,17 @@ def test_every_benchmark_has_a_run():
     assert {path.stem for path in BENCH.glob("bench_*.py")} == set(RUNS)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A process that has imported the libraries and forks one child per run
+    (tests/interfaces/_pages.py): each run pays for its own work, not the imports again."""
+    with page_server(tmp_path_factory.mktemp("benchmarks") / "server") as started:
+        yield started
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
+def test_benchmark_runs_at_a_tiny_size(name, tmp_path, server):
     """The script exits 0 and prints its results (a Markdown table, or JSON lines)."""
     args, needs = RUNS[name]
     if needs == "moto" and not MOTO_SERVER.is_file():
@@ -86,22 +95,21 @@ def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
         if name in SHARED_CLUSTER:
             client = stack.enter_context(process_client(n_workers=1))
             env["DASK_SCHEDULER_ADDRESS"] = client.scheduler.address
-        result = subprocess.run(
-            [sys.executable, str(BENCH / f"{name}.py"),
-             *[arg.replace("{tmp}", str(tmp_path)) for arg in args]],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "|---" in result.stdout or result.stdout.lstrip().startswith("{"), result.stdout[-3000:]
+        returncode, stdout, stderr = run_script(
+            server, BENCH / f"{name}.py",
+            [arg.replace("{tmp}", str(tmp_path)) for arg in args], tmp_path / "run", env)
+    assert returncode == 0, stdout[-3000:] + stderr[-3000:]
+    assert "|---" in stdout or stdout.lstrip().startswith("{"), stdout[-3000:]
 
 
 @pytest.mark.slow
-def test_the_cluster_benchmark_runs_at_a_tiny_size(tmp_path):
+def test_the_cluster_benchmark_runs_at_a_tiny_size(tmp_path, server):
     """bench_large_m.py --cluster: a LocalCluster of two workers, the tiled way forced."""
     env = {**os.environ, "KPCA_DASK_BENCH_RESULTS": str(tmp_path / "results"),
            "PYTHONPATH": str(REPOSITORY)}
-    result = subprocess.run(
-        [sys.executable, str(BENCH / "bench_large_m.py"), "--cluster", "--n", "2000", "--m",
-         "200", "--workers", "2", "--worker-memory", "1GiB", "--solve", "tiles", "--gamma",
-         "1.0"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "| tiles 3² (67) |" in result.stdout, result.stdout[-3000:]
+    returncode, stdout, stderr = run_script(
+        server, BENCH / "bench_large_m.py",
+        ["--cluster", "--n", "2000", "--m", "200", "--workers", "2", "--worker-memory", "1GiB",
+         "--solve", "tiles", "--gamma", "1.0"], tmp_path / "run", env)
+    assert returncode == 0, stdout[-3000:] + stderr[-3000:]
+    assert "| tiles 3² (67) |" in stdout, stdout[-3000:]
