@@ -86,7 +86,7 @@ max_landmarks, dtype, rcond, random_state
         embedded input, e.g. ``kpca_dask.io.delay_embedding.lagged_field``.
     pca_ : KernelPCA or None
         The linear EOF stage (``n_pca_modes`` only).
-    components_ : ndarray of shape (n_components_, embedding, n_features_in_), or DataArray
+    components_ : ndarray of shape (``n_components_``, embedding, ``n_features_in_``), or DataArray
         The space-time EOF of each mode: cov(y_j, w x_emb) / ``explained_variance_``
         over the embedded rows, the unit EOFs for a linear kernel (xeofs'
         ``components()``), the regression of the lagged field on the mode for any
@@ -242,11 +242,21 @@ trace_error_
 
         Returns
         -------
-        scores : ndarray, dask array of shape (n_samples - (embedding - 1) * tau, n_components_), \
-or DataArray
+        scores : ndarray, dask array or DataArray
+            Of shape (n_samples - (embedding - 1) * tau, ``n_components_``):
             numpy for in-memory input, lazy for dask input; for a field a
             DataArray ``scores`` with dims (sample dim, ``mode`` 1..k) and the
             first samples' coordinates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import ExtendedKernelEOF
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> eeof = ExtendedKernelEOF(2, tau=5, embedding=3, gamma=0.1, n_landmarks=50,
+        ...                          random_state=0).fit(X)
+        >>> eeof.transform(X).shape, eeof.transform(X[:40]).shape  # 10 samples dropped
+        ((90, 2), (30, 2))
         """
         check_is_fitted(self)
         tau, embedding = self.delay_
