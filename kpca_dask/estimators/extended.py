@@ -107,7 +107,8 @@ trace_error_
     n_samples_fit_ : int
         Embedded samples fitted, ``n_samples - (embedding - 1) * tau``.
     n_features_in_ : int
-        Features of one sample of the input (before embedding).
+        Features of one sample of the input, before embedding (a field's
+        positions off its mask).
     sample_dim_ : str or None
         The sample dimension of a field's fit (None for arrays).
     fit_seconds_ : float
@@ -220,7 +221,9 @@ trace_error_
         # Only now, with every step done, does the estimator change.
         self.kpca_, self.pca_, self.components_ = kpca, pca, components
         self.lags_, self.delay_ = lags(tau, embedding), (tau, embedding)
-        self.n_features_in_ = n_features
+        # a field's features are its positions off the mask, as KernelPCA counts them
+        self.n_features_in_ = (kpca.n_features_in_ // embedding if pca is None
+                               else pca.n_features_in_)
         self.fit_seconds_ = time.perf_counter() - started
         return self
 

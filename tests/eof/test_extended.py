@@ -198,3 +198,22 @@ def test_several_fields_and_a_taken_dimension_name_are_refused():
         ExtendedKernelEOF(2).fit([X, X])
     with pytest.raises(InvalidInputError, match="already has a dimension named 'embedding'"):
         ExtendedKernelEOF(2, kernel="linear").fit(X.rename(lat="embedding"))
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 4])
+def test_a_masked_weighted_field_keeps_its_mask_and_weights_at_every_lag(n_pca_modes):
+    """A field with a land mask and latitude weights, its sample dimension last: the weights
+    apply at every lag (the fit of the weighted field is the same), the components are NaN
+    on the mask at every lag, and the features counted are those off the mask."""
+    from kpca_dask.io.fields import coslat_weights
+
+    X = _field().transpose("lat", "lon", "time")
+    X = X.where(~((X.lat == 20) & (X.lon == 30)))
+    weights = coslat_weights(X.lat)
+    params = dict(n_pca_modes=n_pca_modes)
+    weighted = _exact_linear(weights=weights, **params).fit(X)
+    np.testing.assert_allclose(weighted.eigenvalues_,
+                               _exact_linear(**params).fit(X * weights).eigenvalues_, rtol=1e-10)
+    assert weighted.n_features_in_ == 14 and weighted.sample_dim_ == "time"
+    mask = weighted.components_.isnull()
+    assert mask.sel(lat=20, lon=30).all() and int(mask.sum()) == 3 * EMBEDDING
