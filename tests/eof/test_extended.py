@@ -1,0 +1,219 @@
+"""ExtendedKernelEOF: xeofs' ExtendedEOF with a linear kernel, any chunking, a lazy embedding."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import Counter
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+from kpca_dask import ExtendedKernelEOF, InvalidInputError, InvalidParameterError, KernelPCA
+from kpca_dask.io.delay_embedding import lagged_field, lagged_rows
+
+N, TAU, EMBEDDING = 80, 2, 4
+KEPT = N - (EMBEDDING - 1) * TAU
+
+
+def _field(seed: int = 0, n: int = N) -> xr.DataArray:
+    """A wave travelling east over a 3 x 5 grid, with noise: a space-time pattern."""
+    rng = np.random.default_rng(seed)
+    t, lat, lon = np.arange(n), np.array([0.0, 10.0, 20.0]), np.arange(5.0) * 30
+    wave = np.sin(0.4 * t[:, None, None] - np.deg2rad(lon) * 2 + lat[:, None] / 10)
+    return xr.DataArray(wave + 0.5 * rng.normal(size=(n, 3, 5)), dims=("time", "lat", "lon"),
+                        coords={"time": t, "lat": lat, "lon": lon}, name="field")
+
+
+def _exact_linear(**params) -> ExtendedKernelEOF:
+    """A linear kernel with every embedded sample a landmark: exact extended EOF."""
+    return ExtendedKernelEOF(3, tau=TAU, embedding=EMBEDDING, kernel="linear", n_landmarks=N,
+                             landmarks="uniform", **params)
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 6])
+def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes):
+    """Variances, their ratios, the space-time components (up to each mode's sign) and the
+    scores are xeofs' ExtendedEOF's, to 1e-8, with and without the linear EOF reduction."""
+    xeofs = pytest.importorskip("xeofs")
+    X = _field()
+    with warnings.catch_warnings():  # xeofs' own FutureWarnings from xarray
+        warnings.simplefilter("ignore")
+        # solver="full": xeofs' "auto" takes a randomized SVD above 500 rows or columns
+        reference = xeofs.single.ExtendedEOF(n_modes=3, tau=TAU, embedding=EMBEDDING,
+                                             n_pca_modes=n_pca_modes, solver="full")
+        reference.fit(X, dim="time")
+        expected = reference.components()
+        expected_scores = reference.scores()
+    eeof = _exact_linear(n_pca_modes=n_pca_modes).fit(X)
+    np.testing.assert_allclose(eeof.explained_variance_, reference.explained_variance(),
+                               rtol=1e-8)
+    np.testing.assert_allclose(eeof.explained_variance_ratio_,
+                               reference.explained_variance_ratio(), rtol=1e-8)
+    components = eeof.components_
+    assert components.name == "components"
+    assert components.dims == ("mode", "embedding", "lat", "lon")
+    assert components["mode"].values.tolist() == [1, 2, 3]
+    assert components["embedding"].values.tolist() == expected["embedding"].values.tolist()
+    expected = expected.transpose(*components.dims).values
+    signs = np.sign(np.einsum("kelo,kelo->k", components.values, expected))
+    np.testing.assert_allclose(components.values * signs[:, None, None, None], expected,
+                               atol=1e-8)
+    scores = eeof.transform(X)
+    assert scores.dims == ("time", "mode") and scores.name == "scores"
+    np.testing.assert_array_equal(scores["time"], X["time"][:KEPT])
+    # xeofs pads the dropped last (embedding - 1) tau samples with NaN
+    assert np.isnan(expected_scores.isel(time=slice(KEPT, None))).all()
+    np.testing.assert_allclose(scores.values * signs,
+                               expected_scores.isel(time=slice(0, KEPT)).values.T, atol=1e-8)
+
+
+def test_array_input_is_the_stacked_field():
+    """A numpy array (n, p) is the field stacked in C order: components of shape
+    (k, embedding, p), scores of shape (n - (embedding - 1) tau, k); weights are one per
+    column, applied at every lag."""
+    X = _field()
+    rows = X.values.reshape(N, -1)
+    field, flat = _exact_linear().fit(X), _exact_linear().fit(rows)
+    assert flat.components_.shape == (3, EMBEDDING, 15)
+    signs = np.sign(np.einsum("kef,kef->k", flat.components_,
+                              field.components_.values.reshape(3, EMBEDDING, 15)))
+    np.testing.assert_allclose(flat.components_ * signs[:, None, None],
+                               field.components_.values.reshape(3, EMBEDDING, 15), atol=1e-10)
+    scores = flat.transform(rows)
+    assert isinstance(scores, np.ndarray) and scores.shape == (KEPT, 3)
+    np.testing.assert_allclose(scores * signs, field.transform(X).values, atol=1e-10)
+    weights = np.linspace(0.5, 1.5, 15)
+    weighted = _exact_linear(weights=weights).fit(rows)
+    np.testing.assert_allclose(weighted.eigenvalues_,
+                               _exact_linear().fit(rows * weights).eigenvalues_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 5])
+def test_rbf_kernel_is_independent_of_the_chunking(n_pca_modes):
+    """An rbf fit on dask input chunked along samples and features equals the fit on numpy
+    input: variances, components and scores."""
+    rows = _field().values.reshape(N, -1)
+    params = dict(tau=3, embedding=3, n_pca_modes=n_pca_modes, kernel="rbf", gamma=0.02,
+                  n_landmarks=30, landmarks="uniform", random_state=0)
+    in_memory = ExtendedKernelEOF(3, **params).fit(rows)
+    chunked = da.from_array(rows, chunks=(17, 6))
+    lazy = ExtendedKernelEOF(3, **params).fit(chunked)
+    np.testing.assert_allclose(lazy.eigenvalues_, in_memory.eigenvalues_, rtol=1e-10)
+    np.testing.assert_allclose(lazy.components_, in_memory.components_, atol=1e-10)
+    scores = lazy.transform(chunked)
+    assert isinstance(scores, da.Array)
+    np.testing.assert_allclose(scores.compute(), in_memory.transform(rows), atol=1e-10)
+
+
+class _CountedSource:
+    """A stored array as dask reads it (h5py, netCDF): every read recorded."""
+
+    def __init__(self, values: np.ndarray):
+        self.values, self.shape, self.dtype, self.ndim = values, values.shape, values.dtype, 2
+        self.reads: list[tuple[slice, ...]] = []
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key):
+        block = self.values[key]
+        if block.size:  # dask's empty probe of the dtype is no read
+            with self._lock:
+                self.reads.append(key)
+        return block
+
+
+def test_a_fit_reads_each_stored_chunk_as_often_whatever_the_embedding():
+    """The embedding is lazy: fitting L lagged copies reads each stored chunk whole, once per
+    pass of the fit, as often as a fit without embedding does, never the L copies apart and
+    never more than one chunk at a time."""
+    source = _CountedSource(np.random.default_rng(0).normal(size=(300, 20)))
+    X = da.from_array(source, chunks=(50, 10), asarray=True)
+
+    params = dict(kernel="rbf", gamma=0.01, n_landmarks=40, landmarks="uniform", random_state=0)
+
+    def reads(fit) -> Counter:
+        source.reads.clear()
+        fit()
+        assert all(k.stop - k.start <= 50 and c.stop - c.start <= 10 for k, c in source.reads)
+        return Counter((k.start // 50, c.start // 10) for k, c in source.reads)
+
+    # the same passes without an embedding: a kernel PCA's fit, then its EOF maps
+    plain = reads(lambda: KernelPCA(2, **params).fit(X).patterns(X, kind="eof").compute())
+    embedded = reads(lambda: ExtendedKernelEOF(2, tau=3, embedding=8, **params).fit(X))
+    assert set(embedded) == set(plain) and len(plain) == X.npartitions
+    # Read in the passes, as the plain fit's (an embedding made at once would read each
+    # chunk once, then never); a landmark row near a block edge may add one read.
+    assert all(plain[chunk] <= embedded[chunk] <= plain[chunk] + 1 for chunk in plain)
+
+
+def test_lagged_rows_and_field_are_xeofs_shifted_copies():
+    """Embedded row t is [x_t, x_{t+tau}, ...], as xeofs' X.shift(sample=-k tau), the last
+    (L-1) tau samples dropped; a field's copies carry the embedding coordinate k tau and the
+    first samples' coordinates; the blocks keep the input's."""
+    X = _field(n=30).chunk({"time": 7, "lon": 2})
+    field = lagged_field(X, "time", 3, 4)
+    assert field.dims == ("time", "embedding", "lat", "lon")
+    assert field["embedding"].values.tolist() == [0, 3, 6, 9]
+    expected = xr.concat([X.shift(time=-k) for k in (0, 3, 6, 9)], dim="embedding")
+    expected = expected.isel(time=slice(0, 21)).transpose(*field.dims)
+    np.testing.assert_array_equal(field.values, expected.values)
+    np.testing.assert_array_equal(field["time"], X["time"][:21])
+    assert max(field.chunks[0]) == 7 and field.chunks[3] == (2, 2, 1)
+    rows = lagged_rows(X.data.reshape(30, -1), 3, 4)
+    np.testing.assert_array_equal(rows.compute(), expected.values.reshape(21, -1))
+
+
+def test_transform_of_a_new_series_projects_its_lagged_rows():
+    """transform embeds a new series as the training one and projects its rows: for a linear
+    kernel, (x_emb - training mean) . component."""
+    X, new = _field(0), _field(1, n=30)
+    eeof = _exact_linear().fit(X)
+    embedded = lagged_field(new, "time", TAU, EMBEDDING).values.reshape(30 - 6, -1)
+    mean = lagged_field(X, "time", TAU, EMBEDDING).values.reshape(KEPT, -1).mean(axis=0)
+    expected = (embedded - mean) @ eeof.components_.values.reshape(3, -1).T
+    scores = eeof.transform(new)
+    np.testing.assert_array_equal(scores["time"], new["time"][:24])
+    np.testing.assert_allclose(scores.values, expected, atol=1e-10)
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(tau=0), "tau=0 must be an int >= 1"),
+    (dict(embedding=1.5), "embedding=1.5 must be an int >= 1"),
+    (dict(tau=20, embedding=5), r"\(embedding - 1\) \* tau <= n_samples - 2"),
+    (dict(n_pca_modes=16), r"min\(n_samples, n_features\) = 15"),
+    (dict(n_pca_modes=0), "n_pca_modes=0 must be an int"),
+])
+def test_parameters_out_of_range_are_refused(params, match):
+    """tau, embedding and n_pca_modes out of range are refused before any pass, saying why."""
+    with pytest.raises(InvalidParameterError, match=match):
+        ExtendedKernelEOF(2, **{"kernel": "linear", **params}).fit(_field())
+
+
+def test_several_fields_and_a_taken_dimension_name_are_refused():
+    """One field only, and not one with a dimension named like the lagged copies'."""
+    X = _field()
+    with pytest.raises(InvalidInputError, match="takes one field"):
+        ExtendedKernelEOF(2).fit([X, X])
+    with pytest.raises(InvalidInputError, match="already has a dimension named 'embedding'"):
+        ExtendedKernelEOF(2, kernel="linear").fit(X.rename(lat="embedding"))
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 4])
+def test_a_masked_weighted_field_keeps_its_mask_and_weights_at_every_lag(n_pca_modes):
+    """A field with a land mask and latitude weights, its sample dimension last: the weights
+    apply at every lag (the fit of the weighted field is the same), the components are NaN
+    on the mask at every lag, and the features counted are those off the mask."""
+    from kpca_dask.io.fields import coslat_weights
+
+    X = _field().transpose("lat", "lon", "time")
+    X = X.where(~((X.lat == 20) & (X.lon == 30)))
+    weights = coslat_weights(X.lat)
+    params = dict(n_pca_modes=n_pca_modes)
+    weighted = _exact_linear(weights=weights, **params).fit(X)
+    np.testing.assert_allclose(weighted.eigenvalues_,
+                               _exact_linear(**params).fit(X * weights).eigenvalues_, rtol=1e-10)
+    assert weighted.n_features_in_ == 14 and weighted.sample_dim_ == "time"
+    mask = weighted.components_.isnull()
+    assert mask.sel(lat=20, lon=30).all() and int(mask.sum()) == 3 * EMBEDDING
