@@ -131,9 +131,11 @@ def replicate_statistics_of_block(running, block, row_offset, counts, n_replicat
 def _add_weighted(running: ReplicateSums, D: np.ndarray, weights: np.ndarray) -> None:
     """Every replicate's G_b += D^T diag(c_b) D and s_b += D^T c_b for one kernel sub-block."""
     running.column_sums += weights @ D.astype(np.float64, copy=False)
+    buffer = np.empty_like(D)
     for b in range(weights.shape[0]):
         drawn = np.flatnonzero(weights[b])  # about 63 % of the rows: the others add nothing
-        scaled = D[drawn] * np.sqrt(weights[b, drawn]).astype(D.dtype)[:, None]
+        scaled = np.take(D, drawn, axis=0, out=buffer[:drawn.size])
+        scaled *= np.sqrt(weights[b, drawn]).astype(D.dtype)[:, None]
         add_gram(running.gram[b], scaled)
 
 
