@@ -119,8 +119,11 @@ def solve_replicates(sums: ReplicateSums, landmarks, kernel, params: dict, rcond
     offsets = np.zeros((n_replicates, n_modes))
 
     def solve(b: int):
+        # Pairs of eigenvalue 0 (a replicate spans fewer directions than k + 1) are
+        # left out, and read as 0 below: the k + 1-th is asked for the rule alone.
         return solve_small_problem(sums.replicate(b), landmarks, kernel, params, rcond,
-                                   n_modes + 1, pass_dtype=dtype).solution
+                                   n_modes + 1, remove_zero_eig=True,
+                                   pass_dtype=dtype).solution
 
     # The replicates side by side, one BLAS thread each: a solve of a few hundred
     # landmarks loses more to BLAS threads waking than it gains (measured: m = 200,

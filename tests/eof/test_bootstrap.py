@@ -5,6 +5,7 @@ workers, one read of the data for B = 100, and the memory of the B replicates' s
 from __future__ import annotations
 
 import threading
+import warnings
 
 import dask
 import dask.array as da
@@ -181,3 +182,14 @@ def test_clear_errors(data, linear_fit):
         kpca_dask.bootstrap(linear_fit, data, 5, n_modes=4)
     with pytest.raises(InvalidParameterError, match="confidence"):
         kpca_dask.bootstrap(linear_fit, data, 5, confidence=1.5)
+
+
+def test_every_mode_of_a_full_rank_fit(data):
+    """All p modes of a linear fit: the one more pair the rule asks for has eigenvalue 0 and
+    is read as 0, with no warning."""
+    kpca = KernelPCA(P, kernel="linear", n_landmarks=N).fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        boot = kpca_dask.bootstrap(kpca, data, 10, seed=0)
+    assert boot.sizes["mode"] == P and (boot["explained_variance"] > 0).all()
+    assert boot["significant"].values[0]
