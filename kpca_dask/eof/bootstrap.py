@@ -53,7 +53,7 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     ``EOFBootstrapper`` (which refits B times) for the same resampled rows.
 
     The B replicates' m x m sums are held at once: B (m^2 + m + 1) float64
-    words, reported in ``attrs["memory_bytes"]`` (80 MB for B = 100 and
+    words, reported in ``attrs["memory_bytes"]`` (800 MB for B = 100 and
     m = 1000), in every task that adds a chain of row blocks and on the
     client.
 
