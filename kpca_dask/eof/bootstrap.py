@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import process_room_bytes
+from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
 from ..engine.landmark_factor import landmark_kernel_panels
 from ..engine.replicate_pass import ReplicateSpectra, replicate_pass, solve_replicates
@@ -116,7 +116,7 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     n = int(rows.shape[0])
     counts, seed = _counts(indices, n_bootstraps, seed, n)
     B = counts.n_replicates if isinstance(counts, DrawnCounts) else counts.shape[0]
-    _check_memory(B, len(model.landmarks))
+    _check_memory(rows, B, len(model.landmarks))
     landmarks = np.asarray(model.landmarks)
     sums = replicate_pass(rows, landmarks, model.kernel, model.kernel_params, counts,
                           np.dtype(model.settings.dtype))
@@ -189,14 +189,18 @@ def _counts(indices, n_bootstraps, seed, n: int):
     return DrawnCounts(int(seed), int(n_bootstraps), n), int(seed)
 
 
-def _check_memory(n_replicates: int, m: int) -> None:
+def _check_memory(rows, n_replicates: int, m: int) -> None:
+    """Refuse B replicates whose sums do not fit the client, or whose pairwise merge (two
+    chains' sums) does not fit a process of the pass."""
     need = 8 * n_replicates * (m * m + m + 1)
-    room = process_room_bytes()
-    if need > room:
-        raise InsufficientMemoryError(
-            f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.1f} GiB of sums "
-            f"(8 B m^2 bytes), more than the {room / 2**30:.1f} GiB available. Ask for fewer "
-            "replicates, or bootstrap in several calls with different seeds.")
+    budget = memory_budget(rows)
+    for room, where in ((process_room_bytes(), "this process has free"),
+                        (budget.process_bytes // 2, f"half {budget.where}")):
+        if need > room:
+            raise InsufficientMemoryError(
+                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
+                f"sums (8 B m^2 bytes), more than the {room / 2**30:.2f} GiB {where}. Ask "
+                "for fewer replicates, or bootstrap in several calls with different seeds.")
 
 
 def _congruence(model, spectra: ReplicateSpectra, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from kpca_dask.blocks.replicate_counts import DrawnCounts, replicate_counts
 from kpca_dask.engine.passes import compute_pass
 from kpca_dask.engine.replicate_pass import replicate_pass
 from kpca_dask.engine.solve import solve_small_problem
-from kpca_dask.errors import InvalidInputError, InvalidParameterError
+from kpca_dask.errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 
 xe = pytest.importorskip("xeofs")
 
@@ -193,3 +193,9 @@ def test_every_mode_of_a_full_rank_fit(data):
         boot = kpca_dask.bootstrap(kpca, data, 10, seed=0)
     assert boot.sizes["mode"] == P and (boot["explained_variance"] > 0).all()
     assert boot["significant"].values[0]
+
+
+def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear_fit):
+    with dask.config.set({"kpca-dask.memory-limit": "4 MiB"}):  # B = 200 at m = 60: 5.9 MB
+        with pytest.raises(InsufficientMemoryError, match="200 replicates of 60 landmarks"):
+            kpca_dask.bootstrap(linear_fit, data, 200)
