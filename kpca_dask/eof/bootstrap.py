@@ -1,0 +1,260 @@
+"""The bootstrap of every mode of a fitted model, in one read of the data.
+
+North's rule of thumb takes the samples as independent; resampling them
+gives each mode's variance and pattern a distribution instead. xeofs'
+``EOFBootstrapper`` refits B times; here B replicates, each row weighted by
+how often the replicate drew it, are summed in one pass over the data and
+each solved with the fit's landmarks, kernel and parameters
+(docs/design.md §18).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask.array as da
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._memory import memory_budget, process_room_bytes
+from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
+from ..engine.landmark_factor import landmark_kernel_panels
+from ..engine.replicate_pass import ReplicateSpectra, replicate_pass, solve_replicates
+from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
+from ..io.labelled import MODE_DIM, modes
+from ..model.inputs import method_input
+from ..model.precomputed import PRECOMPUTED
+
+__all__ = ["bootstrap", "SIGNIFICANCE_RULE", "REPLICATE_DIM"]
+
+#: The replicates' dimension, as xeofs' ``EOFBootstrapper`` names it.
+REPLICATE_DIM = "n"
+
+#: How ``significant`` is decided (also in the result's ``attrs["rule"]``).
+SIGNIFICANCE_RULE = (
+    "a mode is significant when its explained-variance interval (the replicates' central "
+    "`confidence` quantiles) overlaps neither the previous mode's nor the next mode's, and "
+    "the median congruence of its replicates' patterns with the fit's is at least "
+    "`min_congruence`")
+
+
+def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
+              indices=None, n_modes: int | None = None, confidence: float = 0.95,
+              min_congruence: float = 0.9):
+    """Bootstrap every mode of a fitted :class:`~kpca_dask.KernelPCA` in one read of ``X``.
+
+    Each replicate draws the n rows of ``X`` with replacement: row i is
+    counted c_bi times, the counts exact multinomial and drawn from ``seed``
+    by global row index, so any chunking, scheduler or number of workers
+    gives the same replicates. The pass adds, for every replicate at once,
+    the fit's sums weighted by those counts; each replicate is then solved
+    with the fit's landmarks, kernel and parameters (docs/design.md §18).
+    With a linear kernel and every sample a landmark this is xeofs'
+    ``EOFBootstrapper`` (which refits B times) for the same resampled rows.
+
+    The B replicates' m x m sums are held at once: B (m^2 + m + 1) float64
+    words, reported in ``attrs["memory_bytes"]`` (800 MB for B = 100 and
+    m = 1000), in every task that adds a chain of row blocks and on the
+    client.
+
+    Significance: {rule}.
+
+    Parameters
+    ----------
+    estimator : KernelPCA
+        A fitted estimator; its landmarks, kernel and parameters are used.
+    X : array-like, dask array, DataArray, Dataset or store
+        The data the estimator was fitted on (or other data of its
+        features), any input its ``transform`` takes; read once.
+    n_bootstraps : int, default=100
+        B, the number of replicates (ignored with ``indices``).
+    seed : int, optional
+        The counts' seed (None: a fresh one, kept in ``attrs["seed"]``).
+    indices : array of shape (B, n) of ints, optional
+        Resampled row indices, one row per replicate, used instead of drawn
+        counts (e.g. the rows xeofs' ``EOFBootstrapper`` draws).
+    n_modes : int, optional
+        The leading modes bootstrapped (default: every component of the fit).
+    confidence : float, default=0.95
+        The central share of the replicates the intervals hold.
+    min_congruence : float, default=0.9
+        The median congruence a significant mode needs.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``n`` (replicate, 1..B) and ``mode`` (1..k): ``eigenvalues``,
+        ``explained_variance``, ``explained_variance_ratio`` and
+        ``congruence`` (n, mode), ``total_variance`` (n); ``projection``
+        (n, landmark, mode) and ``offset`` (n, mode), each replicate's
+        y = P_b^T k_m(x) - c_b signed to agree with the fit; per mode the
+        intervals ``explained_variance_lower``/``_upper``,
+        ``explained_variance_ratio_lower``/``_upper``, the medians
+        ``explained_variance_median`` and ``congruence_median``,
+        ``significant``, and the fit's ``fit_explained_variance``,
+        ``fit_explained_variance_ratio`` and ``north_error``. ``attrs``:
+        ``n_bootstraps``, ``seed``, ``confidence``, ``min_congruence``,
+        ``rule``, ``memory_bytes``, ``n_samples``, ``n_landmarks``.
+
+    Examples
+    --------
+    >>> import numpy as np, kpca_dask
+    >>> X = np.random.default_rng(0).normal(size=(80, 4)) * [4.0, 2.0, 1.0, 0.5]
+    >>> kpca = kpca_dask.KernelPCA(3, kernel="linear", n_landmarks=80).fit(X)
+    >>> boot = kpca_dask.bootstrap(kpca, X, 20, seed=0)
+    >>> boot["explained_variance"].dims, boot["significant"].values.tolist()
+    (('n', 'mode'), [True, True, True])
+    """
+    model, k = _checked_estimator(estimator, n_modes)
+    _check_levels(confidence, min_congruence)
+    rows = method_input(estimator, model.layout, X).data
+    rows = rows if isinstance(rows, da.Array) else da.from_array(np.asarray(rows))
+    if rows.shape[1] != model.n_features:
+        raise InvalidInputError(
+            f"X has {rows.shape[1]} features, but the model was fitted on "
+            f"{model.n_features}: bootstrap the data the model was fitted on.")
+    n = int(rows.shape[0])
+    counts, seed = _counts(indices, n_bootstraps, seed, n)
+    B = counts.n_replicates if isinstance(counts, DrawnCounts) else counts.shape[0]
+    _check_memory(rows, B, len(model.landmarks))
+    landmarks = np.asarray(model.landmarks)
+    sums = replicate_pass(rows, landmarks, model.kernel, model.kernel_params, counts,
+                          np.dtype(model.settings.dtype))
+    spectra = solve_replicates(sums, landmarks, model.kernel, model.kernel_params,
+                               model.settings.rcond, k, np.dtype(model.settings.dtype))
+    attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),
+             "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
+             "memory_bytes": sums.memory_bytes, "n_samples": n,
+             "n_landmarks": int(len(landmarks))}
+    return _result(estimator, model, spectra, n, k, attrs)
+
+
+bootstrap.__doc__ = bootstrap.__doc__.replace("{rule}", SIGNIFICANCE_RULE)
+
+
+def _checked_estimator(estimator, n_modes):
+    """The fitted Nyström model of ``estimator`` and the number of modes, or a clear error."""
+    check_is_fitted(estimator)
+    model = getattr(estimator, "model_", None)
+    if model is None or not hasattr(model, "landmarks"):
+        raise InvalidParameterError(
+            f"bootstrap needs a kpca_dask.KernelPCA (its landmarks); got "
+            f"{type(estimator).__name__}. Fit KernelPCA(n_landmarks=n) for every sample a "
+            "landmark.")
+    if model.kernel == PRECOMPUTED:
+        raise InvalidParameterError(
+            'bootstrap needs the data\'s rows; a kernel="precomputed" model has none. Fit '
+            "the model on the data with a named kernel.")
+    q = int(model.n_components)
+    k = q if n_modes is None else n_modes
+    if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= k <= q):
+        raise InvalidParameterError(
+            f"n_modes must be an int from 1 to {q} (the fit's components); got {n_modes!r}.")
+    return model, int(k)
+
+
+def _check_levels(confidence, min_congruence) -> None:
+    if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
+        raise InvalidParameterError(
+            f"confidence must be a number between 0 and 1 (e.g. 0.95); got {confidence!r}.")
+    if not (isinstance(min_congruence, numbers.Real) and 0 <= min_congruence <= 1):
+        raise InvalidParameterError(
+            f"min_congruence must be a number from 0 to 1 (e.g. 0.9); got {min_congruence!r}.")
+
+
+def _counts(indices, n_bootstraps, seed, n: int):
+    """The replicates' counts: drawn from ``seed``, or those of ``indices``; and the seed."""
+    if indices is not None:
+        indices = np.asarray(indices)
+        if indices.ndim != 2 or indices.shape[1] != n or indices.shape[0] < 1:
+            raise InvalidParameterError(
+                f"indices must have shape (B, n) = (B, {n}): one row of {n} resampled row "
+                f"indices per replicate; got shape {indices.shape}.")
+        if not np.issubdtype(indices.dtype, np.integer):
+            raise InvalidParameterError(
+                f"indices must be integers (row numbers); got dtype {indices.dtype}.")
+        if indices.min() < 0 or indices.max() >= n:
+            raise InvalidParameterError(
+                f"indices must be row numbers from 0 to {n - 1}; got values from "
+                f"{indices.min()} to {indices.max()}.")
+        return counts_of_indices(indices, n), None
+    if not (isinstance(n_bootstraps, numbers.Integral) and not isinstance(n_bootstraps, bool)
+            and n_bootstraps >= 1):
+        raise InvalidParameterError(
+            f"n_bootstraps must be an int >= 1 (e.g. 100); got {n_bootstraps!r}.")
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    if not (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0):
+        raise InvalidParameterError(f"seed must be an int >= 0 or None; got {seed!r}.")
+    return DrawnCounts(int(seed), int(n_bootstraps), n), int(seed)
+
+
+def _check_memory(rows, n_replicates: int, m: int) -> None:
+    """Refuse B replicates whose sums do not fit the client, or whose pairwise merge (two
+    chains' sums) does not fit a process of the pass."""
+    need = 8 * n_replicates * (m * m + m + 1)
+    budget = memory_budget(rows)
+    for room, where in ((process_room_bytes(), "this process has free"),
+                        (budget.process_bytes // 2, f"half {budget.where}")):
+        if need > room:
+            raise InsufficientMemoryError(
+                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
+                f"sums (8 B m^2 bytes), more than the {room / 2**30:.2f} GiB {where}. Ask "
+                "for fewer replicates, or bootstrap in several calls with different seeds.")
+
+
+def _congruence(model, spectra: ReplicateSpectra, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """|cos| of each replicate's mode with the fit's in the kernel's feature space, and the
+    sign that makes it positive: p_b^T K_mm p / (|p_b| |p|), |p|^2 = p^T K_mm p."""
+    landmarks = np.asarray(model.landmarks)
+    K = np.empty((len(landmarks), len(landmarks)))
+    landmark_kernel_panels(landmarks, model.kernel, model.kernel_params, out=K)
+    P = model.solution.projection[:, :k]
+    KP = K @ P
+    fit_norms = np.sqrt(np.clip(np.einsum("mk,mk->k", P, KP), 0, None))
+    inner = np.einsum("bmk,mk->bk", spectra.projections, KP)
+    own = np.einsum("bmk,bmk->bk", spectra.projections,
+                    np.einsum("ml,blk->bmk", K, spectra.projections))
+    norms = np.sqrt(np.clip(own, 0, None)) * fit_norms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.where(norms > 0, inner / norms, 0.0)
+    signs = np.where(cosine < 0, -1.0, 1.0)
+    return np.clip(np.abs(cosine), 0.0, 1.0), signs
+
+
+def _result(estimator, model, spectra: ReplicateSpectra, n: int, k: int, attrs: dict):
+    import xarray as xr
+
+    confidence = attrs["confidence"]
+    congruence, signs = _congruence(model, spectra, k)
+    variance = spectra.eigenvalues / max(n - 1, 1)
+    low, high = (1 - confidence) / 2, (1 + confidence) / 2
+    lower, upper = np.quantile(variance, [low, high], axis=0)
+    median_congruence = np.median(congruence, axis=0)
+    apart_next = lower[:k] > upper[1:k + 1]
+    apart_previous = np.concatenate([[True], upper[1:k] < lower[:k - 1]])
+    significant = apart_next & apart_previous & (median_congruence >= attrs["min_congruence"])
+    ratio_lower, ratio_upper = np.quantile(spectra.ratios[:, :k], [low, high], axis=0)
+    rep, mode = (REPLICATE_DIM, MODE_DIM), (MODE_DIM,)
+    data = {
+        "eigenvalues": (rep, spectra.eigenvalues[:, :k]),
+        "explained_variance": (rep, variance[:, :k]),
+        "explained_variance_ratio": (rep, spectra.ratios[:, :k]),
+        "total_variance": ((REPLICATE_DIM,), spectra.traces / max(n - 1, 1)),
+        "congruence": (rep, congruence),
+        "projection": ((REPLICATE_DIM, "landmark", MODE_DIM),
+                       spectra.projections * signs[:, None, :]),
+        "offset": (rep, spectra.offsets * signs),
+        "explained_variance_lower": (mode, lower[:k]),
+        "explained_variance_upper": (mode, upper[:k]),
+        "explained_variance_median": (mode, np.median(variance[:, :k], axis=0)),
+        "explained_variance_ratio_lower": (mode, ratio_lower),
+        "explained_variance_ratio_upper": (mode, ratio_upper),
+        "congruence_median": (mode, median_congruence),
+        "significant": (mode, significant),
+        "fit_explained_variance": (mode, estimator.explained_variance_[:k]),
+        "fit_explained_variance_ratio": (mode, estimator.explained_variance_ratio_[:k]),
+        "north_error": (mode, estimator.north_errors()[:k]),
+    }
+    coords = {REPLICATE_DIM: np.arange(1, spectra.eigenvalues.shape[0] + 1), MODE_DIM: modes(k)}
+    return xr.Dataset(data, coords=coords, attrs=attrs)

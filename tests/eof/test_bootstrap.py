@@ -1,0 +1,201 @@
+"""The bootstrap of every mode in one read (kpca_dask.bootstrap, docs/design.md §18): xeofs'
+EOFBootstrapper for the same resampled rows, counts that do not depend on the chunking or the
+workers, one read of the data for B = 100, and the memory of the B replicates' sums."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from sklearn.exceptions import NotFittedError
+
+import kpca_dask
+from kpca_dask import KernelPCA
+from kpca_dask.blocks.replicate_counts import DrawnCounts, replicate_counts
+from kpca_dask.engine.passes import compute_pass
+from kpca_dask.engine.replicate_pass import replicate_pass
+from kpca_dask.engine.solve import solve_small_problem
+from kpca_dask.errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
+
+xe = pytest.importorskip("xeofs")
+
+N, P, Q = 60, 6, 3
+
+
+@pytest.fixture(scope="module")
+def data() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    return rng.normal(size=(N, P)) * [5.0, 3.0, 2.0, 1.0, 0.7, 0.5] + 10.0
+
+
+@pytest.fixture(scope="module")
+def linear_fit(data):
+    """Every sample a landmark: the Nyström fit is xeofs' EOF."""
+    return KernelPCA(Q, kernel="linear", n_landmarks=N, landmarks="uniform").fit(data)
+
+
+def test_equals_xeofs_eof_bootstrapper_for_the_same_rows(data, linear_fit):
+    """Explained variances, their ratios, patterns and scores (modulo sign) are xeofs'
+    EOFBootstrapper's for the rows it resamples, to 1e-8."""
+    field = xr.DataArray(data, dims=("time", "x"), coords={"time": np.arange(N)})
+    model = xe.single.EOF(n_modes=Q, standardize=False, use_coslat=False).fit(field, dim="time")
+    B, seed = 8, 11
+    expected = xe.validation.EOFBootstrapper(n_bootstraps=B, seed=seed)
+    expected.fit(model)
+    rng = np.random.default_rng(seed)  # xeofs' own draws, in its order
+    indices = np.stack([rng.choice(N, N, replace=True) for _ in range(B)])
+    boot = kpca_dask.bootstrap(linear_fit, field, indices=indices)
+    np.testing.assert_allclose(boot["explained_variance"].values,
+                               expected.explained_variance().transpose("n", "mode").values,
+                               rtol=1e-8)
+    ratios = expected.explained_variance() / expected.data["total_variance"]
+    np.testing.assert_allclose(boot["explained_variance_ratio"].values,
+                               ratios.transpose("n", "mode").values, rtol=1e-8)
+    # Patterns: the congruence of each replicate's EOF with the fit's, and the scores.
+    components = expected.components().transpose("n", "mode", ...).values
+    fitted = model.components().transpose("mode", ...).values
+    congruence = np.abs(np.einsum("bkf,kf->bk", components, fitted))
+    np.testing.assert_allclose(boot["congruence"].values, congruence, rtol=0, atol=1e-8)
+    Z = np.asarray(linear_fit.model_.landmarks)
+    scores = (np.einsum("nm,bmk->bnk", data @ Z.T, boot["projection"].values)
+              - boot["offset"].values[:, None, :])
+    theirs = expected.scores().transpose("n", "time", "mode").values
+    signs = np.sign(np.einsum("bnk,bnk->bk", scores, theirs))[:, None, :]
+    np.testing.assert_allclose(scores * signs, theirs, rtol=0,
+                               atol=1e-8 * np.abs(theirs).max())
+
+
+def test_counts_are_exact_multinomial_whatever_the_chunking():
+    """Each replicate's counts sum to n, and any cut into blocks gives the same counts."""
+    n, leaf = 1000, 16
+    counts = DrawnCounts(5, 200, n, leaf_rows=leaf)
+    whole = counts.block(0, n)
+    assert whole.shape == (200, n) and (whole.sum(axis=1) == n).all()
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        cuts = np.unique(np.concatenate([[0, n], rng.integers(1, n, 7)]))
+        pieces = [replicate_counts(5, 17, n, a, b, leaf) for a, b in zip(cuts[:-1], cuts[1:])]
+        np.testing.assert_array_equal(np.concatenate(pieces), whole[17])
+    # Multinomial(n; 1/n): each count Binomial(n, 1/n), mean 1, variance 1 - 1/n.
+    assert abs(whole.var() - (1 - 1 / n)) < 0.02
+    assert abs(np.mean(whole == 0) - (1 - 1 / n) ** n) < 0.01
+    assert abs(np.mean(whole == 2) - 0.5 * (1 - 1 / n) ** (n - 2) * (n - 1) / n) < 0.01
+    assert not (whole[0] == whole[1]).all()
+
+
+def _rbf_fit(data):
+    X = da.from_array(data, chunks=(20, P))
+    return X, KernelPCA(Q, kernel="rbf", gamma=0.02, n_landmarks=25, random_state=0).fit(X)
+
+
+def test_rbf_on_dask_is_the_same_for_any_chunking_and_each_replicate_a_pass(data):
+    """An rbf fit on dask input: any chunking gives the same replicates, and a replicate
+    given by its rows is the pass over those rows solved with the fit's landmarks."""
+    X, kpca = _rbf_fit(data)
+    one = kpca_dask.bootstrap(kpca, X, 30, seed=4)
+    other = kpca_dask.bootstrap(kpca, X.rechunk(7), 30, seed=4)
+    np.testing.assert_allclose(one["eigenvalues"].values, other["eigenvalues"].values,
+                               rtol=1e-10)
+    assert one["significant"].dtype == bool and one.sizes == {"n": 30, "mode": Q,
+                                                              "landmark": 25}
+    assert (one["explained_variance_lower"] <= one["explained_variance_upper"]).all()
+    model = kpca.model_
+    indices = np.random.default_rng(1).integers(0, N, (2, N))
+    given = kpca_dask.bootstrap(kpca, X, indices=indices)
+    for b in range(2):
+        stats = compute_pass(da.from_array(data[indices[b]], chunks=15), model.landmarks,
+                             model.kernel, model.kernel_params)
+        direct = solve_small_problem(stats, model.landmarks, model.kernel, model.kernel_params,
+                                     model.settings.rcond, Q).solution
+        np.testing.assert_allclose(given["eigenvalues"].values[b], direct.eigenvalues,
+                                   rtol=1e-9)
+
+
+class CountingReads:
+    """A Zarr array whose every read of a block is recorded (what dask reads it with)."""
+
+    def __init__(self, array):
+        self.array, self.shape, self.dtype, self.ndim = array, array.shape, array.dtype, 2
+        self.reads: list = []
+        self._lock = threading.Lock()
+
+    def __getitem__(self, key):
+        with self._lock:
+            self.reads.append(tuple((k.start, k.stop) for k in key))
+        return self.array[key]
+
+
+def test_a_hundred_replicates_read_the_data_once(data, linear_fit, tmp_path):
+    """B = 100 replicates read each chunk of a Zarr store once, on the threaded scheduler;
+    the sums held are B (m^2 + m + 1) words."""
+    written = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=data.shape,
+                              chunks=(12, P), dtype=data.dtype)
+    written[...] = data
+    store = CountingReads(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
+    X = da.from_array(store, chunks=(12, P), meta=np.empty((0, 0)), asarray=True)
+    with dask.config.set(scheduler="threads"):
+        boot = kpca_dask.bootstrap(linear_fit, X, 100, seed=0)
+    assert sorted(store.reads) == [((a, a + 12), (0, P)) for a in range(0, N, 12)]
+    m = len(linear_fit.model_.landmarks)
+    counts = DrawnCounts(0, 100, N)
+    sums = replicate_pass(X, np.asarray(linear_fit.model_.landmarks), "linear", {}, counts)
+    held = sums.gram.nbytes + sums.column_sums.nbytes + sums.diagonal_sums.nbytes
+    assert boot.attrs["memory_bytes"] == held == 8 * 100 * (m * m + m + 1)
+    assert boot.sizes["n"] == 100 and len(store.reads) == 2 * N // 12
+
+
+def test_a_cluster_gives_the_threads_replicates(data, process_cluster):
+    """On two worker processes the replicates are those of the threaded scheduler."""
+    from distributed import Client
+
+    X, kpca = _rbf_fit(data)
+    local = kpca_dask.bootstrap(kpca, X, 12, seed=9)
+    with Client(process_cluster):
+        spread = kpca_dask.bootstrap(kpca, X.rechunk(10), 12, seed=9)
+    np.testing.assert_allclose(spread["eigenvalues"].values, local["eigenvalues"].values,
+                               rtol=1e-10)
+    np.testing.assert_allclose(spread["congruence"].values, local["congruence"].values,
+                               rtol=0, atol=1e-10)
+
+
+def test_clear_errors(data, linear_fit):
+    with pytest.raises(NotFittedError):
+        kpca_dask.bootstrap(KernelPCA(2), data)
+    for B in (0, -1, 2.5, True):
+        with pytest.raises(InvalidParameterError, match="n_bootstraps must be an int >= 1"):
+            kpca_dask.bootstrap(linear_fit, data, B)
+    with pytest.raises(InvalidParameterError, match=r"shape \(B, n\) = \(B, 60\)"):
+        kpca_dask.bootstrap(linear_fit, data, indices=np.zeros((3, 59), int))
+    with pytest.raises(InvalidParameterError, match="from 0 to 59"):
+        kpca_dask.bootstrap(linear_fit, data, indices=np.full((3, N), N))
+    with pytest.raises(InvalidParameterError, match="must be integers"):
+        kpca_dask.bootstrap(linear_fit, data, indices=np.zeros((3, N)))
+    with pytest.raises(InvalidInputError, match="fitted on 6"):
+        kpca_dask.bootstrap(linear_fit, data[:, :4], 5)
+    with pytest.raises(InvalidParameterError, match="n_modes must be an int from 1 to 3"):
+        kpca_dask.bootstrap(linear_fit, data, 5, n_modes=4)
+    with pytest.raises(InvalidParameterError, match="confidence"):
+        kpca_dask.bootstrap(linear_fit, data, 5, confidence=1.5)
+
+
+def test_every_mode_of_a_full_rank_fit(data):
+    """All p modes of a linear fit: the one more pair the rule asks for has eigenvalue 0 and
+    is read as 0, with no warning."""
+    kpca = KernelPCA(P, kernel="linear", n_landmarks=N).fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        boot = kpca_dask.bootstrap(kpca, data, 10, seed=0)
+    assert boot.sizes["mode"] == P and (boot["explained_variance"] > 0).all()
+    assert boot["significant"].values[0]
+
+
+def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear_fit):
+    with dask.config.set({"kpca-dask.memory-limit": "4 MiB"}):  # B = 200 at m = 60: 5.9 MB
+        with pytest.raises(InsufficientMemoryError, match="200 replicates of 60 landmarks"):
+            kpca_dask.bootstrap(linear_fit, data, 200)
