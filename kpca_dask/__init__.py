@@ -22,6 +22,7 @@ from ._version import __version__
 _PUBLIC = {
     "KernelPCA": ".estimators.kernel_pca",
     "ExactKernelPCA": ".estimators.exact",
+    "HilbertKernelEOF": ".estimators.hilbert",
     "merge": ".model.growing",
     "rotate": ".eof.rotation",
     "RotatedEOF": ".eof.rotation",
@@ -74,6 +75,7 @@ def load(path, *, storage_options: dict | None = None):
 __all__ = [
     "KernelPCA",
     "ExactKernelPCA",
+    "HilbertKernelEOF",
     "load",
     "merge",
     "rotate",

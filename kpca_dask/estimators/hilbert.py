@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
+from ..eof.hilbert_rotation import angle_of, named
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.field_inputs import layout_differences
 from ..io.field_sets import field_output
@@ -102,6 +103,9 @@ class HilbertKernelEOF(BaseEstimator):
     >>> bool(model.explained_variance_ratio_[0] > 0.95)
     True
     """
+
+    #: :func:`kpca_dask.rotate` rotates complex modes (docs/design.md §16).
+    _complex_modes = True
 
     def __init__(self, n_components: int = 2, *, kernel: str = "linear",
                  gamma: float | None = None, degree: int = 3, coef0: float = 1.0,
@@ -249,11 +253,11 @@ class HilbertKernelEOF(BaseEstimator):
 
     def scores_amplitude(self, normalized: bool = True):
         """|scores| (xeofs' ``scores_amplitude``: normalized by default)."""
-        return _renamed(abs(self.scores(normalized=normalized)), "scores_amplitude")
+        return named(abs(self.scores(normalized=normalized)), "scores_amplitude")
 
     def scores_phase(self):
         """The phase of each complex score, in (−π, π] (xeofs' ``scores_phase``)."""
-        return _renamed(_angle(self.scores()), "scores_phase")
+        return named(angle_of(self.scores()), "scores_phase")
 
     def components(self, normalized: bool = True):
         """The complex maps (xeofs' ``components``): unit norm, or times √(λ (n − 1))."""
@@ -263,11 +267,11 @@ class HilbertKernelEOF(BaseEstimator):
 
     def components_amplitude(self, normalized: bool = True):
         """|components| (xeofs' ``components_amplitude``)."""
-        return _renamed(abs(self.components(normalized=normalized)), "components_amplitude")
+        return named(abs(self.components(normalized=normalized)), "components_amplitude")
 
     def components_phase(self):
         """The phase of each map entry, in (−π, π] (xeofs' ``components_phase``)."""
-        return _renamed(_angle(self.components()), "components_phase")
+        return named(angle_of(self.components()), "components_phase")
 
     # -- helpers shared with the rotation ------------------------------------------------
 
@@ -302,8 +306,8 @@ class HilbertKernelEOF(BaseEstimator):
         real, imag = (field_output(part, layout, leading, name=name, attrs=attrs)
                       for part in (maps.real, maps.imag))
         if isinstance(real, list):
-            return [_renamed(a + 1j * b, a.name) for a, b in zip(real, imag)]
-        return _renamed(real + 1j * imag, name)
+            return [named(a + 1j * b, a.name) for a, b in zip(real, imag)]
+        return named(real + 1j * imag, name)
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "solution_")
@@ -321,20 +325,3 @@ def _sample_coords(X, layout):
     dim = layout.sample_dim
     return dim, {key: coord.variable for key, coord in X.coords.items()
                  if coord.dims == (dim,)}
-
-
-def _renamed(value, name):
-    if hasattr(value, "rename") and hasattr(value, "dims"):
-        return value.rename(name)
-    return value
-
-
-def _angle(value):
-    """np.angle, lazily for dask data and on a DataArray's data."""
-    if hasattr(value, "dims"):
-        return value.copy(data=_angle(value.data))
-    if hasattr(value, "dask"):
-        import dask.array as da
-
-        return da.angle(value)
-    return np.angle(value)
