@@ -93,7 +93,8 @@ def moments_of(Z: da.Array, W: np.ndarray, params: dict, split_every: int = 8):
     (6, (2, 2))
     """
     Z = Z.rechunk({1: -1})
-    parts = [dask.delayed(_block_moments, pure=True)(block, W, params)
+    shared = dask.delayed(W, pure=True)  # one task holds the landmarks, not every block's
+    parts = [dask.delayed(_block_moments, pure=True)(block, shared, params)
              for block in Z.to_delayed().ravel()]
     while len(parts) > 1:
         parts = [dask.delayed(_summed, pure=True)(*parts[i:i + split_every])
@@ -116,7 +117,7 @@ def solve_moments(K_WW: np.ndarray, moments: ComplexMoments, n_components: int,
 
     Examples
     --------
-    >>> Z = np.exp(1j * np.arange(12.0)).reshape(6, 2)
+    >>> Z = np.exp(1j * np.arange(12.0) ** 2).reshape(6, 2)
     >>> Z = Z - Z.mean(axis=0)
     >>> B = complex_kernel(Z, Z, "linear")
     >>> moments = ComplexMoments(6, B.sum(0).conj(), B.conj().T @ B, Z.conj().T @ B,
@@ -168,6 +169,9 @@ def complex_scores(Z: da.Array, W: np.ndarray, solution: ComplexSolution,
     (6, 1)
     """
     q = solution.projection.shape[1]
+    # One chunk each, broadcast to every row block: the graph holds them once.
+    W, centre, projection = (da.from_array(np.atleast_2d(a), chunks=-1, name=False)
+                             for a in (W, solution.centre, solution.projection))
     return Z.rechunk({1: -1}).map_blocks(
-        _score_block, W, solution.centre, solution.projection, params,
+        _score_block, W, centre, projection, params,
         chunks=(Z.chunks[0], (q,)), dtype=np.complex128, name="kpca-complex-scores")
