@@ -18,7 +18,7 @@ import numpy as np
 from ..engine.orthomax import Rotation, complex_rotation_of, complex_score_rotation
 from ..errors import InvalidInputError, InvalidParameterError
 
-__all__ = ["rotate_hilbert", "RotatedHilbertEOF", "angle_of", "named"]
+__all__ = ["rotate_hilbert", "RotatedHilbertEOF"]
 
 
 def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4,
@@ -45,12 +45,12 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
             f"n_components must be an int from 2 to {q} (the modes to rotate); got {r!r}.")
     if method == "promax" and not (isinstance(power, (int, np.integer)) and power >= 2):
         raise InvalidParameterError(f"promax needs an int power >= 2; got {power!r}.")
-    shape = (estimator.n_samples_, estimator.n_features_in_)
-    if X is not None and getattr(X, "size", None) is not None and len(np.shape(X)) == 2 \
-            and not hasattr(X, "dims") and tuple(np.shape(X)) != shape:
-        raise InvalidInputError(
-            f"X has shape {np.shape(X)}, not the fit's {shape}: a Hilbert kernel EOF is "
-            "rotated on the data it was fitted on (or pass no X).")
+    if X is not None:
+        n = estimator._record_scores(X)[0].shape[0]  # lazy: checks the features, reads nothing
+        if n != estimator.n_samples_:
+            raise InvalidInputError(
+                f"X has {n} samples, not the fit's {estimator.n_samples_}: a Hilbert kernel "
+                "EOF is rotated on the data it was fitted on (or pass no X).")
     loadings = estimator.solution_.loadings[:r]
     rotation = complex_rotation_of(loadings, estimator.field_total_variance_, method, power,
                                    max_iter=max_iter, rtol=rtol)
@@ -88,71 +88,57 @@ class RotatedHilbertEOF:
         self.rotation_matrix_ = rotation.matrix
         self.correlation_matrix_ = rotation.correlation
         self.components_ = rotation.loadings / np.sqrt(rotation.explained_variance)[:, None]
-        self._scores = complex_score_rotation(rotation, estimator.explained_variance_)
+        self._rotation = complex_score_rotation(rotation, estimator.explained_variance_)
 
     def __repr__(self) -> str:
         r = self.rotation
         power = f", power={r.power}" if r.method == "promax" else ""
         return f"RotatedHilbertEOF({r.method}{power}, {self.n_components_} modes)"
 
-    def _rotated(self, Y):
-        r = self.n_components_
-        if hasattr(Y, "dims"):
-            leading = Y.isel(mode=slice(0, r))
-            return leading.copy(data=leading.data @ self._scores)
-        return Y[:, :r] @ self._scores
+    def _scores(self, found: tuple, name: str, normalized: bool = False):
+        """Rotated scores of ``found`` (the estimator's raw scores, their labels and
+        laziness), as ``name`` (scores, their amplitude or phase) in the input's kind."""
+        Y, like, is_lazy = found
+        Y = Y[:, :self.n_components_] @ self._rotation
+        divisor = (np.sqrt(self.explained_variance_ * (self.estimator.n_samples_ - 1))
+                   if normalized else None)
+        return self.estimator._score_output(Y, like, is_lazy, name, divisor=divisor,
+                                            attrs={"rotation": self.rotation.method})
 
     def scores(self, normalized: bool = False):
         """The rotated complex scores of the training samples (xeofs' rotator's
         ``scores``); ``normalized``: each divided by √(explained variance (n − 1))."""
-        Y = self._rotated(self.estimator.scores())
-        if normalized:
-            Y = Y / np.sqrt(self.explained_variance_ * (self.estimator.n_samples_ - 1))
-        return Y
+        return self._scores(self.estimator._training_scores(), "scores", normalized)
 
     def transform(self, X):
         """The rotated complex scores of the record ``X`` (see the estimator's
         ``transform``)."""
-        return self._rotated(self.estimator.transform(X))
+        return self._scores(self.estimator._record_scores(X), "scores")
 
     def scores_amplitude(self, normalized: bool = True):
         """|rotated scores| (normalized by default, as xeofs)."""
-        return named(abs(self.scores(normalized=normalized)), "scores_amplitude")
+        return self._scores(self.estimator._training_scores(), "scores_amplitude", normalized)
 
     def scores_phase(self):
         """The phase of each rotated score."""
-        return named(angle_of(self.scores()), "scores_phase")
+        return self._scores(self.estimator._training_scores(), "scores_phase")
 
-    def components(self, normalized: bool = True):
-        """The rotated complex maps, unit norm (or times √(explained variance (n − 1))),
-        on the field for a field's fit."""
+    def _maps(self, name: str, normalized: bool = True):
         maps = self.components_
         if not normalized:
             maps = maps * np.sqrt(self.explained_variance_
                                   * (self.estimator.n_samples_ - 1))[:, None]
-        return self.estimator._on_field(maps, "components",
-                                        attrs={"rotation": self.rotation.method})
+        return self.estimator._map_output(maps, name, attrs={"rotation": self.rotation.method})
+
+    def components(self, normalized: bool = True):
+        """The rotated complex maps, unit norm (or times √(explained variance (n − 1))),
+        on the field for a field's fit."""
+        return self._maps("components", normalized)
 
     def components_amplitude(self, normalized: bool = True):
         """|rotated maps|."""
-        return named(abs(self.components(normalized=normalized)), "components_amplitude")
+        return self._maps("components_amplitude", normalized)
 
     def components_phase(self):
         """The phase of each rotated map entry."""
-        return named(angle_of(self.components()), "components_phase")
-
-
-def named(value, name):
-    """``value`` renamed if it is a DataArray."""
-    return value.rename(name) if hasattr(value, "dims") else value
-
-
-def angle_of(value):
-    """np.angle, lazily for dask data and on a DataArray's data."""
-    if hasattr(value, "dims"):
-        return value.copy(data=angle_of(value.data))
-    if hasattr(value, "dask"):
-        import dask.array as da
-
-        return da.angle(value)
-    return np.angle(value)
+        return self._maps("components_phase")

@@ -19,15 +19,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._parallel import computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
-from ..eof.hilbert_rotation import angle_of, named
 from ..errors import InvalidInputError, InvalidParameterError
-from ..io.field_inputs import layout_differences
 from ..io.field_sets import field_output
-from ..io.labelled import MODE_DIM, modes
-from ..model.inputs import fit_input, is_xarray
+from ..io.labelled import MODE_DIM, label_embedding, modes
+from ..model.inputs import fit_input, method_input
+from ..validation import check_n_features
 
 __all__ = ["HilbertKernelEOF"]
 
@@ -151,7 +151,8 @@ class HilbertKernelEOF(BaseEstimator):
         params = self._kernel_params(W)
         moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
-        self._store(solution, W, indices, mean, params, layout, X, Z)
+        labels = method_input(self, layout, X)  # what the outputs are labelled like
+        self._store(solution, W, indices, mean, params, layout, Z, labels)
         return self
 
     def _check_params(self) -> None:
@@ -184,22 +185,24 @@ class HilbertKernelEOF(BaseEstimator):
         return indices.astype(np.int64)
 
     def _kernel_params(self, W: np.ndarray) -> dict:
-        gamma = self.gamma
-        if gamma is None and self.kernel == "rbf":
-            squared = np.sum(np.abs(W[:, None, :] - W[None, :, :]) ** 2, axis=-1) \
-                if len(W) <= 2000 else None
-            upper = squared[np.triu_indices(len(W), 1)] if squared is not None else None
-            median = float(np.median(upper)) if upper is not None and upper.size else 1.0
-            gamma = 1.0 / median if median > 0 else 1.0
-        elif gamma is None and self.kernel == "poly":
-            mean = float(np.mean(np.sum(np.abs(W) ** 2, axis=1)))
-            gamma = 1.0 / mean if mean > 0 else 1.0
         if self.kernel == "linear":
             return {"kernel": "linear"}
+        gamma = self.gamma
+        if gamma is None:
+            norms = np.sum(np.abs(W) ** 2, axis=1)
+            if self.kernel == "rbf":
+                # The median squared distance of (at most 1000 of) the landmarks' pairs.
+                V, v = W[:1000], norms[:1000]
+                squared = v[:, None] + v[None, :] - 2.0 * np.real(V @ V.conj().T)
+                pairs = squared[np.triu_indices(len(V), 1)]
+                typical = float(np.median(pairs)) if pairs.size else 0.0
+            else:
+                typical = float(np.mean(norms))
+            gamma = 1.0 / typical if typical > 0 else 1.0
         return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
                 "coef0": float(self.coef0)}
 
-    def _store(self, solution, W, indices, mean, params, layout, X, Z) -> None:
+    def _store(self, solution, W, indices, mean, params, layout, Z, labels) -> None:
         self.solution_ = solution
         self.kernel_params_ = params
         self.gamma_ = params.get("gamma")
@@ -215,7 +218,7 @@ class HilbertKernelEOF(BaseEstimator):
         self.components_ = solution.components
         self.layout_ = layout
         self.rotation_ = None
-        self._training = (Z, _sample_coords(X, layout), not _is_lazy(X))
+        self._training = (Z, labels.like, labels.is_lazy)
 
     # -- outputs -------------------------------------------------------------------------
 
@@ -229,49 +232,40 @@ class HilbertKernelEOF(BaseEstimator):
         new data; here a new record is read as a record of its own, so its edges
         carry the transform's edge effects as the training record's did.
         """
-        check_is_fitted(self)
-        given = fit_input(X, sample_dim=self.sample_dim_, weights=self.weights)
-        if given.data.shape[1] != self.n_features_in_ or layout_differences(
-                self.layout_, given.layout):
-            raise InvalidInputError(
-                f"X has {given.data.shape[1]} features laid out otherwise than the fit's "
-                f"{self.n_features_in_}; pass a record of the same field.")
-        Z = analytic_rows(given.data, self.padding, self.decay_factor, mean=self.mean_)
-        Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
-        return self._label_scores(Y, _sample_coords(X, given.layout), not _is_lazy(X),
-                                  "scores")
+        return self._score_output(*self._record_scores(X), "scores")
 
     def scores(self, normalized: bool = False):
         """The complex scores of the training samples (xeofs' ``scores``); ``normalized``:
         each divided by its norm √(λ (n − 1)). Lazy for lazy input."""
-        check_is_fitted(self)
-        Z, coords, eager = self._training
-        Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
-        if normalized:
-            Y = Y / self._norms()
-        return self._label_scores(Y, coords, eager, "scores")
+        return self._score_output(*self._training_scores(), "scores",
+                                  divisor=self._norms() if normalized else None)
 
     def scores_amplitude(self, normalized: bool = True):
         """|scores| (xeofs' ``scores_amplitude``: normalized by default)."""
-        return named(abs(self.scores(normalized=normalized)), "scores_amplitude")
+        return self._score_output(*self._training_scores(), "scores_amplitude",
+                                  divisor=self._norms() if normalized else None)
 
     def scores_phase(self):
         """The phase of each complex score, in (−π, π] (xeofs' ``scores_phase``)."""
-        return named(angle_of(self.scores()), "scores_phase")
+        return self._score_output(*self._training_scores(), "scores_phase")
 
     def components(self, normalized: bool = True):
-        """The complex maps (xeofs' ``components``): unit norm, or times √(λ (n − 1))."""
+        """The complex maps (xeofs' ``components``): unit norm, or times √(λ (n − 1));
+        on the field for a field's fit, else (q, n_features)."""
         check_is_fitted(self)
         maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
-        return self._on_field(maps, "components")
+        return self._map_output(maps, "components")
 
     def components_amplitude(self, normalized: bool = True):
         """|components| (xeofs' ``components_amplitude``)."""
-        return named(abs(self.components(normalized=normalized)), "components_amplitude")
+        check_is_fitted(self)
+        maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
+        return self._map_output(maps, "components_amplitude")
 
     def components_phase(self):
         """The phase of each map entry, in (−π, π] (xeofs' ``components_phase``)."""
-        return named(angle_of(self.components()), "components_phase")
+        check_is_fitted(self)
+        return self._map_output(self.components_, "components_phase")
 
     # -- helpers shared with the rotation ------------------------------------------------
 
@@ -283,19 +277,38 @@ class HilbertKernelEOF(BaseEstimator):
     def _norms(self) -> np.ndarray:
         return np.sqrt(self.explained_variance_ * (self.n_samples_ - 1))
 
-    def _label_scores(self, Y, coords, eager: bool, name: str, mode_labels=None):
-        if eager:
-            Y = Y.compute()
-        if coords is None:
+    def _training_scores(self) -> tuple:
+        """The training samples' complex scores (lazy), and how to give them back."""
+        check_is_fitted(self)
+        Z, like, is_lazy = self._training
+        return complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_), \
+            like, is_lazy
+
+    def _record_scores(self, X) -> tuple:
+        """A record's complex scores (lazy), and how to give them back."""
+        check_is_fitted(self)
+        rows = method_input(self, self.layout_, X)
+        check_n_features(rows.data, self.n_features_in_, type(self).__name__)
+        Z = analytic_rows(rows.data, self.padding, self.decay_factor, mean=self.mean_)
+        Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
+        return Y, rows.like, rows.is_lazy
+
+    def _score_output(self, Y, like, is_lazy: bool, name: str, *, divisor=None,
+                      attrs: dict | None = None):
+        """Scores (or their amplitude or phase, by ``name``) in the input's kind."""
+        if divisor is not None:
+            Y = Y / divisor
+        Y = _part(Y, name)
+        if not is_lazy:
+            Y = computed(Y)
+        if like is None:
             return Y
-        import xarray as xr
+        attrs = {"kernel": self.kernel, "padding": self.padding, **(attrs or {})}
+        return label_embedding(Y, like, attrs).rename(name)
 
-        sample_dim, values = coords
-        q = Y.shape[1]
-        return xr.DataArray(Y, dims=(sample_dim, MODE_DIM), name=name,
-                            coords={**values, MODE_DIM: modes(q)})
-
-    def _on_field(self, maps: np.ndarray, name: str, attrs: dict | None = None):
+    def _map_output(self, maps: np.ndarray, name: str, attrs: dict | None = None):
+        """Maps (or their amplitude or phase, by ``name``) on the field of a field's fit."""
+        maps = _part(maps, name)
         layout = self.layout_
         if layout is None or not layout.dims:
             return maps
@@ -306,22 +319,18 @@ class HilbertKernelEOF(BaseEstimator):
         real, imag = (field_output(part, layout, leading, name=name, attrs=attrs)
                       for part in (maps.real, maps.imag))
         if isinstance(real, list):
-            return [named(a + 1j * b, a.name) for a, b in zip(real, imag)]
-        return named(real + 1j * imag, name)
+            return [a + 1j * b for a, b in zip(real, imag)]
+        return real + 1j * imag
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "solution_")
 
 
-def _is_lazy(X) -> bool:
-    data = getattr(X, "data", X)
-    return hasattr(data, "dask") or isinstance(X, str)
-
-
-def _sample_coords(X, layout):
-    """The sample dimension of a DataArray and its coordinates along it, else None."""
-    if not is_xarray(X) or layout is None or layout.sample_dim is None:
-        return None
-    dim = layout.sample_dim
-    return dim, {key: coord.variable for key, coord in X.coords.items()
-                 if coord.dims == (dim,)}
+def _part(values, name: str):
+    """The modulus or the argument of complex ``values`` by the output's ``name`` (numpy or
+    dask alike: np.abs and np.angle dispatch to dask)."""
+    if name.endswith("_amplitude"):
+        return np.abs(values)
+    if name.endswith("_phase"):
+        return np.angle(values)
+    return values
