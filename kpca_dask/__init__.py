@@ -26,6 +26,7 @@ _PUBLIC = {
     "merge": ".model.growing",
     "rotate": ".eof.rotation",
     "RotatedEOF": ".eof.rotation",
+    "RotatedHilbertEOF": ".eof.hilbert_rotation",
     "transform_table": ".model.table_outputs",
     "write_table": ".io.parquet_out",
     **{name: ".errors" for name in (
@@ -80,6 +81,7 @@ __all__ = [
     "merge",
     "rotate",
     "RotatedEOF",
+    "RotatedHilbertEOF",
     "transform_table",
     "write_table",
     "KPCAError",

@@ -5,7 +5,8 @@ Hermitian inner product ⟨z, w⟩ = wᴴz = Σ_f z_f conj(w_f):
 
 * ``linear``: k(z, w) = ⟨z, w⟩, so that the kernel EOF is the complex EOF;
 * ``rbf``: ROCK-PCA's Gaussian kernel (Bueso, Piles and Camps-Valls 2020), built
-  from the complex "distance" ‖z‖² + ‖w‖² − 2⟨z, w⟩:
+  from the complex "distance" ‖z‖² + ‖w‖² − 2⟨z, w⟩ (with moduli for the norms,
+  where their MATLAB code squares conjugated entries):
   k(z, w) = exp(−γ‖z‖²) exp(−γ‖w‖²) exp(2γ⟨z, w⟩)
   = exp(−γ‖z − w‖²) · exp(2iγ Im⟨z, w⟩);
 * ``poly``: k(z, w) = (γ⟨z, w⟩ + coef0)^degree, for an int degree >= 1 and coef0 >= 0.
