@@ -270,8 +270,9 @@ def complex_promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000,
 def complex_rotation_of(loadings: np.ndarray, total_variance: float,
                         method: str = "varimax", power: int = 4, *, max_iter: int = 1000,
                         rtol: float = 1e-8) -> Rotation:
-    """Rotate complex loadings (r x p), sort the modes by the variance each explains,
-    Σ_f |L_fj|², and turn each so that its largest entry is real and positive.
+    """Rotate complex loadings (r x p), sort the modes by the variance each explains
+    (the sum of its loadings' squared moduli) and turn each so that its largest entry is
+    real and positive.
 
     Examples
     --------

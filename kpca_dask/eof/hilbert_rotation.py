@@ -68,8 +68,9 @@ class RotatedHilbertEOF:
         The rotation (complex ``matrix``; ``signs`` the unit phase of each mode).
     n_components_ : int
     explained_variance_ : ndarray of shape (r,)
-        The variance of the analytic field each rotated map explains, Σ_f |L_fj|²
-        (xeofs' ``explained_variance`` of its rotator); the rotated scores have it.
+        The variance of the analytic field each rotated map explains, the sum of
+        the squared moduli of its loadings (xeofs' ``explained_variance`` of its
+        rotator); the rotated scores have it.
     explained_variance_ratio_ : ndarray of shape (r,)
         Its share of the field's total (``estimator.field_total_variance_``).
     rotation_matrix_, correlation_matrix_ : ndarray of complex128, shape (r, r)
@@ -116,7 +117,7 @@ class RotatedHilbertEOF:
         return self._scores(self.estimator._record_scores(X), "scores")
 
     def scores_amplitude(self, normalized: bool = True):
-        """|rotated scores| (normalized by default, as xeofs)."""
+        """The modulus of the rotated scores (normalized by default, as xeofs)."""
         return self._scores(self.estimator._training_scores(), "scores_amplitude", normalized)
 
     def scores_phase(self):
@@ -136,7 +137,7 @@ class RotatedHilbertEOF:
         return self._maps("components", normalized)
 
     def components_amplitude(self, normalized: bool = True):
-        """|rotated maps|."""
+        """The modulus of the rotated maps."""
         return self._maps("components_amplitude", normalized)
 
     def components_phase(self):

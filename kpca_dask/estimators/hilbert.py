@@ -74,12 +74,20 @@ class HilbertKernelEOF(BaseEstimator):
 
     Attributes
     ----------
-    n_components_, n_samples_, n_features_in_, n_landmarks_ : int
+    n_components_ : int
+        The number of modes q.
+    n_samples_ : int
+        The samples of the fit.
+    n_features_in_ : int
+        The (kept, weighted) features.
+    n_landmarks_ : int
+        The landmarks used.
     landmark_indices_ : ndarray of int64
-    landmarks_ : ndarray of complex128, shape (n_landmarks_, n_features_in_)
-        The landmarks' analytic signal.
+        The samples that are landmarks.
+    landmarks_ : ndarray of complex128
+        The landmarks' analytic signal, one row each.
     gamma_ : float or None
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of float64
         Each (weighted) feature's mean, the anomalies' origin.
     explained_variance_ : ndarray of shape (q,)
         The variance of each complex score (xeofs' ``explained_variance``).
@@ -89,10 +97,22 @@ class HilbertKernelEOF(BaseEstimator):
     explained_variance_ratio_ : ndarray of shape (q,)
     field_total_variance_ : float
         Σ of the analytic signal's variances, which rotated maps explain shares of.
-    components_ : ndarray of complex128, shape (q, n_features_in_)
+    components_ : ndarray of complex128, shape (q, p)
         The unit-norm complex maps (xeofs' ``components``, docs/design.md §16).
     rotation_ : Rotation or None
         Set by :func:`kpca_dask.rotate`.
+
+    See Also
+    --------
+    kpca_dask.rotate : varimax or promax of the complex modes (ROCK-PCA with ``rbf``).
+    kpca_dask.KernelPCA : the real kernel EOF.
+
+    References
+    ----------
+    Horel, J. D. (1984). Complex principal component analysis: theory and examples.
+    J. Climate Appl. Meteor. 23, 1660-1673.
+    Bueso, D., Piles, M. and Camps-Valls, G. (2020). Nonlinear PCA for spatio-temporal
+    analysis of Earth observation data. IEEE TGRS 58(8), doi:10.1109/TGRS.2020.2969813.
 
     Examples
     --------
@@ -129,12 +149,22 @@ class HilbertKernelEOF(BaseEstimator):
     # -- fit -----------------------------------------------------------------------------
 
     def fit(self, X, y=None) -> "HilbertKernelEOF":
-        """Fit on ``X`` (n_samples, n_features), a dask array or a DataArray field: two
-        passes, one for the landmarks and the feature means, one for the moments.
+        """Fit on ``X``: two reads, one for the landmarks and the feature means, one pass
+        for the moments.
 
         The analytic signal needs each feature's whole record: the data are
         rechunked to whole samples per feature chunk (an all-to-all shuffle) and
-        back (docs/design.md §16).
+        back, on each read (docs/design.md §16).
+
+        Parameters
+        ----------
+        X : array-like, dask array or xarray.DataArray of shape (n_samples, n_features)
+            Or a field (time, lat, lon, ...) as :class:`~kpca_dask.KernelPCA` takes it.
+        y : ignored
+
+        Returns
+        -------
+        self : HilbertKernelEOF
         """
         self._check_params()
         given = fit_input(X, sample_dim=self.sample_dim, weights=self.weights)
@@ -241,7 +271,7 @@ class HilbertKernelEOF(BaseEstimator):
                                   divisor=self._norms() if normalized else None)
 
     def scores_amplitude(self, normalized: bool = True):
-        """|scores| (xeofs' ``scores_amplitude``: normalized by default)."""
+        """The modulus of the scores (xeofs' ``scores_amplitude``: normalized by default)."""
         return self._score_output(*self._training_scores(), "scores_amplitude",
                                   divisor=self._norms() if normalized else None)
 
@@ -257,7 +287,7 @@ class HilbertKernelEOF(BaseEstimator):
         return self._map_output(maps, "components")
 
     def components_amplitude(self, normalized: bool = True):
-        """|components| (xeofs' ``components_amplitude``)."""
+        """The modulus of the maps (xeofs' ``components_amplitude``)."""
         check_is_fitted(self)
         maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
         return self._map_output(maps, "components_amplitude")
