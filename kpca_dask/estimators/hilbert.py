@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import computed
+from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
@@ -177,9 +177,10 @@ class HilbertKernelEOF(BaseEstimator):
                 f"{max(MIN_SAMPLES, q + 1)}.")
         Z = analytic_rows(rows, self.padding, self.decay_factor)
         indices = self._landmark_indices(n)
-        W, mean = dask.compute(Z[indices], rows.mean(axis=0))
-        params = self._kernel_params(W)
-        moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
+        with capped_blas(Z):  # the thread pool's blocks, one core each (docs/design.md §2)
+            W, mean = dask.compute(Z[indices], rows.mean(axis=0))
+            params = self._kernel_params(W)
+            moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
         labels = method_input(self, layout, X)  # what the outputs are labelled like
         self._store(solution, W, indices, mean, params, layout, Z, labels)
