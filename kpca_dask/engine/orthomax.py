@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import InvalidParameterError
 
 __all__ = ["METHODS", "Rotation", "varimax", "promax", "rotation_of", "score_rotation",
-           "kernel_space_variance"]
+           "kernel_space_variance", "complex_varimax", "complex_promax",
+           "complex_rotation_of", "complex_score_rotation"]
 
 #: The rotations :func:`rotation_of` makes.
 METHODS = ("varimax", "promax")
@@ -198,3 +199,122 @@ def kernel_space_variance(rotation: Rotation, variances: np.ndarray) -> np.ndarr
     lam = np.asarray(variances, dtype=np.float64)[:rotation.n_components]
     R = rotation.matrix[:, rotation.order]
     return lam @ (R * R)
+
+
+# -- complex modes (Hilbert kernel EOF, docs/design.md §16) ---------------------------
+# The same steps with conjugate transposes, as xeofs 3's ``HilbertEOFRotator`` rotates
+# complex loadings (Bloomfield and Davis 1994): R is unitary for varimax. A complex mode
+# has a free phase rather than a sign; ``Rotation.signs`` holds the unit phase that makes
+# each rotated map's largest entry real and positive.
+
+
+def complex_varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The varimax rotation of complex ``loadings`` (p x r): rotated loadings and a unitary R.
+
+    Examples
+    --------
+    >>> L = np.array([[1.0, 1.0j], [1.0, -1.0j], [0.5, 0.5]])
+    >>> rotated, R = complex_varimax(L)
+    >>> bool(np.allclose(R @ R.conj().T, np.eye(2))), bool(np.allclose(L @ R, rotated))
+    (True, True)
+    """
+    p, r = loadings.shape
+    h = np.sqrt(np.sum(np.abs(loadings) ** 2, axis=1))
+    X = loadings / (h + np.finfo(np.float64).eps)[:, None]
+    R, delta = np.eye(r, dtype=np.complex128), 0.0
+    for _ in range(max_iter):
+        previous = delta
+        basis = X @ R
+        squares = np.abs(basis) ** 2
+        target = X.conj().T @ (basis * (squares - squares.sum(axis=0) / p))
+        U, singular, VT = np.linalg.svd(target)
+        R = U @ VT
+        delta = float(np.sum(singular))
+        if abs(delta - previous) / delta < rtol:
+            break
+    else:
+        raise InvalidParameterError(
+            f"The varimax rotation did not converge in max_iter={max_iter} iterations "
+            f"(rtol={rtol}); raise max_iter or rtol.")
+    return (h[:, None] * X) @ R, R
+
+
+def complex_promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000,
+                   rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The promax rotation of complex ``loadings`` (p x r): rotated loadings, R and the
+    correlation of the rotated modes.
+
+    Examples
+    --------
+    >>> L = np.array([[1.0, 0.2j], [0.9, -0.1], [0.1j, 1.0], [0.2, 0.8]])
+    >>> rotated, R, phi = complex_promax(L, 4)
+    >>> bool(np.allclose(L @ R, rotated)), bool(np.allclose(np.diag(phi), 1.0))
+    (True, True)
+    """
+    X, R = complex_varimax(loadings, max_iter=max_iter, rtol=rtol)
+    h = np.sqrt(np.sum(np.abs(X) ** 2, axis=1))
+    X = X / (h + np.finfo(np.float64).eps)[:, None]
+    normed = X / np.max(np.abs(X), axis=0)
+    target = normed * np.abs(normed) ** (power - 1)
+    L = np.linalg.inv(X.conj().T @ X) @ X.conj().T @ target
+    try:
+        scale = np.diag(np.diag(np.linalg.inv(L.conj().T @ L)))
+    except np.linalg.LinAlgError:
+        scale = np.diag(np.diag(np.linalg.pinv(L.conj().T @ L)))
+    L = L @ np.sqrt(scale)
+    inverse = np.linalg.inv(L)
+    return h[:, None] * (X @ L), R @ L, inverse @ inverse.conj().T
+
+
+def complex_rotation_of(loadings: np.ndarray, total_variance: float,
+                        method: str = "varimax", power: int = 4, *, max_iter: int = 1000,
+                        rtol: float = 1e-8) -> Rotation:
+    """Rotate complex loadings (r x p), sort the modes by the variance each explains
+    (the sum of its loadings' squared moduli) and turn each so that its largest entry is
+    real and positive.
+
+    Examples
+    --------
+    >>> L = np.array([[1.0, 1.0j, 0.5, 0.0], [1.0, -1.0j, 0.5, 0.1]])
+    >>> rotation = complex_rotation_of(L, 5.0)
+    >>> round(float(rotation.explained_variance.sum()), 6)
+    4.51
+    """
+    if method not in METHODS:
+        raise InvalidParameterError(f"method must be 'varimax' or 'promax'; got {method!r}.")
+    L = np.asarray(loadings, dtype=np.complex128).T
+    if method == "varimax":
+        rotated, R = complex_varimax(L, max_iter=max_iter, rtol=rtol)
+        phi = np.eye(R.shape[0], dtype=np.complex128)
+    else:
+        rotated, R, phi = complex_promax(L, power, max_iter=max_iter, rtol=rtol)
+    variance = np.sum(np.abs(rotated) ** 2, axis=0)
+    order = np.argsort(variance, kind="stable")[::-1].astype(np.int64)
+    rotated = rotated[:, order]
+    peak = rotated[np.argmax(np.abs(rotated), axis=0), np.arange(rotated.shape[1])]
+    turns = np.where(np.abs(peak) > 0, np.abs(peak) / np.where(peak == 0, 1, peak), 1.0)
+    return Rotation(method, int(power if method == "promax" else 1), R,
+                    phi[np.ix_(order, order)] * np.outer(turns.conj(), turns), order, turns,
+                    variance[order], float(total_variance), (rotated * turns).T.copy())
+
+
+def complex_score_rotation(rotation: Rotation, variances: np.ndarray) -> np.ndarray:
+    """The r x r matrix A that makes rotated complex scores of the leading scores: Y_r A.
+
+    As xeofs' ``HilbertEOFRotator``: the scores scaled to unit variance, times
+    (R⁻¹)ᴴ (R itself for varimax), sorted, scaled by √(rotated variance) and turned.
+
+    Examples
+    --------
+    >>> L = np.array([[1.0, 1.0j, 0.5, 0.0], [1.0, -1.0j, 0.5, 0.1]])
+    >>> complex_score_rotation(complex_rotation_of(L, 5.0), np.array([4.0, 1.0])).shape
+    (2, 2)
+    """
+    R = rotation.matrix
+    inverse_adjoint = R if rotation.method == "varimax" else np.linalg.inv(R).conj().T
+    lam = np.asarray(variances, dtype=np.float64)[:rotation.n_components]
+    with np.errstate(divide="ignore"):
+        unit = np.where(lam > 0, 1.0 / np.sqrt(lam), 0.0)
+    return (unit[:, None] * inverse_adjoint[:, rotation.order]) * (
+        np.sqrt(rotation.explained_variance) * rotation.signs)[None, :]

@@ -57,8 +57,11 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
 
     Parameters
     ----------
-    estimator : KernelPCA or ExactKernelPCA
-        A fitted estimator.
+    estimator : KernelPCA, ExactKernelPCA or HilbertKernelEOF
+        A fitted estimator. A :class:`~kpca_dask.HilbertKernelEOF`'s complex modes
+        are rotated as xeofs' ``HilbertEOFRotator`` rotates them, from the
+        loadings its fit keeps (``X`` may be left out), into a
+        :class:`~kpca_dask.eof.hilbert_rotation.RotatedHilbertEOF`.
     X : the data the estimator was fitted on, optional
         Any input its ``patterns`` takes (a field, several fields, an array);
         read once, lazily. None: the rotation the estimator holds (loaded
@@ -74,7 +77,7 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
 
     Returns
     -------
-    RotatedEOF
+    RotatedEOF or RotatedHilbertEOF
 
     Examples
     --------
@@ -85,6 +88,11 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     >>> rotated.transform(X).shape, bool(rotated.explained_variance_ratio_.sum() <= 1)
     ((60, 3), True)
     """
+    if getattr(estimator, "_complex_modes", False):
+        from .hilbert_rotation import rotate_hilbert
+
+        return rotate_hilbert(estimator, X, method=method, power=power,
+                              n_components=n_components, max_iter=max_iter, rtol=rtol)
     if X is None:
         stored = _stored_rotation(estimator)
         if stored is None:

@@ -1,0 +1,367 @@
+"""Hilbert (complex) kernel EOF: one complex mode, with amplitude and phase, per propagating
+signal, for data of any size (docs/design.md §16).
+
+The analytic signal of each feature along the samples
+(:mod:`kpca_dask.engine.analytic_signal`), complex landmark features and their
+Hermitian problem (:mod:`kpca_dask.engine.complex_solve`) with a Hermitian
+kernel (:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and
+every sample a landmark it is xeofs' ``HilbertEOF``; with the ``rbf`` kernel,
+ROCK-PCA (Bueso, Piles and Camps-Valls 2020), whose rotation is
+``kpca_dask.rotate`` (:mod:`kpca_dask.eof.hilbert_rotation`).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import dask
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._parallel import capped_blas, computed
+from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
+from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
+from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
+from ..errors import InvalidInputError, InvalidParameterError
+from ..io.field_sets import field_output
+from ..io.labelled import MODE_DIM, label_embedding, modes
+from ..model.inputs import fit_input, method_input
+from ..validation import check_n_features
+
+__all__ = ["HilbertKernelEOF"]
+
+
+class HilbertKernelEOF(BaseEstimator):
+    """Hilbert (complex) kernel EOF analysis by Nyström landmarks on Dask.
+
+    A propagating signal, which real EOFs split into two modes in quadrature,
+    is one complex mode here: each feature's analytic signal x + i H(x) along
+    the samples is taken (Hilbert transform, optionally padded against edge
+    effects), and kernel PCA of the complex rows gives complex scores and
+    complex maps, read as amplitudes and phases.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        The number of modes q.
+    kernel : {"linear", "rbf", "poly"}, default="linear"
+        A Hermitian kernel on the complex rows (docs/design.md §16): ``linear``
+        is the complex EOF (xeofs' ``HilbertEOF``), ``rbf`` ROCK-PCA's Gaussian.
+    gamma : float, optional
+        The kernel's scale. None: for ``rbf`` 1 / the median squared distance
+        between landmarks, for ``poly`` 1 / their mean squared norm.
+    degree : int, default=3
+    coef0 : float, default=1.0
+        The ``poly`` kernel's (γ⟨z, w⟩ + coef0)^degree.
+    n_landmarks : int, default=1000
+        The landmarks m, at most the samples; every sample a landmark gives
+        the exact complex kernel EOF.
+    landmarks : "uniform" or array-like of int, default="uniform"
+        Uniformly drawn samples, or the indices of the samples to use.
+    random_state : int, Generator or None
+        Seeds the uniform draw of landmarks.
+    padding : {"exp", "none"}, default="exp"
+        xeofs' padding of each record before the Hilbert transform.
+    decay_factor : float, default=0.2
+        The padding's e-folding length as a share of the record, in (0, 1].
+    sample_dim : str, optional
+        For a DataArray: its sample dimension (default as :class:`KernelPCA`).
+    weights : optional
+        Weights of the features (as :class:`KernelPCA`'s), applied before the transform.
+    rcond : float, optional
+        Landmark eigenvalues below rcond times the largest are dropped.
+
+    Attributes
+    ----------
+    n_components_ : int
+        The number of modes q.
+    n_samples_ : int
+        The samples of the fit.
+    n_features_in_ : int
+        The (kept, weighted) features.
+    n_landmarks_ : int
+        The landmarks used.
+    landmark_indices_ : ndarray of int64
+        The samples that are landmarks.
+    landmarks_ : ndarray of complex128
+        The landmarks' analytic signal, one row each.
+    gamma_ : float or None
+    mean_ : ndarray of float64
+        Each (weighted) feature's mean, the anomalies' origin.
+    explained_variance_ : ndarray of shape (q,)
+        The variance of each complex score (xeofs' ``explained_variance``).
+    total_variance_ : float
+        The variance in the kernel's feature space (xeofs' total variance for a
+        linear kernel): the centred kernel's trace / (n - 1).
+    explained_variance_ratio_ : ndarray of shape (q,)
+    field_total_variance_ : float
+        Σ of the analytic signal's variances, which rotated maps explain shares of.
+    components_ : ndarray of complex128, shape (q, p)
+        The unit-norm complex maps (xeofs' ``components``, docs/design.md §16).
+    rotation_ : Rotation or None
+        Set by :func:`kpca_dask.rotate`.
+
+    See Also
+    --------
+    kpca_dask.rotate : varimax or promax of the complex modes (ROCK-PCA with ``rbf``).
+    kpca_dask.KernelPCA : the real kernel EOF.
+
+    References
+    ----------
+    Horel, J. D. (1984). Complex principal component analysis: theory and examples.
+    J. Climate Appl. Meteor. 23, 1660-1673.
+    Bueso, D., Piles, M. and Camps-Valls, G. (2020). Nonlinear PCA for spatio-temporal
+    analysis of Earth observation data. IEEE TGRS 58(8), doi:10.1109/TGRS.2020.2969813.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t, x = np.arange(200)[:, None], np.arange(30)[None, :]
+    >>> X = np.cos(0.3 * x - 0.2 * t)
+    >>> model = HilbertKernelEOF(1, padding="none").fit(X)
+    >>> bool(model.explained_variance_ratio_[0] > 0.95)
+    True
+    """
+
+    #: :func:`kpca_dask.rotate` rotates complex modes (docs/design.md §16).
+    _complex_modes = True
+
+    def __init__(self, n_components: int = 2, *, kernel: str = "linear",
+                 gamma: float | None = None, degree: int = 3, coef0: float = 1.0,
+                 n_landmarks: int = 1000, landmarks="uniform", random_state=None,
+                 padding: str = "exp", decay_factor: float = 0.2,
+                 sample_dim: str | None = None, weights=None, rcond: float | None = None):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.random_state = random_state
+        self.padding = padding
+        self.decay_factor = decay_factor
+        self.sample_dim = sample_dim
+        self.weights = weights
+        self.rcond = rcond
+
+    # -- fit -----------------------------------------------------------------------------
+
+    def fit(self, X, y=None) -> "HilbertKernelEOF":
+        """Fit on ``X``: two reads, one for the landmarks and the feature means, one pass
+        for the moments.
+
+        The analytic signal needs each feature's whole record: the data are
+        rechunked to whole samples per feature chunk (an all-to-all shuffle) and
+        back, on each read (docs/design.md §16).
+
+        Parameters
+        ----------
+        X : array-like, dask array or xarray.DataArray of shape (n_samples, n_features)
+            Or a field (time, lat, lon, ...) as :class:`~kpca_dask.KernelPCA` takes it.
+        y : ignored
+
+        Returns
+        -------
+        self : HilbertKernelEOF
+        """
+        self._check_params()
+        given = fit_input(X, sample_dim=self.sample_dim, weights=self.weights)
+        rows, layout = given.data, given.layout
+        n, p = rows.shape
+        q = int(self.n_components)
+        if n < max(MIN_SAMPLES, q + 1):
+            raise InvalidInputError(
+                f"X has {n} samples; a Hilbert EOF of {q} modes needs at least "
+                f"{max(MIN_SAMPLES, q + 1)}.")
+        Z = analytic_rows(rows, self.padding, self.decay_factor)
+        indices = self._landmark_indices(n)
+        with capped_blas(Z):  # the thread pool's blocks, one core each (docs/design.md §2)
+            W, mean = dask.compute(Z[indices], rows.mean(axis=0))
+            params = self._kernel_params(W)
+            moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
+        solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
+        labels = method_input(self, layout, X)  # what the outputs are labelled like
+        self._store(solution, W, indices, mean, params, layout, Z, labels)
+        return self
+
+    def _check_params(self) -> None:
+        q = self.n_components
+        if not (isinstance(q, numbers.Integral) and not isinstance(q, bool) and q >= 1):
+            raise InvalidParameterError(f"n_components must be an int >= 1; got {q!r}.")
+        m = self.n_landmarks
+        if not (isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= q):
+            raise InvalidParameterError(
+                f"n_landmarks must be an int >= n_components; got {m!r}.")
+        check_padding(self.padding, self.decay_factor)
+        check_complex_kernel(self.kernel, self.gamma, self.degree, self.coef0)
+
+    def _landmark_indices(self, n: int) -> np.ndarray:
+        if isinstance(self.landmarks, str):
+            if self.landmarks != "uniform":
+                raise InvalidParameterError(
+                    f"landmarks must be 'uniform' or sample indices; got {self.landmarks!r}.")
+            m = min(int(self.n_landmarks), n)
+            if m == n:
+                return np.arange(n)
+            rng = np.random.default_rng(self.random_state)
+            return np.sort(rng.choice(n, size=m, replace=False))
+        indices = np.unique(np.asarray(self.landmarks))
+        if indices.dtype.kind not in "iu" or indices.size < self.n_components or (
+                indices.min() < 0 or indices.max() >= n):
+            raise InvalidParameterError(
+                f"landmarks as indices must be at least n_components distinct ints in "
+                f"[0, {n}); got {self.landmarks!r}.")
+        return indices.astype(np.int64)
+
+    def _kernel_params(self, W: np.ndarray) -> dict:
+        if self.kernel == "linear":
+            return {"kernel": "linear"}
+        gamma = self.gamma
+        if gamma is None:
+            norms = np.sum(np.abs(W) ** 2, axis=1)
+            if self.kernel == "rbf":
+                # The median squared distance of (at most 1000 of) the landmarks' pairs.
+                V, v = W[:1000], norms[:1000]
+                squared = v[:, None] + v[None, :] - 2.0 * np.real(V @ V.conj().T)
+                pairs = squared[np.triu_indices(len(V), 1)]
+                typical = float(np.median(pairs)) if pairs.size else 0.0
+            else:
+                typical = float(np.mean(norms))
+            gamma = 1.0 / typical if typical > 0 else 1.0
+        return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
+                "coef0": float(self.coef0)}
+
+    def _store(self, solution, W, indices, mean, params, layout, Z, labels) -> None:
+        self.solution_ = solution
+        self.kernel_params_ = params
+        self.gamma_ = params.get("gamma")
+        self.landmarks_, self.landmark_indices_ = W, np.asarray(indices, dtype=np.int64)
+        self.n_landmarks_ = len(indices)
+        self.mean_ = np.asarray(mean, dtype=np.float64)
+        self.n_samples_, self.n_features_in_ = Z.shape
+        self.n_components_ = len(solution.explained_variance)
+        self.explained_variance_ = solution.explained_variance
+        self.total_variance_ = solution.total_variance
+        self.explained_variance_ratio_ = solution.explained_variance / solution.total_variance
+        self.field_total_variance_ = solution.field_total_variance
+        self.components_ = solution.components
+        self.layout_ = layout
+        self.rotation_ = None
+        self._training = (Z, labels.like, labels.is_lazy)
+
+    # -- outputs -------------------------------------------------------------------------
+
+    def transform(self, X):
+        """Complex scores of the record ``X`` (n_samples, n_features), lazily for lazy input.
+
+        The analytic signal of ``X`` is taken over its own sample axis (the
+        Hilbert transform needs the whole record, as at fit), as anomalies from
+        the fit's ``mean_``, then projected on the fitted modes; for the
+        training data this gives :meth:`scores`. xeofs' ``HilbertEOF`` refuses
+        new data; here a new record is read as a record of its own, so its edges
+        carry the transform's edge effects as the training record's did.
+        """
+        return self._score_output(*self._record_scores(X), "scores")
+
+    def scores(self, normalized: bool = False):
+        """The complex scores of the training samples (xeofs' ``scores``); ``normalized``:
+        each divided by its norm √(λ (n − 1)). Lazy for lazy input."""
+        return self._score_output(*self._training_scores(), "scores",
+                                  divisor=self._norms() if normalized else None)
+
+    def scores_amplitude(self, normalized: bool = True):
+        """The modulus of the scores (xeofs' ``scores_amplitude``: normalized by default)."""
+        return self._score_output(*self._training_scores(), "scores_amplitude",
+                                  divisor=self._norms() if normalized else None)
+
+    def scores_phase(self):
+        """The phase of each complex score, in (−π, π] (xeofs' ``scores_phase``)."""
+        return self._score_output(*self._training_scores(), "scores_phase")
+
+    def components(self, normalized: bool = True):
+        """The complex maps (xeofs' ``components``): unit norm, or times √(λ (n − 1));
+        on the field for a field's fit, else (q, n_features)."""
+        check_is_fitted(self)
+        maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
+        return self._map_output(maps, "components")
+
+    def components_amplitude(self, normalized: bool = True):
+        """The modulus of the maps (xeofs' ``components_amplitude``)."""
+        check_is_fitted(self)
+        maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
+        return self._map_output(maps, "components_amplitude")
+
+    def components_phase(self):
+        """The phase of each map entry, in (−π, π] (xeofs' ``components_phase``)."""
+        check_is_fitted(self)
+        return self._map_output(self.components_, "components_phase")
+
+    # -- helpers shared with the rotation ------------------------------------------------
+
+    @property
+    def sample_dim_(self) -> str | None:
+        """The sample dimension of a field's fit (None for arrays)."""
+        return None if self.layout_ is None else self.layout_.sample_dim
+
+    def _norms(self) -> np.ndarray:
+        return np.sqrt(self.explained_variance_ * (self.n_samples_ - 1))
+
+    def _training_scores(self) -> tuple:
+        """The training samples' complex scores (lazy), and how to give them back."""
+        check_is_fitted(self)
+        Z, like, is_lazy = self._training
+        return complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_), \
+            like, is_lazy
+
+    def _record_scores(self, X) -> tuple:
+        """A record's complex scores (lazy), and how to give them back."""
+        check_is_fitted(self)
+        rows = method_input(self, self.layout_, X)
+        check_n_features(rows.data, self.n_features_in_, type(self).__name__)
+        Z = analytic_rows(rows.data, self.padding, self.decay_factor, mean=self.mean_)
+        Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
+        return Y, rows.like, rows.is_lazy
+
+    def _score_output(self, Y, like, is_lazy: bool, name: str, *, divisor=None,
+                      attrs: dict | None = None):
+        """Scores (or their amplitude or phase, by ``name``) in the input's kind."""
+        if divisor is not None:
+            Y = Y / divisor
+        Y = _part(Y, name)
+        if not is_lazy:
+            Y = computed(Y)
+        if like is None:
+            return Y
+        attrs = {"kernel": self.kernel, "padding": self.padding, **(attrs or {})}
+        return label_embedding(Y, like, attrs).rename(name)
+
+    def _map_output(self, maps: np.ndarray, name: str, attrs: dict | None = None):
+        """Maps (or their amplitude or phase, by ``name``) on the field of a field's fit."""
+        maps = _part(maps, name)
+        layout = self.layout_
+        if layout is None or not layout.dims:
+            return maps
+        leading = {MODE_DIM: modes(maps.shape[0])}
+        if not np.iscomplexobj(maps):
+            return field_output(maps, layout, leading, name=name, attrs=attrs)
+        # The mask is NaN-filled per real array: the two parts go on the field apart.
+        real, imag = (field_output(part, layout, leading, name=name, attrs=attrs)
+                      for part in (maps.real, maps.imag))
+        if isinstance(real, list):
+            return [a + 1j * b for a, b in zip(real, imag)]
+        return real + 1j * imag
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "solution_")
+
+
+def _part(values, name: str):
+    """The modulus or the argument of complex ``values`` by the output's ``name`` (numpy or
+    dask alike: np.abs and np.angle dispatch to dask)."""
+    if name.endswith("_amplitude"):
+        return np.abs(values)
+    if name.endswith("_phase"):
+        return np.angle(values)
+    return values
