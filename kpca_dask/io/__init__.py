@@ -6,7 +6,8 @@ The functions live in the modules of :mod:`kpca_dask.io` (one concern each:
 ``checksums``, ``claims``). Fields are turned into rows and back in ``fields`` (a field's
 layout), ``field_rows`` (its mask, checked as each block is read), ``field_inputs`` (weights,
 stacking and unstacking on rows already opened), ``multiple_fields`` (several fields'
-layouts joined and split back) and ``field_sets`` (several fields fitted as one). The
+layouts joined and split back) and ``field_sets`` (several fields fitted as one);
+``delay_embedding`` stacks a field's lagged copies lazily along the features. The
 common ones are imported here so that ``from kpca_dask.io import open_array`` reads as the
 public entry point.
 """
