@@ -21,9 +21,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["METHODS", "Rotation", "varimax", "promax", "rotation_of", "score_rotation",
-           "kernel_space_variance", "complex_varimax", "complex_promax",
-           "complex_rotation_of", "complex_score_rotation"]
+__all__ = ["METHODS", "Rotation", "varimax", "promax", "rotated_count", "rotation_of",
+           "score_rotation", "kernel_space_variance", "complex_rotation_of",
+           "complex_score_rotation"]
 
 #: The rotations :func:`rotation_of` makes.
 METHODS = ("varimax", "promax")
@@ -67,6 +67,10 @@ def varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
             ) -> tuple[np.ndarray, np.ndarray]:
     """The varimax rotation of ``loadings`` (p x r): the rotated loadings and R (r x r).
 
+    Real or complex: for complex loadings (Hilbert EOF) the squares are squared moduli,
+    the transposes conjugate and R is unitary, as in xeofs' complex rotator; for real
+    ones the same arithmetic is the real rotation's, to the bit.
+
     Examples
     --------
     >>> L = np.array([[1.0, 1.0], [1.0, -1.0], [0.5, 0.5]])
@@ -75,15 +79,15 @@ def varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
     (True, True)
     """
     p, r = loadings.shape
-    h = np.sqrt(np.sum(loadings * loadings, axis=1))
+    h = np.sqrt(np.sum(np.abs(loadings) ** 2, axis=1))
     # xeofs' stabiliser: a feature of zero loadings stays zero.
     X = loadings / (h + np.finfo(loadings.dtype).eps)[:, None]
-    R, delta = np.eye(r), 0.0
+    R, delta = np.eye(r, dtype=np.result_type(loadings.dtype, np.float64)), 0.0
     for _ in range(max_iter):
         previous = delta
         basis = X @ R
-        squares = basis * basis
-        target = X.T @ (basis * (squares - squares.sum(axis=0) / p))
+        squares = np.abs(basis) ** 2
+        target = X.conj().T @ (basis * (squares - squares.sum(axis=0) / p))
         U, singular, VT = np.linalg.svd(target)
         R = U @ VT
         delta = float(np.sum(singular))
@@ -99,7 +103,8 @@ def varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
 def promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000, rtol: float = 1e-8
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The promax rotation of ``loadings`` (p x r) with ``power``: the rotated loadings,
-    R (r x r, from the unrotated loadings) and the correlation of the rotated modes.
+    R (r x r, from the unrotated loadings) and the correlation of the rotated modes. Real
+    or complex, as :func:`varimax`.
 
     Examples
     --------
@@ -109,18 +114,36 @@ def promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000, rtol: floa
     (True, True)
     """
     X, R = varimax(loadings, max_iter=max_iter, rtol=rtol)
-    h = np.sqrt(np.sum(X * X, axis=1))
+    h = np.sqrt(np.sum(np.abs(X) ** 2, axis=1))
     X = X / (h + np.finfo(X.dtype).eps)[:, None]
     normed = X / np.max(np.abs(X), axis=0)
     target = normed * np.abs(normed) ** (power - 1)
-    L = np.linalg.inv(X.T @ X) @ X.T @ target
+    L = np.linalg.inv(X.conj().T @ X) @ X.conj().T @ target
     try:
-        scale = np.diag(np.diag(np.linalg.inv(L.T @ L)))
+        scale = np.diag(np.diag(np.linalg.inv(L.conj().T @ L)))
     except np.linalg.LinAlgError:
-        scale = np.diag(np.diag(np.linalg.pinv(L.T @ L)))
+        scale = np.diag(np.diag(np.linalg.pinv(L.conj().T @ L)))
     L = L @ np.sqrt(scale)
     inverse = np.linalg.inv(L)
-    return h[:, None] * (X @ L), R @ L, inverse @ inverse.T
+    return h[:, None] * (X @ L), R @ L, inverse @ inverse.conj().T
+
+
+def rotated_count(q: int, n_components, method: str, power) -> int:
+    """How many of the q leading modes to rotate (all when ``n_components`` is None), with
+    the rotation's parameters checked.
+
+    Examples
+    --------
+    >>> rotated_count(5, None, "varimax", 4), rotated_count(5, 3, "promax", 2)
+    (5, 3)
+    """
+    r = q if n_components is None else n_components
+    if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and 2 <= r <= q):
+        raise InvalidParameterError(
+            f"n_components must be an int from 2 to {q} (the modes to rotate); got {r!r}.")
+    if method == "promax" and not (isinstance(power, (int, np.integer)) and power >= 2):
+        raise InvalidParameterError(f"promax needs an int power >= 2; got {power!r}.")
+    return int(r)
 
 
 def rotation_of(loadings: np.ndarray, total_variance: float, method: str = "varimax",
@@ -208,65 +231,6 @@ def kernel_space_variance(rotation: Rotation, variances: np.ndarray) -> np.ndarr
 # each rotated map's largest entry real and positive.
 
 
-def complex_varimax(loadings: np.ndarray, *, max_iter: int = 1000, rtol: float = 1e-8
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The varimax rotation of complex ``loadings`` (p x r): rotated loadings and a unitary R.
-
-    Examples
-    --------
-    >>> L = np.array([[1.0, 1.0j], [1.0, -1.0j], [0.5, 0.5]])
-    >>> rotated, R = complex_varimax(L)
-    >>> bool(np.allclose(R @ R.conj().T, np.eye(2))), bool(np.allclose(L @ R, rotated))
-    (True, True)
-    """
-    p, r = loadings.shape
-    h = np.sqrt(np.sum(np.abs(loadings) ** 2, axis=1))
-    X = loadings / (h + np.finfo(np.float64).eps)[:, None]
-    R, delta = np.eye(r, dtype=np.complex128), 0.0
-    for _ in range(max_iter):
-        previous = delta
-        basis = X @ R
-        squares = np.abs(basis) ** 2
-        target = X.conj().T @ (basis * (squares - squares.sum(axis=0) / p))
-        U, singular, VT = np.linalg.svd(target)
-        R = U @ VT
-        delta = float(np.sum(singular))
-        if abs(delta - previous) / delta < rtol:
-            break
-    else:
-        raise InvalidParameterError(
-            f"The varimax rotation did not converge in max_iter={max_iter} iterations "
-            f"(rtol={rtol}); raise max_iter or rtol.")
-    return (h[:, None] * X) @ R, R
-
-
-def complex_promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000,
-                   rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The promax rotation of complex ``loadings`` (p x r): rotated loadings, R and the
-    correlation of the rotated modes.
-
-    Examples
-    --------
-    >>> L = np.array([[1.0, 0.2j], [0.9, -0.1], [0.1j, 1.0], [0.2, 0.8]])
-    >>> rotated, R, phi = complex_promax(L, 4)
-    >>> bool(np.allclose(L @ R, rotated)), bool(np.allclose(np.diag(phi), 1.0))
-    (True, True)
-    """
-    X, R = complex_varimax(loadings, max_iter=max_iter, rtol=rtol)
-    h = np.sqrt(np.sum(np.abs(X) ** 2, axis=1))
-    X = X / (h + np.finfo(np.float64).eps)[:, None]
-    normed = X / np.max(np.abs(X), axis=0)
-    target = normed * np.abs(normed) ** (power - 1)
-    L = np.linalg.inv(X.conj().T @ X) @ X.conj().T @ target
-    try:
-        scale = np.diag(np.diag(np.linalg.inv(L.conj().T @ L)))
-    except np.linalg.LinAlgError:
-        scale = np.diag(np.diag(np.linalg.pinv(L.conj().T @ L)))
-    L = L @ np.sqrt(scale)
-    inverse = np.linalg.inv(L)
-    return h[:, None] * (X @ L), R @ L, inverse @ inverse.conj().T
-
-
 def complex_rotation_of(loadings: np.ndarray, total_variance: float,
                         method: str = "varimax", power: int = 4, *, max_iter: int = 1000,
                         rtol: float = 1e-8) -> Rotation:
@@ -285,10 +249,10 @@ def complex_rotation_of(loadings: np.ndarray, total_variance: float,
         raise InvalidParameterError(f"method must be 'varimax' or 'promax'; got {method!r}.")
     L = np.asarray(loadings, dtype=np.complex128).T
     if method == "varimax":
-        rotated, R = complex_varimax(L, max_iter=max_iter, rtol=rtol)
+        rotated, R = varimax(L, max_iter=max_iter, rtol=rtol)
         phi = np.eye(R.shape[0], dtype=np.complex128)
     else:
-        rotated, R, phi = complex_promax(L, power, max_iter=max_iter, rtol=rtol)
+        rotated, R, phi = promax(L, power, max_iter=max_iter, rtol=rtol)
     variance = np.sum(np.abs(rotated) ** 2, axis=0)
     order = np.argsort(variance, kind="stable")[::-1].astype(np.int64)
     rotated = rotated[:, order]

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.orthomax import Rotation, complex_rotation_of, complex_score_rotation
-from ..errors import InvalidInputError, InvalidParameterError
+from ..engine.orthomax import (
+    Rotation,
+    complex_rotation_of,
+    complex_score_rotation,
+    rotated_count,
+)
+from ..errors import InvalidInputError
 
 __all__ = ["rotate_hilbert", "RotatedHilbertEOF"]
 
@@ -38,13 +43,7 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     >>> rotated.scores().shape
     (100, 2)
     """
-    q = int(estimator.n_components_)
-    r = q if n_components is None else n_components
-    if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and 2 <= r <= q):
-        raise InvalidParameterError(
-            f"n_components must be an int from 2 to {q} (the modes to rotate); got {r!r}.")
-    if method == "promax" and not (isinstance(power, (int, np.integer)) and power >= 2):
-        raise InvalidParameterError(f"promax needs an int power >= 2; got {power!r}.")
+    r = rotated_count(int(estimator.n_components_), n_components, method, power)
     if X is not None:
         n = estimator._record_scores(X)[0].shape[0]  # lazy: checks the features, reads nothing
         if n != estimator.n_samples_:

@@ -20,7 +20,13 @@ import dask
 import numpy as np
 
 from ..engine.cross_moments import pattern_maps
-from ..engine.orthomax import Rotation, kernel_space_variance, rotation_of, score_rotation
+from ..engine.orthomax import (
+    Rotation,
+    kernel_space_variance,
+    rotated_count,
+    rotation_of,
+    score_rotation,
+)
 from ..errors import InvalidParameterError
 from ..io.field_inputs import weighted_rows
 from ..io.field_sets import field_output
@@ -100,7 +106,7 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
                 "This model holds no rotation: pass the data it was fitted on, "
                 "kpca_dask.rotate(model, X, method=...).")
         return RotatedEOF(estimator, stored)
-    r = _rotated_count(estimator, n_components, method, power)
+    r = rotated_count(int(estimator.n_components_), n_components, method, power)
     variances = estimator.explained_variance_[:r]
     layout = _layout_of(estimator)
     weighted = weighted_rows(method_input(estimator, layout, X, weighted=False).data, layout)
@@ -111,17 +117,6 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     rotation = rotation_of(loadings, float(total), method, power, max_iter=max_iter, rtol=rtol)
     estimator.model_ = estimator.model_.replace(rotation=rotation)
     return RotatedEOF(estimator, rotation)
-
-
-def _rotated_count(estimator, n_components, method, power) -> int:
-    q = int(estimator.n_components_)
-    r = q if n_components is None else n_components
-    if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and 2 <= r <= q):
-        raise InvalidParameterError(
-            f"n_components must be an int from 2 to {q} (the modes to rotate); got {r!r}.")
-    if method == "promax" and not (isinstance(power, (int, np.integer)) and power >= 2):
-        raise InvalidParameterError(f"promax needs an int power >= 2; got {power!r}.")
-    return int(r)
 
 
 class RotatedEOF:
