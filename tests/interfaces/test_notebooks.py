@@ -54,13 +54,14 @@ def _needs_s3_server(path: Path) -> bool:
 
 
 def test_every_notebook_is_found():
-    """The six example notebooks are where the tests look for them."""
+    """The seven example notebooks are where the tests look for them."""
     names = [path.name for path in NOTEBOOKS]
-    assert len(names) == 6, names
+    assert len(names) == 7, names
     assert any("two_shells" in n for n in names) and any("circles" in n for n in names)
     assert any("mnist" in n for n in names) and any("denoising" in n for n in names)
     assert any("tables_on_object_storage" in n for n in names)
     assert any("kernel_eof" in n for n in names)
+    assert any("beyond_linear_eof" in n for n in names)
 
 
 @pytest.mark.slow
