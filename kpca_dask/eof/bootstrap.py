@@ -108,7 +108,7 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     model, k = _checked_estimator(estimator, n_modes)
     _check_levels(confidence, min_congruence)
     rows = method_input(estimator, model.layout, X).data
-    rows = rows if isinstance(rows, da.Array) else da.from_array(np.asarray(rows))
+    rows = da.asarray(rows)  # the dispatch's rows, lazy already
     if rows.shape[1] != model.n_features:
         raise InvalidInputError(
             f"X has {rows.shape[1]} features, but the model was fitted on "

@@ -110,9 +110,8 @@ def lagged_rows(rows, tau: int, embedding: int) -> da.Array:
     [[0.0, 1.0, 4.0, 5.0], [2.0, 3.0, 6.0, 7.0], [4.0, 5.0, 8.0, 9.0]]
     """
     tau, embedding = check_delay(tau, embedding)
-    if not isinstance(rows, da.Array):
-        rows = np.asarray(rows)
-        rows = da.from_array(rows, chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (rows.ndim - 1))
+    # Wrapped, not copied: blocks of whole rows (a dask array is taken as it is).
+    rows = da.asarray(rows, chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (np.ndim(rows) - 1))
     if rows.ndim != 2:
         raise InvalidInputError(
             f"The rows have shape {rows.shape}; a 2-D array (n_samples, n_features) is "
@@ -145,9 +144,8 @@ def lagged_field(X: xr.DataArray, sample_dim: str, tau: int, embedding: int) -> 
             f"The DataArray already has a dimension named {EMBEDDING_DIM!r}, the name of the "
             f"lagged copies; rename it first (X.rename({EMBEDDING_DIM}='...')).")
     X = X.transpose(sample_dim, ...)
-    data = X.data
-    if not isinstance(data, da.Array):  # wrapped, not copied: blocks of whole rows
-        data = da.from_array(np.asarray(data), chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (X.ndim - 1))
+    # Wrapped, not copied: blocks of whole rows (a dask array is taken as it is).
+    data = da.asarray(X.data, chunks=(DEFAULT_BLOCK_ROWS,) + (-1,) * (X.ndim - 1))
     stacked = da.stack(_lagged_copies(data, tau, embedding), axis=1)
     first = X.isel({sample_dim: slice(0, stacked.shape[0])})
     coords = dict(first.coords.items())
