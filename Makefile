@@ -32,7 +32,7 @@ demo: $(DEMO_STAMP)
 # with no other test beside them (tests/conftest.py). The slowest 15 tests are listed at the
 # end: the suite must stay within ten minutes on 2 cores.
 test: $(STAMP)
-	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The declared minimum versions (constraints-min.txt, pyproject.toml's lower bounds) in a
 # venv of their own, .venv-min, and the model, engine and block tests on them (about five
