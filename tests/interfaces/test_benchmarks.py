@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from _clusters import process_client
-from _pages import page_server, run_script
+from _pages import run_script  # `server`: tests/interfaces/conftest.py
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BENCH = REPOSITORY / "bench"
@@ -69,14 +69,6 @@ SHARED_CLUSTER = {"bench_scale"}
 def test_every_benchmark_has_a_run():
     """A new script in bench/ gets a tiny run here."""
     assert {path.stem for path in BENCH.glob("bench_*.py")} == set(RUNS)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A process that has imported the libraries and forks one child per run
-    (tests/interfaces/_pages.py): each run pays for its own work, not the imports again."""
-    with page_server(tmp_path_factory.mktemp("benchmarks") / "server") as started:
-        yield started
 
 
 @pytest.mark.slow

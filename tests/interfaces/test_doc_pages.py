@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _pages import page_server, run_blocks  # the README's environment and runner
+from _pages import run_blocks  # the README's environment and runner; `server`: conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -62,13 +62,6 @@ def _runs(language: str, code: str) -> bool:
 
 def _page_id(path: Path) -> str:
     return str(path.relative_to(DOCS))
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One page server per test process (tests/interfaces/_pages.py)."""
-    with page_server(tmp_path_factory.mktemp("pages") / "server") as started:
-        yield started
 
 
 @pytest.mark.slow
@@ -116,3 +109,33 @@ def test_every_page_is_taken():
     assert every == set(PAGES) | {DOCS / name for name in RUN_ELSEWHERE}
     assert any(_runs(language, code) for page in PAGES
                for language, code, _ in _blocks(page.read_text()))
+
+
+@pytest.mark.parametrize("blocks", [
+    [("python", "x = 1"), ("python", "raise SystemExit(x)")],
+    [("python", "x = 1"), ("python", "assert x == 2")],
+    [("bash", "kpca-dask info no-such-model.zarr")],
+    [("bash", "kpca-dask fit --no-such-option")],
+    [("bash", "true\nfalse\nkpca-dask --help")],
+    [("bash", "X=1\ntest $X = 2")],
+], ids=["exit", "assert", "command-error", "usage-error", "bash-line", "shell-state"])
+def test_the_runner_fails_a_page_that_fails(blocks, tmp_path, server):
+    """A failing python block, kpca-dask command (run in-process or not) or bash line fails
+    its page: the runner cannot pass a page that would fail for a reader."""
+    work = tmp_path / "work"
+    work.mkdir()
+    returncode, output = run_blocks(server, blocks, work)
+    assert returncode != 0, output
+    assert "FAILED block" in output, output
+
+
+def test_the_runner_shares_a_namespace_and_runs_commands(tmp_path, server):
+    """Blocks share one namespace, and a plain kpca-dask line writes what it names."""
+    work = tmp_path / "work"
+    work.mkdir()
+    returncode, output = run_blocks(server, [
+        ("python", "n = 300"),
+        ("bash", "kpca-dask generate blobs --n-samples 300 --out d.zarr --seed 0"),
+        ("python", "import zarr; assert zarr.open_array('d.zarr').shape[0] == n"),
+    ], work)
+    assert returncode == 0, output

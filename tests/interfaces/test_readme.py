@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _pages import page_server, run_blocks  # a fresh process per page, imports done
+from _pages import run_blocks  # a fresh process per page, imports done; `server`: conftest
 
 from kpca_dask.cli import build_parser
 
@@ -29,13 +29,6 @@ def _blocks(text: str, titles: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(language, code) for title in titles
             for language, code in re.findall(r"^```(python|bash)\n(.*?)^```",
                                              _section(text, title), re.S | re.M)]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One page server per test process (tests/interfaces/_pages.py)."""
-    with page_server(tmp_path_factory.mktemp("pages") / "server") as started:
-        yield started
 
 
 def _run_blocks(server, directory: Path, blocks: list[tuple[str, str]]) -> None:
