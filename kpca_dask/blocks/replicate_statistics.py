@@ -33,8 +33,9 @@ from .statistics import (
     shifted_to_origin,
 )
 
-__all__ = ["ReplicateSums", "replicate_statistics_of_block", "merge_replicates",
-           "finish_replicates"]
+#: The pass's tree merges and finishes these sums with :func:`.statistics.merge_running` and
+#: :func:`.statistics.finish_statistics`, which only call ``add`` and ``finished``.
+__all__ = ["ReplicateSums", "replicate_statistics_of_block"]
 
 
 @dataclass
@@ -137,15 +138,3 @@ def _add_weighted(running: ReplicateSums, D: np.ndarray, weights: np.ndarray) ->
         scaled = np.take(D, drawn, axis=0, out=buffer[:drawn.size])
         scaled *= np.sqrt(weights[b, drawn]).astype(D.dtype)[:, None]
         add_gram(running.gram[b], scaled)
-
-
-def merge_replicates(*chains: ReplicateSums) -> ReplicateSums:
-    """The sums of several chains, added into the first in place: a node of the tree."""
-    for chain in chains[1:]:
-        chains[0].add(chain)
-    return chains[0]
-
-
-def finish_replicates(running: ReplicateSums) -> ReplicateSums:
-    """The pass's result: :meth:`ReplicateSums.finished`, as a named task."""
-    return running.finished()

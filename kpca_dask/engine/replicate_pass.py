@@ -24,11 +24,9 @@ from .._parallel import local_threads, single_blas_thread
 from ..blocks.replicate_counts import DrawnCounts
 from ..blocks.replicate_statistics import (
     ReplicateSums,
-    finish_replicates,
-    merge_replicates,
     replicate_statistics_of_block,
 )
-from ..blocks.statistics import kernel_origin
+from ..blocks.statistics import finish_statistics, kernel_origin, merge_running
 from ..validation import one_feature_chunk
 from .graph_values import shared_values
 from .landmark_factor import reference_row
@@ -77,10 +75,10 @@ def replicate_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, cou
                           params, dtype, shared[1], shared[2], plan.blas_threads,
                           plan.block_bytes)
         heads.append(running)
-    merge = dask.delayed(merge_replicates, pure=True)
+    merge = dask.delayed(merge_running, pure=True)
     while len(heads) > 1:
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
-    result = reads_inlined(dask.delayed(finish_replicates, pure=True)(heads[0]),
+    result = reads_inlined(dask.delayed(finish_statistics, pure=True)(heads[0]),
                            {block.key for block in blocks})
     with pass_threads(X, plan) as options:
         (sums,) = dask.compute(result, **options)

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
+from ..engine.bandwidth import pair_distances
 from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.field_sets import field_output
@@ -220,15 +221,15 @@ class HilbertKernelEOF(BaseEstimator):
             return {"kernel": "linear"}
         gamma = self.gamma
         if gamma is None:
-            norms = np.sum(np.abs(W) ** 2, axis=1)
             if self.kernel == "rbf":
-                # The median squared distance of (at most 1000 of) the landmarks' pairs.
-                V, v = W[:1000], norms[:1000]
-                squared = v[:, None] + v[None, :] - 2.0 * np.real(V @ V.conj().T)
-                pairs = squared[np.triu_indices(len(V), 1)]
+                # The median squared distance of the pairs of at most 1000 landmarks spread
+                # over the record (the landmarks are in time order): |z - w|^2 is the real
+                # rows' distance of (Re z, Im z). Median, not bandwidth.py's 2 / median.
+                spread = np.linspace(0, len(W) - 1, min(len(W), 1000)).astype(int)
+                pairs = pair_distances(np.hstack([W[spread].real, W[spread].imag]))
                 typical = float(np.median(pairs)) if pairs.size else 0.0
             else:
-                typical = float(np.mean(norms))
+                typical = float(np.mean(np.sum(np.abs(W) ** 2, axis=1)))
             gamma = 1.0 / typical if typical > 0 else 1.0
         return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
                 "coef0": float(self.coef0)}
