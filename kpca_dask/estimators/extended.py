@@ -209,6 +209,8 @@ trace_error_
             pca = KernelPCA(self.n_pca_modes, kernel="linear", landmarks="uniform",
                             sample_dim=sample_dim, weights=self.weights,
                             **self._shared()).fit(X)
+            # A field's masked positions are not features: held to the ones fitted.
+            _check_pca_modes(self.n_pca_modes, n_samples, pca.n_features_in_)
         embedded = _embedded(X, pca, sample_dim, tau, embedding)
         weights = self.weights if pca is None else None
         if weights is not None and sample_dim is None:  # one weight per column, every lag

@@ -217,3 +217,13 @@ def test_a_masked_weighted_field_keeps_its_mask_and_weights_at_every_lag(n_pca_m
     assert weighted.n_features_in_ == 14 and weighted.sample_dim_ == "time"
     mask = weighted.components_.isnull()
     assert mask.sel(lat=20, lon=30).all() and int(mask.sum()) == 3 * EMBEDDING
+
+
+def test_n_pca_modes_are_held_to_the_features_off_the_mask():
+    """A masked position is not a feature: n_pca_modes up to the features fitted only."""
+    masked = _field().where(lambda field: ~((field.lat == 0) & (field.lon == 0)))
+    n_features = 3 * 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the zero eigenvalue of the refused fit
+        with pytest.raises(InvalidParameterError, match=f"= {n_features - 1} "):
+            ExtendedKernelEOF(2, kernel="linear", n_pca_modes=n_features).fit(masked)
