@@ -195,7 +195,14 @@ def test_every_mode_of_a_full_rank_fit(data):
     assert boot["significant"].values[0]
 
 
-def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear_fit):
+def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear_fit, tmp_path):
+    """The refusal names B and m, and comes before any block of the data is read."""
+    written = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=data.shape,
+                              chunks=(12, P), dtype=data.dtype)
+    written[...] = data
+    store = CountingReads(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
+    X = da.from_array(store, chunks=(12, P), meta=np.empty((0, 0)), asarray=True)
     with dask.config.set({"kpca-dask.memory-limit": "4 MiB"}):  # B = 200 at m = 60: 5.9 MB
         with pytest.raises(InsufficientMemoryError, match="200 replicates of 60 landmarks"):
-            kpca_dask.bootstrap(linear_fit, data, 200)
+            kpca_dask.bootstrap(linear_fit, X, 200)
+    assert store.reads == []
