@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
+import time
 from collections.abc import Iterator
 
 import dask
@@ -46,8 +48,12 @@ class ProgressGet:
     10
     """
 
+    #: How often the scheduler feeds a bar (distributed's ``progress`` default, 100 ms).
+    FEED_INTERVAL_S = 0.1
+
     def __init__(self, client):
         self.client = client
+        self.last_bar_end = -math.inf
 
     def __call__(self, dsk, keys, **kwargs):
         futures = self.client.get(dsk, keys, sync=False, **kwargs)
@@ -62,6 +68,19 @@ class ProgressGet:
         with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
             progress(futures)
             sys.stdout.write("\n")
+        self.last_bar_end = time.monotonic()
+
+    def let_feeds_end(self) -> None:
+        """Wait until the scheduler's feed of the last bar has ended.
+
+        The scheduler writes to a bar every :attr:`FEED_INTERVAL_S` and learns that the
+        bar is gone only at its next write; a scheduler closed in between cancels the
+        feed, and distributed logs that as an ERROR with a traceback. Two intervals after
+        the bar's end the feed is over (at most 0.2 s, only when a bar was shown).
+        """
+        wait = self.last_bar_end + 2 * self.FEED_INTERVAL_S - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
 
 
 def scheduler_of(args: argparse.Namespace) -> str:
@@ -122,8 +141,12 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
     with client:
         print(describe_client(client), file=sys.stderr, flush=True)
         scheduler = ProgressGet(client) if show_progress else client.get
-        with dask.config.set(scheduler=scheduler):
-            yield
+        try:
+            with dask.config.set(scheduler=scheduler):
+                yield
+        finally:
+            if show_progress:
+                scheduler.let_feeds_end()  # before the client (and a local cluster) closes
 
 
 def check_parameters(kpca: KernelPCA | ExactKernelPCA, n_features: int) -> None:

@@ -51,9 +51,13 @@ def test_fit_completes_under_a_small_worker_memory_limit(tmp_path):
     from distributed import Client, LocalCluster, wait
 
     params = {"n_components": 5, "n_landmarks": 200, "random_state": 0}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      memory_limit=MEMORY_LIMIT, dashboard_address=None,
-                      local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
+    # Spawned workers, as a deployment starts them: the test's premise is a worker's whole
+    # resident size (~320 MB) against its limit, and a worker forked from the tests'
+    # forkserver (tests/_clusters.py) may not have faulted in all of its libraries' pages.
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         memory_limit=MEMORY_LIMIT, dashboard_address=None,
+                         local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
         processes_before = client.run(_process_id)
         client.run(_load_library)
         X = _data().persist()
