@@ -20,8 +20,8 @@ $(DEMO_STAMP): pyproject.toml constraints.txt | $(PY)
 	touch $(DEMO_STAMP)
 
 # pip compiles the bytecode of every installed file on one core (16 000 files, half of the
-# install's time); compileall does the same on every core. Both pass over a file that does
-# not compile (test data of some packages), as pip does.
+# install's time); compileall does the same on every core. Like pip, it passes over a file
+# that does not compile.
 $(STAMP): pyproject.toml constraints.txt | $(PY)
 	$(PIP) --no-compile -e ".[dev]"
 	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
