@@ -53,33 +53,3 @@ def assert_within_model(what: str, workers: dict, baselines: dict) -> None:
             f"baseline ({baselines[address] / 2**20:.0f} MiB): with its code "
             f"({WORKER_CODE_BYTES / 2**20:.0f} MiB) that is {modelled / watched.limit:.0%} of "
             f"its limit, past {WORKER_PEAK_SHARE:.0%}")
-
-
-def use_forkserver() -> None:
-    """Start this process's worker processes by forking a server that has imported
-    distributed's own list (numpy, pandas, dask, ...) and :mod:`_worker_preload` once.
-
-    distributed's own test suite does the same. The nanny's settings that must come before
-    numpy's import (``OPENBLAS_NUM_THREADS=1``, ...) are in the environment when the first
-    nanny starts the server, so every worker still has them. Subprocesses (the command
-    line, notebooks) get the method through ``DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD``
-    and distributed's list.
-    """
-    import importlib
-    import multiprocessing
-
-    import dask
-    import distributed.utils
-    from distributed.versions import optional_packages, required_packages
-
-    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
-    distributed.utils.get_mp_context()  # distributed sets its list once: ours replaces it
-    preload = ["distributed"]
-    for name in required_packages + optional_packages:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            continue
-        preload.append(name)
-    multiprocessing.get_context("forkserver").set_forkserver_preload(
-        preload + ["_worker_preload"])

@@ -19,7 +19,6 @@ from _cluster_logs import (
     LogFolder,
     preload_environment,
 )
-from _clusters import use_forkserver
 from _s3 import s3_endpoint  # noqa: F401  (the object-storage tests' server, a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,13 +176,17 @@ def pytest_configure(config):
 
     folder = tempfile.mkdtemp(prefix="kpca-dask-test-logs-")
     variables = preload_environment(folder)
-    # Worker processes are forked from a server that has imported the libraries once
-    # (tests/_clusters.py use_forkserver), here and in the subprocesses.
+    # Worker processes are forked from a server that has imported numpy, pandas, dask and
+    # distributed once (distributed's forkserver, as its own test suite uses), here and in
+    # the subprocesses, rather than each spawned interpreter importing them again: about
+    # 2 s of CPU per worker, in a suite that starts hundreds. The nanny's settings that
+    # must come before numpy's import (OPENBLAS_NUM_THREADS=1, ...) are in the environment
+    # when the first nanny starts that server, so every worker still has them.
     variables["DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD"] = "forkserver"
     os.environ.update(variables)
     # dask read the environment when it was imported: set the same in this process.
     dask.config.set({f"distributed.{part}.preload": [PRELOAD] for part in PRELOADED})
-    use_forkserver()
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
     # A LocalCluster closes a worker's nanny for good when, some time after a worker was
     # lost (15 s by default), no worker of the same name is registered. The timer of one
     # loss also fires while a later loss of that worker is being restarted, and then

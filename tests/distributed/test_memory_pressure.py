@@ -51,9 +51,9 @@ def test_fit_completes_under_a_small_worker_memory_limit(tmp_path):
     from distributed import Client, LocalCluster, wait
 
     params = {"n_components": 5, "n_landmarks": 200, "random_state": 0}
-    # Spawned workers, as a deployment starts them: the test's premise is a worker's whole
-    # resident size (~320 MB) against its limit, and a worker forked from the tests'
-    # forkserver (tests/_clusters.py) may not have faulted in all of its libraries' pages.
+    # Spawned workers, as a deployment starts them: the test's premise is a spawned
+    # worker's whole resident size (~320 MB) against its limit. Workers forked from the
+    # tests' forkserver (tests/conftest.py) did not spill in a run of the suite.
     with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                          memory_limit=MEMORY_LIMIT, dashboard_address=None,
