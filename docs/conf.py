@@ -52,7 +52,8 @@ exclude_patterns = [
 ]
 templates_path = ["_templates"]
 
-# API reference: one page per module, class and function, found recursively. The pages
+# API reference: one page per module, found recursively, its functions and classes on it
+# (the package's and kpca_dask.io's on pages of their own: _templates/autosummary). The pages
 # of a previous build are removed first: a module moved or renamed since must not leave
 # a page behind that fails to import.
 shutil.rmtree(Path(__file__).parent / "generated", ignore_errors=True)
