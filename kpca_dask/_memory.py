@@ -80,9 +80,20 @@ class MemoryBudget:
         temporaries of its distances and its product), so that T tasks at once stay
         within the worker's share.
         """
+        return self.block_bytes_of(self.threads, BLOCK_BYTES_MOST)
+
+    def block_bytes_of(self, tasks: int, most: int) -> int:
+        """:attr:`block_bytes` when ``tasks`` tasks run at once, each block at most ``most``.
+
+        Examples
+        --------
+        >>> budget = MemoryBudget(2**30, 2, False, "1 GiB")
+        >>> budget.block_bytes_of(2, 2**30) // 2**20, budget.block_bytes_of(1, 2**30) // 2**20
+        (128, 256)
+        """
         basis = self.process_bytes if self.sizing_bytes is None else self.sizing_bytes
-        share = basis // (4 * max(1, self.threads))
-        return int(min(BLOCK_BYTES_MOST, max(BLOCK_BYTES_LEAST, share)))
+        share = basis // (4 * max(1, tasks))
+        return int(min(most, max(BLOCK_BYTES_LEAST, share)))
 
     def describe(self) -> str:
         """``"4.00 GiB (the smallest worker's memory_limit)"``, for messages."""

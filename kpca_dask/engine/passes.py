@@ -56,6 +56,13 @@ SPLIT_EVERY = 8
 #: threads to spare: past it, fewer chains run, each with more BLAS threads.
 ACCUMULATOR_BYTES = 2**28
 
+#: Once fewer chains than threads run (m^2 large), each kernel block adds into m x m sums
+#: it reads and writes whole, so a block takes up to this many float32 rows (float64: half)
+#: rather than the 128 MiB of a small m: the pass's update ran at 176 GFLOP/s on 3355-row
+#: blocks and 186-191 on 10 000-20 000 at m = 10 000 (bench/bench_syrk_rate.py, docs/design.md
+#: §11). Never more than half of the sums' m^2 float64 words, nor than the task's share.
+RATE_BLOCK_ROWS = 10_000
+
 
 def row_offsets(X: da.Array) -> np.ndarray:
     """Global index of the first row of each row block (from metadata only)."""
@@ -82,19 +89,25 @@ def pass_plan(X: da.Array, n_landmarks: int) -> PassPlan:
     >>> with dask.config.set(scheduler="threads", num_workers=2):
     ...     pass_plan(X, 500)
     PassPlan(chains=2, blas_threads=1, local_threads=2, block_bytes=134217728)
-    >>> with dask.config.set(scheduler="threads", num_workers=2):
+    >>> with dask.config.set({"scheduler": "threads", "num_workers": 2,
+    ...                       "kpca-dask.memory-limit": "16 GiB"}):
     ...     pass_plan(X, 10_000)  # m^2 words over its share: one chain, both cores' BLAS
-    PassPlan(chains=1, blas_threads=2, local_threads=1, block_bytes=134217728)
+    PassPlan(chains=1, blas_threads=2, local_threads=1, block_bytes=400000000)
     """
     budget = memory_budget(X)
+    m = max(n_landmarks, 1)
     room = min(ACCUMULATOR_BYTES, budget.process_bytes // 8)
-    per_process = int(max(1, min(budget.threads, room // (8 * max(n_landmarks, 1) ** 2))))
+    per_process = int(max(1, min(budget.threads, room // (8 * m**2))))
     blas_threads = max(1, budget.threads // per_process)
+    block_bytes = budget.block_bytes
+    if per_process < budget.threads:  # blocks at the update's rate (RATE_BLOCK_ROWS)
+        block_bytes = max(block_bytes, budget.block_bytes_of(
+            per_process, min(RATE_BLOCK_ROWS * m * 4, 4 * m**2)))
     client = distributed_client(X)
     processes = len(client.scheduler_info(n_workers=-1)["workers"]) if client else 1
     threaded = dask.base.get_scheduler(collections=[X]) is dask.threaded.get
     return PassPlan(max(1, per_process * processes), blas_threads,
-                    per_process if threaded else None, budget.block_bytes)
+                    per_process if threaded else None, block_bytes)
 
 
 def pass_statistics(
