@@ -2,10 +2,12 @@
 
 A fit's memory is O(block x m + m^2) whatever n is (docs/design.md §2); these
 watches show it on a real run. :class:`MemoryWatch` samples one process's
-resident memory on a thread; :func:`watch_workers` starts one in every worker
-of a client and reports, per worker, its peak against its memory limit, whether
-it paused, the most bytes of task results it held and the bytes it sent.
-The tests of memory and the cluster benchmarks are written with them.
+resident memory on a thread and, on Linux, also reads the kernel's own
+high-water mark, so that its peak is exact however late a sample comes (on a
+busy machine, say); :func:`watch_workers` starts one in every worker of a
+client and reports, per worker, its peak against its memory limit, whether it
+paused, the most bytes of task results it held and the bytes it sent. The
+tests of memory and the cluster benchmarks are written with them.
 
 Examples
 --------
@@ -38,7 +40,12 @@ class MemoryWatch:
 
     ``start`` is the memory when the watch began and ``peak`` the largest
     sampled (bytes); ``peak - start`` is what the watched code held beyond what
-    was there before. Given the ``worker`` it runs in, the watch also records
+    was there before. On Linux the peak is exact: the watch resets the kernel's
+    high-water mark of the process's resident size when it begins (``VmHWM``,
+    by writing 5 to ``/proc/self/clear_refs``) and reads it when it stops, so a
+    peak between two samples is not missed. (A second watch begun meanwhile in
+    the same process resets the mark again; the first then keeps its samples'
+    peak from before that.) Given the ``worker`` it runs in, the watch also records
     whether the worker paused, the most bytes of task results it held, and the
     bytes it sent to other workers.
 
@@ -51,6 +58,7 @@ class MemoryWatch:
 
     def __init__(self, every: float = SAMPLE_SECONDS, *, worker=None):
         self.process, self.worker = psutil.Process(), worker
+        self._exact = _reset_high_water_mark()
         self.start = self.peak = self.process.memory_info().rss
         self.paused, self.most_held = False, 0
         self._sent = worker.transfer_outgoing_bytes_total if worker is not None else 0
@@ -74,6 +82,8 @@ class MemoryWatch:
         self._done.set()
         self._thread.join()
         self._take()
+        if self._exact:
+            self.peak = max(self.peak, _high_water_mark())
         return self
 
     @property
@@ -85,6 +95,34 @@ class MemoryWatch:
     def sent(self) -> int:
         """Bytes the watched worker sent to other workers since the watch began."""
         return self.worker.transfer_outgoing_bytes_total - self._sent if self.worker else 0
+
+
+#: Linux's per-process files: writing "5" to the first resets the ``VmHWM`` line of the
+#: second (the peak resident size) to the current resident size (Linux 4.0 and later).
+_CLEAR_REFS, _STATUS = "/proc/self/clear_refs", "/proc/self/status"
+
+
+def _reset_high_water_mark() -> bool:
+    """Reset this process's peak resident size to its current one; False where the
+    system has no such mark or does not let it be reset (then only samples count)."""
+    try:
+        with open(_CLEAR_REFS, "w") as refs:
+            refs.write("5")
+        return _high_water_mark() > 0
+    except OSError:
+        return False
+
+
+def _high_water_mark() -> int:
+    """This process's peak resident size since the last reset, in bytes (0 if unknown)."""
+    try:
+        with open(_STATUS) as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ halves and merge; set_n_components; the command line's fit and transform. For
 each path it asserts that no worker paused or was restarted (worker logs,
 process ids, and the worker's status sampled every 20 ms), that each worker's
 modelled peak (its code, :data:`kpca_dask._memory.WORKER_CODE_BYTES`, plus
-what it grew by over its own baseline, measured at the start: a worker's
+what it grew by at its exact peak over its own baseline, measured at the start: a worker's
 resident size moves with the page cache, its growth does not) stayed within
 60 % of its limit (docs/design.md §14), that this process (the client) grew by
 at most 0.5 GiB, and that the results equal the fit on the threaded scheduler.
