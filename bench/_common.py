@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kpca_dask.diagnostics import MemoryWatch
@@ -39,6 +40,16 @@ class PeakMemory(MemoryWatch):
     @property
     def above_start_gib(self) -> float:
         return self.above_start / 2**30
+
+
+def best_seconds(fn, repeats: int) -> float:
+    """The fastest of ``repeats`` calls of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
 
 
 def write_results(name: str, text: str, argv: list[str] | None) -> Path:

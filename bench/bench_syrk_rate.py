@@ -27,24 +27,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine, write_results  # noqa: E402
+from _common import best_seconds, machine, write_results  # noqa: E402
 
 from kpca_dask.blocks.statistics import add_gram, kernel_block_rows  # noqa: E402
-
-
-def best_seconds(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` calls of ``fn``."""
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def measure(m: int, rows: int, dtype: np.dtype, repeats: int) -> dict:
