@@ -16,7 +16,7 @@ landmarks, q = 10, the threaded scheduler):
 - **ratio** fit / floor and **fit / strict floor** (goal <= 1.3 at m = 10 000);
 - **peak**: resident memory above what the process held before the fit (after
   two small warm-up fits, whose growth is the **first fit's fixed cost**: numba's
-  runtime and kernels and OpenBLAS's buffers, about 100 MiB whatever m), in GiB
+  runtime and kernels and OpenBLAS's buffers, about 120 MiB whatever m), in GiB
   and in m^2 float64 words (goal <= 2.2 for m >= 5000).
 
 ``--before PATH`` repeats each fit with the kpca_dask package found at PATH
