@@ -57,6 +57,19 @@ class MemoryBudget:
     headroom_bytes: int | None = None  # None: all of process_bytes
     sizing_bytes: int | None = None  # None: process_bytes
     workers: int = 1  # processes of that kind: a cluster's workers, or this one
+    measured_room_bytes: int | None = None  # None: sizing_bytes (see measured_room)
+
+    @property
+    def measured_room(self) -> int:
+        """A worker's modelled peak (:data:`WORKER_PEAK_SHARE` of its limit) less what it
+        holds now besides its data, measured (its code and runtime: 194-380 MiB, against
+        :data:`WORKER_CODE_BYTES` assumed); the smallest over the workers. What the tiles of
+        the m x m work are cut from (docs/design.md §11): they are few and large, so their
+        size is worth the measurement. Elsewhere :attr:`sizing_bytes`.
+        """
+        if self.measured_room_bytes is not None:
+            return self.measured_room_bytes
+        return self.process_bytes if self.sizing_bytes is None else self.sizing_bytes
 
     @property
     def free_bytes(self) -> int:
@@ -122,7 +135,8 @@ def memory_budget(collection=None) -> MemoryBudget:
                                 True, "the smallest worker's memory_limit",
                                 int(min(_worker_headroom(w, total) for w in workers)),
                                 int(min(_worker_room(w, total) for w in workers)),
-                                len(workers))
+                                len(workers),
+                                int(min(_measured_room(w, total) for w in workers)))
     configured = dask.config.get(CONFIG_KEY, None)
     if configured is not None:
         return MemoryBudget(int(parse_bytes(configured) if isinstance(configured, str)
@@ -179,6 +193,15 @@ def _worker_room(worker: dict, total: int) -> int:
     that the same data are cut into the same blocks and a float32 fit's sums (rounded per
     block) do not depend on when it ran."""
     return max(0, _peak_allowed(worker, total) - WORKER_CODE_BYTES)
+
+
+def _measured_room(worker: dict, total: int) -> int:
+    """A worker's memory_limit up to its modelled peak, less what it holds now besides the
+    data it manages (its code, runtime and buffers: unmanaged memory, at least an idle
+    worker's)."""
+    metrics = worker.get("metrics", {})
+    unmanaged = int(metrics.get("memory", 0)) - int(metrics.get("managed_bytes", 0))
+    return max(0, _peak_allowed(worker, total) - max(unmanaged, WORKER_IDLE_BYTES))
 
 
 def _peak_allowed(worker: dict, total: int) -> int:

@@ -13,7 +13,11 @@ caller reads it from the pivots, the diagonal of L, and factorises again with
 a jitter (:mod:`kpca_dask.engine.tiled_solve`). A raised error would be logged
 by the worker that ran it ("Compute Failed") and cancel the rest of the graph,
 for what is an expected outcome here, not a fault (docs/design.md §14).
-The tiles above the diagonal are zeros of a few bytes each.
+Once a pivot has failed, every later task returns its NaN tile at once (a
+read-only view of one NaN, no memory and no flops): a factorisation that fails
+at its first tile, as that of a kernel matrix of low rank does, costs one
+tile's. The tiles above the diagonal are zeros of a few bytes each; the last
+row and column of tiles may be narrower than the others.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import dask.array as da
 import numpy as np
 from scipy import linalg
 
-__all__ = ["tiled_cholesky", "diagonal_factor", "below_diagonal_factor"]
+__all__ = ["tiled_cholesky", "tiled_inverse", "diagonal_factor", "below_diagonal_factor"]
 
 
 def diagonal_factor(tile: np.ndarray, *products: np.ndarray) -> np.ndarray:
@@ -36,6 +40,8 @@ def diagonal_factor(tile: np.ndarray, *products: np.ndarray) -> np.ndarray:
     >>> bool(np.isnan(diagonal_factor(np.array([[1.0, 2.0], [2.0, 1.0]]))).all())
     True
     """
+    if any(_failed(left) for left in products):
+        return _nan_like(tile)
     updated = np.array(tile, dtype=np.float64, order="F")
     for left in products:
         updated -= left @ left.T
@@ -54,11 +60,23 @@ def below_diagonal_factor(tile: np.ndarray, diagonal: np.ndarray, row: list, col
     >>> below_diagonal_factor(np.array([[2.0]]), np.array([[2.0]]), [], []).tolist()
     [[1.0]]
     """
+    if _failed(diagonal):
+        return _nan_like(tile)
     updated = np.array(tile, dtype=np.float64)
     for left, right in zip(row, column):
         updated -= left @ right.T
     # X L_kk^T = B  <=>  L_kk X^T = B^T: one triangular solve from the left.
     return linalg.solve_triangular(diagonal, updated.T, lower=True, check_finite=False).T
+
+
+def _failed(tile: np.ndarray) -> bool:
+    """Whether a factor tile is NaN from a failed pivot (its first value tells: a failed
+    diagonal factor is NaN throughout, and so is every tile computed from it)."""
+    return tile.size > 0 and bool(np.isnan(tile.flat[0]))
+
+
+def _nan_like(tile: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(np.float64(np.nan), tile.shape)
 
 
 def tiled_cholesky(A: da.Array) -> da.Array:
@@ -71,9 +89,9 @@ def tiled_cholesky(A: da.Array) -> da.Array:
     >>> np.allclose(L @ L.T, A), np.allclose(L, np.tril(L))
     (True, True)
     """
-    T, t = A.numblocks[0], A.chunks[0][0]
-    if A.numblocks != (T, T) or any(size != t for size in A.chunks[0] + A.chunks[1]):
-        raise ValueError(f"tiled_cholesky needs square tiles of one size, got {A.chunks}")
+    T, sizes = A.numblocks[0], A.chunks[0]
+    if A.chunks[1] != sizes:
+        raise ValueError(f"tiled_cholesky needs square diagonal tiles, got {A.chunks}")
     tiles = A.to_delayed()
     lower: dict[tuple[int, int], object] = {}
     for k in range(T):
@@ -82,7 +100,56 @@ def tiled_cholesky(A: da.Array) -> da.Array:
         for i in range(k + 1, T):
             lower[i, k] = dask.delayed(below_diagonal_factor, pure=True)(
                 tiles[i, k], lower[k, k], [lower[i, j] for j in range(k)], left)
-    return da.block([[da.from_delayed(lower[i, j], (t, t), np.float64,
+    return da.block([[da.from_delayed(lower[i, j], (sizes[i], sizes[j]), np.float64,
                                       meta=np.empty((0, 0), np.float64))
-                      if j <= i else da.zeros((t, t), chunks=t) for j in range(T)]
-                     for i in range(T)])
+                      if j <= i else da.zeros((sizes[i], sizes[j]), chunks=-1)
+                      for j in range(T)] for i in range(T)])
+
+
+def tiled_inverse(L: da.Array) -> da.Array:
+    """L^-1 of a lower triangular ``L`` in square tiles (lower tiles read), tiled the same way.
+
+    Column j of tiles top down: X_jj = L_jj^-1 and, below it,
+    X_ij = -L_ii^-1 sum_{k=j}^{i-1} L_ik X_kj; one task per lower tile, m^3 / 3 flops
+    in all. The tiled solve applies L^-1 and L^-T as products with X: every tile's
+    product at once, where a triangular solve by tiles is a chain of T steps
+    (docs/design.md §11).
+
+    Examples
+    --------
+    >>> L = np.array([[2.0, 0.0, 0.0], [1.0, 1.0, 0.0], [4.0, 2.0, 4.0]])
+    >>> X = tiled_inverse(da.from_array(L, chunks=2)).compute()
+    >>> np.allclose(X @ L, np.eye(3)), np.allclose(X, np.tril(X))
+    (True, True)
+    """
+    T, sizes = L.numblocks[0], L.chunks[0]
+    tiles = L.to_delayed()
+    inverse: dict[tuple[int, int], object] = {}
+    for j in range(T):
+        inverse[j, j] = dask.delayed(diagonal_inverse, pure=True)(tiles[j, j])
+    for j in range(T):
+        for i in range(j + 1, T):
+            inverse[i, j] = dask.delayed(below_diagonal_inverse, pure=True)(
+                inverse[i, i], [tiles[i, k] for k in range(j, i)],
+                [inverse[k, j] for k in range(j, i)])
+    return da.block([[da.from_delayed(inverse[i, j], (sizes[i], sizes[j]), np.float64,
+                                      meta=np.empty((0, 0), np.float64))
+                      if j <= i else da.zeros((sizes[i], sizes[j]), chunks=-1)
+                      for j in range(T)] for i in range(T)])
+
+
+def diagonal_inverse(tile: np.ndarray) -> np.ndarray:
+    """L_jj^-1 of a lower triangular tile (LAPACK's ``trtri``)."""
+    inverse, info = linalg.lapack.dtrtri(np.asarray(tile, dtype=np.float64), lower=1)
+    if info != 0:
+        raise linalg.LinAlgError(f"a diagonal tile of the factor is singular (trtri {info})")
+    return np.tril(inverse)
+
+
+def below_diagonal_inverse(diagonal_inverse: np.ndarray, row: list, column: list
+                           ) -> np.ndarray:
+    """X_ij = -X_ii sum_k L_ik X_kj, from L's tiles of row i and X's of column j."""
+    total = row[0] @ column[0]
+    for left, right in zip(row[1:], column[1:]):
+        total += left @ right
+    return -(diagonal_inverse @ total)

@@ -19,9 +19,15 @@ tile row, in prefixes: (T + 1) / 2 times the kernel work of one full pass,
 and about the same GEMM flops as one SYRK (n m^2 (1 + 1/T)); see
 docs/guide/sharded-landmarks.md for the whole cost.
 
-:func:`tile_size` cuts t from the workers' memory: a pass task's panel and
-its product (2 t m words) and a factorisation task (about (m + t) t words)
-stay within a quarter of a worker thread's share.
+:func:`tile_size` cuts t from a model of a worker's peak, apart from a pass
+block's (:func:`tiles_peak_bytes`): the lower tiles of G, K_mm and its factor
+spread over the workers, and beside them each thread's task (a tile row's
+panel, its kernel block and its product; a factorisation task's few tiles),
+within the room the workers measure (their limit's modelled peak less what
+their code holds now, :attr:`kpca_dask._memory.MemoryBudget.measured_room`).
+The largest tiles that fit, as few as there are at least 2 sqrt(workers) a
+side: each tile is a task of every product and of the factorisation, so
+fewer, larger tiles cost less scheduling and move fewer bytes.
 """
 
 from __future__ import annotations
@@ -39,10 +45,10 @@ from ..blocks.kernels import kernel_diagonal
 from ..blocks.landmark_kernel import LandmarkKernel
 from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..blocks.statistics import (
+    PANEL_BYTES,
     PassStatistics,
     RunningStatistics,
     even_block_rows,
-    kernel_block_rows,
     kernel_origin,
     kernel_rows_into,
     merge_running,
@@ -53,31 +59,75 @@ from .graph_values import shared_values
 from .landmark_factor import OVERFLOW_MESSAGE
 from .passes import raise_if_nonfinite, row_offsets
 
-__all__ = ["tiled_pass", "tile_size", "tile_row_of_block", "TASK_SHARE", "LEAST_TILE"]
-
-#: The share of a worker thread's memory one task of the tiled pass or solve may hold.
-TASK_SHARE = 0.25
+__all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "tile_row_of_block",
+           "tile_block_rows", "LEAST_TILE", "TILE_ARRAYS"]
 
 #: Tiles smaller than this many landmarks make BLAS slow and the graphs large.
 LEAST_TILE = 256
 
+#: m x m arrays whose lower tiles the workers hold at once at most: G's panels, K_mm's
+#: tiles and their factor's (K_mm's only until the factor has read them).
+TILE_ARRAYS = 3
 
-def tile_size(n_landmarks: int, budget: MemoryBudget) -> int:
-    """t: the largest tile whose tasks fit :data:`TASK_SHARE` of a worker thread's memory,
-    and small enough that there are at least 2 sqrt(workers) tiles a side (at least 2).
+#: The fewest rows of a tile row's kernel block: GEMMs with fewer than ~2000 rows (their
+#: inner dimension) run below BLAS's rate (bench/bench_syrk_rate.py).
+TILE_BLOCK_ROWS = 2048
+
+
+def tile_block_rows(n_landmarks: int, t: int) -> int:
+    """Rows of a tile row's kernel block: as many as the tile (its panel's product is as
+    large), at least :data:`TILE_BLOCK_ROWS`.
 
     Examples
     --------
-    >>> budget = MemoryBudget(2**31, 1, True, "a worker", None, 2**30, workers=4)
-    >>> tile_size(16_000, budget), tile_size(1500, budget)
-    (1048, 375)
+    >>> tile_block_rows(16_000, 4000), tile_block_rows(5000, 300)
+    (4000, 2048)
     """
-    room = budget.process_bytes if budget.sizing_bytes is None else budget.sizing_bytes
-    share = TASK_SHARE * room / max(1, budget.threads)
+    return max(TILE_BLOCK_ROWS, t)
+
+
+def tiles_peak_bytes(n_landmarks: int, t: int, workers: int, threads: int) -> int:
+    """A worker's modelled peak above its code with tiles of t (module docstring).
+
+    The larger of the pass's (its share of G's panels, and per thread a panel of
+    t x m float64 words, its kernel block of :func:`tile_block_rows` float32 rows and its
+    product of at most ``PANEL_BYTES``) and the solve's (its share of the lower tiles of
+    :data:`TILE_ARRAYS` arrays, and per thread four tiles).
+
+    Examples
+    --------
+    >>> tiles_peak_bytes(16_000, 4000, 4, 1) / 2**30
+    1.3...
+    """
+    m = n_landmarks
+    T = -(-m // t)
+    lower = 8 * t * t * T * (T + 1) / 2  # an array's lower tiles, the diagonal ones whole
+    share = lower / max(1, workers)
+    pass_task = 8 * t * m + 4 * tile_block_rows(m, t) * m + PANEL_BYTES
+    solve_task = 4 * 8 * t * t
+    return int(max(share + threads * pass_task, TILE_ARRAYS * share + threads * solve_task))
+
+
+def tile_size(n_landmarks: int, budget: MemoryBudget) -> int:
+    """t: the largest tile (the fewest a side, at least 2 sqrt(workers) and 2) whose
+    modelled peak (:func:`tiles_peak_bytes`) fits the workers' measured room; the tiles
+    of :data:`LEAST_TILE` when none does.
+
+    Examples
+    --------
+    >>> budget = MemoryBudget(2**31, 1, True, "a worker", workers=4,
+    ...                       measured_room_bytes=2**30)
+    >>> tile_size(16_000, budget), tile_size(1500, budget)
+    (2286, 375)
+    """
     m = max(1, n_landmarks)
-    by_memory = int(share // (8 * 2 * m))  # a panel and its GEMM's product: 2 t m words
     per_side = max(2, math.ceil(2 * math.sqrt(budget.workers)))
-    return max(1, min(max(by_memory, LEAST_TILE), math.ceil(m / per_side)))
+    most = max(per_side, math.ceil(m / LEAST_TILE))
+    for side in range(per_side, most + 1):
+        t = math.ceil(m / side)
+        if tiles_peak_bytes(m, t, budget.workers, budget.threads) <= budget.measured_room:
+            return t
+    return math.ceil(m / most)
 
 
 def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
@@ -103,21 +153,26 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
     items = list(zip(X.to_delayed().ravel(), row_offsets(X)))
     chains = max(1, min(len(items), budget.workers * budget.threads // len(ranges)))
+    runs = np.array_split(np.arange(len(items)), chains)
+    places = chain_places(ranges, [len(run) for run in runs], worker_threads(X))
     add = dask.delayed(tile_row_of_block, pure=True)
     merge = dask.delayed(merge_running, pure=True)
     panels = []
-    for start, stop in ranges:
+    for row, (start, stop) in enumerate(ranges):
         heads = []
-        for run in np.array_split(np.arange(len(items)), chains):
+        for number, run in enumerate(runs):
             running = None
-            for i in run:
-                block, offset = items[i]
-                running = add(running, block, int(offset), shared[0], kernel, params, dtype,
-                              shared[1], shared[2], start, stop, budget.block_bytes)
+            with dask.annotate(**places[row, number]):
+                for i in run:
+                    block, offset = items[i]
+                    running = add(running, block, int(offset), shared[0], kernel, params,
+                                  dtype, shared[1], shared[2], start, stop,
+                                  tile_block_rows(m, t))
             heads.append(running)
-        while len(heads) > 1:
-            heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
-        panels.append(dask.delayed(finished_panel, pure=True)(heads[0], start))
+        with dask.annotate(**places[row, 0]):
+            while len(heads) > 1:
+                heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
+            panels.append(dask.delayed(finished_panel, pure=True)(heads[0], start))
     rows = []
     for i, (start, stop) in enumerate(ranges):
         row = []
@@ -132,11 +187,57 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     # sums added to in place, and must be finished once.
     gram, *summaries = persisted_on(distributed_client(X), da.block(rows), *summaries,
                                     optimize_graph=False)
-    return _checked([compute_held(summary) for summary in summaries], gram)
+    # One round trip for the T summaries, not T.
+    return _checked(compute_held(dask.delayed(list, pure=True)(summaries)), gram)
+
+
+def worker_threads(X: da.Array) -> list[str]:
+    """The address of each worker of the cluster that computes ``X``, once per thread."""
+    client = distributed_client(X)
+    if client is None:
+        return []
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return [address for address, worker in sorted(workers.items())
+            for _ in range(max(1, worker.get("nthreads", 1)))]
+
+
+def chain_places(ranges: list[tuple[int, int]], lengths: list[int], threads: list[str]) -> dict:
+    """Where each chain of the tiled pass runs: (tile row, chain) -> dask annotations.
+
+    A tile row's chain costs its rows times (start + t / 2) t (the GEMM left of its
+    diagonal tile and the tile's rank-k update), so the rows' costs grow from the
+    first to the last; left to dask, which starts chains as threads come free, two
+    costly rows can share a worker while another waits (1 s of 9 at m = 5000 on two
+    workers). The chains go longest first to the thread with the least work so far
+    (the LPT rule, within 4/3 of the best), each to its worker's address with
+    ``allow_other_workers``: a hint, which a lost worker's chains do without.
+
+    ``threads`` lists a worker's address once per thread (:func:`worker_threads`); empty,
+    dask places every chain.
+
+    Examples
+    --------
+    >>> places = chain_places([(0, 1), (1, 2), (2, 3)], [4], ["tcp://a", "tcp://b"])
+    >>> [places[row, 0]["workers"] for row in range(3)]
+    [['tcp://b'], ['tcp://b'], ['tcp://a']]
+    >>> chain_places([(0, 2), (2, 4)], [3], [])
+    {(0, 0): {}, (1, 0): {}}
+    """
+    chains = {(row, number): (stop - start) * (start + (stop - start) / 2) * length
+              for row, (start, stop) in enumerate(ranges) for number, length in enumerate(lengths)}
+    if not threads:
+        return {chain: {} for chain in chains}
+    load = dict.fromkeys(range(len(threads)), 0.0)
+    places = {}
+    for chain in sorted(chains, key=lambda chain: (-chains[chain], chain)):
+        slot = min(load, key=lambda slot: (load[slot], slot))
+        load[slot] += chains[chain]
+        places[chain] = {"workers": [threads[slot]], "allow_other_workers": True}
+    return places
 
 
 def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,
-                      origin, start, stop, block_bytes):
+                      origin, start, stop, block_rows):
     """Add one row block to tile row ``start:stop``'s panel G[start:stop, :stop] and return it.
 
     A task of a chain of the tiled pass (module docstring); ``running`` None
@@ -153,8 +254,7 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
     if n_bad:
         return running.count_nonfinite(n_bad, int(row_offset + first_bad))
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
-    rows = even_block_rows(x.shape[0], kernel_block_rows(stop, np.dtype(dtype).itemsize,
-                                                         block_bytes))
+    rows = even_block_rows(x.shape[0], block_rows)
     buffer = np.empty((min(rows, x.shape[0]), stop), dtype)
     kernel_rows = LandmarkKernel(landmarks[:stop], kernel, params, dtype)
     shift = reference[:stop].astype(dtype, copy=False)
@@ -162,11 +262,34 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
         for first in range(0, x.shape[0], rows):
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - first)],
                                  x[first:first + rows], kernel_rows, shift, running.column_sums)
-            # One GEMM in the block's dtype, added into the float64 panel (as the
-            # one-chunk pass adds its SYRK's panels).
-            running.gram += D[:, start:stop].T @ D
+            add_tile_row(running.gram, D, start)
     running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
     return running
+
+
+def add_tile_row(panel: np.ndarray, D: np.ndarray, start: int) -> None:
+    """``panel += D[:, start:]^T D`` on the panel's lower part (its columns up to
+    ``start + t`` and the diagonal tile's lower triangle), in the block's dtype.
+
+    The diagonal tile by a rank-k update (numpy sends a product with its own transpose
+    to BLAS ``syrk``), the columns left of it by GEMMs of at most ``PANEL_BYTES`` each,
+    each added into the float64 panel at once: the flops of one SYRK of the block's
+    kernel rows over all the tile rows (:func:`kpca_dask.blocks.statistics.add_gram`'s
+    way).
+
+    Examples
+    --------
+    >>> panel = np.zeros((1, 2))
+    >>> add_tile_row(panel, np.array([[1.0, 2.0], [3.0, 4.0]]), 1)
+    >>> panel.tolist()
+    [[14.0, 20.0]]
+    """
+    own = D[:, start:]
+    panel[:, start:] += own.T @ own
+    width = max(64, PANEL_BYTES // (D.dtype.itemsize * max(1, own.shape[1])))
+    for left in range(0, start, width):
+        right = min(start, left + width)
+        panel[:, left:right] += own.T @ D[:, left:right]
 
 
 def finished_panel(running: RunningStatistics, start: int) -> RunningStatistics:

@@ -14,14 +14,16 @@ m x m arrays never on one machine:
   far above tau, which carry the leading components, as before; those within
   tau, which the pivoted factorisation of one process drops, damped to
   nothing.
-- M = L^-1 (G - s s^T / n) L^-T is applied to a block of vectors by two
-  ``dask.array.linalg.solve_triangular`` and a dask matmul with G's tiles;
+- L^-1 is formed once as tiles (:func:`kpca_dask.engine.tiled_cholesky.tiled_inverse`,
+  m^3 / 3 flops, and L is let go), so that M = L^-1 (G - s s^T / n) L^-T is
+  applied to a block of vectors by three products, each one task per tile on
+  the worker that holds it (:mod:`kpca_dask.engine.tiled_products`): three
+  steps a product, where triangular solves by tiles are chains of T steps;
   the block Krylov solver (:func:`kpca_dask.engine.eigensolver.leading_eigenpairs`)
   keeps its basis here (m x (q + p) x depth words) and solves only the
   small Rayleigh-Ritz problem.
-- the tiled Cholesky needs tiles of one size: the arrays are padded to T t with
-  an identity block in K_mm and zeros in G, which adds eigenvalues 0 and
-  changes nothing else.
+- the tiles are G's own (the views of the pass's panels): K_mm and its factor
+  are cut the same way, the last row and column of tiles narrower.
 
 The solver has the dense way's cost as its budget (as on one machine,
 :data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`): when a flat or
@@ -40,7 +42,6 @@ needs the dense eigendecomposition of one machine.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import dask
@@ -65,7 +66,8 @@ from .solve import (
     dense_fits,
     solution_of,
 )
-from .tiled_cholesky import tiled_cholesky
+from .tiled_cholesky import tiled_cholesky, tiled_inverse
+from .tiled_products import TiledMatrix, tiled_matrix
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
 
@@ -76,21 +78,22 @@ CLIENT_DENSE_WORDS = 2.25
 
 @dataclass(frozen=True)
 class TiledFactor:
-    """L with L L^T = K_mm (+ tau I), padded to ``size``, as persisted lower tiles."""
+    """X = L^-1 with L L^T = K_mm (+ tau I), as persisted lower tiles."""
 
-    lower: da.Array  # (size, size), chunks t; tiles above the diagonal are zeros
+    inverse: da.Array  # (size, size), G's chunks; tiles above the diagonal are zeros
     jitter: float  # 0.0, or tau when K_mm + tau I was factorised
     size: int
+    tiles: TiledMatrix  # the same tiles as futures, for products by tiles
 
     def whiten(self, Y: np.ndarray) -> np.ndarray:
         """L^-1 Y for Y (size, b), computed on the workers."""
-        return _computed(da.linalg.solve_triangular(self.lower, _tiled(Y, self.lower),
-                                                    lower=True))
+        tiles = self.tiles
+        return tiles.run(lambda: tiles.product(tiles.split(Y), lower=True))
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """L^-T V for V (size, b), computed on the workers."""
-        return _computed(da.linalg.solve_triangular(self.lower.T, _tiled(V, self.lower),
-                                                    lower=False))
+        tiles = self.tiles
+        return tiles.run(lambda: tiles.product(tiles.split(V), lower=True, transposed=True))
 
 
 def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
@@ -105,22 +108,29 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
             "fraction of the variance (a float), or set dask's 'kpca-dask.landmark-solve' to "
             "'worker' if one worker can hold them.")
     gram = stats.gram
-    t, m = gram.chunks[0][0], gram.shape[0]
-    size = math.ceil(m / t) * t
+    m = gram.shape[0]
     client = held_client(gram)
-    G = persist_held(da.pad(gram, ((0, size - m), (0, size - m))).rechunk(t), client)
-    factor = factor_tiles(landmarks, kernel, params, rcond, t, size, client)
+    # G's own tiles (the pass's panels); a G read from a file is cut as the pass cuts it.
+    t = gram.chunks[0][0]
+    G = persist_held(gram.rechunk((t, t)), client)
+    client = held_client(G)
+    factor = factor_tiles(landmarks, kernel, params, rcond, G.chunks[0], client)
     n = stats.n_samples
-    s = np.pad(stats.column_sums, (0, size - m))
-    s_tiled = da.from_array(s, chunks=t)
+    s = stats.column_sums
+    s_tiled = da.from_array(s, chunks=(G.chunks[0],))
+    G_tiles, L_tiles = tiled_matrix(G, client), factor.tiles
+
+    def product(V: np.ndarray) -> list:
+        # X (G - s s^T / n) X^T V: three steps of one task per worker, each adding up the
+        # partial sums of the step before.
+        U = L_tiles.product(L_tiles.split(V), lower=True, transposed=True)
+        return L_tiles.product(G_tiles.product(U, column_sums=s, n_samples=n), lower=True)
 
     def apply(V: np.ndarray) -> np.ndarray:
-        U = da.linalg.solve_triangular(factor.lower.T, _tiled(V, G), lower=False)
-        SU = G @ U - s_tiled[:, None] * (s_tiled @ U)[None, :] / n
-        return _computed(da.linalg.solve_triangular(factor.lower, SU, lower=True))
+        return L_tiles.run(product, V)
 
-    mean = np.pad(stats.column_sums / n + stats.reference, (0, size - m))
-    mean_feature = factor.whiten(mean[:, None])[:, 0]
+    size = m
+    mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     scatter = G - s_tiled[:, None] * s_tiled[None, :] / n
     budget = (DENSE_SOLVE_COLUMNS * m
               if dense_fits(size, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
@@ -145,11 +155,9 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
 def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
                      m: int) -> Spectrum:
     """The q leading pairs of M = L^-1 S L^-T formed on the tiles and solved here."""
-    L = factor.lower
-    # S symmetric: (L^-1 S)^T = S L^-T, so a second solve from the left gives M (its
-    # lower triangle is read: the rounding of the two solves leaves it a little asymmetric).
-    half = da.linalg.solve_triangular(L, scatter, lower=True)
-    M = _computed(da.linalg.solve_triangular(L, half.T, lower=True))
+    X = factor.inverse
+    # M = X S X^T (its lower triangle is read: the rounding leaves it a little asymmetric).
+    M = _computed((X @ scatter) @ X.T)
     size = M.shape[0]
     trace = float(np.trace(M))
     values, vectors = linalg.eigh(M, subset_by_index=[size - q, size - 1], overwrite_a=True,
@@ -160,10 +168,10 @@ def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
     return Spectrum(values, factor.unwhiten(vectors)[:m], vectors, residuals, trace, 0.0)
 
 
-def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: int,
-                 client=None) -> TiledFactor:
-    """K_mm's Cholesky factor as tiles on ``client``'s cluster (None: the default
-    scheduler); K_mm + tau I when a pivot is at most tau (module docstring)."""
+def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int, ...],
+                 client) -> TiledFactor:
+    """K_mm's Cholesky factor as tiles of ``sizes`` on ``client``'s cluster; K_mm + tau I
+    when a pivot is at most tau (module docstring)."""
     Z = np.asarray(landmarks, dtype=np.float64)
     m = Z.shape[0]
     diagonal = kernel_diagonal(Z, kernel, **params)
@@ -171,21 +179,26 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: in
     if not cutoff > 0:
         raise InvalidParameterError(NO_POSITIVE_DIRECTION)
     (points,) = shared_values(client, Z)
-    T = size // t
-    tiles = [[da.from_delayed(dask.delayed(landmark_tile, pure=True)(
-        points, kernel, params, i * t, j * t, t, m), (t, t), np.float64,
-        meta=np.empty((0, 0), np.float64)) for j in range(T)] for i in range(T)]
-    K = da.block(tiles)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    ranges = list(zip(offsets[:-1], offsets[1:]))
     for jitter in (0.0, cutoff):
-        lower = persist_held(tiled_cholesky(
-            K if jitter == 0.0 else K + jitter * _unpadded_eye(size, m, t)), client)
-        pivots = _computed(da.diagonal(lower))[:m]
+        # Only the lower tiles: the factorisation reads no other.
+        K = da.block([[da.from_delayed(dask.delayed(landmark_tile, pure=True)(
+            points, kernel, params, rows, columns, jitter),
+            (rows[1] - rows[0], columns[1] - columns[0]), np.float64,
+            meta=np.empty((0, 0), np.float64)) if j <= i else
+            da.zeros((rows[1] - rows[0], columns[1] - columns[0]), chunks=-1)
+            for j, columns in enumerate(ranges)] for i, rows in enumerate(ranges)])
+        lower = persist_held(tiled_cholesky(K), client)
+        pivots = _computed(da.diagonal(lower))
         # NaN pivots: not positive definite to rounding, the jitter's turn. Unjittered,
         # every pivot above tau, as one process's potrf is accepted; with the jitter every
         # pivot is at least about sqrt(tau) by construction.
         least = cutoff if jitter == 0.0 else 0.0
         if np.all(np.isfinite(pivots)) and float(np.min(pivots)) ** 2 > least:
-            return TiledFactor(lower, jitter, size)
+            inverse = persist_held(tiled_inverse(lower), client)
+            return TiledFactor(inverse, jitter, m, tiled_matrix(inverse, client))
+        del lower  # a failed factor's tiles go before the next one's are made
     raise InvalidParameterError(
         "The kernel matrix of the landmarks is not positive semi-definite, even with the "
         f"jitter {cutoff:.3g} (rcond times its largest diagonal value), so its factor cannot be "
@@ -193,26 +206,28 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, t: int, size: in
         "solves the problem (which keeps the kernel's positive part).")
 
 
-def landmark_tile(Z: np.ndarray, kernel, params: dict, row: int, column: int, t: int,
-                  m: int) -> np.ndarray:
-    """Tile (row, column) of K_mm padded to a multiple of t: the identity past m."""
-    tile = np.zeros((t, t))
-    rows, columns = slice(row, min(m, row + t)), slice(column, min(m, column + t))
-    if rows.start < m and columns.start < m:
-        tile[: rows.stop - row, : columns.stop - column] = pairwise_kernel(
-            Z[rows], Z[columns], kernel, **params)
-    if row == column:
-        padded = np.arange(max(0, m - row), t)
-        tile[padded, padded] = 1.0
+def landmark_tile(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
+                  columns: tuple[int, int], jitter: float = 0.0) -> np.ndarray:
+    """The tile ``rows`` x ``columns`` (start, stop) of K_mm + jitter I.
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0], [2.0]])
+    >>> landmark_tile(Z, "linear", {}, (1, 3), (1, 3), 0.5).tolist()
+    [[1.5, 2.0], [2.0, 4.5]]
+    """
+    tile = pairwise_kernel(Z[rows[0]:rows[1]], Z[columns[0]:columns[1]], kernel, **params)
+    tile = np.array(tile, dtype=np.float64)
+    if rows == columns and jitter:
+        tile[np.diag_indices_from(tile)] += jitter
     return tile
 
 
 def _spectrum_for_fraction(apply, factor: TiledFactor, S, eta: float, m: int) -> Spectrum:
     """Leading pairs until their sum reaches ``eta`` of the exact trace, doubling how many."""
-    L = factor.lower
-    inverse = da.linalg.solve_triangular(L, da.eye(factor.size, chunks=L.chunks[0][0]),
-                                         lower=True)
-    trace = float(_computed((da.linalg.solve_triangular(L, S, lower=True) * inverse).sum()))
+    X = factor.inverse
+    # trace(X S X^T) = <X S, X>: the sum of an elementwise product, tile by tile.
+    trace = float(_computed(((X @ S) * X).sum()))
     count, start = 16, None
     while True:
         pairs = leading_eigenpairs(apply, factor.size, min(count, m), start=start)
@@ -220,16 +235,6 @@ def _spectrum_for_fraction(apply, factor: TiledFactor, S, eta: float, m: int) ->
             return Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m], pairs.vectors,
                             pairs.residuals, trace, 0.0)
         count, start = 2 * count, pairs.vectors
-
-
-def _unpadded_eye(size: int, m: int, t: int) -> da.Array:
-    return da.from_array(np.pad(np.ones(m), (0, size - m)), chunks=t)[:, None] * da.eye(
-        size, chunks=t)
-
-
-def _tiled(V: np.ndarray, like: da.Array) -> da.Array:
-    """A block of vectors (size, b) cut into the row tiles of ``like``."""
-    return da.from_array(np.asarray(V, dtype=np.float64), chunks=(like.chunks[0], V.shape[1]))
 
 
 def _computed(collection):

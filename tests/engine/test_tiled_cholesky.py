@@ -7,18 +7,31 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from kpca_dask.engine.tiled_cholesky import tiled_cholesky
+from kpca_dask.engine.tiled_cholesky import tiled_cholesky, tiled_inverse
 
 
-@pytest.mark.parametrize("tiles", [1, 2, 5])
-def test_the_factor_equals_one_process_cholesky(tiles):
-    """L L^T = A and L equals numpy's factor, for one tile and several."""
+@pytest.mark.parametrize("tile", [30, 15, 6, 7])
+def test_the_factor_equals_one_process_cholesky(tile):
+    """L L^T = A and L equals numpy's factor, for one tile and several (7: the last
+    narrower)."""
     rng = np.random.default_rng(0)
     B = rng.standard_normal((30, 40))
     A = B @ B.T + 1e-3 * np.eye(30)
     with dask.config.set(scheduler="threads"):
-        L = tiled_cholesky(da.from_array(A, chunks=30 // tiles)).compute()
+        L = tiled_cholesky(da.from_array(A, chunks=tile)).compute()
     np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("tile", [30, 7])
+def test_the_inverse_by_tiles_is_the_factors_inverse(tile):
+    """X = L^-1 by tiles: lower triangular, X L = I to rounding."""
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((30, 40))
+    L = np.linalg.cholesky(B @ B.T + np.eye(30))
+    with dask.config.set(scheduler="threads"):
+        X = tiled_inverse(da.from_array(L, chunks=tile)).compute()
+    np.testing.assert_allclose(X @ L, np.eye(30), atol=1e-12)
+    np.testing.assert_array_equal(np.triu(X, 1), 0.0)
 
 
 def test_a_matrix_that_is_not_positive_definite_gives_nan_pivots_not_an_error():
@@ -31,6 +44,16 @@ def test_a_matrix_that_is_not_positive_definite_gives_nan_pivots_not_an_error():
     assert np.isnan(pivots[2:]).all()
 
 
-def test_tiles_of_unequal_size_are_refused():
-    with pytest.raises(ValueError, match="square tiles of one size"):
-        tiled_cholesky(da.ones((5, 5), chunks=3))
+def test_a_failed_pivot_costs_its_tile_only():
+    """After a failed pivot every later tile is NaN at once: a read-only view of one value,
+    no memory and no products."""
+    A = np.diag([-1.0, 1.0, 2.0, 3.0])
+    with dask.config.set(scheduler="sync"):
+        tiles = tiled_cholesky(da.from_array(A, chunks=2)).to_delayed()
+        later = tiles[1, 1].compute()
+    assert np.isnan(later).all() and later.strides == (0, 0)
+
+
+def test_diagonal_tiles_that_are_not_square_are_refused():
+    with pytest.raises(ValueError, match="square diagonal tiles"):
+        tiled_cholesky(da.ones((5, 5), chunks=((3, 2), (2, 3))))

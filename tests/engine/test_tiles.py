@@ -1,38 +1,50 @@
-"""The tiles of the sharded landmark problem: their size and the padded K_mm tiles."""
+"""The tiles of the sharded landmark problem: their size, K_mm's tiles, the pass's products."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kpca_dask._memory import WORKER_CODE_BYTES, MemoryBudget
+from kpca_dask._memory import MemoryBudget
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.tiled_pass import LEAST_TILE, TASK_SHARE, tile_size
+from kpca_dask.engine.tiled_pass import (
+    LEAST_TILE,
+    add_tile_row,
+    chain_places,
+    tile_size,
+    tiles_peak_bytes,
+)
 from kpca_dask.engine.tiled_solve import landmark_tile
 
 
-def _budget(limit_bytes: int, workers: int = 4, threads: int = 1) -> MemoryBudget:
-    room = int(0.8 * limit_bytes) - WORKER_CODE_BYTES
-    return MemoryBudget(limit_bytes, threads, True, "a worker", None, room, workers=workers)
+def _budget(room_bytes: int, workers: int = 4, threads: int = 1) -> MemoryBudget:
+    return MemoryBudget(2 * room_bytes, threads, True, "a worker", None, room_bytes,
+                        workers=workers, measured_room_bytes=room_bytes)
 
 
-@pytest.mark.parametrize("limit", [2**30, 2**31, 2**33])
-def test_a_tile_rows_panel_and_its_product_fit_a_share_of_a_worker(limit):
-    """2 t m float64 words (the panel and its GEMM's product) within TASK_SHARE of a
-    worker thread's room, whenever that allows tiles of LEAST_TILE or more."""
+@pytest.mark.parametrize("room", [2**29, 2**30, 2**31, 2**33])
+def test_the_modelled_peak_of_the_tiles_fits_the_measured_room(room):
+    """The tiles' modelled peak (the lower tiles of G, K_mm and L over the workers, and
+    each thread's task) within a worker's measured room, whenever tiles of LEAST_TILE or
+    more allow it; at least 2 sqrt(4) = 4 tiles a side."""
     m = 40_000
-    budget = _budget(limit)
+    budget = _budget(room)
     t = tile_size(m, budget)
-    if t > LEAST_TILE:
-        assert 2 * 8 * t * m <= TASK_SHARE * budget.sizing_bytes
-    assert t <= -(-m // 4)  # 2 sqrt(4) = 4 tiles a side at least
+    if tiles_peak_bytes(m, -(-m // -(-m // LEAST_TILE)), 4, 1) <= room:
+        assert tiles_peak_bytes(m, t, 4, 1) <= room
+    assert t <= -(-m // 4)
 
 
-def test_the_tile_follows_the_limit():
-    """A worker with more memory gets larger tiles, more threads smaller ones."""
-    m = 40_000
-    assert tile_size(m, _budget(2**31)) < tile_size(m, _budget(2**33))
-    assert tile_size(m, _budget(2**33, threads=4)) < tile_size(m, _budget(2**33))
+def test_the_tiles_are_as_large_as_the_room_allows():
+    """The next larger tiles (one fewer a side) would not fit; more room or fewer threads
+    give larger tiles."""
+    m, budget = 40_000, _budget(2**33)
+    t = tile_size(m, budget)
+    side = -(-m // t)
+    if side > 4:
+        assert tiles_peak_bytes(m, -(-m // (side - 1)), 4, 1) > budget.measured_room
+    assert tile_size(m, _budget(2**31)) < t
+    assert tile_size(m, _budget(2**33, threads=4)) < t
 
 
 def test_there_are_tiles_for_every_worker():
@@ -41,17 +53,34 @@ def test_there_are_tiles_for_every_worker():
     assert -(-1000 // tile_size(1000, _budget(2**36, workers=16))) == 8
 
 
-def test_padded_landmark_tiles_are_the_kernel_then_the_identity():
-    """K_mm's tiles, padded past m with an identity block, so that its Cholesky factor is
-    K_mm's with an identity block beside it."""
+def test_landmark_tiles_are_the_kernel_with_the_jitter_on_the_diagonal():
+    """K_mm's tiles, the last ones narrower, and tau I added on the diagonal tiles only."""
     Z = np.random.default_rng(0).normal(size=(5, 2))
     K = pairwise_kernel(Z, Z, "rbf", gamma=0.5)
-    t, m = 3, 5
-    tiles = [[landmark_tile(Z, "rbf", {"gamma": 0.5}, i * t, j * t, t, m) for j in range(2)]
-             for i in range(2)]
-    padded = np.block(tiles)
-    np.testing.assert_allclose(padded[:m, :m], K, rtol=1e-14)
-    np.testing.assert_array_equal(padded[m:, m:], np.eye(1))
-    np.testing.assert_array_equal(padded[:m, m:], 0.0)
-    L = np.linalg.cholesky(padded)
-    np.testing.assert_allclose(L[:m, :m], np.linalg.cholesky(K), rtol=1e-12)
+    ranges = [(0, 3), (3, 5)]
+    tiles = [[landmark_tile(Z, "rbf", {"gamma": 0.5}, rows, columns, 0.25)
+              for columns in ranges] for rows in ranges]
+    np.testing.assert_allclose(np.block(tiles), K + 0.25 * np.eye(5), rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_tile_rows_products_are_its_rows_of_the_gram_matrix(dtype):
+    """add_tile_row adds D[:, start:]^T D into the panel: the GEMM left of the diagonal
+    tile and the diagonal tile's lower triangle by the rank-k update."""
+    D = np.random.default_rng(1).normal(size=(300, 70)).astype(dtype)
+    panel = np.zeros((20, 70))
+    add_tile_row(panel, D, 50)
+    expected = (D[:, 50:].T @ D).astype(np.float64)
+    tolerance = 1e-12 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(panel[:, :50], expected[:, :50], rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(np.tril(panel[:, 50:]), np.tril(expected[:, 50:]),
+                               rtol=tolerance, atol=tolerance)
+
+
+def test_the_chains_go_longest_first_to_the_least_loaded_thread():
+    """LPT: with two threads and tile rows costing 1, 3 and 5 (t = 1), the 5 goes alone and
+    the 3 and 1 share the other thread; each a hint a lost worker's chains do without."""
+    places = chain_places([(0, 1), (1, 2), (2, 3)], [4], ["tcp://a", "tcp://b"])
+    workers = {row: places[row, 0]["workers"][0] for row in range(3)}
+    assert workers[2] != workers[1] == workers[0]
+    assert all(place["allow_other_workers"] for place in places.values())
