@@ -86,9 +86,13 @@ def column_ranges(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
 def _panel(X: da.Array, a: int, b: int, what: str) -> np.ndarray:
     """Columns a:b of every row of ``X`` in float64, refusing NaN or inf by row."""
     panel = read_rows(X[:, a:b].astype(np.float64))
-    finite = np.isfinite(panel)
-    if not finite.all():
-        row = int(np.flatnonzero(~finite.all(axis=1))[0])
+    # A row's sum is NaN or inf if the row holds one (or, rarely, if finite values
+    # overflow it): n values to check, not a boolean copy of the panel.
+    if np.isfinite(panel.sum(axis=1)).all():
+        return panel
+    bad = np.flatnonzero(~np.isfinite(panel).all(axis=1))
+    if bad.size:
+        row = int(bad[0])
         raise NonFiniteInputError(
             f"{what} contains NaN or infinite values (first in row {row}); remove or "
             "impute them first.")

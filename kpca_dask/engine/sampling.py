@@ -143,6 +143,10 @@ class RowSampler:
         if rows is None:
             rows = read_rows(_rows_by_runs(self.X, ascending))
         raise_if_rows_nonfinite(rows, ascending, purpose)
+        if np.array_equal(ascending, indices):
+            # Asked in order (a sample's indices are): the rows as read, not a reordered
+            # copy, which for 400 rows of 10^6 float32 features is 1.6 GB more at once.
+            return rows
         return rows[np.argsort(order)]
 
     def holds(self, size: int, rng: np.random.Generator) -> bool:

@@ -58,42 +58,51 @@ class TiledMatrix:
                  for i in range(len(self.sizes))}]
 
     def product(self, V: list, *, lower: bool = False, transposed: bool = False,
-                column_sums: np.ndarray | None = None, n_samples: int = 1) -> list:
-        """A V (or A^T V; with ``lower``, A's lower triangle only), V and the result as
-        lists of partial results; less ``s (s^T V) / n`` when ``column_sums`` s is given:
-        the centred scatter's product, S = G - s s^T / n."""
+                symmetric: bool = False, column_sums: np.ndarray | None = None,
+                n_samples: int = 1) -> list:
+        """A V (or A^T V; with ``lower``, A's lower triangle only; with ``symmetric``, A
+        read from its lower tiles alone, each for A_ij V_j and A_ij^T V_i: half the bytes),
+        V and the result as lists of partial results; less ``s (s^T V) / n`` when
+        ``column_sums`` s is given: the centred scatter's product, S = G - s s^T / n."""
         correction = None if column_sums is None else (column_sums, n_samples, self.offsets)
         parts = []
         for number, (positions, tiles) in enumerate(self.groups):
-            kept = [(i, j) for i, j in positions if not lower or j <= i]
-            chosen = [tile for (i, j), tile in zip(positions, tiles) if not lower or j <= i]
-            if not kept:
+            kept = [(i, j) for i, j in positions if not (lower or symmetric) or j <= i]
+            chosen = [tile for (i, j), tile in zip(positions, tiles)
+                      if not (lower or symmetric) or j <= i]
+            if not kept and not (correction is not None and number == 0):
                 continue
             parts.append(dask.delayed(_group_product, pure=False)(
-                kept, transposed, correction if number == 0 else None, V, *chosen))
+                kept, transposed, symmetric, correction if number == 0 else None, V,
+                *chosen))
         return parts
 
     def run(self, product, *args) -> np.ndarray:
         """``product(*args)`` (a chain of this module's products), its partial results
         added up here and joined; sent again when a lost worker's tiles were being
         recomputed (as :func:`kpca_dask._parallel.compute_held`)."""
+        if self.client is None:  # the default scheduler (tiles in this process)
+            return self._joined(dask.compute(product(*args))[0])
         from distributed import futures_of, wait
 
         for attempt in range(HELD_RETRIES + 1):
             try:
-                parts = self.client.gather(self.client.compute(product(*args)))
-                blocks = _added(parts)
-                return np.concatenate([blocks[i] for i in range(len(self.sizes))], axis=0)
+                return self._joined(self.client.gather(self.client.compute(product(*args))))
             except CancelledError:
                 if attempt == HELD_RETRIES:
                     raise
                 wait(futures_of([tiles for _, tiles in self.groups]))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _joined(self, parts: list) -> np.ndarray:
+        blocks = _added(parts)
+        return np.concatenate([blocks[i] for i in range(len(self.sizes))], axis=0)
+
 
 def tiled_matrix(array: da.Array, client) -> TiledMatrix:
     """The tiles of a persisted square dask ``array`` on ``client``, as futures grouped by
-    the worker that holds them.
+    the worker that holds them (``client`` None: the array's tiles as one group, computed
+    by the default scheduler).
 
     Examples
     --------
@@ -105,6 +114,11 @@ def tiled_matrix(array: da.Array, client) -> TiledMatrix:
     ...     L.run(lambda: L.product(V, lower=True, transposed=True)).ravel().tolist()
     [3.0, 2.0, 1.0]
     """
+    if client is None:
+        tiles = array.to_delayed()
+        positions = tuple((i, j) for i in range(tiles.shape[0]) for j in range(tiles.shape[1]))
+        return TiledMatrix(None, ((positions, tuple(tiles[i, j] for i, j in positions)),),
+                           tuple(array.chunks[0]))
     from distributed import futures_of, wait
 
     futures = {future.key: future for future in futures_of(array)}
@@ -133,28 +147,31 @@ def _added(parts: list) -> dict:
     return total
 
 
-def _group_product(positions: list, transposed: bool, correction, V: list, *tiles
-                   ) -> dict:
+def _group_product(positions: list, transposed: bool, symmetric: bool, correction,
+                   V: list, *tiles) -> dict:
     """One worker's part of a product: for its tiles (i, j), A_ij V_j into row block i
-    (A_ij^T V_i into j when ``transposed``); with ``correction`` (s, n, offsets), less
-    s_I (s^T V) / n for every row block I."""
+    (A_ij^T V_i into j when ``transposed``; both, below the diagonal, when ``symmetric``);
+    with ``correction`` (s, n, offsets), less s_I (s^T V) / n for every row block I."""
     blocks = _added(V)
     result: dict = {}
-    for (i, j), tile in zip(positions, tiles):
-        row, column = (j, i) if transposed else (i, j)
-        value = (tile.T if transposed else tile) @ blocks[column]
+
+    def add(row: int, value: np.ndarray) -> None:
         if row in result:
             result[row] += value
         else:
             result[row] = value
+
+    for (i, j), tile in zip(positions, tiles):
+        if transposed:
+            add(j, tile.T @ blocks[i])
+        else:
+            add(i, tile @ blocks[j])
+        if symmetric and i != j:
+            add(j, tile.T @ blocks[i])
     if correction is not None:
         s, n_samples, offsets = correction
         parts = [s[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
         inner = sum(part @ blocks[k] for k, part in enumerate(parts)) / n_samples
         for k, part in enumerate(parts):
-            value = -np.outer(part, inner)
-            if k in result:
-                result[k] += value
-            else:
-                result[k] = value
+            add(k, -np.outer(part, inner))
     return result

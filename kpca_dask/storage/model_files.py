@@ -3,7 +3,7 @@
 Layout of a saved :class:`~kpca_dask.KernelPCA` (format version 3)::
 
     model.zarr/
-      landmarks                 (m, p)  float64   the landmark points Z
+      landmarks                 (m, p)  float64   the landmark points Z (float32 when the data are)
       projection                (m, q)  float64   P = W V_q
       offset                    (q,)    float64   c = V_q^T mu
       eigenvalues               (q,)    float64
