@@ -32,6 +32,7 @@ overwrites, so the factor costs m^2 float64 words and no more.
 from __future__ import annotations
 
 import warnings
+import weakref
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -115,6 +116,11 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
     # a float64 copy of Z would be m x p words more (docs/design.md §12).
     Z = landmarks if wide else np.asarray(dense(landmarks), dtype=np.float64)
     m = Z.shape[0]
+    if wide and 16 * m <= Z.shape[1]:
+        K = wide_kernel_matrix(Z, kernel, params)
+        if out is not None:
+            out[...] = K
+        return K.sum(axis=0), float(np.abs(K).sum(axis=1).max())
     sums, norm = np.zeros(m), 0.0
     step = _panel_rows(m)
     panel = None if out is not None else np.empty((min(step, m), m))
@@ -136,6 +142,46 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
             sums += target.sum(axis=0)
             norm = max(norm, float(np.abs(target).sum(axis=1).max()))
     return sums, norm
+
+
+def wide_kernel_matrix(Z: np.ndarray, kernel, params: dict) -> np.ndarray:
+    """K_mm of wide landmarks (many more features than landmarks), made once per landmarks.
+
+    Its sums over 10^6 features are the cost (7-8 s at 400 x 10^6 float32 on one
+    thread), its m x m words are not (1.3 MB at m = 400; at most a sixteenth of the
+    landmarks' bytes here): so it is made on every BLAS thread, and kept for the same
+    landmarks array and kernel until that array is gone, so that the factor after the
+    pass reuses what the reference row before it made (docs/design.md §12). Read-only.
+
+    Examples
+    --------
+    >>> Z = np.random.default_rng(0).normal(size=(2, 64)).astype(np.float32)
+    >>> wide_kernel_matrix(Z, "linear", {}) is wide_kernel_matrix(Z, "linear", {})
+    True
+    """
+    global _WIDE_KERNEL
+    key = (kernel, repr(sorted(params.items())))
+    held = _WIDE_KERNEL
+    if held is not None and held[0]() is Z and held[1] == key:
+        return held[2]
+    origin = kernel_origin(Z, kernel)
+    m = Z.shape[0]
+    K = kernel_by_panels(Z, Z, kernel, params, np.empty((m, m)), origin,
+                         landmark_norms(Z, origin))
+    K.setflags(write=False)
+    _WIDE_KERNEL = (weakref.ref(Z, _forget_wide_kernel), key, K)
+    return K
+
+
+#: (a weak reference to the landmarks, the kernel and its parameters, K_mm) of the last
+#: wide landmarks (:func:`wide_kernel_matrix`).
+_WIDE_KERNEL: tuple | None = None
+
+
+def _forget_wide_kernel(reference) -> None:
+    global _WIDE_KERNEL
+    if _WIDE_KERNEL is not None and _WIDE_KERNEL[0] is reference:
+        _WIDE_KERNEL = None
 
 
 def reference_row(landmarks, kernel, params: dict) -> np.ndarray:

@@ -98,3 +98,25 @@ def test_wide_landmark_matrix_by_feature_panels(monkeypatch):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(wide_sums, sums, rtol=1e-12)
     assert wide_norm == pytest.approx(norm, rel=1e-12)
+
+
+def test_wide_landmark_matrix_is_made_once_per_landmarks(monkeypatch):
+    """With many more features than landmarks, K_mm is made whole, once: the reference
+    row's call and the factor's after the pass get the same matrix (the float64 one, to
+    rounding); other parameters or other landmarks make their own."""
+    from kpca_dask.engine import landmark_factor
+
+    Z = np.random.default_rng(5).normal(size=(20, 400)).astype(np.float32)
+    expected = np.empty((20, 20))
+    landmark_factor.landmark_kernel_panels(Z.astype(np.float64), "rbf", {"gamma": 1e-3},
+                                           out=expected)
+    monkeypatch.setattr(landmark_factor, "WIDE_LANDMARK_BYTES", 0)
+    first = landmark_factor.wide_kernel_matrix(Z, "rbf", {"gamma": 1e-3})
+    np.testing.assert_allclose(first, expected, rtol=1e-12)
+    got = np.empty((20, 20))
+    landmark_factor.landmark_kernel_panels(Z, "rbf", {"gamma": 1e-3}, out=got)
+    np.testing.assert_array_equal(got, first)
+    assert landmark_factor.wide_kernel_matrix(Z, "rbf", {"gamma": 1e-3}) is first
+    assert landmark_factor.wide_kernel_matrix(Z, "rbf", {"gamma": 2e-3}) is not first
+    assert landmark_factor.wide_kernel_matrix(Z.copy(), "rbf", {"gamma": 1e-3}) is not first
+    assert not first.flags.writeable
