@@ -124,7 +124,7 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
         # X (G - s s^T / n) X^T V: three steps of one task per worker, each adding up the
         # partial sums of the step before.
         U = L_tiles.product(L_tiles.split(V), lower=True, transposed=True)
-        SU = G_tiles.product(U, symmetric=True, column_sums=s, n_samples=n)
+        SU = G_tiles.product(U, column_sums=s, n_samples=n)
         return L_tiles.product(SU, lower=True)
 
     def apply(V: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ def _persisted(client, A: np.ndarray, tile: int) -> da.Array:
 
 
 def test_products_equal_numpy_and_take_a_task_per_worker(client):
-    """Lower, transposed lower and symmetric (lower tiles only) products with a centring,
+    """Lower, transposed lower and whole products with a centring,
     on tiles whose last row and column are narrower, equal numpy's; each step is at most
     one task per worker."""
     rng = np.random.default_rng(0)
@@ -38,7 +38,7 @@ def test_products_equal_numpy_and_take_a_task_per_worker(client):
 
     def chain():
         U = lower.product(lower.split(V), lower=True, transposed=True)
-        return lower.product(symmetric.product(U, symmetric=True, column_sums=s, n_samples=n),
+        return lower.product(symmetric.product(U, column_sums=s, n_samples=n),
                              lower=True)
 
     expected = L @ ((G - np.outer(s, s) / n) @ (L.T @ V))
