@@ -8,16 +8,18 @@ ranges of t (the last shorter); the lower part of tile row I,
 
 is summed by chains of row blocks of its own (:func:`tile_row_of_block`: each
 task makes the block's kernel rows against the landmarks up to b_I and adds
-one GEMM into a t x b_I float64 panel), then the chains of a row are added
-pairwise. A tile row holds at most t m words, never m^2. The tiles of G are
-views of the panels (above the diagonal, transposed views), so G takes
-m^2 (1 + 1/T) / 2 words over the cluster. s, n and t come with the last
+their products into a t x b_I float64 panel, :func:`add_tile_row`), then the
+chains of a row are added pairwise, and the chains go longest first to the
+least loaded worker thread (:func:`chain_places`). A tile row holds at most
+t m words, never m^2. The tiles of G are views of the panels (above the
+diagonal, transposed views), so G takes m^2 (1 + 1/T) / 2 words over the
+cluster. s, n and t come with the last
 tile row, whose landmarks are all of them.
 
 Each row block is read once and its kernel values made T times, once per
 tile row, in prefixes: (T + 1) / 2 times the kernel work of one full pass,
-and about the same GEMM flops as one SYRK (n m^2 (1 + 1/T)); see
-docs/guide/sharded-landmarks.md for the whole cost.
+and the flops of one SYRK (n m^2: each diagonal tile by a rank-k update, the
+rest by GEMMs); see docs/guide/sharded-landmarks.md for the whole cost.
 
 :func:`tile_size` cuts t from a model of a worker's peak, apart from a pass
 block's (:func:`tiles_peak_bytes`): the lower tiles of G, K_mm and its factor
@@ -74,13 +76,13 @@ TILE_ARRAYS = 3
 TILE_BLOCK_ROWS = 2048
 
 
-def tile_block_rows(n_landmarks: int, t: int) -> int:
+def tile_block_rows(t: int) -> int:
     """Rows of a tile row's kernel block: as many as the tile (its panel's product is as
     large), at least :data:`TILE_BLOCK_ROWS`.
 
     Examples
     --------
-    >>> tile_block_rows(16_000, 4000), tile_block_rows(5000, 300)
+    >>> tile_block_rows(4000), tile_block_rows(300)
     (4000, 2048)
     """
     return max(TILE_BLOCK_ROWS, t)
@@ -103,7 +105,7 @@ def tiles_peak_bytes(n_landmarks: int, t: int, workers: int, threads: int) -> in
     T = -(-m // t)
     lower = 8 * t * t * T * (T + 1) / 2  # an array's lower tiles, the diagonal ones whole
     share = lower / max(1, workers)
-    pass_task = 8 * t * m + 4 * tile_block_rows(m, t) * m + PANEL_BYTES
+    pass_task = 8 * t * m + 4 * tile_block_rows(t) * m + PANEL_BYTES
     solve_task = 4 * 8 * t * t
     return int(max(share + threads * pass_task, TILE_ARRAYS * share + threads * solve_task))
 
@@ -167,7 +169,7 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
                     block, offset = items[i]
                     running = add(running, block, int(offset), shared[0], kernel, params,
                                   dtype, shared[1], shared[2], start, stop,
-                                  tile_block_rows(m, t))
+                                  tile_block_rows(t))
             heads.append(running)
         with dask.annotate(**places[row, 0]):
             while len(heads) > 1:

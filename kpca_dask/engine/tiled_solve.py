@@ -16,9 +16,9 @@ m x m arrays never on one machine:
   nothing.
 - L^-1 is formed once as tiles (:func:`kpca_dask.engine.tiled_cholesky.tiled_inverse`,
   m^3 / 3 flops, and L is let go), so that M = L^-1 (G - s s^T / n) L^-T is
-  applied to a block of vectors by three products, each one task per tile on
-  the worker that holds it (:mod:`kpca_dask.engine.tiled_products`): three
-  steps a product, where triangular solves by tiles are chains of T steps;
+  applied to a block of vectors by three products, each a task per worker
+  taking the tiles it holds (:mod:`kpca_dask.engine.tiled_products`): three
+  steps a product, where triangular solves by tiles are chains of 2 T steps;
   the block Krylov solver (:func:`kpca_dask.engine.eigensolver.leading_eigenpairs`)
   keeps its basis here (m x (q + p) x depth words) and solves only the
   small Rayleigh-Ritz problem.
@@ -27,8 +27,8 @@ m x m arrays never on one machine:
 
 The solver has the dense way's cost as its budget (as on one machine,
 :data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`): when a flat or
-clustered spectrum would take more products, M is formed on the tiles
-(two tiled triangular solves, 2 m^3 flops on the workers), brought to the
+clustered spectrum would take more products, M = L^-1 S L^-T is formed on the
+tiles (two tiled products, 2 m^3 flops on the workers), brought to the
 client when it fits there (:data:`CLIENT_DENSE_WORDS` m^2 words) and its
 leading pairs found by LAPACK; their trace is then exact.
 
