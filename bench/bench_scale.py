@@ -49,6 +49,9 @@ from threadpoolctl import threadpool_limits
 
 from kpca_dask.blocks.kernels import pairwise_kernel
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import best_seconds  # noqa: E402
+
 #: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
 RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
                               Path(__file__).resolve().parent / "results"))
@@ -118,12 +121,7 @@ def machine_bound(block_rows: int, n_features: int, n_landmarks: int, n_componen
     gamma = 1.0 / n_features
 
     def best(fn):
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return min(times)
+        return best_seconds(fn, repeats)
 
     def on_every_core(fn):
         with ThreadPoolExecutor(cores) as pool:

@@ -118,29 +118,28 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     n = stats.n_samples
     s = stats.column_sums
     s_tiled = da.from_array(s, chunks=(G.chunks[0],))
-    G_tiles, L_tiles = tiled_matrix(G, client), factor.tiles
+    G_tiles, inverse_tiles = tiled_matrix(G, client), factor.tiles
 
     def product(V: np.ndarray) -> list:
         # X (G - s s^T / n) X^T V: three steps of one task per worker, each adding up the
         # partial sums of the step before.
-        U = L_tiles.product(L_tiles.split(V), lower=True, transposed=True)
+        U = inverse_tiles.product(inverse_tiles.split(V), lower=True, transposed=True)
         SU = G_tiles.product(U, column_sums=s, n_samples=n)
-        return L_tiles.product(SU, lower=True)
+        return inverse_tiles.product(SU, lower=True)
 
     def apply(V: np.ndarray) -> np.ndarray:
-        return L_tiles.run(product, V)
+        return inverse_tiles.run(product, V)
 
-    size = m
     mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     scatter = G - s_tiled[:, None] * s_tiled[None, :] / n
     budget = (DENSE_SOLVE_COLUMNS * m
-              if dense_fits(size, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
+              if dense_fits(m, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
     way = "tiles"
     if isinstance(n_components, float):
         spectrum = _spectrum_for_fraction(apply, factor, scatter, n_components, m)
     else:
         q = min(int(n_components), m)
-        pairs = leading_eigenpairs(apply, size, q, budget=budget)
+        pairs = leading_eigenpairs(apply, m, q, budget=budget)
         if pairs.converged:
             trace, trace_std = estimate_trace(apply, pairs)
             spectrum = Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m],

@@ -33,12 +33,12 @@ def test_products_equal_numpy_and_take_a_task_per_worker(client):
     G = B @ B.T
     s, n = rng.normal(size=m), 5
     V = rng.normal(size=(m, 3))
-    lower, symmetric = tiled_matrix(_persisted(client, L, tile), client), tiled_matrix(
+    lower, whole = tiled_matrix(_persisted(client, L, tile), client), tiled_matrix(
         _persisted(client, G, tile), client)
 
     def chain():
         U = lower.product(lower.split(V), lower=True, transposed=True)
-        return lower.product(symmetric.product(U, column_sums=s, n_samples=n),
+        return lower.product(whole.product(U, column_sums=s, n_samples=n),
                              lower=True)
 
     expected = L @ ((G - np.outer(s, s) / n) @ (L.T @ V))
@@ -47,4 +47,4 @@ def test_products_equal_numpy_and_take_a_task_per_worker(client):
                                L @ V, rtol=1e-12, atol=1e-12)
     workers = len(client.scheduler_info()["workers"])
     assert len(lower.product(lower.split(V), lower=True)) <= workers
-    assert len(symmetric.groups) <= workers
+    assert len(whole.groups) <= workers

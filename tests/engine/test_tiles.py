@@ -22,17 +22,23 @@ def _budget(room_bytes: int, workers: int = 4, threads: int = 1) -> MemoryBudget
                         workers=workers, measured_room_bytes=room_bytes)
 
 
-@pytest.mark.parametrize("room", [2**29, 2**30, 2**31, 2**33])
+@pytest.mark.parametrize("room", [3 * 2**31, 2**33, 2**34])
 def test_the_modelled_peak_of_the_tiles_fits_the_measured_room(room):
     """The tiles' modelled peak (the lower tiles of G, K_mm and L over the workers, and
-    each thread's task) within a worker's measured room, whenever tiles of LEAST_TILE or
-    more allow it; at least 2 sqrt(4) = 4 tiles a side."""
+    each thread's task) within a worker's measured room; at least 2 sqrt(4) = 4 tiles a
+    side however large the room."""
     m = 40_000
-    budget = _budget(room)
-    t = tile_size(m, budget)
-    if tiles_peak_bytes(m, -(-m // -(-m // LEAST_TILE)), 4, 1) <= room:
-        assert tiles_peak_bytes(m, t, 4, 1) <= room
+    t = tile_size(m, _budget(room))
+    assert tiles_peak_bytes(m, t, 4, 1) <= room
     assert t <= -(-m // 4)
+
+
+def test_a_room_no_tiles_fit_gets_the_smallest_tiles():
+    """m = 40 000 on four workers of 4 GiB of room: even tiles of LEAST_TILE exceed it (the
+    three m x m arrays' shares alone do); the tiles are then the smallest, which hold the
+    least, not the largest."""
+    m = 40_000
+    assert tile_size(m, _budget(2**32)) <= LEAST_TILE
 
 
 def test_the_tiles_are_as_large_as_the_room_allows():
