@@ -14,15 +14,17 @@ function is applied last, row panel by row panel, in place.
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 
-from .._memory import memory_budget
+from .._memory import memory_budget, release_freed_memory
 from ..blocks.feature_sums import (
     CITYBLOCK,
+    INNER,
     SQUARED,
     chunk_sums,
     diagonal_from_norms,
@@ -32,7 +34,9 @@ from ..blocks.feature_sums import (
 from ..errors import InsufficientMemoryError, NonFiniteInputError
 from .sampling import read_rows
 
-__all__ = ["gram_by_panels", "cross_kernel_by_panels", "column_ranges", "panel_bytes"]
+__all__ = ["gram_by_panels", "cross_kernel_by_panels", "column_ranges", "panel_bytes",
+           "gram_plan", "row_groups", "sums_by_row_panels", "inner_products",
+           "gram_hold_bytes"]
 
 #: Rows of the data whose L1 distances, or kernel values, are made at once.
 _ROW_PANEL = 512
@@ -50,6 +54,29 @@ def panel_bytes(X: da.Array) -> int:
     1073741824
     """
     return max(2**26, memory_budget(X).free_bytes // 8)
+
+
+#: Data beyond this many bytes are held at most half at once by a Gram pass.
+HALF_FROM_BYTES = 2**28
+
+
+def gram_hold_bytes(X: da.Array) -> int:
+    """The most bytes of ``X`` a pass for its Gram matrix holds at once: :func:`panel_bytes`,
+    and at most half the data once they pass :data:`HALF_FROM_BYTES`.
+
+    Holding half the data costs the row way half a read more than holding them
+    all (docs/design.md §16) and halves what it holds; holding less saves less
+    for the same cost again.
+
+    Examples
+    --------
+    >>> import dask
+    >>> X = da.zeros((1000, 10**6), dtype=np.float32)
+    >>> with dask.config.set({"kpca-dask.memory-limit": "64 GiB"}):
+    ...     gram_hold_bytes(X) == X.nbytes // 2
+    True
+    """
+    return int(min(panel_bytes(X), max(HALF_FROM_BYTES, X.nbytes // 2)))
 
 
 #: Narrow feature chunks are joined into panels of up to this many bytes.
@@ -115,6 +142,9 @@ def refuse_gram_beyond_memory(n: int, X: da.Array) -> None:
 def gram_by_panels(X: da.Array, kernel, params: dict) -> tuple[np.ndarray, np.ndarray]:
     """``(K, diagonal)``: the kernel matrix k(X, X) (n x n float64) and k(x, x), in one read.
 
+    The sums over features are added by column panels or by pairs of row
+    panels, whichever :func:`gram_plan` finds reads the data fewer times.
+
     Examples
     --------
     >>> X = da.from_array(np.array([[1.0, 0.0], [0.0, 2.0]]), chunks=(1, 1))
@@ -124,11 +154,56 @@ def gram_by_panels(X: da.Array, kernel, params: dict) -> tuple[np.ndarray, np.nd
     """
     n = X.shape[0]
     refuse_gram_beyond_memory(n, X)
-    measure = feature_sum(kernel)
+    sums, norms, _ = _feature_sums(X, feature_sum(kernel))
+    # C order, the sums in its upper triangle: kernel rows are made in place, by row panels.
+    K = sums.T
+    _fill_lower_from_upper(K)
+    for start in range(0, n, _ROW_PANEL):
+        rows = slice(start, start + _ROW_PANEL)
+        terms = np.column_stack([K[rows], norms[rows]])
+        kernel_from_sums(K[rows], terms, norms, kernel, params)
+    return K, diagonal_from_norms(norms, kernel, params)
+
+
+def inner_products(X: da.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(X Xᵀ, column sums)``: the n x n Gram matrix of lazy rows in float64 and the sum of
+    each column, in one read of ``X`` by the way :func:`gram_plan` prefers.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[1.0, 0.0], [1.0, 2.0]]), chunks=(1, 1))
+    >>> A, column_sums = inner_products(X)
+    >>> A.tolist(), column_sums.tolist()
+    ([[1.0, 1.0], [1.0, 5.0]], [2.0, 2.0])
+    """
+    refuse_gram_beyond_memory(X.shape[0], X)
+    sums, _, column_sums = _feature_sums(X, INNER)
+    A = sums.T
+    _fill_lower_from_upper(A)
+    return A, column_sums
+
+
+def _feature_sums(X: da.Array, measure: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The feature sums' n x n matrix (its lower triangle, F order), the rows' squared
+    norms and the columns' sums, by column panels or pairs of row panels."""
+    most = gram_hold_bytes(X)
+    if measure != CITYBLOCK and gram_plan(X, most)[0] == "rows":
+        sums, column_sums = sums_by_row_panels(X, most, shifted=measure == SQUARED)
+        return sums, np.diag(sums).copy(), column_sums
+    return _sums_by_column_panels(X, measure, most)
+
+
+def _sums_by_column_panels(X: da.Array, measure: str, most_bytes: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_feature_sums` one column panel of ``X`` (at most ``most_bytes`` in float64)
+    at a time."""
+    n = X.shape[0]
     sums = np.zeros((n, n), order="F")  # the lower triangle, as dsyrk adds in place
     norms = np.zeros(n)
-    for a, b in column_ranges(X, panel_bytes(X)):
+    column_sums = np.zeros(X.shape[1])
+    for a, b in column_ranges(X, most_bytes):
         panel = _panel(X, a, b, "X")
+        column_sums[a:b] = panel.sum(axis=0)
         if measure == SQUARED:
             panel -= panel.mean(axis=0)  # distances do not change; their digits are kept
         norms += np.einsum("ij,ij->i", panel, panel)
@@ -140,14 +215,7 @@ def gram_by_panels(X: da.Array, kernel, params: dict) -> tuple[np.ndarray, np.nd
             sums = blas.dsyrk(1.0, panel.T, beta=1.0, c=sums, trans=1, lower=1,
                               overwrite_c=1)
         del panel
-    # C order, the sums in its upper triangle: kernel rows are made in place, by row panels.
-    K = sums.T
-    _fill_lower_from_upper(K)
-    for start in range(0, n, _ROW_PANEL):
-        rows = slice(start, start + _ROW_PANEL)
-        terms = np.column_stack([K[rows], norms[rows]])
-        kernel_from_sums(K[rows], terms, norms, kernel, params)
-    return K, diagonal_from_norms(norms, kernel, params)
+    return sums, norms, column_sums
 
 
 def _fill_lower_from_upper(K: np.ndarray) -> None:
@@ -188,3 +256,161 @@ def cross_kernel_by_panels(A, X: da.Array, kernel, params: dict
         del panel, rows, shifted
     K = kernel_from_sums(np.empty((A.shape[0], X.shape[0])), terms, norms, kernel, params)
     return K, diagonal_from_norms(terms[:, X.shape[0]], kernel, params)
+
+
+# -- the row way: pairs of row panels, for data chunked along the samples ------------------
+
+#: Feature columns turned into float64 at once by the row way's products.
+_FEATURE_PANEL = 2048
+
+#: The most bytes of rows of a group that is not held read at once (whole row chunks).
+_STREAMED_BYTES = 2**26
+
+
+def row_groups(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
+    """Runs of whole row chunks ``(first, stop)`` (chunk indices), each holding at most
+    ``most_bytes`` of ``X``'s rows in their own dtype (at least one chunk a run).
+
+    Examples
+    --------
+    >>> row_groups(da.zeros((10, 4), dtype=np.float32, chunks=(2, 4)), 2 * 4 * 4 * 3)
+    [(0, 3), (3, 5)]
+    """
+    row_bytes = X.dtype.itemsize * max(X.shape[1], 1)
+    groups: list[tuple[int, int]] = []
+    first, held = 0, 0
+    for index, rows in enumerate(X.chunks[0]):
+        if index > first and held + rows * row_bytes > most_bytes:
+            groups.append((first, index))
+            first, held = index, 0
+        held += rows * row_bytes
+    groups.append((first, len(X.chunks[0])))
+    return groups
+
+
+def gram_plan(X: da.Array, most_bytes: int) -> tuple[str, float]:
+    """``("rows" or "columns", reads)``: the way the Gram matrix of ``X`` is summed, and
+    how many times that way reads each value of ``X`` on average.
+
+    The column way reads every feature chunk a column panel touches, whole,
+    once per panel; the row way holds runs of row chunks (:func:`row_groups`)
+    in the data's own dtype and reads the data (G + 1) / 2 times for G runs. The
+    fewer reads win; at equal reads, the way that holds less: a float64 column
+    panel of every row, or a run of rows in their dtype (docs/design.md §16).
+
+    Examples
+    --------
+    >>> X = da.zeros((100, 1000), dtype=np.float32, chunks=(10, 1000))
+    >>> gram_plan(X, 8 * 100 * 250)
+    ('rows', 1.5)
+    >>> gram_plan(da.zeros((100, 1000), chunks=(100, 100)), 8 * 100 * 250)
+    ('columns', 1.0)
+    """
+    ranges = column_ranges(X, most_bytes)
+    edges = np.cumsum((0,) + tuple(X.chunks[1]))
+    widths = np.diff(edges)
+    touched = sum(int(widths[(edges[:-1] < b) & (edges[1:] > a)].sum()) for a, b in ranges)
+    column_reads = touched / max(X.shape[1], 1)
+    groups = row_groups(X, most_bytes)
+    row_reads = (len(groups) + 1) / 2
+    if row_reads == column_reads:
+        held = X.dtype.itemsize * X.shape[1] * max(sum(X.chunks[0][i:j]) for i, j in groups)
+        widest = 8 * X.shape[0] * max(b - a for a, b in ranges)
+        return ("rows", row_reads) if held < widest else ("columns", column_reads)
+    return ("rows", row_reads) if row_reads < column_reads else ("columns", column_reads)
+
+
+def sums_by_row_panels(X: da.Array, most_bytes: int, *, shifted: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(S, column sums)``: X Xᵀ in float64 (its lower triangle, F order) and the sum of
+    each column, reading ``X`` by runs of whole row chunks.
+
+    Each run (:func:`row_groups`) is held in the data's own dtype; its block of
+    S is one symmetric rank-k update per feature panel, turned into float64 as
+    it is used, and the runs after it are read a few chunks at a time for their
+    blocks against it. With one run every chunk is read once; with G runs the
+    data are read (G + 1) / 2 times. ``shifted``: every row less the mean of
+    the first run's rows (distances do not change; their digits are kept).
+    Memory: S, one run, a few chunks and two float64 panels.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), chunks=(1, 2))
+    >>> S, column_sums = sums_by_row_panels(X, 16)
+    >>> np.tril(S).tolist(), column_sums.tolist()
+    ([[5.0, 0.0, 0.0], [11.0, 25.0, 0.0], [17.0, 39.0, 61.0]], [9.0, 12.0])
+    """
+    n, p = X.shape
+    starts = np.cumsum((0,) + tuple(X.chunks[0]))
+    sums = np.zeros((n, n), order="F")
+    column_sums = np.zeros(p)
+    shift = None
+    groups = row_groups(X, most_bytes)
+    for index, (first, stop) in enumerate(groups):
+        held_rows = slice(int(starts[first]), int(starts[stop]))
+        held = _read_rows_of(X, first, stop, starts)
+        column_sums += held.sum(axis=0, dtype=np.float64)
+        if shifted and shift is None:
+            shift = column_sums / held.shape[0]
+        _add_own_block(sums, held_rows, held, shift)
+        for later_first, later_stop in groups[index + 1:]:
+            for a, b in _streamed_runs(X, later_first, later_stop):
+                rows = _read_rows_of(X, a, b, starts)
+                block = np.zeros((rows.shape[0], held.shape[0]))
+                for f in range(0, p, _FEATURE_PANEL):
+                    block += _float64(rows, f, shift) @ _float64(held, f, shift).T
+                sums[int(starts[a]):int(starts[b]), held_rows] = block
+                del rows, block
+        del held
+    return sums, column_sums
+
+
+def _add_own_block(sums: np.ndarray, rows: slice, held: np.ndarray, shift) -> None:
+    """The block of S of ``held``'s rows with themselves (its lower triangle), in place."""
+    whole = rows.start == 0 and rows.stop == sums.shape[0]
+    block = sums if whole else np.zeros((held.shape[0],) * 2, order="F")
+    for f in range(0, held.shape[1], _FEATURE_PANEL):
+        panel = _float64(held, f, shift)
+        block = blas.dsyrk(1.0, panel.T, beta=1.0, c=block, trans=1, lower=1, overwrite_c=1)
+    if not whole:
+        sums[rows, rows] = block
+
+
+def _float64(rows: np.ndarray, first: int, shift) -> np.ndarray:
+    """Columns first:first + :data:`_FEATURE_PANEL` of ``rows`` in float64, less ``shift``."""
+    panel = rows[:, first:first + _FEATURE_PANEL].astype(np.float64)
+    if shift is not None:
+        panel -= shift[first:first + _FEATURE_PANEL]
+    return panel
+
+
+def _streamed_runs(X: da.Array, first: int, stop: int) -> list[tuple[int, int]]:
+    """Row chunks first:stop in runs of at most :data:`_STREAMED_BYTES` (one chunk at least)."""
+    return [(first + a, first + b) for a, b in row_groups(X.blocks[first:stop], _STREAMED_BYTES)]
+
+
+def _read_rows_of(X: da.Array, first: int, stop: int, starts: np.ndarray) -> np.ndarray:
+    """Row chunks first:stop of ``X`` in one array of its dtype, a few chunks computed at a
+    time (no concatenated copy of the run), NaN and infinities refused by row."""
+    out = np.empty((int(starts[stop] - starts[first]), X.shape[1]), X.dtype)
+    at = 0
+    for a in range(first, stop, _READ_AT_ONCE):
+        chunks = dask.compute(*(X.blocks[k] for k in range(a, min(stop, a + _READ_AT_ONCE))))
+        for chunk in chunks:
+            out[at:at + chunk.shape[0]] = chunk
+            at += chunk.shape[0]
+        del chunks
+        release_freed_memory()  # the chunks' decoded copies, kept in the threads' arenas
+    # A row's sum is NaN or inf if the row holds one (or if finite values overflow it).
+    suspect = np.flatnonzero(~np.isfinite(out.sum(axis=1, dtype=np.float64)))
+    bad = suspect[~np.isfinite(out[suspect]).all(axis=1)]
+    if bad.size:
+        row = int(starts[first]) + int(bad[0])
+        raise NonFiniteInputError(
+            f"X contains NaN or infinite values (first in row {row}); remove or impute "
+            "them first.")
+    return out
+
+
+#: Row chunks computed at once when a run is read: enough for every thread of a machine.
+_READ_AT_ONCE = 2
