@@ -29,7 +29,7 @@ from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ..errors import TooFewComponentsError
 
 __all__ = ["ComplexMoments", "ComplexSolution", "moments_of", "solve_moments",
-           "complex_scores"]
+           "complex_scores", "phase_turn"]
 
 
 @dataclass(frozen=True)
@@ -140,13 +140,25 @@ def solve_moments(K_WW: np.ndarray, moments: ComplexMoments, n_components: int,
             f"eigenvalues ({int(positive.sum())}); ask for fewer or add landmarks.")
     projection = T @ vectors
     loadings = (moments.cross @ projection).T / ((n - 1) * np.sqrt(values))[:, None]
-    # Each mode's phase is free: turn it so that its map's largest entry is real positive.
-    peak = loadings[np.arange(len(values)), np.argmax(np.abs(loadings), axis=1)]
-    turn = np.where(np.abs(peak) > 0, np.abs(peak) / np.where(peak == 0, 1, peak), 1.0)
+    turn = phase_turn(loadings)
     mean_norm = float(np.real(g.conj() @ T @ T.conj().T @ g)) / n
     return ComplexSolution(projection * turn, g.conj() / n, values, loadings * turn[:, None],
                            (moments.diagonal - mean_norm) / (n - 1),
                            moments.squared_norm / (n - 1), n)
+
+
+def phase_turn(loadings: np.ndarray) -> np.ndarray:
+    """The unit phase of each mode (row of ``loadings``) that makes its map's largest entry
+    real and positive: a mode's phase is free, this fixes it.
+
+    Examples
+    --------
+    >>> turn = phase_turn(np.array([[0.1, -2.0j]]))
+    >>> bool(np.isclose(turn[0] * -2.0j, 2.0))
+    True
+    """
+    peak = loadings[np.arange(loadings.shape[0]), np.argmax(np.abs(loadings), axis=1)]
+    return np.where(np.abs(peak) > 0, np.abs(peak) / np.where(peak == 0, 1, peak), 1.0)
 
 
 def _score_block(Z: np.ndarray, W: np.ndarray, centre: np.ndarray, projection: np.ndarray,

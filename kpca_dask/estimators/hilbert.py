@@ -13,24 +13,48 @@ ROCK-PCA (Bueso, Piles and Camps-Valls 2020), whose rotation is
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import dask
+import dask.array as da
 import numpy as np
+from dask.utils import format_bytes
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import memory_budget
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.bandwidth import pair_distances
-from ..engine.complex_solve import ComplexMoments, complex_scores, moments_of, solve_moments
-from ..errors import InvalidInputError, InvalidParameterError
+from ..engine.complex_gram import (
+    analytic_operator,
+    gram_bytes,
+    hermitian_gram,
+    kernel_of_gram,
+    map_coefficients,
+    record_gram,
+    solve_gram,
+)
+from ..engine.complex_solve import (
+    ComplexMoments,
+    ComplexSolution,
+    complex_scores,
+    moments_of,
+    phase_turn,
+    solve_moments,
+)
+from ..engine.gram import cross_kernel_by_panels, gram_by_panels, inner_products
+from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..model.inputs import fit_input, method_input
 from ..validation import check_n_features
 
-__all__ = ["HilbertKernelEOF"]
+__all__ = ["HilbertKernelEOF", "SOLVERS"]
+
+#: The ways :class:`HilbertKernelEOF` fits: the field's Gram matrix (exact), or landmarks.
+SOLVERS = ("auto", "gram", "nystrom")
 
 
 class HilbertKernelEOF(BaseEstimator):
@@ -56,8 +80,8 @@ class HilbertKernelEOF(BaseEstimator):
     coef0 : float, default=1.0
         The ``poly`` kernel's (γ⟨z, w⟩ + coef0)^degree.
     n_landmarks : int, default=1000
-        The landmarks m, at most the samples; every sample a landmark gives
-        the exact complex kernel EOF.
+        The landmarks m of the Nyström way, at most the samples; every sample a
+        landmark gives the exact complex kernel EOF.
     landmarks : "uniform" or array-like of int, default="uniform"
         Uniformly drawn samples, or the indices of the samples to use.
     random_state : int, Generator or None
@@ -72,6 +96,12 @@ class HilbertKernelEOF(BaseEstimator):
         Weights of the features (as :class:`KernelPCA`'s), applied before the transform.
     rcond : float, optional
         Landmark eigenvalues below rcond times the largest are dropped.
+    solver : {"auto", "gram", "nystrom"}, default="auto"
+        ``"gram"``: the exact complex kernel EOF from the field's n x n Gram
+        matrix, summed in one read of the data (no rechunk, no complex rows
+        held; docs/design.md §16), landmarks unused; ``"nystrom"``: landmarks.
+        ``"auto"`` takes the Gram way for wide data (at least as many features
+        as samples) whose n x n work fits the memory available, else Nyström.
 
     Attributes
     ----------
@@ -81,12 +111,15 @@ class HilbertKernelEOF(BaseEstimator):
         The samples of the fit.
     n_features_in_ : int
         The (kept, weighted) features.
+    solver_ : {"gram", "nystrom"}
+        The way the fit took.
     n_landmarks_ : int
-        The landmarks used.
+        The landmarks used (every sample for the Gram way).
     landmark_indices_ : ndarray of int64
         The samples that are landmarks.
-    landmarks_ : ndarray of complex128
-        The landmarks' analytic signal, one row each.
+    landmarks_ : ndarray of complex128 or None
+        The landmarks' analytic signal, one row each (None for the Gram way,
+        which holds no complex rows).
     gamma_ : float or None
     mean_ : ndarray of float64
         Each (weighted) feature's mean, the anomalies' origin.
@@ -132,7 +165,8 @@ class HilbertKernelEOF(BaseEstimator):
                  gamma: float | None = None, degree: int = 3, coef0: float = 1.0,
                  n_landmarks: int = 1000, landmarks="uniform", random_state=None,
                  padding: str = "exp", decay_factor: float = 0.2,
-                 sample_dim: str | None = None, weights=None, rcond: float | None = None):
+                 sample_dim: str | None = None, weights=None, rcond: float | None = None,
+                 solver: str = "auto"):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -146,6 +180,7 @@ class HilbertKernelEOF(BaseEstimator):
         self.sample_dim = sample_dim
         self.weights = weights
         self.rcond = rcond
+        self.solver = solver
 
     # -- fit -----------------------------------------------------------------------------
 
@@ -176,16 +211,61 @@ class HilbertKernelEOF(BaseEstimator):
             raise InvalidInputError(
                 f"X has {n} samples; a Hilbert EOF of {q} modes needs at least "
                 f"{max(MIN_SAMPLES, q + 1)}.")
+        labels = method_input(self, layout, X)  # what the outputs are labelled like
+        if self._chosen_solver(rows) == "gram":
+            self._fit_gram(rows, q, layout, labels)
+            return self
         Z = analytic_rows(rows, self.padding, self.decay_factor)
         indices = self._landmark_indices(n)
         with capped_blas(Z):  # the thread pool's blocks, one core each (docs/design.md §2)
             W, mean = dask.compute(Z[indices], rows.mean(axis=0))
-            params = self._kernel_params(W)
+            params = self._kernel_params(*_landmark_spread(W))
             moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
-        labels = method_input(self, layout, X)  # what the outputs are labelled like
         self._store(solution, W, indices, mean, params, layout, Z, labels)
+        self.solver_ = "nystrom"
         return self
+
+    def _chosen_solver(self, rows) -> str:
+        """"gram" or "nystrom", by :attr:`solver` (see the class), refusing a Gram way that
+        does not fit."""
+        n, p = rows.shape
+        budget = memory_budget(rows if isinstance(rows, da.Array) else None)
+        fits = gram_bytes(n) <= budget.free_bytes
+        if self.solver == "nystrom" or (self.solver == "auto" and not (p >= n and fits)):
+            return "nystrom"
+        if not fits:
+            raise InsufficientMemoryError(
+                f'solver="gram" holds about {format_bytes(gram_bytes(n))} of n x n arrays for '
+                f"{n} samples, more than {budget.describe()}. Use solver=\"nystrom\" "
+                "(landmarks, memory O(m^2)).")
+        return "gram"
+
+    def _fit_gram(self, rows, q: int, layout, labels) -> None:
+        """The exact fit from the field's Gram matrix (docs/design.md §16): one read for the
+        Gram matrix and the means, one for the maps."""
+        X = rows if isinstance(rows, da.Array) else da.from_array(np.asarray(rows))
+        n = X.shape[0]
+        A, column_sums = inner_products(X)
+        train_sums, train_total = A.sum(axis=1), float(A.sum())
+        H = hermitian_gram(A, self.padding, self.decay_factor)
+        del A
+        norms = H.diagonal().real.copy()
+        params = self._kernel_params(*_gram_spread(H, norms))
+        K = kernel_of_gram(H, norms, norms, params)
+        del H
+        modes = solve_gram(K, q)
+        del K
+        C = map_coefficients(modes, analytic_operator(n, self.padding, self.decay_factor))
+        loadings = _maps(C, X) / ((n - 1) * np.sqrt(modes.explained_variance))[:, None]
+        turn = phase_turn(loadings)
+        modes = modes.turned(turn)
+        solution = ComplexSolution(modes.projection, modes.centre, modes.explained_variance,
+                                   loadings * turn[:, None], modes.total_variance,
+                                   float(norms.sum()) / (n - 1), n)
+        self._store(solution, None, np.arange(n), column_sums / n, params, layout, X, labels)
+        self.solver_ = "gram"
+        self._gram = _GramState(modes.scores, train_sums, train_total, norms)
 
     def _check_params(self) -> None:
         q = self.n_components
@@ -196,6 +276,10 @@ class HilbertKernelEOF(BaseEstimator):
             raise InvalidParameterError(
                 f"n_landmarks must be an int >= n_components; got {m!r}.")
         check_padding(self.padding, self.decay_factor)
+        if self.solver not in SOLVERS:
+            raise InvalidParameterError(
+                f"solver must be one of {SOLVERS} (the Gram matrix of the field, exact, or "
+                f"landmarks); got {self.solver!r}.")
         check_complex_kernel(self.kernel, self.gamma, self.degree, self.coef0)
 
     def _landmark_indices(self, n: int) -> np.ndarray:
@@ -216,7 +300,9 @@ class HilbertKernelEOF(BaseEstimator):
                 f"[0, {n}); got {self.landmarks!r}.")
         return indices.astype(np.int64)
 
-    def _kernel_params(self, W: np.ndarray) -> dict:
+    def _kernel_params(self, distances, mean_norm: float) -> dict:
+        """The kernel's parameters; gamma by its rule from the landmarks' (or samples')
+        pair ``distances`` (spread over the record) and ``mean_norm`` where not given."""
         if self.kernel == "linear":
             return {"kernel": "linear"}
         gamma = self.gamma
@@ -225,11 +311,9 @@ class HilbertKernelEOF(BaseEstimator):
                 # The median squared distance of the pairs of at most 1000 landmarks spread
                 # over the record (the landmarks are in time order): |z - w|^2 is the real
                 # rows' distance of (Re z, Im z). Median, not bandwidth.py's 2 / median.
-                spread = np.linspace(0, len(W) - 1, min(len(W), 1000)).astype(int)
-                pairs = pair_distances(np.hstack([W[spread].real, W[spread].imag]))
-                typical = float(np.median(pairs)) if pairs.size else 0.0
+                typical = float(np.median(distances)) if distances.size else 0.0
             else:
-                typical = float(np.mean(np.sum(np.abs(W) ** 2, axis=1)))
+                typical = mean_norm
             gamma = 1.0 / typical if typical > 0 else 1.0
         return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
                 "coef0": float(self.coef0)}
@@ -313,6 +397,8 @@ class HilbertKernelEOF(BaseEstimator):
         """The training samples' complex scores (lazy), and how to give them back."""
         check_is_fitted(self)
         Z, like, is_lazy = self._training
+        if self.solver_ == "gram":
+            return da.from_array(self._gram.scores, chunks=(Z.chunks[0], -1)), like, is_lazy
         return complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_), \
             like, is_lazy
 
@@ -321,9 +407,28 @@ class HilbertKernelEOF(BaseEstimator):
         check_is_fitted(self)
         rows = method_input(self, self.layout_, X)
         check_n_features(rows.data, self.n_features_in_, type(self).__name__)
+        if self.solver_ == "gram":
+            return self._gram_record_scores(rows.data), rows.like, rows.is_lazy
         Z = analytic_rows(rows.data, self.padding, self.decay_factor, mean=self.mean_)
         Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
         return Y, rows.like, rows.is_lazy
+
+    def _gram_record_scores(self, new) -> da.Array:
+        """A new record's complex scores by the Gram way: its inner products with the
+        training samples and its own, read now (docs/design.md §16)."""
+        new = new if isinstance(new, da.Array) else da.from_array(np.asarray(new))
+        if new.shape[0] < MIN_SAMPLES:
+            raise InvalidInputError(
+                f"The Hilbert transform needs at least {MIN_SAMPLES} samples; X has "
+                f"{new.shape[0]}.")
+        state, training = self._gram, self._training[0]
+        cross, _ = cross_kernel_by_panels(new, training, "linear", {})
+        own, _ = gram_by_panels(new, "linear", {})
+        H, norms = record_gram(cross, own, state.train_sums, state.train_total, self.padding,
+                               self.decay_factor)
+        K = kernel_of_gram(H, norms, state.norms, self.kernel_params_)
+        Y = (K - self.solution_.centre) @ self.solution_.projection
+        return da.from_array(Y, chunks=(new.chunks[0], -1))
 
     def _score_output(self, Y, like, is_lazy: bool, name: str, *, divisor=None,
                       attrs: dict | None = None):
@@ -366,3 +471,45 @@ def _part(values, name: str):
     if name.endswith("_phase"):
         return np.angle(values)
     return values
+
+
+#: At most this many samples, spread over the record, give the rbf kernel's default gamma.
+_SPREAD = 1000
+
+
+@dataclass(frozen=True)
+class _GramState:
+    """What the Gram way keeps beside its solution: the training scores (n x q), X Xᵀ 1,
+    1ᵀ X Xᵀ 1 and the training analytic signal's squared norms, for new records."""
+
+    scores: np.ndarray
+    train_sums: np.ndarray
+    train_total: float
+    norms: np.ndarray
+
+
+def _landmark_spread(W: np.ndarray) -> tuple[np.ndarray, float]:
+    """The squared distances of the pairs of at most :data:`_SPREAD` landmarks spread over
+    the record, and the landmarks' mean squared norm (the gamma rules' figures)."""
+    spread = np.linspace(0, len(W) - 1, min(len(W), _SPREAD)).astype(int)
+    return (pair_distances(np.hstack([W[spread].real, W[spread].imag])),
+            float(np.mean(np.sum(np.abs(W) ** 2, axis=1))))
+
+
+def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`_landmark_spread` of every sample from the inner products ``H``:
+    |z_i − z_j|² = |z_i|² + |z_j|² − 2 Re⟨z_i, z_j⟩."""
+    n = H.shape[0]
+    spread = np.linspace(0, n - 1, min(n, _SPREAD)).astype(int)
+    inner = H[np.ix_(spread, spread)].real
+    distances = norms[spread][:, None] + norms[spread][None, :] - 2.0 * inner
+    return distances[np.triu_indices(spread.size, k=1)], float(norms.mean())
+
+
+def _maps(C: np.ndarray, X: da.Array) -> np.ndarray:
+    """C X (q x p complex) for the lazy rows X, in one read: the real and imaginary parts
+    of C as 2q real rows against each row block, summed as a tree."""
+    q = C.shape[0]
+    coefficients = da.from_array(np.vstack([C.real, C.imag]), chunks=(2 * q, X.chunks[0]))
+    both = computed(coefficients @ X.astype(np.float64))
+    return both[:q] + 1j * both[q:]
