@@ -1,4 +1,4 @@
-"""Exact Hilbert kernel EOF from the field's Gram matrix, one read of the data (docs/design.md §16).
+"""Exact Hilbert kernel EOF from the field's Gram matrix, one read of the data (docs/design.md §19).
 
 The analytic signal of a record is linear in it: anomalies, xeofs' padding,
 the Hilbert transform, the cut and the imaginary part's mean are each linear

@@ -1,15 +1,22 @@
-"""The exact n x n kernel matrix of lazy data, summed over feature panels (docs/design.md §12).
+"""The exact n x n kernel matrix of lazy data, summed over panels (docs/design.md §12, §19).
 
 With few rows and many features (T-mode: n = 50 to ~3·10^4 samples of 10^4
 to 10^7 features) the Gram matrix fits in memory while the data do not. Every
 named kernel is a function of a sum over features
-(:mod:`kpca_dask.blocks.feature_sums`), so the sums are added one column
-panel of the data at a time: a panel holds every row of a range of feature
-columns (whole stored chunks where they fit :func:`panel_bytes`), read into
-one float64 array, added into the n x n sums by one symmetric rank-k update
-(BLAS ``dsyrk``, in place) or by L1 distances row panel by row panel, and
-released. Memory: the n x n float64 matrix plus one panel. The kernel's
-function is applied last, row panel by row panel, in place.
+(:mod:`kpca_dask.blocks.feature_sums`), added in one of two ways:
+
+* by column panels: a panel holds every row of a range of feature columns
+  (whole stored chunks where they fit), read into one float64 array, added
+  into the n x n sums by one symmetric rank-k update (BLAS ``dsyrk``, in
+  place) or by L1 distances row panel by row panel, and released;
+* by pairs of row panels (:func:`sums_by_row_panels`), for data stored in
+  chunks along the samples (a field chunked along time), which a column panel
+  would read once per panel: runs of whole row chunks held in the data's
+  dtype, one read where a run holds them all.
+
+:func:`gram_plan` takes the way that reads the data fewer times. Memory: the
+n x n float64 matrix plus a panel or a run. The kernel's function is applied
+last, row panel by row panel, in place.
 """
 
 from __future__ import annotations
@@ -65,7 +72,7 @@ def gram_hold_bytes(X: da.Array) -> int:
     and at most half the data once they pass :data:`HALF_FROM_BYTES`.
 
     Holding half the data costs the row way half a read more than holding them
-    all (docs/design.md §16) and halves what it holds; holding less saves less
+    all (docs/design.md §19) and halves what it holds; holding less saves less
     for the same cost again.
 
     Examples
@@ -296,7 +303,7 @@ def gram_plan(X: da.Array, most_bytes: int) -> tuple[str, float]:
     once per panel; the row way holds runs of row chunks (:func:`row_groups`)
     in the data's own dtype and reads the data (G + 1) / 2 times for G runs. The
     fewer reads win; at equal reads, the way that holds less: a float64 column
-    panel of every row, or a run of rows in their dtype (docs/design.md §16).
+    panel of every row, or a run of rows in their dtype (docs/design.md §19).
 
     Examples
     --------

@@ -1,13 +1,18 @@
 """Hilbert (complex) kernel EOF: one complex mode, with amplitude and phase, per propagating
-signal, for data of any size (docs/design.md §16).
+signal, for data of any size (docs/design.md §16, §19).
 
-The analytic signal of each feature along the samples
-(:mod:`kpca_dask.engine.analytic_signal`), complex landmark features and their
-Hermitian problem (:mod:`kpca_dask.engine.complex_solve`) with a Hermitian
-kernel (:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and
-every sample a landmark it is xeofs' ``HilbertEOF``; with the ``rbf`` kernel,
-ROCK-PCA (Bueso, Piles and Camps-Valls 2020), whose rotation is
-``kpca_dask.rotate`` (:mod:`kpca_dask.eof.hilbert_rotation`).
+Two ways to the same modes. For wide data (a field: more grid points than
+time steps) the Gram way is exact: the field's n x n Gram matrix in one read
+of the data, the analytic signal's Hermitian Gram matrix from it
+(:mod:`kpca_dask.engine.complex_gram`), the centred eigenproblem, and one
+more read for the maps. Otherwise the Nyström way: the analytic signal of
+each feature along the samples (:mod:`kpca_dask.engine.analytic_signal`),
+complex landmark features and their Hermitian problem
+(:mod:`kpca_dask.engine.complex_solve`) with a Hermitian kernel
+(:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and every
+sample a landmark (or the Gram way) it is xeofs' ``HilbertEOF``; with the
+``rbf`` kernel, ROCK-PCA (Bueso, Piles and Camps-Valls 2020), whose rotation
+is ``kpca_dask.rotate`` (:mod:`kpca_dask.eof.hilbert_rotation`).
 """
 
 from __future__ import annotations
@@ -99,7 +104,7 @@ class HilbertKernelEOF(BaseEstimator):
     solver : {"auto", "gram", "nystrom"}, default="auto"
         ``"gram"``: the exact complex kernel EOF from the field's n x n Gram
         matrix, summed in one read of the data (no rechunk, no complex rows
-        held; docs/design.md §16), landmarks unused; ``"nystrom"``: landmarks.
+        held; docs/design.md §19), landmarks unused; ``"nystrom"``: landmarks.
         ``"auto"`` takes the Gram way for wide data (at least as many features
         as samples) whose n x n work fits the memory available, else Nyström.
 
@@ -185,10 +190,13 @@ class HilbertKernelEOF(BaseEstimator):
     # -- fit -----------------------------------------------------------------------------
 
     def fit(self, X, y=None) -> "HilbertKernelEOF":
-        """Fit on ``X``: two reads, one for the landmarks and the feature means, one pass
-        for the moments.
+        """Fit on ``X``: two reads of the data.
 
-        The analytic signal needs each feature's whole record: the data are
+        The Gram way (:attr:`solver_` ``"gram"``) reads the data once for their
+        Gram matrix and the feature means, and once for the maps, in the chunks
+        they are stored in (docs/design.md §19). The Nyström way reads them once
+        for the landmarks and the feature means and once for the moments; the
+        analytic signal needs each feature's whole record, so the data are
         rechunked to whole samples per feature chunk (an all-to-all shuffle) and
         back, on each read (docs/design.md §16).
 
@@ -242,7 +250,7 @@ class HilbertKernelEOF(BaseEstimator):
         return "gram"
 
     def _fit_gram(self, rows, q: int, layout, labels) -> None:
-        """The exact fit from the field's Gram matrix (docs/design.md §16): one read for the
+        """The exact fit from the field's Gram matrix (docs/design.md §19): one read for the
         Gram matrix and the means, one for the maps."""
         X = rows if isinstance(rows, da.Array) else da.from_array(np.asarray(rows))
         n = X.shape[0]
@@ -415,7 +423,7 @@ class HilbertKernelEOF(BaseEstimator):
 
     def _gram_record_scores(self, new) -> da.Array:
         """A new record's complex scores by the Gram way: its inner products with the
-        training samples and its own, read now (docs/design.md §16)."""
+        training samples and its own, read now (docs/design.md §19)."""
         new = new if isinstance(new, da.Array) else da.from_array(np.asarray(new))
         if new.shape[0] < MIN_SAMPLES:
             raise InvalidInputError(
