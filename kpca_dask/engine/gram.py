@@ -270,8 +270,10 @@ def cross_kernel_by_panels(A, X: da.Array, kernel, params: dict
 #: Feature columns turned into float64 at once by the row way's products.
 _FEATURE_PANEL = 2048
 
-#: The most bytes of rows of a group that is not held read at once (whole row chunks).
-_STREAMED_BYTES = 2**26
+#: Rows of a run that is not held are read this many bytes at once at least, and at most
+#: (whole row chunks, an eighth of a held run in between): each read turns the held run
+#: into float64 panels once more, so that the more rows it brings, the less that costs.
+_STREAMED_BYTES = (2**26, 2**28)
 
 
 def row_groups(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
@@ -361,7 +363,7 @@ def sums_by_row_panels(X: da.Array, most_bytes: int, *, shifted: bool = False
             shift = column_sums / held.shape[0]
         _add_own_block(sums, held_rows, held, shift)
         for later_first, later_stop in groups[index + 1:]:
-            for a, b in _streamed_runs(X, later_first, later_stop):
+            for a, b in _streamed_runs(X, later_first, later_stop, most_bytes // 8):
                 rows = _read_rows_of(X, a, b, starts)
                 block = np.zeros((rows.shape[0], held.shape[0]))
                 for f in range(0, p, _FEATURE_PANEL):
@@ -391,9 +393,13 @@ def _float64(rows: np.ndarray, first: int, shift) -> np.ndarray:
     return panel
 
 
-def _streamed_runs(X: da.Array, first: int, stop: int) -> list[tuple[int, int]]:
-    """Row chunks first:stop in runs of at most :data:`_STREAMED_BYTES` (one chunk at least)."""
-    return [(first + a, first + b) for a, b in row_groups(X.blocks[first:stop], _STREAMED_BYTES)]
+def _streamed_runs(X: da.Array, first: int, stop: int, most_bytes: int
+                   ) -> list[tuple[int, int]]:
+    """Row chunks first:stop in runs of about ``most_bytes``, within :data:`_STREAMED_BYTES`
+    (one chunk at least)."""
+    least, most = _STREAMED_BYTES
+    runs = row_groups(X.blocks[first:stop], min(most, max(least, most_bytes)))
+    return [(first + a, first + b) for a, b in runs]
 
 
 def _read_rows_of(X: da.Array, first: int, stop: int, starts: np.ndarray) -> np.ndarray:
