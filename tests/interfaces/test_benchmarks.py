@@ -52,6 +52,8 @@ RUNS = {
     "bench_wide": (["--n", "400", "--p", "2e3", "--m", "30", "--chunk-rows", "200",
                     "--chunk-columns", "1000", "--exact-n", "100", "--exact-p", "2e3"], None),
     "bench_exact": (["--sizes", "1500", "--dense-check", "--dense-most", "2000"], None),
+    "bench_fields": (["--sizes", "60x6x12", "--chunk", "20", "--methods",
+                      "xeofs-linear,kpca-linear,kpca-hilbert"], None),
     "bench_syrk_rate": (["--m", "300", "--rows", "100,400", "--repeats", "1"], None),
 }
 
