@@ -34,8 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,8 +92,26 @@ def field_store(shape: tuple[int, int, int], chunk: int, directory: Path) -> Pat
         name="field", coords={"time": np.arange(nt), "lat": np.linspace(-89.5, 89.5, nlat),
                               "lon": np.linspace(0, 360, nlon, endpoint=False)})
     directory.mkdir(parents=True, exist_ok=True)
-    field.to_dataset().to_zarr(path, mode="w", consolidated=False)
+    # Written aside and renamed once complete: an interrupted write (minutes at 5 GB) has
+    # the whole shape in its metadata and would otherwise be reused, its missing chunks NaN.
+    partial = path.with_suffix(".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    field.to_dataset().to_zarr(partial, mode="w", consolidated=False)
+    shutil.rmtree(path, ignore_errors=True)
+    partial.rename(path)
     return path
+
+
+def stored_bytes(path: Path, shape: tuple[int, int, int]) -> int:
+    """The field's size as quoted, its float32 bytes (NaN land included), checked against
+    the store's own array."""
+    import xarray as xr
+
+    field = xr.open_dataarray(path, engine="zarr", chunks={}, consolidated=False)
+    nbytes = 4 * shape[0] * shape[1] * shape[2]
+    if field.dtype != "float32" or field.shape != shape or field.nbytes != nbytes:
+        raise SystemExit(f"{path} holds {field.dtype} {field.shape}, not float32 {shape}")
+    return nbytes
 
 
 def measure(spec: dict) -> dict:
@@ -135,19 +155,24 @@ def run_apart(spec: dict) -> dict:
     memory of its process tree, sampled every 50 ms."""
     import psutil
 
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, __file__, "--measure", json.dumps(spec)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    process, peak = psutil.Process(child.pid), 0
-    while child.poll() is None:
-        try:
-            peak = max(peak, sum(p.memory_info().rss
-                                 for p in [process, *process.children(recursive=True)]))
-        except psutil.Error:  # a process of the tree ended between the two calls
-            pass
-        time.sleep(0.05)
-    seconds = time.perf_counter() - started
-    stdout, stderr = child.communicate()
+    # Files, not pipes: this loop reads nothing until the child ends, and a child writing
+    # more than a pipe holds (warnings) would wait on it for ever.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, __file__, "--measure", json.dumps(spec)],
+                                 stdout=out, stderr=err, text=True)
+        process, peak = psutil.Process(child.pid), 0
+        while child.poll() is None:
+            try:
+                peak = max(peak, sum(p.memory_info().rss
+                                     for p in [process, *process.children(recursive=True)]))
+            except psutil.Error:  # a process of the tree ended between the two calls
+                pass
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if child.returncode != 0:
         raise SystemExit(f"{spec['method']} ended with {child.returncode}:\n{stderr[-4000:]}")
     return {**json.loads(stdout.strip().splitlines()[-1]), "seconds": seconds,
@@ -202,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     for size in args.sizes.split(","):
         shape = tuple(int(v) for v in size.lower().split("x"))
         path = field_store(shape, args.chunk, args.store_dir)
-        gigabytes = 4 * shape[0] * shape[1] * shape[2] / 1e9
+        gigabytes = stored_bytes(path, shape) / 1e9
         rows: dict = {}
         for method in methods:
             if method == "xeofs-hilbert" and gigabytes > args.hilbert_most:
