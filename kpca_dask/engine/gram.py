@@ -43,7 +43,7 @@ from .sampling import read_rows
 
 __all__ = ["gram_by_panels", "cross_kernel_by_panels", "column_ranges", "panel_bytes",
            "gram_plan", "row_groups", "sums_by_row_panels", "inner_products",
-           "gram_hold_bytes"]
+           "gram_hold_bytes", "cross_inner_products"]
 
 #: Rows of the data whose L1 distances, or kernel values, are made at once.
 _ROW_PANEL = 512
@@ -427,3 +427,26 @@ def _read_rows_of(X: da.Array, first: int, stop: int, starts: np.ndarray) -> np.
 
 #: Row chunks computed at once when a run is read: enough for every thread of a machine.
 _READ_AT_ONCE = 2
+
+
+def cross_inner_products(A: da.Array, X: da.Array) -> np.ndarray:
+    """A Xᵀ (n_A x n float64) for lazy rows ``A`` and ``X`` of the same features: ``A`` read
+    and held in its dtype, ``X`` read once, by runs of whole row chunks (as the row way
+    reads the runs it does not hold), each product in float64 feature panels.
+
+    Examples
+    --------
+    >>> X = da.from_array(np.array([[1.0, 0.0], [1.0, 2.0], [0.0, 3.0]]), chunks=(1, 2))
+    >>> cross_inner_products(X[:1], X).tolist()
+    [[1.0, 1.0, 0.0]]
+    """
+    held = _read_rows_of(A, 0, A.numblocks[0], np.cumsum((0,) + tuple(A.chunks[0])))
+    starts = np.cumsum((0,) + tuple(X.chunks[0]))
+    out = np.zeros((held.shape[0], X.shape[0]))
+    for a, b in _streamed_runs(X, 0, X.numblocks[0], gram_hold_bytes(X) // 8):
+        rows = _read_rows_of(X, a, b, starts)
+        block = out[:, int(starts[a]):int(starts[b])]
+        for f in range(0, X.shape[1], _FEATURE_PANEL):
+            block += _float64(held, f, None) @ _float64(rows, f, None).T
+        del rows
+    return out

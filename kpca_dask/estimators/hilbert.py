@@ -49,7 +49,7 @@ from ..engine.complex_solve import (
     phase_turn,
     solve_moments,
 )
-from ..engine.gram import cross_kernel_by_panels, gram_by_panels, inner_products
+from ..engine.gram import cross_inner_products, inner_products
 from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
@@ -430,8 +430,8 @@ class HilbertKernelEOF(BaseEstimator):
                 f"The Hilbert transform needs at least {MIN_SAMPLES} samples; X has "
                 f"{new.shape[0]}.")
         state, training = self._gram, self._training[0]
-        cross, _ = cross_kernel_by_panels(new, training, "linear", {})
-        own, _ = gram_by_panels(new, "linear", {})
+        cross = cross_inner_products(new, training)
+        own, _ = inner_products(new)
         H, norms = record_gram(cross, own, state.train_sums, state.train_total, self.padding,
                                self.decay_factor)
         K = kernel_of_gram(H, norms, state.norms, self.kernel_params_)
