@@ -222,6 +222,11 @@ def _sums_by_column_panels(X: da.Array, measure: str, most_bytes: int
             sums = blas.dsyrk(1.0, panel.T, beta=1.0, c=sums, trans=1, lower=1,
                               overwrite_c=1)
         del panel
+    if measure != CITYBLOCK:
+        # A row's distance to itself from its own sum, as the row way gives it: exactly 0,
+        # where the norm summed apart differs from the product by rounding (Matérn with
+        # nu = 1/2 would turn 1e-12 into 1e-6 off its diagonal of 1).
+        norms = np.diag(sums).copy()
     return sums, norms, column_sums
 
 
@@ -305,7 +310,9 @@ def gram_plan(X: da.Array, most_bytes: int) -> tuple[str, float]:
     once per panel; the row way holds runs of row chunks (:func:`row_groups`)
     in the data's own dtype and reads the data (G + 1) / 2 times for G runs. The
     fewer reads win; at equal reads, the way that holds less: a float64 column
-    panel of every row, or a run of rows in their dtype (docs/design.md §19).
+    panel of every row, or a run of rows in their dtype (the runs, at equal
+    bytes: the column way also joins the chunks of its panel in a copy;
+    docs/design.md §19).
 
     Examples
     --------
@@ -325,7 +332,7 @@ def gram_plan(X: da.Array, most_bytes: int) -> tuple[str, float]:
     if row_reads == column_reads:
         held = X.dtype.itemsize * X.shape[1] * max(sum(X.chunks[0][i:j]) for i, j in groups)
         widest = 8 * X.shape[0] * max(b - a for a, b in ranges)
-        return ("rows", row_reads) if held < widest else ("columns", column_reads)
+        return ("rows", row_reads) if held <= widest else ("columns", column_reads)
     return ("rows", row_reads) if row_reads < column_reads else ("columns", column_reads)
 
 
