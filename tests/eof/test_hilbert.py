@@ -8,6 +8,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _complex_modes import assert_labelled, assert_xeofs_modes, phases, travelling_waves
 
 import kpca_dask
 from kpca_dask import HilbertKernelEOF
@@ -22,41 +23,13 @@ N, P = 120, 16
 
 
 def _waves(n: int = N, p: int = P, seed: int = 0) -> np.ndarray:
-    """Two waves, one propagating over the whole line and one local, with noise."""
-    rng = np.random.default_rng(seed)
-    t, x = np.arange(n)[:, None], np.arange(p)[None, :]
-    local = np.exp(-(((x - p / 2) / 4.0) ** 2))
-    return (np.cos(0.4 * x - 0.25 * t) + 0.5 * np.cos(0.9 * x + 0.1 * t) * local
-            + 0.3 * rng.normal(size=(n, p)))
+    return travelling_waves(n, p, seed)
 
 
 @pytest.fixture(scope="module")
 def field():
     return xr.DataArray(_waves(), dims=("time", "x"),
                         coords={"time": np.arange(N), "x": np.arange(P) * 2.0})
-
-
-def _phases(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
-    """The unit phase of each mode (row) that turns ``expected`` into ``got``."""
-    inner = np.sum(expected.conj() * got, axis=1)
-    return inner / np.abs(inner)
-
-
-def _assert_complex_modes(expected, got, *, atol: float = 1e-8) -> None:
-    """Maps, scores, amplitudes and phases equal modulo one global phase per mode, the
-    same for a mode's map and its scores (xeofs' pairing: X ≈ Σ scores conj(map))."""
-    maps, expected_maps = got.components().values, expected.components().values
-    turn = _phases(expected_maps, maps)
-    np.testing.assert_allclose(maps, expected_maps * turn[:, None], atol=atol)
-    np.testing.assert_allclose(got.scores().values.T, expected.scores().values * turn[:, None],
-                               atol=atol * 10)
-    np.testing.assert_allclose(got.components_amplitude().values,
-                               expected.components_amplitude().values, atol=atol)
-    np.testing.assert_allclose(got.scores_amplitude().values.T,
-                               expected.scores_amplitude().values, atol=atol)
-    phase = got.components_phase().values - expected.components_phase().values
-    difference = np.angle(np.exp(1j * (phase - np.angle(turn)[:, None])))
-    np.testing.assert_allclose(difference, 0.0, atol=1e-6)
 
 
 @pytest.mark.parametrize("padding", ["none", "exp"])
@@ -66,11 +39,7 @@ def test_linear_every_landmark_equals_xeofs_hilbert_eof(field, padding):
     expected = xe.single.HilbertEOF(n_modes=Q, padding=padding, decay_factor=0.15,
                                     solver="full").fit(field, dim="time")
     model = HilbertKernelEOF(Q, padding=padding, decay_factor=0.15, n_landmarks=N).fit(field)
-    np.testing.assert_allclose(model.explained_variance_,
-                               expected.explained_variance().values, rtol=1e-8)
-    np.testing.assert_allclose(model.explained_variance_ratio_,
-                               expected.explained_variance_ratio().values, rtol=1e-8)
-    _assert_complex_modes(expected, model)
+    assert_xeofs_modes(expected, model)
 
 
 @pytest.mark.parametrize("method, power", [("varimax", 1), ("promax", 4)])
@@ -82,11 +51,7 @@ def test_rotation_equals_xeofs_hilbert_eof_rotator(field, method, power):
     model = HilbertKernelEOF(Q, n_landmarks=N).fit(field)
     rotated = kpca_dask.rotate(model, field, method=method, power=max(power, 2))
     assert model.rotation_ is rotated.rotation
-    np.testing.assert_allclose(rotated.explained_variance_,
-                               expected.explained_variance().values, rtol=1e-8)
-    np.testing.assert_allclose(rotated.explained_variance_ratio_,
-                               expected.explained_variance_ratio().values, rtol=1e-8)
-    _assert_complex_modes(expected, rotated)
+    assert_xeofs_modes(expected, rotated)
 
 
 def test_complex_kernel_is_hermitian_psd_and_nystrom_is_exact():
@@ -106,7 +71,7 @@ def test_complex_kernel_is_hermitian_psd_and_nystrom_is_exact():
                                rtol=1e-10)
     scores = model.scores().T
     exact = vectors.T * np.sqrt(values)[:, None]
-    np.testing.assert_allclose(scores, exact * _phases(exact, scores)[:, None], atol=1e-8)
+    np.testing.assert_allclose(scores, exact * phases(exact, scores)[:, None], atol=1e-8)
 
 
 def test_dask_input_in_any_chunks_equals_numpy():
@@ -154,17 +119,7 @@ def test_labelled_outputs(field):
     """A DataArray gives DataArrays: scores on the sample dimension, maps on the field,
     modes numbered 1..q, xeofs' names."""
     model = HilbertKernelEOF(2, n_landmarks=50, random_state=0).fit(field)
-    scores, maps = model.scores(), model.components()
-    assert (scores.name, scores.dims) == ("scores", ("time", "mode"))
-    assert scores["mode"].values.tolist() == [1, 2]
-    np.testing.assert_array_equal(scores["time"].values, field["time"].values)
-    assert (maps.name, maps.dims) == ("components", ("mode", "x"))
-    np.testing.assert_array_equal(maps["x"].values, field["x"].values)
-    for name in ("scores_amplitude", "scores_phase", "components_amplitude",
-                 "components_phase"):
-        assert getattr(model, name)().name == name
-    np.testing.assert_allclose(np.abs(model.scores(normalized=True)).values,
-                               model.scores_amplitude().values)
+    assert_labelled(model, field)
 
 
 @pytest.mark.parametrize("settings, data, error, match", [

@@ -15,6 +15,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _complex_modes import assert_labelled, assert_xeofs_modes, travelling_waves
 
 import kpca_dask
 from kpca_dask import HilbertKernelEOF
@@ -34,12 +35,7 @@ NEW = 25
 
 
 def _waves(n: int = N, p: int = P, seed: int = 0) -> np.ndarray:
-    """Two waves, one propagating over the whole line and one local, with noise."""
-    rng = np.random.default_rng(seed)
-    t, x = np.arange(n)[:, None], np.arange(p)[None, :]
-    local = np.exp(-(((x - p / 2) / 4.0) ** 2))
-    return (np.cos(0.4 * x - 0.25 * t) + 0.5 * np.cos(0.9 * x + 0.1 * t) * local
-            + 0.3 * rng.normal(size=(n, p)))
+    return travelling_waves(n, p, seed)
 
 
 @pytest.fixture(scope="module")
@@ -64,29 +60,6 @@ def _close(got, expected, tolerance: float) -> None:
     got, expected = np.asarray(got), np.asarray(expected)
     np.testing.assert_allclose(got, expected, rtol=tolerance,
                                atol=tolerance * np.abs(expected).max())
-
-
-def _phases(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
-    """The unit phase of each mode (row) that turns ``expected`` into ``got``."""
-    inner = np.sum(expected.conj() * got, axis=1)
-    return inner / np.abs(inner)
-
-
-def _assert_complex_modes(expected, got, *, atol: float = 1e-8) -> None:
-    """Maps, scores, amplitudes and phases equal modulo one global phase per mode, the
-    same for a mode's map and its scores (xeofs' pairing: X ≈ Σ scores conj(map))."""
-    maps, expected_maps = got.components().values, expected.components().values
-    turn = _phases(expected_maps, maps)
-    np.testing.assert_allclose(maps, expected_maps * turn[:, None], atol=atol)
-    np.testing.assert_allclose(got.scores().values.T, expected.scores().values * turn[:, None],
-                               atol=atol * 10)
-    np.testing.assert_allclose(got.components_amplitude().values,
-                               expected.components_amplitude().values, atol=atol)
-    np.testing.assert_allclose(got.scores_amplitude().values.T,
-                               expected.scores_amplitude().values, atol=atol)
-    phase = got.components_phase().values - expected.components_phase().values
-    difference = np.angle(np.exp(1j * (phase - np.angle(turn)[:, None])))
-    np.testing.assert_allclose(difference, 0.0, atol=1e-6)
 
 
 def _assert_same_fit(got, expected, tolerance: float = 1e-9) -> None:
@@ -143,11 +116,7 @@ def test_linear_gram_equals_xeofs_hilbert_eof(field, padding):
                                     solver="full").fit(field, dim="time")
     model = HilbertKernelEOF(Q, padding=padding, decay_factor=0.15, solver="gram").fit(field)
     assert model.solver_ == "gram"
-    np.testing.assert_allclose(model.explained_variance_,
-                               expected.explained_variance().values, rtol=1e-8)
-    np.testing.assert_allclose(model.explained_variance_ratio_,
-                               expected.explained_variance_ratio().values, rtol=1e-8)
-    _assert_complex_modes(expected, model)
+    assert_xeofs_modes(expected, model)
 
 
 # -- which way ----------------------------------------------------------------------------
@@ -256,17 +225,7 @@ def test_labelled_outputs_on_the_gram_way(field, new_record):
     """A DataArray gives DataArrays: scores over (time, mode), maps over (mode, x), modes
     numbered 1..q, xeofs' names; a new DataArray record's scores over its own time."""
     model = HilbertKernelEOF(2, solver="gram").fit(field)
-    scores, maps = model.scores(), model.components()
-    assert (scores.name, scores.dims) == ("scores", ("time", "mode"))
-    assert scores["mode"].values.tolist() == [1, 2]
-    np.testing.assert_array_equal(scores["time"].values, field["time"].values)
-    assert (maps.name, maps.dims) == ("components", ("mode", "x"))
-    np.testing.assert_array_equal(maps["x"].values, field["x"].values)
-    for name in ("scores_amplitude", "scores_phase", "components_amplitude",
-                 "components_phase"):
-        assert getattr(model, name)().name == name
-    np.testing.assert_allclose(np.abs(model.scores(normalized=True)).values,
-                               model.scores_amplitude().values)
+    assert_labelled(model, field)
     later = xr.DataArray(new_record, dims=("time", "x"),
                          coords={"time": np.arange(N, N + NEW), "x": field["x"].values})
     new = model.transform(later)
