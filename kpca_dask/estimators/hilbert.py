@@ -238,7 +238,7 @@ class HilbertKernelEOF(BaseEstimator):
         """"gram" or "nystrom", by :attr:`solver` (see the class), refusing a Gram way that
         does not fit."""
         n, p = rows.shape
-        budget = memory_budget(rows if isinstance(rows, da.Array) else None)
+        budget = memory_budget(rows)
         fits = gram_bytes(n) <= budget.free_bytes
         if self.solver == "nystrom" or (self.solver == "auto" and not (p >= n and fits)):
             return "nystrom"
@@ -252,8 +252,7 @@ class HilbertKernelEOF(BaseEstimator):
     def _fit_gram(self, rows, q: int, layout, labels) -> None:
         """The exact fit from the field's Gram matrix (docs/design.md §19): one read for the
         Gram matrix and the means, one for the maps."""
-        X = rows if isinstance(rows, da.Array) else da.from_array(np.asarray(rows))
-        n = X.shape[0]
+        X, n = rows, rows.shape[0]  # lazy rows, as fit_input gives them
         A, column_sums = inner_products(X)
         train_sums, train_total = A.sum(axis=1), float(A.sum())
         H = hermitian_gram(A, self.padding, self.decay_factor)
@@ -424,7 +423,6 @@ class HilbertKernelEOF(BaseEstimator):
     def _gram_record_scores(self, new) -> da.Array:
         """A new record's complex scores by the Gram way: its inner products with the
         training samples and its own, read now (docs/design.md §19)."""
-        new = new if isinstance(new, da.Array) else da.from_array(np.asarray(new))
         if new.shape[0] < MIN_SAMPLES:
             raise InvalidInputError(
                 f"The Hilbert transform needs at least {MIN_SAMPLES} samples; X has "
