@@ -183,7 +183,7 @@ def map_coefficients(modes: GramModes, L: np.ndarray) -> np.ndarray:
     >>> bool(np.allclose(C @ X, (Z.conj().T @ modes.scores).T))
     True
     """
-    C = modes.scores.T @ L.conj()
+    C = (L.T @ modes.scores.conj()).T.conj()  # Yᵀ conj(L), without a conjugated copy of L
     return C - C.mean(axis=1, keepdims=True)  # times J
 
 

@@ -120,17 +120,21 @@ def column_ranges(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
 def _panel(X: da.Array, a: int, b: int, what: str) -> np.ndarray:
     """Columns a:b of every row of ``X`` in float64, refusing NaN or inf by row."""
     panel = read_rows(X[:, a:b].astype(np.float64))
-    # A row's sum is NaN or inf if the row holds one (or, rarely, if finite values
-    # overflow it): n values to check, not a boolean copy of the panel.
-    if np.isfinite(panel.sum(axis=1)).all():
-        return panel
-    bad = np.flatnonzero(~np.isfinite(panel).all(axis=1))
-    if bad.size:
-        row = int(bad[0])
-        raise NonFiniteInputError(
-            f"{what} contains NaN or infinite values (first in row {row}); remove or "
-            "impute them first.")
+    _refuse_non_finite(panel, 0, what)
     return panel
+
+
+def _refuse_non_finite(rows: np.ndarray, first_row: int, what: str) -> None:
+    """Raise :class:`~kpca_dask.errors.NonFiniteInputError` naming the first row (counted
+    from ``first_row``) of ``rows`` that holds NaN or an infinity."""
+    # A row's sum is NaN or inf if the row holds one (or, rarely, if finite values
+    # overflow it): n values to check, not a boolean copy of the rows.
+    suspect = np.flatnonzero(~np.isfinite(rows.sum(axis=1, dtype=np.float64)))
+    bad = suspect[~np.isfinite(rows[suspect]).all(axis=1)]
+    if bad.size:
+        raise NonFiniteInputError(
+            f"{what} contains NaN or infinite values (first in row {first_row + int(bad[0])});"
+            " remove or impute them first.")
 
 
 def refuse_gram_beyond_memory(n: int, X: da.Array) -> None:
@@ -280,6 +284,9 @@ _FEATURE_PANEL = 2048
 #: into float64 panels once more, so that the more rows it brings, the less that costs.
 _STREAMED_BYTES = (2**26, 2**28)
 
+#: Row chunks computed at once when a run is read: one for each thread of the machine.
+_READ_AT_ONCE = 2
+
 
 def row_groups(X: da.Array, most_bytes: int) -> list[tuple[int, int]]:
     """Runs of whole row chunks ``(first, stop)`` (chunk indices), each holding at most
@@ -372,11 +379,8 @@ def sums_by_row_panels(X: da.Array, most_bytes: int, *, shifted: bool = False
         for later_first, later_stop in groups[index + 1:]:
             for a, b in _streamed_runs(X, later_first, later_stop, most_bytes // 8):
                 rows = _read_rows_of(X, a, b, starts)
-                block = np.zeros((rows.shape[0], held.shape[0]))
-                for f in range(0, p, _FEATURE_PANEL):
-                    block += _float64(rows, f, shift) @ _float64(held, f, shift).T
-                sums[int(starts[a]):int(starts[b]), held_rows] = block
-                del rows, block
+                sums[int(starts[a]):int(starts[b]), held_rows] = _products(rows, held, shift)
+                del rows
         del held
     return sums, column_sums
 
@@ -390,6 +394,14 @@ def _add_own_block(sums: np.ndarray, rows: slice, held: np.ndarray, shift) -> No
         block = blas.dsyrk(1.0, panel.T, beta=1.0, c=block, trans=1, lower=1, overwrite_c=1)
     if not whole:
         sums[rows, rows] = block
+
+
+def _products(left: np.ndarray, right: np.ndarray, shift) -> np.ndarray:
+    """left rightᵀ in float64 (rows less ``shift``), one feature panel at a time."""
+    out = np.zeros((left.shape[0], right.shape[0]))
+    for f in range(0, left.shape[1], _FEATURE_PANEL):
+        out += _float64(left, f, shift) @ _float64(right, f, shift).T
+    return out
 
 
 def _float64(rows: np.ndarray, first: int, shift) -> np.ndarray:
@@ -421,19 +433,8 @@ def _read_rows_of(X: da.Array, first: int, stop: int, starts: np.ndarray) -> np.
             at += chunk.shape[0]
         del chunks
         release_freed_memory()  # the chunks' decoded copies, kept in the threads' arenas
-    # A row's sum is NaN or inf if the row holds one (or if finite values overflow it).
-    suspect = np.flatnonzero(~np.isfinite(out.sum(axis=1, dtype=np.float64)))
-    bad = suspect[~np.isfinite(out[suspect]).all(axis=1)]
-    if bad.size:
-        row = int(starts[first]) + int(bad[0])
-        raise NonFiniteInputError(
-            f"X contains NaN or infinite values (first in row {row}); remove or impute "
-            "them first.")
+    _refuse_non_finite(out, int(starts[first]), "X")
     return out
-
-
-#: Row chunks computed at once when a run is read: enough for every thread of a machine.
-_READ_AT_ONCE = 2
 
 
 def cross_inner_products(A: da.Array, X: da.Array) -> np.ndarray:
@@ -452,8 +453,6 @@ def cross_inner_products(A: da.Array, X: da.Array) -> np.ndarray:
     out = np.zeros((held.shape[0], X.shape[0]))
     for a, b in _streamed_runs(X, 0, X.numblocks[0], gram_hold_bytes(X) // 8):
         rows = _read_rows_of(X, a, b, starts)
-        block = out[:, int(starts[a]):int(starts[b])]
-        for f in range(0, X.shape[1], _FEATURE_PANEL):
-            block += _float64(held, f, None) @ _float64(rows, f, None).T
+        out[:, int(starts[a]):int(starts[b])] = _products(held, rows, None)
         del rows
     return out

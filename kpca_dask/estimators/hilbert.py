@@ -494,21 +494,25 @@ class _GramState:
     norms: np.ndarray
 
 
+def _spread(n: int) -> np.ndarray:
+    """At most :data:`_SPREAD` of n rows in time order, spread evenly over the record."""
+    return np.linspace(0, n - 1, min(n, _SPREAD)).astype(int)
+
+
 def _landmark_spread(W: np.ndarray) -> tuple[np.ndarray, float]:
-    """The squared distances of the pairs of at most :data:`_SPREAD` landmarks spread over
-    the record, and the landmarks' mean squared norm (the gamma rules' figures)."""
-    spread = np.linspace(0, len(W) - 1, min(len(W), _SPREAD)).astype(int)
-    return (pair_distances(np.hstack([W[spread].real, W[spread].imag])),
+    """The squared distances of the pairs of the landmarks :func:`_spread` picks, and the
+    landmarks' mean squared norm (the gamma rules' figures)."""
+    spread = W[_spread(len(W))]
+    return (pair_distances(np.hstack([spread.real, spread.imag])),
             float(np.mean(np.sum(np.abs(W) ** 2, axis=1))))
 
 
 def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, float]:
-    """:func:`_landmark_spread` of every sample from the inner products ``H``:
+    """:func:`_landmark_spread` with every sample a landmark, from the inner products ``H``:
     |z_i − z_j|² = |z_i|² + |z_j|² − 2 Re⟨z_i, z_j⟩."""
-    n = H.shape[0]
-    spread = np.linspace(0, n - 1, min(n, _SPREAD)).astype(int)
-    inner = H[np.ix_(spread, spread)].real
-    distances = norms[spread][:, None] + norms[spread][None, :] - 2.0 * inner
+    spread = _spread(H.shape[0])
+    distances = (norms[spread][:, None] + norms[spread][None, :]
+                 - 2.0 * H[np.ix_(spread, spread)].real)
     return distances[np.triu_indices(spread.size, k=1)], float(norms.mean())
 
 
