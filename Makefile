@@ -35,8 +35,8 @@ demo: $(DEMO_STAMP)
 # On two processes (pytest-xdist): each module goes to one process (its shared cluster or
 # fitted model is set up once), the longest first; the busy clusters of tests/distributed and
 # tests/faults run one at a time, and the tests that must not share the machine (marked serial)
-# with no other test beside them (tests/conftest.py). The slowest 15 tests are listed at the
-# end: the suite must stay within ten minutes on 2 cores.
+# with no other test beside them (tests/conftest.py). The slowest 15 tests and the time by
+# directory are listed at the end: the suite must stay within ten minutes on 2 cores.
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

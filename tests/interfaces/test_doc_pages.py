@@ -18,12 +18,15 @@ README.md and docs/getting-started.md are run by test_readme.py.
 
 from __future__ import annotations
 
+import ast
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from _pages import run_blocks  # the README's environment and runner; `server`: conftest
+from _pages import environment, run_blocks  # the README's runner; `server`: conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -139,3 +142,62 @@ def test_the_runner_shares_a_namespace_and_runs_commands(tmp_path, server):
         ("python", "import zarr; assert zarr.open_array('d.zarr').shape[0] == n"),
     ], work)
     assert returncode == 0, output
+
+
+def _starts_a_cluster(node: ast.AST) -> bool:
+    return any(isinstance(call, ast.Call) and getattr(call.func, "id", None) == "LocalCluster"
+               for call in ast.walk(node))
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"')
+
+
+def _unguarded_clusters(code: str) -> list[str]:
+    """The top-level statements of ``code`` that start a ``LocalCluster`` outside an
+    ``if __name__ == "__main__":`` block."""
+    return [ast.unparse(node).splitlines()[0] for node in ast.parse(code).body
+            if _starts_a_cluster(node) and not _is_main_guard(node)]
+
+
+@pytest.mark.parametrize("code, unguarded", [
+    ("from distributed import LocalCluster\ncluster = LocalCluster()", 1),
+    ("with LocalCluster() as c:\n    pass", 1),
+    ("if __name__ == '__main__':\n    cluster = LocalCluster()", 0),
+    ("x = 1", 0),
+])
+def test_the_guard_check_finds_a_cluster_started_at_the_top_level(code, unguarded):
+    assert len(_unguarded_clusters(code)) == unguarded
+
+
+def test_a_cluster_starts_under_the_main_guard():
+    """Where a page starts a ``LocalCluster``, it does so under ``if __name__ ==
+    "__main__":``. Pasted into a script and run with ``python page.py``, the cluster's worker
+    processes start by importing the script (Python's default *spawn* start method): a
+    cluster started at its top level would start clusters of their own and never return."""
+    pages = [*PAGES, DOCS / "getting-started.md", ROOT / "README.md"]
+    found = {_page_id(page) if page.is_relative_to(DOCS) else page.name:
+             _unguarded_clusters(code)
+             for page in pages for language, code, _ in _blocks(page.read_text())
+             if language == "python"}
+    assert not {page: lines for page, lines in found.items() if lines}
+
+
+@pytest.mark.slow
+def test_a_page_that_starts_a_cluster_runs_as_a_script(tmp_path):
+    """The guide's cluster page, its Python blocks copied into ``page.py`` and run as a
+    reader runs a script: ``python page.py`` in a fresh interpreter, with distributed's
+    default start method (spawn), returns."""
+    page = DOCS / "guide" / "clusters-and-kubernetes.md"
+    script = tmp_path / "page.py"
+    script.write_text("\n".join(code for language, code, why in _blocks(page.read_text())
+                                if language == "python" and why is None))
+    assert "LocalCluster(" in script.read_text()
+    env = environment(tmp_path / "work")
+    for name in ("DASK_SCHEDULER_ADDRESS", "DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD"):
+        env.pop(name, None)  # as a reader's shell has them: no scheduler, spawned workers
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "data.zarr").is_dir()
