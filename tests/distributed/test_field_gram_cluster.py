@@ -1,10 +1,18 @@
 """The Gram way of a field on a LocalCluster of worker processes (docs/design.md §19): the
 workers read and check the store's time chunks, the client sums the Gram matrix; the
-models equal the threaded scheduler's, and each worker stays within its memory model."""
+models equal the threaded scheduler's, and each worker stays within its memory model.
+
+The default field is small (39 MB). ``KPCA_DASK_FIELD_SHAPE`` (time x lat x lon) sets
+another: ``2000x250x1250`` is a 2.5 GB field, twice the two workers' 1.25 GiB, as
+docs/guide/large-fields.md reports it. The store is written one time chunk at a time.
+"""
 
 from __future__ import annotations
 
+import os
+
 import dask
+import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
@@ -15,23 +23,38 @@ from kpca_dask.diagnostics import watch_workers
 
 pytestmark = pytest.mark.slow
 
-SHAPE, CHUNK = (600, 90, 180), 50  # 39 MB of float32, chunks of 50 time steps
+SHAPE = tuple(int(size) for size in os.environ.get("KPCA_DASK_FIELD_SHAPE",
+                                                   "600x90x180").split("x"))
+CHUNK = 50  # time steps a chunk
+
+
+def _chunk(block_info=None) -> np.ndarray:
+    """One time chunk of the field: an eastward wave in the tropics, noise and a land box,
+    the same whatever the chunking (each step's noise is seeded by its index)."""
+    (start, stop), (_, nlat), (_, nlon) = block_info[None]["array-location"]
+    t = np.arange(start, stop)[:, None, None]
+    lat = np.linspace(-89, 89, nlat)[None, :, None]
+    lon = np.linspace(0, 358, nlon)[None, None, :]
+    noise = np.stack([np.random.default_rng(step).standard_normal((nlat, nlon),
+                                                                  dtype=np.float32)
+                      for step in range(start, stop)])
+    values = (np.exp(-(lat / 15) ** 2) * np.cos(np.deg2rad(3 * lon) - 2 * np.pi * t / 60)
+              + 0.5 * noise).astype(np.float32)
+    values[:, (4 * nlat) // 9:(5 * nlat) // 9, (5 * nlon) // 9:(6 * nlon) // 9] = np.nan
+    return values
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     nt, nlat, nlon = SHAPE
-    rng = np.random.default_rng(0)
-    t = np.arange(nt)[:, None, None]
-    lat = np.linspace(-89, 89, nlat)[None, :, None]
-    lon = np.linspace(0, 358, nlon)[None, None, :]
-    values = (np.exp(-(lat / 15) ** 2) * np.cos(np.deg2rad(3 * lon) - 2 * np.pi * t / 60)
-              + 0.5 * rng.standard_normal(SHAPE)).astype(np.float32)
-    values[:, 40:50, 100:120] = np.nan  # land
+    steps = tuple(min(CHUNK, nt - start) for start in range(0, nt, CHUNK))
+    values = da.map_blocks(_chunk, chunks=(steps, (nlat,), (nlon,)), dtype=np.float32)
     field = xr.DataArray(values, dims=("time", "lat", "lon"), name="field",
-                         coords={"time": np.arange(nt), "lat": lat.ravel(), "lon": lon.ravel()})
+                         coords={"time": np.arange(nt), "lat": np.linspace(-89, 89, nlat),
+                                 "lon": np.linspace(0, 358, nlon)})
     path = str(tmp_path_factory.mktemp("field") / "field.zarr")
-    field.chunk({"time": CHUNK}).to_dataset().to_zarr(path, consolidated=False)
+    with dask.config.set(scheduler="threads"):
+        field.to_dataset().to_zarr(path, consolidated=False)
     return path
 
 
@@ -41,7 +64,8 @@ def _fits(path: str) -> dict:
     common = dict(weights=weights, sample_dim="time")
     return {
         "linear": ExactKernelPCA(n_components=4, kernel="linear", **common).fit(X),
-        "rbf": ExactKernelPCA(n_components=4, kernel="rbf", gamma=1e-4, **common).fit(X),
+        "rbf": ExactKernelPCA(n_components=4, kernel="rbf", gamma=1.6 / X[0].size,
+                              **common).fit(X),
         "hilbert": HilbertKernelEOF(3, padding="none", solver="gram", **common).fit(X),
     }
 
