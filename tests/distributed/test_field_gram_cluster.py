@@ -3,8 +3,8 @@ workers read and check the store's time chunks, the client sums the Gram matrix;
 models equal the threaded scheduler's, and each worker stays within its memory model.
 
 The default field is small (39 MB). ``KPCA_DASK_FIELD_SHAPE`` (time x lat x lon) sets
-another: ``2000x250x1250`` is a 2.5 GB field, twice the two workers' 1.25 GiB, as
-docs/guide/large-fields.md reports it. The store is written one time chunk at a time.
+another, e.g. ``2000x250x1250`` for a 2.5 GB field, twice a worker's 1.25 GiB. The store is
+written one time chunk at a time, so the test process never holds the field.
 """
 
 from __future__ import annotations
