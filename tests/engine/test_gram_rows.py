@@ -18,7 +18,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from _reads import CountingRows
+from _counting import CountingRows
 from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics.pairwise import pairwise_kernels
@@ -261,10 +261,10 @@ def test_laplacian_goes_the_column_way(rows, hold_half):
     X = da.from_array(source, chunks=(25, P))
     panels = len(column_ranges(X, gram_hold_bytes(X)))
     assert panels > 2
-    source.reads.clear()  # the read dask makes of an empty slice to learn the dtype
+    source.clear()  # the read dask makes of an empty slice to learn the dtype
     gram_by_panels(X, "laplacian", {"gamma": 1.0 / P})
     assert dict(source.reads) == {start: panels for start in range(0, N, 25)}
-    source.reads.clear()
+    source.clear()
     gram_by_panels(X, "rbf", {"gamma": 1.0 / P})
     assert dict(source.reads) == {0: 1, 25: 1, 50: 1, 75: 2, 100: 2, 125: 2}
 
@@ -361,7 +361,7 @@ def test_each_chunk_is_read_as_often_as_the_plan_says(runs, feature_chunks):
     most = X.nbytes // runs
     groups = row_groups(X, most)
     assert len(groups) == runs
-    source.reads.clear()  # the read dask makes of an empty slice to learn the dtype
+    source.clear()  # the read dask makes of an empty slice to learn the dtype
     sums_by_row_panels(X, most)
     per_chunk = X.numblocks[1]  # one read of a row chunk is one read of each feature chunk
     expected = {10 * k: per_chunk * (j + 1)
@@ -379,7 +379,7 @@ def test_streamed_pieces_read_no_more(monkeypatch):
     rng = np.random.default_rng(2)
     source = CountingRows(rng.normal(size=(120, 300)).astype(np.float32))
     X = da.from_array(source, chunks=(10, 300))
-    source.reads.clear()
+    source.clear()
     sums_by_row_panels(X, X.nbytes // 3)
     assert source.total() == 12 * 2
 
@@ -389,7 +389,7 @@ def test_inner_products_read_as_planned(rows, hold_half):
     read once and the second twice."""
     source = CountingRows(rows.astype(np.float32))
     X = da.from_array(source, chunks=(15, P))
-    source.reads.clear()
+    source.clear()
     A, _ = inner_products(X)
     assert dict(source.reads) == {15 * k: 1 if k < 5 else 2 for k in range(10)}
     exact = source.values.astype(np.float64)
@@ -400,7 +400,7 @@ def test_cross_products_read_the_rows_once(rows):
     """A Xᵀ of new rows against time-chunked rows: numpy's, each chunk of X read once."""
     source = CountingRows(rows.astype(np.float32))
     X = da.from_array(source, chunks=(30, P // 2))
-    source.reads.clear()  # from_array's look at the first rows for its meta
+    source.clear()  # from_array's look at the first rows for its meta
     new = rows[:17] * 0.5
     out = cross_inner_products(da.from_array(new, chunks=(10, P)), X)
     np.testing.assert_allclose(out, new @ source.values.astype(np.float64).T, rtol=1e-12)

@@ -8,31 +8,14 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from _counting import CountComputes, CountingRows
 
 from kpca_dask import KernelPCA
 
 
-class RecordingArray:
-    """An in-memory array source that records every row range read from it.
-
-    A real data source for ``da.from_array``, like a Zarr or HDF5 array.
-    """
-
-    def __init__(self, data: np.ndarray):
-        self.data = data
-        self.shape, self.dtype, self.ndim = data.shape, data.dtype, data.ndim
-        self.reads: collections.Counter = collections.Counter()
-
-    def __getitem__(self, key):
-        rows = key[0] if isinstance(key, tuple) else key
-        if rows.stop > rows.start:  # dask probes zero-row slices for metadata
-            self.reads[(rows.start, rows.stop)] += 1
-        return self.data[key]
-
-
 def _source(n=2000, rows=100, seed=0):
     data = np.random.default_rng(seed).normal(size=(n, 4))
-    source = RecordingArray(data)
+    source = CountingRows(data)
     X = da.from_array(source, chunks=(rows, -1), asarray=True, fancy=False)
     chunk_starts = [(start, start + rows) for start in range(0, n, rows)]
     return source, X, chunk_starts
@@ -41,9 +24,9 @@ def _source(n=2000, rows=100, seed=0):
 def test_fit_reads_every_chunk_exactly_once():
     """With given landmarks, fitting reads each of the 20 chunks once and nothing else."""
     source, X, chunks = _source()
-    landmarks = source.data[::40]
+    landmarks = source.values[::40]
     KernelPCA(3, landmarks=landmarks, n_landmarks=len(landmarks)).fit(X)
-    assert source.reads == collections.Counter({chunk: 1 for chunk in chunks})
+    assert source.row_ranges() == collections.Counter({chunk: 1 for chunk in chunks})
 
 
 def test_uniform_landmarks_add_only_reads_of_their_own_rows():
@@ -52,7 +35,7 @@ def test_uniform_landmarks_add_only_reads_of_their_own_rows():
     kpca = KernelPCA(3, n_landmarks=5, landmarks="uniform", random_state=0).fit(X)
     holding = {start // 100 for start in kpca.landmark_indices_}
     per_chunk = collections.Counter()
-    for (start, _stop), count in source.reads.items():
+    for (start, _stop), count in source.row_ranges().items():
         per_chunk[start // 100] += count
     for index in range(len(chunks)):
         assert per_chunk[index] == 1 + (index in holding), (index, per_chunk[index])
@@ -61,26 +44,20 @@ def test_uniform_landmarks_add_only_reads_of_their_own_rows():
 def test_fit_computes_once():
     """Fit hands the scheduler one graph for the pass (plus one for the landmark rows)."""
     _, X, _ = _source()
-    computes = []
-
-    class CountComputes(dask.callbacks.Callback):
-        def _start(self, dsk):
-            computes.append(len(dsk))
-
-    with CountComputes():
+    with CountComputes() as counted:
         KernelPCA(3, n_landmarks=50, random_state=0).fit(X)
-    assert len(computes) == 2
+    assert counted.computes == 2
 
 
 def test_transform_of_dask_input_is_lazy():
     """transform of a dask array computes nothing and keeps the row chunks."""
     source, X, _ = _source()
     kpca = KernelPCA(3, n_landmarks=50, random_state=0).fit(X)
-    source.reads.clear()
+    source.clear()
     Y = kpca.transform(X)
     assert isinstance(Y, da.Array) and not source.reads
     assert Y.chunks == (X.chunks[0], (3,))
-    np.testing.assert_allclose(Y.compute(), kpca.transform(source.data), rtol=1e-12)
+    np.testing.assert_allclose(Y.compute(), kpca.transform(source.values), rtol=1e-12)
 
 
 def test_pass_output_is_m_sized():
@@ -95,7 +72,7 @@ def test_pass_output_is_m_sized():
 
 def _reads_per_chunk(source, rows=100):
     per_chunk = collections.Counter()
-    for (start, _stop), count in source.reads.items():
+    for (start, _stop), count in source.row_ranges().items():
         per_chunk[start // rows] += count
     return per_chunk
 

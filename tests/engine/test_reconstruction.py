@@ -10,6 +10,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from _counting import CountingRows
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.metrics.pairwise import pairwise_kernels
@@ -174,26 +175,11 @@ def test_preimage_map_same_on_a_process_cluster(process_cluster):
     np.testing.assert_allclose(errors, local.reconstruction_error(X).compute(), rtol=1e-10)
 
 
-class _RecordingArray:
-    """An in-memory array source that counts the reads of each row block."""
-
-    def __init__(self, data):
-        self.data = data
-        self.shape, self.dtype, self.ndim = data.shape, data.dtype, data.ndim
-        self.reads = collections.Counter()
-
-    def __getitem__(self, key):
-        rows = key[0] if isinstance(key, tuple) else key
-        if rows.stop > rows.start:
-            self.reads[rows.start] += 1
-        return self.data[key]
-
-
 def test_fit_inverse_transform_costs_one_more_pass():
     """With given landmarks, fitting the pre-image map reads each chunk exactly twice."""
-    source = _RecordingArray(_data(400))
+    source = CountingRows(_data(400))
     X = da.from_array(source, chunks=(50, -1), asarray=True, fancy=False)
-    KernelPCA(3, landmarks=source.data[::10], n_landmarks=40,
+    KernelPCA(3, landmarks=source.values[::10], n_landmarks=40,
               fit_inverse_transform=True).fit(X)
     assert source.reads == collections.Counter({start: 2 for start in range(0, 400, 50)})
 

@@ -4,7 +4,6 @@ workers, one read of the data for B = 100, and the memory of the B replicates' s
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import dask
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from _counting import CountingRows
 from sklearn.exceptions import NotFittedError
 
 import kpca_dask
@@ -117,37 +117,24 @@ def test_rbf_on_dask_is_the_same_for_any_chunking_and_each_replicate_a_pass(data
                                    rtol=1e-9)
 
 
-class CountingReads:
-    """A Zarr array whose every read of a block is recorded (what dask reads it with)."""
-
-    def __init__(self, array):
-        self.array, self.shape, self.dtype, self.ndim = array, array.shape, array.dtype, 2
-        self.reads: list = []
-        self._lock = threading.Lock()
-
-    def __getitem__(self, key):
-        with self._lock:
-            self.reads.append(tuple((k.start, k.stop) for k in key))
-        return self.array[key]
-
-
 def test_a_hundred_replicates_read_the_data_once(data, linear_fit, tmp_path):
     """B = 100 replicates read each chunk of a Zarr store once, on the threaded scheduler;
     the sums held are B (m^2 + m + 1) words."""
     written = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=data.shape,
                               chunks=(12, P), dtype=data.dtype)
     written[...] = data
-    store = CountingReads(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
+    store = CountingRows(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
     X = da.from_array(store, chunks=(12, P), meta=np.empty((0, 0)), asarray=True)
     with dask.config.set(scheduler="threads"):
         boot = kpca_dask.bootstrap(linear_fit, X, 100, seed=0)
-    assert sorted(store.reads) == [((a, a + 12), (0, P)) for a in range(0, N, 12)]
+    assert sorted(tuple((k.start, k.stop) for k in key) for key in store.keys) == [
+        ((a, a + 12), (0, P)) for a in range(0, N, 12)]
     m = len(linear_fit.model_.landmarks)
     counts = DrawnCounts(0, 100, N)
     sums = replicate_pass(X, np.asarray(linear_fit.model_.landmarks), "linear", {}, counts)
     held = sums.gram.nbytes + sums.column_sums.nbytes + sums.diagonal_sums.nbytes
     assert boot.attrs["memory_bytes"] == held == 8 * 100 * (m * m + m + 1)
-    assert boot.sizes["n"] == 100 and len(store.reads) == 2 * N // 12
+    assert boot.sizes["n"] == 100 and store.total() == 2 * N // 12
 
 
 def test_a_cluster_gives_the_threads_replicates(data, process_cluster):
@@ -200,9 +187,9 @@ def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear
     written = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=data.shape,
                               chunks=(12, P), dtype=data.dtype)
     written[...] = data
-    store = CountingReads(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
+    store = CountingRows(zarr.open_array(str(tmp_path / "x.zarr"), mode="r"))
     X = da.from_array(store, chunks=(12, P), meta=np.empty((0, 0)), asarray=True)
     with dask.config.set({"kpca-dask.memory-limit": "4 MiB"}):  # B = 200 at m = 60: 5.9 MB
         with pytest.raises(InsufficientMemoryError, match="200 replicates of 60 landmarks"):
             kpca_dask.bootstrap(linear_fit, X, 200)
-    assert store.reads == []
+    assert store.total() == 0

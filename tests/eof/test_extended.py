@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections import Counter
 
@@ -10,6 +9,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _counting import CountingRows
 
 from kpca_dask import ExtendedKernelEOF, InvalidInputError, InvalidParameterError, KernelPCA
 from kpca_dask.io.delay_embedding import lagged_field, lagged_rows
@@ -108,36 +108,20 @@ def test_rbf_kernel_is_independent_of_the_chunking(n_pca_modes):
     np.testing.assert_allclose(scores.compute(), in_memory.transform(rows), atol=1e-10)
 
 
-class _CountedSource:
-    """A stored array as dask reads it (h5py, netCDF): every read recorded."""
-
-    def __init__(self, values: np.ndarray):
-        self.values, self.shape, self.dtype, self.ndim = values, values.shape, values.dtype, 2
-        self.reads: list[tuple[slice, ...]] = []
-        self._lock = threading.Lock()
-
-    def __getitem__(self, key):
-        block = self.values[key]
-        if block.size:  # dask's empty probe of the dtype is no read
-            with self._lock:
-                self.reads.append(key)
-        return block
-
-
 def test_a_fit_reads_each_stored_chunk_as_often_whatever_the_embedding():
     """The embedding is lazy: fitting L lagged copies reads each stored chunk whole, once per
     pass of the fit, as often as a fit without embedding does, never the L copies apart and
     never more than one chunk at a time."""
-    source = _CountedSource(np.random.default_rng(0).normal(size=(300, 20)))
+    source = CountingRows(np.random.default_rng(0).normal(size=(300, 20)))
     X = da.from_array(source, chunks=(50, 10), asarray=True)
 
     params = dict(kernel="rbf", gamma=0.01, n_landmarks=40, landmarks="uniform", random_state=0)
 
     def reads(fit) -> Counter:
-        source.reads.clear()
+        source.clear()
         fit()
-        assert all(k.stop - k.start <= 50 and c.stop - c.start <= 10 for k, c in source.reads)
-        return Counter((k.start // 50, c.start // 10) for k, c in source.reads)
+        assert all(k.stop - k.start <= 50 and c.stop - c.start <= 10 for k, c in source.keys)
+        return Counter((k.start // 50, c.start // 10) for k, c in source.keys)
 
     # the same passes without an embedding: a kernel PCA's fit, then its EOF maps
     plain = reads(lambda: KernelPCA(2, **params).fit(X).patterns(X, kind="eof").compute())

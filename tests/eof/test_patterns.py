@@ -3,11 +3,11 @@ kernel with every sample a landmark, computed lazily in one pass."""
 
 from __future__ import annotations
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _counting import CountComputes
 
 from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidParameterError
@@ -78,18 +78,12 @@ def test_patterns_equal_eofs_maps(fitted, solver, kind, method):
 def test_patterns_are_lazy_and_one_pass(fitted):
     """patterns computes nothing when called, and one compute reads each chunk once."""
     field, model, _ = fitted
-    computes = []
-
-    class CountComputes(dask.callbacks.Callback):
-        def _start(self, dsk):
-            computes.append(dsk)
-
-    with CountComputes():
+    with CountComputes() as counted:
         maps = model.patterns(field)
-    assert computes == [] and isinstance(maps.data, da.Array)
-    with CountComputes():
+    assert counted.computes == 0 and isinstance(maps.data, da.Array)
+    with CountComputes() as counted:
         maps.compute()
-    assert len(computes) == 1
+    assert counted.computes == 1
 
 
 def test_patterns_of_arrays_are_a_lazy_q_by_p_array():

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _counting import CountComputes
 
 from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidInputError, NonNumericInputError
@@ -74,17 +75,6 @@ def _assert_read(actual, expected, kind: str = "csv") -> None:
         np.testing.assert_array_equal(np.asarray(actual), expected)
 
 
-class CountComputes(dask.callbacks.Callback):
-    """Counts the graphs handed to a local scheduler."""
-
-    def __init__(self):
-        super().__init__()
-        self.results = []
-
-    def _start(self, dsk):
-        self.results.append(len(dsk))
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_file_holds_the_same_values(kind, tmp_path):
     """Each format opens lazily with its row counts known, to the source values. Only CSV,
@@ -96,7 +86,7 @@ def test_file_holds_the_same_values(kind, tmp_path):
     data = opened.data if isinstance(opened, xr.DataArray) else opened
     assert isinstance(data, da.Array)
     assert data.shape == X.shape and not any(np.isnan(data.chunks[0]))
-    assert len(counted.results) == (1 if kind.startswith("csv") else 0)
+    assert counted.computes == (1 if kind.startswith("csv") else 0)
     # CSV blocks are cut by bytes, so about block_rows rows each.
     most = 64 * 1.5 if kind.startswith("csv") else 64
     assert data.numblocks[0] > 1 and max(data.chunks[0]) <= most and data.numblocks[1] == 1

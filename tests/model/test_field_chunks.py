@@ -11,6 +11,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _counting import CountingRows
 from dask.array.core import PerformanceWarning
 
 from kpca_dask import ExactKernelPCA, KernelPCA
@@ -199,21 +200,13 @@ def test_chunked_field_on_a_process_cluster(process_cluster, whole):
             _close(model.patterns(chunked).compute(), expected.patterns(field))
 
 
-class _Recording:
-    """A 3-D array that counts the reads of each (time start, lat start, lat stop)."""
-
-    def __init__(self, data):
-        self.data, self.shape, self.dtype, self.ndim = data, data.shape, data.dtype, 3
-        self.reads = collections.Counter()
-
-    def __getitem__(self, key):
-        if key[0].stop > key[0].start:
-            self.reads[key[0].start, key[1].start, key[1].stop] += 1
-        return self.data[key]
+def _chunk(key) -> tuple[int, int, int]:
+    """A read's (time start, lat start, lat stop)."""
+    return key[0].start, key[1].start, key[1].stop
 
 
 def _recorded_field():
-    source = _Recording(np.asarray(_field().values))
+    source = CountingRows(np.asarray(_field().values))
     field = xr.DataArray(da.from_array(source, chunks=(10, 2, 8), asarray=True, fancy=False),
                          dims=("time", "lat", "lon"))
     return source, field
@@ -228,7 +221,7 @@ def test_fit_of_a_chunked_field_reads_each_chunk_once_but_the_first():
     KernelPCA(2, landmarks=landmarks, n_landmarks=5).fit(field)
     expected = {(t, lat, lat + 2): 2 if t == 0 else 1 for t in range(0, 40, 10)
                 for lat in range(0, 6, 2)}
-    assert dict(source.reads) == expected
+    assert dict(source.count(_chunk)) == expected
 
 
 def test_preimage_pass_of_a_chunked_field_reads_each_chunk_twice():
@@ -239,7 +232,7 @@ def test_preimage_pass_of_a_chunked_field_reads_each_chunk_twice():
               fit_inverse_transform=True, alpha=1e-3).fit(field)
     expected = {(t, lat, lat + 2): 4 if t == 0 else 3 for t in range(0, 40, 10)
                 for lat in range(0, 6, 2)}
-    assert dict(source.reads) == expected
+    assert dict(source.count(_chunk)) == expected
 
 
 def test_patterns_of_a_chunked_field_read_each_chunk_twice():
@@ -248,6 +241,7 @@ def test_patterns_of_a_chunked_field_read_each_chunk_twice():
     source, field = _recorded_field()
     model = KernelPCA(2, landmarks=np.random.default_rng(1).normal(size=(5, 46)),
                       n_landmarks=5).fit(field)
-    source.reads.clear()
+    source.clear()
     model.patterns(field).compute()
-    assert set(source.reads.values()) == {2} and len(source.reads) == 12
+    reads = source.count(_chunk)
+    assert set(reads.values()) == {2} and len(reads) == 12

@@ -8,6 +8,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from _counting import CountingRows
 
 import kpca_dask
 from kpca_dask import ExactKernelPCA, KernelPCA
@@ -82,17 +83,7 @@ def test_fit_of_a_field_reads_each_chunk_once_but_the_first():
     """The mask's candidates come from the first rows: the first chunk is read twice, the
     others once (given landmarks, so the pass is the only other read)."""
 
-    class Recording:
-        def __init__(self, data):
-            self.data, self.shape, self.dtype, self.ndim = data, data.shape, data.dtype, 3
-            self.reads = collections.Counter()
-
-        def __getitem__(self, key):
-            if key[0].stop > key[0].start:
-                self.reads[key[0].start] += 1
-            return self.data[key]
-
-    source = Recording(np.asarray(_field().values))
+    source = CountingRows(np.asarray(_field().values))
     field = xr.DataArray(da.from_array(source, chunks=(10, 6, 8), asarray=True, fancy=False),
                          dims=("time", "lat", "lon"))
     landmarks = np.random.default_rng(1).normal(size=(5, 46))

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import collections
 import warnings
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _counting import CountComputes
 
 from kpca_dask import KernelPCA
 from kpca_dask.errors import InvalidInputError, NonFiniteInputError, NonNumericInputError
@@ -47,21 +46,6 @@ def parquet(tmp_path_factory, table) -> str:
 
 def _features(parquet):
     return dd.read_parquet(parquet, split_row_groups=True)[NAMES]
-
-
-class CountComputes(dask.callbacks.Callback):
-    """Every graph handed to a local scheduler, and every task run, by key name."""
-
-    def __init__(self):
-        super().__init__()
-        self.computes = 0
-        self.tasks: collections.Counter = collections.Counter()
-
-    def _start(self, dsk):
-        self.computes += 1
-
-    def _pretask(self, key, dsk, state):
-        self.tasks[key] += 1
 
 
 def test_pandas_fit_equals_numpy_fit(table):

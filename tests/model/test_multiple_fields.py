@@ -7,6 +7,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
+from _counting import CountComputes
 
 import kpca_dask
 from kpca_dask import KernelPCA
@@ -90,15 +91,9 @@ def test_a_dataset_gives_a_dataset_and_the_same_numbers(fields, fitted):
 def test_fields_stay_lazy_until_computed(fields):
     """transform and patterns of dask-backed fields compute nothing when called."""
     model = ESTIMATORS["KernelPCA"]().fit(list(fields))
-    computes = []
-
-    class Count(dask.callbacks.Callback):
-        def _start(self, dsk):
-            computes.append(1)
-
-    with Count():
+    with CountComputes() as counted:
         Y, maps = model.transform(list(fields)), model.patterns(list(fields))
-    assert computes == [] and dask.is_dask_collection(Y) and dask.is_dask_collection(maps[1])
+    assert counted.computes == 0 and dask.is_dask_collection(Y) and dask.is_dask_collection(maps[1])
 
 
 def test_model_file_keeps_the_fields(tmp_path, fields):
