@@ -28,7 +28,7 @@ from dask.utils import format_bytes
 from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 
-from .._memory import memory_budget, release_freed_memory
+from .._memory import memory_budget, process_room_bytes, release_freed_memory
 from ..blocks.feature_sums import (
     CITYBLOCK,
     INNER,
@@ -68,12 +68,16 @@ HALF_FROM_BYTES = 2**28
 
 
 def gram_hold_bytes(X: da.Array) -> int:
-    """The most bytes of ``X`` a pass for its Gram matrix holds at once: :func:`panel_bytes`,
-    and at most half the data once they pass :data:`HALF_FROM_BYTES`.
+    """The most bytes of ``X`` a pass for its Gram matrix holds at once: an eighth of this
+    process's room (at least 64 MiB), and at most half the data once they pass
+    :data:`HALF_FROM_BYTES`.
 
-    Holding half the data costs the row way half a read more than holding them
-    all (docs/design.md §19) and halves what it holds; holding less saves less
-    for the same cost again.
+    The runs of rows are held, and multiplied, in this process: on a cluster the client,
+    to which the workers send the chunks they read, so its room sizes them, not a
+    worker's (sized by a worker's, a 2.5 GB field on workers of 1.25 GiB was held 64 MiB
+    at a time: 40 runs, 20 reads of the field). Holding half the data costs the row way
+    half a read more than holding them all (docs/design.md §19) and halves what it holds;
+    holding less saves less for the same cost again.
 
     Examples
     --------
@@ -83,7 +87,8 @@ def gram_hold_bytes(X: da.Array) -> int:
     ...     gram_hold_bytes(X) == X.nbytes // 2
     True
     """
-    return int(min(panel_bytes(X), max(HALF_FROM_BYTES, X.nbytes // 2)))
+    here = max(2**26, process_room_bytes() // 8)
+    return int(min(here, max(HALF_FROM_BYTES, X.nbytes // 2)))
 
 
 #: Narrow feature chunks are joined into panels of up to this many bytes.
