@@ -38,6 +38,7 @@ from ..engine.complex_gram import (
     hermitian_gram,
     kernel_of_gram,
     map_coefficients,
+    maps_of_rows,
     record_gram,
     solve_gram,
 )
@@ -264,7 +265,8 @@ class HilbertKernelEOF(BaseEstimator):
         modes = solve_gram(K, q)
         del K
         C = map_coefficients(modes, analytic_operator(n, self.padding, self.decay_factor))
-        loadings = _maps(C, X) / ((n - 1) * np.sqrt(modes.explained_variance))[:, None]
+        scale = (n - 1) * np.sqrt(modes.explained_variance)
+        loadings = computed(maps_of_rows(C, X)) / scale[:, None]
         turn = phase_turn(loadings)
         modes = modes.turned(turn)
         solution = ComplexSolution(modes.projection, modes.centre, modes.explained_variance,
@@ -516,10 +518,3 @@ def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, float]:
     return distances[np.triu_indices(spread.size, k=1)], float(norms.mean())
 
 
-def _maps(C: np.ndarray, X: da.Array) -> np.ndarray:
-    """C X (q x p complex) for the lazy rows X, in one read: the real and imaginary parts
-    of C as 2q real rows against each row block, summed as a tree."""
-    q = C.shape[0]
-    coefficients = da.from_array(np.vstack([C.real, C.imag]), chunks=(2 * q, X.chunks[0]))
-    both = computed(coefficients @ X.astype(np.float64))
-    return both[:q] + 1j * both[q:]
