@@ -29,6 +29,7 @@ from scipy import linalg
 
 from ..errors import TooFewComponentsError
 from .analytic_signal import analytic_signal
+from .gram import FEATURE_PANEL, float64_panel
 
 __all__ = ["analytic_operator", "applied", "hermitian_gram", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",
@@ -237,10 +238,6 @@ def gram_bytes(n: int) -> int:
     return (16 * GRAM_COMPLEX_ARRAYS + 8) * n * n
 
 
-#: Features of a row block turned into float64 at once by :func:`maps_of_rows`.
-_MAP_PANEL = 2048
-
-
 def maps_of_rows(C: np.ndarray, X: da.Array) -> da.Array:
     """C X (q x p complex), lazily, for the rows X (n x p, any float dtype): each row block's
     product in float64 panels of features, summed over the blocks as a tree.
@@ -267,7 +264,6 @@ def maps_of_rows(C: np.ndarray, X: da.Array) -> da.Array:
 def _block_maps(rows: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     """coefficientsᵀ rows (1 x 2q x p float64) of one row block, by panels of features."""
     out = np.empty((1, coefficients.shape[1], rows.shape[1]))
-    for f in range(0, rows.shape[1], _MAP_PANEL):
-        panel = rows[:, f:f + _MAP_PANEL].astype(np.float64)
-        out[0, :, f:f + _MAP_PANEL] = coefficients.T @ panel
+    for f in range(0, rows.shape[1], FEATURE_PANEL):
+        out[0, :, f:f + FEATURE_PANEL] = coefficients.T @ float64_panel(rows, f)
     return out

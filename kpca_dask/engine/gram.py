@@ -43,7 +43,7 @@ from .sampling import read_rows
 
 __all__ = ["gram_by_panels", "cross_kernel_by_panels", "column_ranges", "panel_bytes",
            "gram_plan", "row_groups", "sums_by_row_panels", "inner_products",
-           "gram_hold_bytes", "cross_inner_products"]
+           "gram_hold_bytes", "cross_inner_products", "FEATURE_PANEL", "float64_panel"]
 
 #: Rows of the data whose L1 distances, or kernel values, are made at once.
 _ROW_PANEL = 512
@@ -281,8 +281,8 @@ def cross_kernel_by_panels(A, X: da.Array, kernel, params: dict
 
 # -- the row way: pairs of row panels, for data chunked along the samples ------------------
 
-#: Feature columns turned into float64 at once by the row way's products.
-_FEATURE_PANEL = 2048
+#: Feature columns turned into float64 at once by the row way's products and the Hilbert maps.
+FEATURE_PANEL = 2048
 
 #: Rows of a run that is not held are read this many bytes at once at least, and at most
 #: (whole row chunks, an eighth of a held run in between): each read turns the held run
@@ -394,8 +394,8 @@ def _add_own_block(sums: np.ndarray, rows: slice, held: np.ndarray, shift) -> No
     """The block of S of ``held``'s rows with themselves (its lower triangle), in place."""
     whole = rows.start == 0 and rows.stop == sums.shape[0]
     block = sums if whole else np.zeros((held.shape[0],) * 2, order="F")
-    for f in range(0, held.shape[1], _FEATURE_PANEL):
-        panel = _float64(held, f, shift)
+    for f in range(0, held.shape[1], FEATURE_PANEL):
+        panel = float64_panel(held, f, shift)
         block = blas.dsyrk(1.0, panel.T, beta=1.0, c=block, trans=1, lower=1, overwrite_c=1)
     if not whole:
         sums[rows, rows] = block
@@ -404,16 +404,24 @@ def _add_own_block(sums: np.ndarray, rows: slice, held: np.ndarray, shift) -> No
 def _products(left: np.ndarray, right: np.ndarray, shift) -> np.ndarray:
     """left rightᵀ in float64 (rows less ``shift``), one feature panel at a time."""
     out = np.zeros((left.shape[0], right.shape[0]))
-    for f in range(0, left.shape[1], _FEATURE_PANEL):
-        out += _float64(left, f, shift) @ _float64(right, f, shift).T
+    for f in range(0, left.shape[1], FEATURE_PANEL):
+        out += float64_panel(left, f, shift) @ float64_panel(right, f, shift).T
     return out
 
 
-def _float64(rows: np.ndarray, first: int, shift) -> np.ndarray:
-    """Columns first:first + :data:`_FEATURE_PANEL` of ``rows`` in float64, less ``shift``."""
-    panel = rows[:, first:first + _FEATURE_PANEL].astype(np.float64)
+def float64_panel(rows: np.ndarray, first: int, shift=None) -> np.ndarray:
+    """Columns first:first + :data:`FEATURE_PANEL` of ``rows`` in float64, less ``shift``
+    (None: nothing): the products of rows in their own dtype are summed in float64 one such
+    panel at a time, never through a float64 copy of the rows.
+
+    Examples
+    --------
+    >>> float64_panel(np.ones((2, 3), np.float32), 1, np.array([0.0, 0.5, 0.5])).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    panel = rows[:, first:first + FEATURE_PANEL].astype(np.float64)
     if shift is not None:
-        panel -= shift[first:first + _FEATURE_PANEL]
+        panel -= shift[first:first + FEATURE_PANEL]
     return panel
 
 

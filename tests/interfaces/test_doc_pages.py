@@ -145,8 +145,13 @@ def test_the_runner_shares_a_namespace_and_runs_commands(tmp_path, server):
 
 
 def _starts_a_cluster(node: ast.AST) -> bool:
-    return any(isinstance(call, ast.Call) and getattr(call.func, "id", None) == "LocalCluster"
-               for call in ast.walk(node))
+    """Whether running ``node`` calls ``LocalCluster`` (or ``distributed.LocalCluster``); a
+    function or class it defines runs nothing."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    return any(isinstance(call, ast.Call) and "LocalCluster" in (
+        getattr(call.func, "id", None), getattr(call.func, "attr", None))
+        for call in ast.walk(node))
 
 
 def _is_main_guard(node: ast.AST) -> bool:
@@ -165,6 +170,8 @@ def _unguarded_clusters(code: str) -> list[str]:
     ("from distributed import LocalCluster\ncluster = LocalCluster()", 1),
     ("with LocalCluster() as c:\n    pass", 1),
     ("if __name__ == '__main__':\n    cluster = LocalCluster()", 0),
+    ("import distributed\nc = distributed.LocalCluster()", 1),
+    ("def main():\n    return LocalCluster()", 0),
     ("x = 1", 0),
 ])
 def test_the_guard_check_finds_a_cluster_started_at_the_top_level(code, unguarded):
@@ -177,11 +184,10 @@ def test_a_cluster_starts_under_the_main_guard():
     processes start by importing the script (Python's default *spawn* start method): a
     cluster started at its top level would start clusters of their own and never return."""
     pages = [*PAGES, DOCS / "getting-started.md", ROOT / "README.md"]
-    found = {_page_id(page) if page.is_relative_to(DOCS) else page.name:
-             _unguarded_clusters(code)
-             for page in pages for language, code, _ in _blocks(page.read_text())
-             if language == "python"}
-    assert not {page: lines for page, lines in found.items() if lines}
+    unguarded = [(page.name, line) for page in pages
+                 for language, code, _ in _blocks(page.read_text()) if language == "python"
+                 for line in _unguarded_clusters(code)]
+    assert not unguarded
 
 
 @pytest.mark.slow
