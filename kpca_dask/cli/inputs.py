@@ -18,13 +18,7 @@ import numpy as np
 
 from .parser import CommandError
 
-__all__ = ["open_data", "fit_weights", "coslat_weights", "LATITUDE_NAMES"]
-
-#: Coordinate names taken for latitude by ``--weights coslat`` (besides a coordinate whose
-#: ``standard_name`` is latitude or whose ``units`` are degrees north, as CF defines them).
-LATITUDE_NAMES = ("lat", "latitude", "nav_lat")
-_NORTH_UNITS = ("degrees_north", "degree_north", "degree_N", "degrees_N", "degreeN", "degreesN")
-
+__all__ = ["open_data", "fit_weights", "coslat_weights"]
 
 def open_data(args: argparse.Namespace):
     """The data, opened lazily before any worker starts: a bad path fails here, at once.
@@ -123,15 +117,8 @@ def fit_weights(spec: str | None, X: Any) -> Any:
 
 
 def coslat_weights(X: Any):
-    """sqrt(cos(latitude)), from the latitude coordinate of the field ``X``.
-
-    Each sample's squared distance then sums the field's squares weighted by
-    cos(latitude), the share of the sphere's area a grid cell at that latitude
-    covers on a regular grid (eofs' and xeofs' ``coslat`` weighting). The
-    latitude is the coordinate named in :data:`LATITUDE_NAMES`, or whose CF
-    ``standard_name`` or ``units`` say latitude; its cosine is computed in
-    float64 and kept >= 0, so that the poles of float32 latitudes weigh 0
-    rather than NaN.
+    """sqrt(cos(latitude)), from the latitude coordinate of the field ``X``
+    (:func:`kpca_dask.io.latitude.field_coslat_weights`, its sample dimension first).
 
     Examples
     --------
@@ -141,44 +128,18 @@ def coslat_weights(X: Any):
     >>> coslat_weights(X).values.round(6).tolist()
     [0.0, 1.0, 0.0]
     """
-    import xarray as xr
+    from ..errors import InvalidInputError
+    from ..io.latitude import field_coslat_weights
 
     if not _is_labelled(X):
         raise CommandError("--weights coslat needs a field with a latitude coordinate "
                            "(netCDF or xarray Zarr); this data has no coordinates. Give a "
                            "file of weights instead.")
-    name = _latitude_name(X)
-    latitude = X.coords[name]
-    degrees = np.asarray(latitude.values, dtype=np.float64)
-    if np.any(~np.isfinite(degrees)) or np.any(np.abs(degrees) > 90):
-        raise CommandError(f"--weights coslat: the coordinate {name!r} is not a latitude in "
-                           "degrees (values beyond +/-90 or not finite).")
-    from ..io.fields import coslat_weights as latitude_weights
-
-    coords = {d: X.indexes[d] for d in latitude.dims if d in X.indexes}
-    weights = latitude_weights(xr.DataArray(degrees, dims=latitude.dims, coords=coords))
-    return weights.rename("weights")
-
-
-def _latitude_name(X) -> str:
-    """The name of the latitude coordinate of ``X`` among its feature dimensions' coordinates."""
-    sample_dim = X.dims[0]
-    found = [str(name) for name, coord in X.coords.items()
-             if coord.ndim and sample_dim not in coord.dims
-             and (str(name).lower() in LATITUDE_NAMES
-                  or coord.attrs.get("standard_name") == "latitude"
-                  or coord.attrs.get("units") in _NORTH_UNITS)]
-    if len(found) == 1:
-        return found[0]
-    shown = ", ".join(map(str, X.coords)) or "none"
-    if not found:
-        raise CommandError(
-            "--weights coslat found no latitude coordinate over the feature dimensions "
-            f"{', '.join(map(str, X.dims[1:]))} (coordinates: {shown}); it takes one named "
-            f"{' or '.join(LATITUDE_NAMES)}, or with standard_name 'latitude' or units "
-            "'degrees_north'. Give a file of weights instead.")
-    raise CommandError(f"--weights coslat found several latitude coordinates ({', '.join(found)});"
-                       " give a file of weights instead.")
+    try:
+        return field_coslat_weights(X, X.dims[0], option="--weights coslat",
+                                    instead="give a file of weights instead")
+    except InvalidInputError as error:
+        raise CommandError(str(error)) from None
 
 
 def _is_labelled(X) -> bool:

@@ -37,6 +37,7 @@ from ..model.kernel_matrices import (
     points_gram,
     symmetrise_in_place,
 )
+from ..model.keywords import explains_keywords
 from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.precomputed import PRECOMPUTED
@@ -94,7 +95,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         or among more the one named ``time``; the one used is ``sample_dim_``);
         the others are stacked into features, a fixed mask dropped, as for
         :class:`~kpca_dask.KernelPCA`.
-    weights : DataArray, 1-D array or None, default=None
+    weights : DataArray, "coslat", 1-D array or None, default=None
         Multiplies the features before the kernel (see
         :class:`~kpca_dask.KernelPCA`).
     eigen_solver : {"auto", "dense", "matrix-free"}, default="auto"
@@ -183,6 +184,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     True
     """
 
+    @explains_keywords
     def __init__(
         self,
         n_components: int | float | None = None,
@@ -210,6 +212,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         self.eigen_solver = eigen_solver
         self.dtype = dtype
 
+    @explains_keywords
     def fit(self, X: ArrayLike, y: None = None, *, checkpoint=None) -> ExactKernelPCA:
         """The leading eigenpairs of the centred Gram matrix of ``X``.
 

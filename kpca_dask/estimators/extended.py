@@ -24,6 +24,8 @@ from ..eof.scalings import EOFVarianceMixin
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
 from ..io.fields import resolved_sample_dim
+from ..io.latitude import is_coslat
+from ..model.keywords import explains_keywords
 from .kernel_pca import KernelPCA
 
 __all__ = ["ExtendedKernelEOF"]
@@ -74,7 +76,7 @@ max_landmarks, dtype, rcond, random_state
         are embedded rows, shape (m, L * n_features), or (m, L * n_pca_modes).
     sample_dim : str or None, default=None
         The sample dimension of a DataArray (as :class:`~kpca_dask.KernelPCA`).
-    weights : DataArray, 1-D array or None, default=None
+    weights : DataArray, "coslat", 1-D array or None, default=None
         Feature weights of the field (as :class:`~kpca_dask.KernelPCA`), the
         same for every lag.
 
@@ -141,6 +143,7 @@ trace_error_
     0.98
     """
 
+    @explains_keywords
     def __init__(
         self,
         n_components: int | float,
@@ -182,6 +185,7 @@ trace_error_
         self.sample_dim = sample_dim
         self.weights = weights
 
+    @explains_keywords
     def fit(self, X, y=None) -> "ExtendedKernelEOF":
         """Embed ``X`` lazily, fit the kernel PCA of its embedded rows, and the components.
 
@@ -213,7 +217,8 @@ trace_error_
             _check_pca_modes(self.n_pca_modes, n_samples, pca.n_features_in_)
         embedded = _embedded(X, pca, sample_dim, tau, embedding)
         weights = self.weights if pca is None else None
-        if weights is not None and sample_dim is None:  # one weight per column, every lag
+        if weights is not None and sample_dim is None and not is_coslat(weights):
+            # one weight per column, every lag
             weights = np.tile(np.asarray(weights, dtype=np.float64).ravel(), embedding)
         kpca = KernelPCA(self.n_components, kernel=self.kernel, gamma=self.gamma,
                          degree=self.degree, coef0=self.coef0, kernel_params=self.kernel_params,

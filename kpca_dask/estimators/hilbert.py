@@ -55,6 +55,7 @@ from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParamete
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..model.inputs import fit_input, method_input
+from ..model.keywords import explains_keywords
 from ..validation import check_n_features
 
 __all__ = ["HilbertKernelEOF", "SOLVERS"]
@@ -98,7 +99,7 @@ class HilbertKernelEOF(BaseEstimator):
         The padding's e-folding length as a share of the record, in (0, 1].
     sample_dim : str, optional
         For a DataArray: its sample dimension (default as :class:`KernelPCA`).
-    weights : optional
+    weights : DataArray, "coslat", 1-D array or None, default=None
         Weights of the features (as :class:`KernelPCA`'s), applied before the transform.
     rcond : float, optional
         Landmark eigenvalues below rcond times the largest are dropped.
@@ -167,6 +168,7 @@ class HilbertKernelEOF(BaseEstimator):
     #: :func:`kpca_dask.rotate` rotates complex modes (docs/design.md §16).
     _complex_modes = True
 
+    @explains_keywords
     def __init__(self, n_components: int = 2, *, kernel: str = "linear",
                  gamma: float | None = None, degree: int = 3, coef0: float = 1.0,
                  n_landmarks: int = 1000, landmarks="uniform", random_state=None,
@@ -190,6 +192,7 @@ class HilbertKernelEOF(BaseEstimator):
 
     # -- fit -----------------------------------------------------------------------------
 
+    @explains_keywords
     def fit(self, X, y=None) -> "HilbertKernelEOF":
         """Fit on ``X``: two reads of the data.
 

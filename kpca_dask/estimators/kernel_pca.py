@@ -34,6 +34,7 @@ from ..model.growing import (
 )
 from ..model.inputs import embedding_input, first_batch, fit_input, method_input
 from ..model.kernel_matrices import training_eigenvectors
+from ..model.keywords import explains_keywords
 from ..model.outputs import (
     check_invertible,
     embedding,
@@ -159,11 +160,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         as NaN (:mod:`kpca_dask.io.fields`). None: the first of two dimensions,
         or among more the one named ``time`` (else the fit asks for it); the one
         used is ``sample_dim_``.
-    weights : DataArray, 1-D array or None, default=None
+    weights : DataArray, "coslat", 1-D array or None, default=None
         Multiply the features before the kernel: a DataArray over feature
-        dimensions (e.g. ``kpca_dask.io.fields.coslat_weights(X.lat)``,
-        √cos(lat) clipped at 0), or one weight per feature of an array; finite
-        and >= 0.
+        dimensions, ``"coslat"`` for √cos(latitude) of the field's latitude
+        coordinate (xeofs' ``use_coslat=True``;
+        :func:`kpca_dask.io.latitude.field_coslat_weights`), or one weight per
+        feature of an array; finite and >= 0.
 
     Attributes
     ----------
@@ -314,6 +316,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     True
     """
 
+    @explains_keywords
     def __init__(
         self,
         n_components: int | float | None = None,
@@ -357,6 +360,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
 
     # -- fit ---------------------------------------------------------------
 
+    @explains_keywords
     def fit(self, X, y=None, *, checkpoint: str | os.PathLike | None = None) -> "KernelPCA":
         """Fit the model with one pass over ``X``.
 

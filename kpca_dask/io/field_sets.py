@@ -33,6 +33,7 @@ from .fields import (
     resolved_sample_dim,
     stacked,
 )
+from .latitude import is_coslat
 from .multiple_fields import as_fields, combined_layout, field_names
 
 __all__ = ["is_fields", "fields_of", "fit_fields", "fields_rows", "joined_rows",
@@ -84,11 +85,11 @@ def weights_of_fields(weights: Any, names: list[str]) -> list[Any]:
 
     Examples
     --------
-    >>> weights_of_fields({"b": 1}, ["a", "b"]), weights_of_fields(None, ["a"])
-    ([None, 1], [None])
+    >>> weights_of_fields({"b": 1}, ["a", "b"]), weights_of_fields("coslat", ["a", "b"])
+    ([None, 1], ['coslat', 'coslat'])
     """
-    if weights is None:
-        return [None] * len(names)
+    if weights is None or is_coslat(weights):
+        return [weights] * len(names)  # "coslat": each field's own latitude
     if isinstance(weights, Mapping):
         unknown = sorted(set(map(str, weights)) - set(names))
         if unknown:

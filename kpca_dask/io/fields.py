@@ -29,6 +29,7 @@ import xarray as xr
 
 from ..errors import InvalidInputError, InvalidParameterError
 from ..validation import DEFAULT_BLOCK_ROWS
+from .latitude import coslat_weights, field_coslat_weights, is_coslat
 
 __all__ = ["FeatureLayout", "layout_of", "resolved_sample_dim", "check_weights",
            "check_same_field", "stacked", "as_field", "positions_of", "scattered",
@@ -203,6 +204,8 @@ def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureL
     layout = FeatureLayout(str(sample_dim), dims, shape, coords,
                            variable=None if X.name is None else str(X.name), attrs=attrs,
                            sample_dim_from=chosen)
+    if is_coslat(weights):
+        weights = field_coslat_weights(X, layout.sample_dim)
     return layout if weights is None else _with_weights(layout, X, weights)
 
 
@@ -245,7 +248,7 @@ def _with_weights(layout: FeatureLayout, X: xr.DataArray, weights) -> FeatureLay
     if not isinstance(weights, xr.DataArray):
         raise InvalidParameterError(
             "weights for a DataArray must be a DataArray over its feature dimensions "
-            f"{layout.dims} (e.g. kpca_dask.io.fields.coslat_weights(X.lat)); got "
+            f"{layout.dims}, or \"coslat\" for √cos(latitude) of X's latitude; got "
             f"{type(weights).__name__}.")
     extra = [d for d in weights.dims if d not in layout.dims]
     if extra:
@@ -280,34 +283,10 @@ def _check_weight_values(values: np.ndarray, weights: xr.DataArray) -> None:
             else f"{dim} index {int(i)}" for dim, i in zip(weights.dims, index))
         hint = (" (the square root of cos(latitude) is NaN at the poles when the cosine "
                 "rounds below 0: clip it, np.sqrt(np.cos(np.deg2rad(lat)).clip(0)), or use "
-                "kpca_dask.io.fields.coslat_weights)" if what != "negative" else "")
+                "weights=\"coslat\")" if what != "negative" else "")
         raise InvalidParameterError(
             f"weights must be finite and >= 0; {int(bad.sum())} of {values.size} are {what}, "
             f"the first at {where or 'its one value'}: {values[index]}{hint}.")
-
-
-def coslat_weights(latitude) -> xr.DataArray:
-    """√cos(latitude) in float64, exactly 0 at the poles: the weights that make a linear
-    kernel's inner product the area-weighted one (eofs' and xeofs' coslat weighting).
-
-    cos(90°) computed in float32 is a little below 0, whose square root is
-    NaN; here the cosine is taken in float64 and set to 0 at ±90°. A feature
-    of weight 0 has no part in the fit, and its pre-image is NaN.
-
-    Examples
-    --------
-    >>> lat = xr.DataArray(np.array([0.0, 60.0, 90.0], np.float32), dims="lat")
-    >>> lat = lat.assign_coords(lat=lat)
-    >>> coslat_weights(lat).values.round(4).tolist()
-    [1.0, 0.7071, 0.0]
-    """
-    lat = latitude if isinstance(latitude, xr.DataArray) else xr.DataArray(
-        np.asarray(latitude), dims="lat")
-    lat = lat.astype(np.float64)
-    # Exactly 0 at the poles (cos(pi / 2) is 6e-17, not 0): a pre-image is divided by
-    # its weights, and a weight of 8e-9 would blow a pole's reconstruction up.
-    cosine = np.cos(np.deg2rad(lat)).where(np.abs(lat) < 90.0, 0.0).clip(0.0, None)
-    return np.sqrt(cosine).rename("weights")
 
 
 def check_weights(flat: np.ndarray) -> None:

@@ -42,6 +42,7 @@ from ..io.frames import (
     is_frame,
     select_columns,
 )
+from ..io.latitude import is_coslat
 from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
 from .provenance import source_of, with_rows
 
@@ -100,13 +101,15 @@ def weights_allowed(value) -> bool:
     --------
     >>> weights_allowed(None), weights_allowed(np.ones(3)), weights_allowed("cos")
     (True, True, False)
+    >>> weights_allowed("coslat"), weights_allowed(["coslat", None])
+    (True, True)
     """
-    if value is None or is_xarray(value):
+    if value is None or is_xarray(value) or is_coslat(value):
         return True
     if isinstance(value, dict) or isinstance(value, (list, tuple)) and any(
-            is_xarray(each) for each in value):  # the weights of several fields
+            is_xarray(each) or is_coslat(each) for each in value):  # several fields' weights
         values = value.values() if isinstance(value, dict) else value
-        return all(each is None or is_xarray(each) for each in values)
+        return all(each is None or is_xarray(each) or is_coslat(each) for each in values)
     if not (hasattr(value, "shape") and hasattr(value, "dtype")):
         if not isinstance(value, (list, tuple)):
             return False
@@ -198,6 +201,12 @@ def fit_rows(X: Any, sample_dim: str | None, weights: Any, *, precomputed: bool 
             "sample_dim=None.")
     if weights is None:
         return X, None
+    if is_coslat(weights):
+        raise InvalidParameterError(
+            'weights="coslat" takes √cos(latitude) from the latitude coordinate of a '
+            f"labelled field, but X is {type(X).__name__}, which has none; pass X as an "
+            "xarray DataArray with a latitude coordinate, or the weights as a 1-D array of "
+            "one weight per feature.")
     if is_xarray(weights):
         raise InvalidParameterError(
             "weights is a DataArray but X is not labelled: pass X as a DataArray whose "

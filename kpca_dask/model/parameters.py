@@ -155,8 +155,9 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     "sample_dim": Constraint(lambda v: v is None or isinstance(v, str),
                              "None (the first dimension) or the name of a dimension of X"),
     "weights": Constraint(weights_allowed, "None, a DataArray over the feature dimensions of X, "
-                                           "a 1-D array of one weight per feature, or for "
-                                           "several fields a list or dict of DataArrays"),
+                                           "'coslat' (√cos(latitude) of X's latitude), a 1-D "
+                                           "array of one weight per feature, or for several "
+                                           "fields a list or dict of those"),
 })
 
 

@@ -40,7 +40,8 @@ KIND_ATTRIBUTES = {"__fspath__", "columns", "dtypes", "npartitions", "dims", "co
                    "__array__", "to_numpy", "store"}
 #: isinstance checks on values that are not inputs: a parameter shown in an error message,
 #: fitted statistics, what is read back from a model's own files, and outputs being written
-#: (Zarr, Parquet, fields put back); a field's weights (a parameter) and its values, which
+#: (Zarr, Parquet, fields put back); a field's weights (a parameter), the latitude they are
+#: computed from, and its values, which
 #: open_array has made a DataArray already, in memory or dask; an HDF5 file's own nodes.
 NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray"),
               ("checkpoints/file_checks.py", "ndarray"), ("checkpoints/file_checks.py", "Array"),
@@ -48,6 +49,7 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("checkpoints/statistics_files.py", "Group"), ("io/zarr_out.py", "Array"),
               ("io/zarr_out.py", "DataArray"), ("io/parquet_out.py", "DataFrame"),
               ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
+              ("io/latitude.py", "DataArray"),
               ("io/array_files.py", "Dataset"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
               ("eof/scalings.py", "columns"), ("eof/scalings.py", "dims"),
