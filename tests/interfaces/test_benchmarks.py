@@ -54,6 +54,7 @@ RUNS = {
     "bench_exact": (["--sizes", "1500", "--dense-check", "--dense-most", "2000"], None),
     "bench_fields": (["--sizes", "60x6x12", "--chunk", "20", "--methods",
                       "xeofs-linear,kpca-linear,kpca-hilbert"], None),
+    "bench_flat_spectrum": (["--n", "2000", "--m", "300"], None),
     "bench_syrk_rate": (["--m", "300", "--rows", "100,400", "--repeats", "1"], None),
 }
 
