@@ -69,7 +69,12 @@ class ExtendedKernelEOF(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, Trans
         rows of L * n_pca_modes values instead of L * n_features. The weights
         apply to this stage; the components are mapped back to the field
         through the linear EOFs. At most ``min(n_samples, n_features)``.
-    kernel, gamma, degree, coef0, kernel_params, n_landmarks, landmarks, tol, \
+    kernel : str or callable, default="linear"
+        The kernel of the embedded rows, as :class:`~kpca_dask.KernelPCA`'s:
+        ``"linear"`` (the default, as :class:`~kpca_dask.HilbertKernelEOF`'s and
+        xeofs' ``ExtendedEOF``) is the extended EOF; ``"rbf"`` and the others
+        the extended kernel EOF.
+    gamma, degree, coef0, kernel_params, n_landmarks, landmarks, tol, \
 max_landmarks, dtype, rcond, random_state
         Those of :class:`~kpca_dask.KernelPCA`, for the kernel PCA of the
         embedded rows (gamma's rules see those rows). Explicit ``landmarks``
@@ -151,7 +156,7 @@ trace_error_
         tau: int = 1,
         embedding: int = 2,
         n_pca_modes: int | None = None,
-        kernel: str | Callable = "rbf",
+        kernel: str | Callable = "linear",
         gamma: float | Literal["median", "scale"] | None = None,
         degree: float = 3,
         coef0: float = 1.0,
@@ -263,8 +268,8 @@ trace_error_
         >>> import numpy as np
         >>> from kpca_dask import ExtendedKernelEOF
         >>> X = np.random.default_rng(0).normal(size=(100, 3))
-        >>> eeof = ExtendedKernelEOF(2, tau=5, embedding=3, gamma=0.1, n_landmarks=50,
-        ...                          random_state=0).fit(X)
+        >>> eeof = ExtendedKernelEOF(2, tau=5, embedding=3, kernel="rbf", gamma=0.1,
+        ...                          n_landmarks=50, random_state=0).fit(X)
         >>> eeof.transform(X).shape, eeof.transform(X[:40]).shape  # 10 samples dropped
         ((90, 2), (30, 2))
         """

@@ -139,3 +139,10 @@ def test_the_explained_keywords_leave_the_parameters_as_they_were(name):
     assert clone(model).get_params() == params
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_thing'"):
         ESTIMATORS[name](no_such_thing=1)
+
+
+@pytest.mark.parametrize("estimator", [HilbertKernelEOF, ExtendedKernelEOF])
+def test_the_eof_estimators_default_to_the_linear_kernel(estimator):
+    """The EOF family's default is the EOF (xeofs' answer), a kernel EOF is asked for by name:
+    an extended fit with defaults no longer gives rbf ratios where the linear ones are meant."""
+    assert estimator(2).get_params()["kernel"] == "linear"
