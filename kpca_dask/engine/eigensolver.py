@@ -108,7 +108,8 @@ class Eigenpairs:
 def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = DEFAULT_TOL,
                        seed: int = 0, oversample: int | None = None, depth: int = DEPTH,
                        max_cycles: int = MAX_CYCLES, start: np.ndarray | None = None,
-                       budget: float | None = None, state: KrylovState | None = None,
+                       budget: float | Callable[[], float] | None = None,
+                       state: KrylovState | None = None,
                        on_product: Callable[[KrylovState], None] | None = None) -> Eigenpairs:
     """The ``count`` leading eigenpairs of the symmetric ``size`` x ``size`` operator ``apply``.
 
@@ -132,10 +133,12 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
         The most Rayleigh-Ritz steps (:data:`MAX_CYCLES`).
     start : ndarray, optional
         Vectors to start from (e.g. the result of an earlier, smaller call).
-    budget : float, optional
-        The most columns M may be applied to in all (None: no limit). The solver
-        stops with ``converged=False`` as soon as its residuals' rate of fall
-        predicts that it would pass this (module docstring).
+    budget : float or callable, optional
+        The most columns M may be applied to in all (None: no limit), or a
+        function that returns it when asked after each cycle (a budget set by
+        rates measured as the solve goes). The solver stops with
+        ``converged=False`` as soon as its residuals' rate of fall predicts
+        that it would pass this (module docstring).
     state : KrylovState, optional
         Where an earlier call with the same arguments was after one of its
         products (as ``on_product`` received it): the method goes on from there
@@ -176,8 +179,9 @@ def leading_eigenpairs(apply: Operator, size: int, count: int, *, tol: float = D
             basis = U if cycles >= max_cycles and stalled < _PATIENCE else basis
             break
         history = state.history + (worst,)
-        if budget is not None and _past_budget(history, ritz.target, state.products, per_cycle,
-                                               budget):
+        limit = budget() if callable(budget) else budget
+        if limit is not None and _past_budget(history, ritz.target, state.products, per_cycle,
+                                              limit):
             converged = False
             break
         state = _restarted(state, U, MU, worst, stalled, cycles, history)

@@ -21,7 +21,9 @@ Two ways to the leading eigenpairs of M (docs/design.md §11), chosen by cost:
   factor the only m x m arrays.
 
 The iterative way is given the dense way's cost as a budget of products
-(:data:`DENSE_SOLVE_COLUMNS` r columns): on a flat or clustered spectrum,
+(the dense way's time at the products' measured rate,
+:mod:`kpca_dask.engine.handover`, at most :data:`DENSE_SOLVE_COLUMNS` r
+columns): on a flat or clustered spectrum,
 where it would converge a few percent a cycle, it stops after two or three
 cycles and the dense way finishes, when its one more r x r array fits
 (``method`` is then ``"dense after iterative"``). So the solve costs at most
@@ -61,6 +63,7 @@ from ..blocks.statistics import PassStatistics, fill_upper
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
+from .handover import TimedBudget, dense_seconds
 from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
@@ -232,7 +235,7 @@ def _iterative_spectrum(stats, factor: LandmarkFactor, n_components, exact_trace
     if isinstance(n_components, float):
         return _spectrum_for_fraction(stats, factor, n_components, rebuild, memory_bytes,
                                       budget)
-    apply = _covariance_operator(stats, factor)
+    apply, budget = _budgeted(_covariance_operator(stats, factor), factor.rank, budget)
     pairs = leading_eigenpairs(apply, factor.rank, min(int(n_components), factor.rank),
                                budget=budget)
     if not pairs.converged:
@@ -250,6 +253,16 @@ def _iterative_spectrum(stats, factor: LandmarkFactor, n_components, exact_trace
 FALLBACK = "dense after iterative"
 
 
+def _budgeted(apply, rank: int, columns: float | None):
+    """``apply`` and the iterative way's budget: the dense way's time at the measured rate
+    of the products, at most ``columns`` (:class:`~kpca_dask.engine.handover.TimedBudget`);
+    no budget where ``columns`` is None."""
+    if columns is None:
+        return apply, None
+    budget = TimedBudget(apply, seconds=lambda: dense_seconds(rank), most=columns)
+    return budget.apply, budget
+
+
 def _covariance_operator(stats: PassStatistics, factor: LandmarkFactor):
     """V -> M V = W^T S W V: two triangular solves and one symmetric product."""
     return lambda V: factor.whiten(_scatter_product(stats, factor.unwhiten(V)))
@@ -265,14 +278,14 @@ def _spectrum_for_fraction(stats, factor, eta: float, rebuild, memory_bytes,
     """
     trace = _exact_trace(stats, factor)
     factor = rebuild()  # the exact trace spent the factor
-    apply = _covariance_operator(stats, factor)
+    apply, budget = _budgeted(_covariance_operator(stats, factor), factor.rank, budget)
     r, count, start = factor.rank, 16, None
     spent = 0
     while True:
         if count > DENSE_COMPONENT_SHARE * r:
             return _dense_spectrum(stats, factor, eta, memory_bytes), "dense"
-        pairs = leading_eigenpairs(apply, r, count, start=start,
-                                   budget=None if budget is None else budget - spent)
+        pairs = leading_eigenpairs(apply, r, count, start=start, budget=None if budget is None
+                                   else lambda spent=spent: budget() - spent)
         spent += pairs.products
         if not pairs.converged:
             return _dense_spectrum(stats, factor, eta, memory_bytes), FALLBACK
