@@ -1,7 +1,7 @@
 """Fits with many landmarks against their floor: the pass SYRK plus one Cholesky (design §11).
 
 For each m, in a fresh process (so that its peak memory is its own), on
-n x 32 float32 uniform data (rbf, gamma 0.01 or ``--gamma``, uniform
+n x 32 float32 uniform data (or ``--data blobs``; rbf, gamma 0.01 or ``--gamma``, uniform
 landmarks, q = 10, the threaded scheduler):
 
 - **fit**: ``KernelPCA.fit`` end to end;
@@ -66,7 +66,13 @@ def measure(spec: dict) -> dict:
     from kpca_dask.validation import as_dask_array
 
     n, m, p = spec["n"], spec["m"], 32
-    X = np.random.default_rng(0).uniform(size=(n, p)).astype(np.float32)
+    if spec.get("data", "uniform") == "blobs":  # 20 centres: a clustered leading spectrum
+        from kpca_dask.datasets import make_dataset
+
+        X = make_dataset("blobs", n, n_features=p, chunk_rows=20_000, seed=0,
+                         dtype="float32")[0].compute()
+    else:
+        X = np.random.default_rng(0).uniform(size=(n, p)).astype(np.float32)
     kpca = KernelPCA(10, n_landmarks=m, landmarks="uniform", gamma=spec["gamma"],
                      dtype="float32", random_state=0)
     # Warm-up fits load what a first fit loads once, whatever m: numba's runtime and
@@ -176,6 +182,9 @@ def main(argv=None) -> int:
     parser.add_argument("--gamma", type=float, default=0.01,
                         help="rbf gamma: 0.01 gives a landmark rank of a few hundred (the "
                              "dense small problem), 1.0 a full rank (the iterative one)")
+    parser.add_argument("--data", choices=["uniform", "blobs"], default="uniform",
+                        help="uniform in the unit cube, or kpca_dask's blobs of 20 centres "
+                             "(whose leading eigenvalues come in a cluster)")
     parser.add_argument("--no-floor", action="store_true", help="time the fits only")
     parser.add_argument("--strict-rows", default="2000,5000,10000,20000",
                         help="row blocks the strict floor's SYRK is timed on (the best rate)")
@@ -198,6 +207,7 @@ def main(argv=None) -> int:
     rows = []
     for m in (int(float(v)) for v in args.m.split(",")):
         spec = {"n": int(args.n), "m": m, "floor": not args.no_floor, "gamma": args.gamma,
+                "data": args.data,
                 "strict_rows": [int(float(v)) for v in args.strict_rows.split(",")]}
         codes = [("this", REPOSITORY)] + ([("before", args.before)] if args.before else [])
         for code, package in codes:
