@@ -39,7 +39,7 @@ _PUBLIC = {
         "OverlappingRowsError", "NotInvertibleError", "ZeroEigenvalueWarning",
         "NotPositiveSemidefiniteError", "NegativeEigenvalueWarning",
         "SlowKernelWarning", "ParametersChangedWarning", "RepeatedRowsWarning",
-        "NonSymmetricKernelWarning")},
+        "NonSymmetricKernelWarning", "ShortRecordWarning")},
 }
 
 
@@ -110,5 +110,6 @@ __all__ = [
     "ParametersChangedWarning",
     "RepeatedRowsWarning",
     "NonSymmetricKernelWarning",
+    "ShortRecordWarning",
     "__version__",
 ]

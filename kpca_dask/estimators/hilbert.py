@@ -18,6 +18,7 @@ is ``kpca_dask.rotate`` (:mod:`kpca_dask.eof.hilbert_rotation`).
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import dask
@@ -51,7 +52,12 @@ from ..engine.complex_solve import (
     solve_moments,
 )
 from ..engine.gram import cross_inner_products, inner_products
-from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
+from ..errors import (
+    InsufficientMemoryError,
+    InvalidInputError,
+    InvalidParameterError,
+    ShortRecordWarning,
+)
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..model.inputs import fit_input, method_input
@@ -358,9 +364,26 @@ class HilbertKernelEOF(BaseEstimator):
         the fit's ``mean_``, then projected on the fitted modes; for the
         training data this gives :meth:`scores`. xeofs' ``HilbertEOF`` refuses
         new data; here a new record is read as a record of its own, so its edges
-        carry the transform's edge effects as the training record's did.
+        carry the transform's edge effects as the training record's did, and a
+        record shorter than the fit's carries them over more of its length: a
+        :class:`~kpca_dask.errors.ShortRecordWarning` says so (on eofs' SST, the
+        last 10 of 50 winters as a record of their own differed from the fit's
+        scores for them by 29-65 % per mode, with or without padding). For
+        samples of the training record use :meth:`scores`; to project a new
+        period, transform a record at least as long as the fit's that contains it
+        (the new samples with those before them) and keep the samples wanted.
         """
-        return self._score_output(*self._record_scores(X), "scores")
+        scores, like, is_lazy = self._record_scores(X)
+        if scores.shape[0] < self.n_samples_:
+            warnings.warn(ShortRecordWarning(
+                f"X is a record of {scores.shape[0]} samples, shorter than the fit's "
+                f"{self.n_samples_}: its analytic signal is its own, so its scores carry "
+                "larger edge effects than the fit's (on eofs' SST, 10 of 50 winters "
+                "differed from the fit's scores for them by 29-65 % per mode). For samples "
+                "of the training record use scores(); for a new period, transform a record "
+                "at least as long as the fit's that contains it and keep the samples "
+                "wanted."), stacklevel=2)
+        return self._score_output(scores, like, is_lazy, "scores")
 
     def scores(self, normalized: bool = False):
         """The complex scores of the training samples (xeofs' ``scores``); ``normalized``:
