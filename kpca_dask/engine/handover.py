@@ -8,8 +8,8 @@ arrays from memory for a few columns at a time, the dense way is mostly
 matrix-matrix work that uses every core. A fixed share of r set on one
 thread (:data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`, 0.5 r) was three
 times the dense way's cost on two cores of an Intel Xeon: at r = 10 000 the
-iterative way ran 151 s (4805 columns at 29 ms each, with its
-orthogonalisations) where the dense way takes about 50 s.
+iterative way ran about 157 s (4805 columns at about 30 ms each, with its
+orthogonalisations) where the dense way takes about 57 s.
 
 :class:`TimedBudget` turns the dense way's time into columns at the rate the
 iterative way is measured to go, cycle by cycle: the dense way's time is
@@ -21,7 +21,9 @@ iterative way is given at most about the dense way's time.
 
 Which way a solve takes may then depend on the machine and its load; both
 give the leading pairs to the solver's tolerance (residuals at most 1e-12 of
-the largest eigenvalue), and the fitted model says which way was taken.
+the largest eigenvalue). The dense way forms M, 1.25 r^2 words beside G and
+the factor, and is taken only when those fit in what the process may still
+take.
 """
 
 from __future__ import annotations

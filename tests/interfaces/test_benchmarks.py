@@ -45,7 +45,7 @@ RUNS = {
     "bench_denoising": (["--subset", "300", "--n-landmarks", "50", "--components", "8",
                          "--gamma-factors", "1", "--alphas", "0.03", "--train-rows", "2000",
                          "--chunk-rows", "500"], "mnist"),
-    "bench_large_m": (["--n", "2000", "--m", "200,1600"], None),
+    "bench_large_m": (["--n", "2000", "--m", "200,1600", "--data", "blobs"], None),
     "bench_frame_memory": (["--n", "4000", "--rows-per-partition", "1000"], None),
     "bench_mnist": (["--n-landmarks", "50", "--n-components", "5", "--train-rows", "2000"],
                     "mnist"),

@@ -144,5 +144,11 @@ def test_the_explained_keywords_leave_the_parameters_as_they_were(name):
 @pytest.mark.parametrize("estimator", [HilbertKernelEOF, ExtendedKernelEOF])
 def test_the_eof_estimators_default_to_the_linear_kernel(estimator):
     """The EOF family's default is the EOF (xeofs' answer), a kernel EOF is asked for by name:
-    an extended fit with defaults no longer gives rbf ratios where the linear ones are meant."""
-    assert estimator(2).get_params()["kernel"] == "linear"
+    a fit with defaults gives the linear fit's ratios, not an rbf fit's."""
+    field = _field()
+    default = estimator(2).fit(field)
+    linear = estimator(2, kernel="linear").fit(field)
+    rbf = estimator(2, kernel="rbf").fit(field)
+    assert default.get_params()["kernel"] == "linear"
+    np.testing.assert_allclose(_variance(default), _variance(linear), rtol=1e-12)
+    assert not np.allclose(_variance(default), _variance(rbf), rtol=1e-3)
