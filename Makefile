@@ -37,8 +37,14 @@ demo: $(DEMO_STAMP)
 # tests/faults run one at a time, and the tests that must not share the machine (marked serial)
 # with no other test beside them (tests/conftest.py). The slowest 15 tests and the time by
 # directory are listed at the end: the suite must stay within ten minutes on 2 cores.
+# OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's idle threads wait 2^4 cycles, not 2^28 (about 0.1 s),
+# spinning, after each product before they sleep; with two test processes and their clusters
+# on two cores that spinning took the cores from the other process (engine and model tests:
+# 130 s against 90 s). Read when OpenBLAS loads, before any conftest runs (zarr's pytest
+# plugin imports numpy), so it is set here; every process the tests start inherits it.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	OPENBLAS_THREAD_TIMEOUT=4 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
+		--durations=15
 
 # The declared minimum versions (constraints-min.txt, pyproject.toml's lower bounds) in a
 # venv of their own, .venv-min, and the model, engine and block tests on them (about five

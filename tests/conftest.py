@@ -265,9 +265,14 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def process_cluster():
-    """A distributed LocalCluster with 2 worker processes (one thread each)."""
+    """A distributed LocalCluster with 2 worker processes (one thread each), one per module.
+
+    Per module, not per session: an idle cluster's scheduler and workers still use about a
+    tenth of a core (their event loops' ticks, heartbeats and monitors), so one kept for the
+    whole run by each test process cost about two minutes of CPU in a suite bound by its
+    two cores; a start, its workers forked from the preloaded server, takes under a second."""
     from distributed import LocalCluster
 
     from kpca_dask.dask_client import environment_kept
