@@ -258,7 +258,10 @@ def test_transform_of_the_frame_to_parquet_with_a_key(budget, data, fitted, tmp_
     import pandas as pd
 
     out = str(tmp_path / "embedding.parquet")
-    table = transform_table(fitted, _frame(data), keep_columns=["id"])
+    # The model was fitted on the Zarr array, without names: scikit-learn's warning that the
+    # frame's columns are taken by position is what a user sees too.
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        table = transform_table(fitted, _frame(data), keep_columns=["id"])
     budget.run("transform, frame to Parquet with an id", write_table, table, out)
     written = pd.read_parquet(out).sort_values("id")
     assert len(written) == N_ROWS and (written["id"].to_numpy() == np.arange(N_ROWS)).all()
