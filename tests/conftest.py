@@ -270,9 +270,9 @@ def process_cluster():
     """A distributed LocalCluster with 2 worker processes (one thread each), one per module.
 
     Per module, not per session: an idle cluster's scheduler and workers still use about a
-    tenth of a core (their event loops' ticks, heartbeats and monitors), so one kept for the
-    whole run by each test process cost about two minutes of CPU in a suite bound by its
-    two cores; a start, its workers forked from the preloaded server, takes under a second."""
+    tenth of a core (2.2 CPU-s in 20 s: their event loops' ticks, heartbeats and monitors),
+    which a cluster kept for the whole run by each test process took from a suite bound by
+    its two cores; a start, its workers forked from the preloaded server, takes about 0.6 s."""
     from distributed import LocalCluster
 
     from kpca_dask.dask_client import environment_kept
