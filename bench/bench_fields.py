@@ -11,7 +11,9 @@ in a fresh process on the threaded scheduler, with √cos(lat) weights and
 whole process tree every 50 ms:
 
 - ``xeofs-linear``: ``xeofs.single.EOF(use_coslat=True).fit(X, "time")`` (its Dask path);
-- ``kpca-linear`` / ``kpca-rbf``: ``ExactKernelPCA(kernel=...)``, the Gram way;
+- ``kpca-linear`` / ``kpca-rbf``: ``ExactKernelPCA(kernel=...)``, the Gram way, then its
+  maps, ``patterns(X, kind="eof")`` (xeofs' fit ends with its components, the
+  Hilbert fits with their maps: every method here does);
 - ``xeofs-hilbert``: ``xeofs.single.HilbertEOF(use_coslat=True, padding="none")``,
   which refuses Dask input, so the field is loaded first (skipped beyond
   ``--hilbert-most`` GB of field);
@@ -145,6 +147,8 @@ def measure(spec: dict) -> dict:
         else:
             model = ExactKernelPCA(n_components=q, kernel=kernel, weights=weights,
                                    sample_dim="time").fit(X)
+            # xeofs' fit ends with its components; the Hilbert fit with its maps: these too.
+            out["maps_shape"] = list(model.patterns(X, kind="eof").compute().shape)
         ratios = model.explained_variance_ratio_
     out["ratios"] = [float(r) for r in np.asarray(ratios)]
     return out

@@ -28,6 +28,7 @@ from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
 from ..exact.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
 from ..exact.exact_model import ExactFit, applied, exact_attribute
+from ..io.field_inputs import weighted_rows
 from ..io.labelled import label_embedding, label_rows
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
@@ -247,6 +248,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
                      estimator=type(self).__name__)
         # A field's rows stay lazy (the Gram matrix is summed over their feature chunks,
         # docs/design.md §12); small in-memory input is held as float64.
+        data = X
         given = in_memory_fit_input(X, sample_dim=self.sample_dim, weights=self.weights,
                                     precomputed=self.kernel == PRECOMPUTED)
         layout = given.layout
@@ -289,6 +291,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             explained_variance_ratio=eigenvalues / total if total > 0 else np.zeros(q),
             eigen_solver="dense", n_samples=n, n_features=n if X is None else X.shape[1],
             rows=X, lazy=lazy, column_means=column_means, grand_mean=grand_mean, layout=layout)
+        if lazy:
+            self.model_ = self.model_.replace(training_key=self._rows_key(data))
         return self
 
     def fit_transform(self, X: ArrayLike, y: None = None) -> np.ndarray:
@@ -328,7 +332,10 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             Y = applied(self.model_.by_panels, self, X, "transform", self._output_attrs())
             return scaled_scores(Y, self.explained_variance_, pcscaling)
         rows = self._input_rows(X)
-        Y = scaled_scores(self._transform_rows(rows.data), self.explained_variance_, pcscaling)
+        known = (self.model_.training_key is not None
+                 and self._rows_key(X) == self.model_.training_key)
+        Y = self._training_embedding() if known else self._transform_rows(rows.data)
+        Y = scaled_scores(Y, self.explained_variance_, pcscaling)
         return Y if rows.like is None else one_sample_of(
             label_embedding(Y, rows.like, self._output_attrs()), rows)
 
@@ -343,6 +350,8 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         """
         if self.model_.by_panels is not None:  # by panels of training rows: whole rows
             return self.model_.by_panels.transform(X)
+        if X.name == self.model_.training_key:  # the training rows: their embedding is known
+            return da.from_array(self._training_embedding(), chunks=(X.chunks[0], -1))
         if X.numblocks[1] > 1:
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
@@ -352,6 +361,18 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         return X.map_blocks(transform_block, estimator=self,
                             chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
                             meta=np.empty((0, 0), np.float64))
+
+    def _rows_key(self, X) -> str | None:
+        """The dask name of ``X``'s weighted rows as :meth:`patterns`, :func:`kpca_dask.rotate`
+        and :meth:`transform` make them: equal for the same lazy data, given again."""
+        rows = method_input(self, self._layout(), X, weighted=False)
+        return weighted_rows(rows.data, self._layout()).name if rows.is_lazy else None
+
+    def _training_embedding(self) -> np.ndarray:
+        """The embedding of the training rows, A_q Lambda_q^{1/2} (zero columns for zero
+        eigenvalues): what projecting them gives, K~ A_q Lambda_q^{-1/2}, without the n x n
+        product (docs/design.md §1)."""
+        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
 
     def _transform_rows(self, X) -> np.ndarray:
         """The embedding of rows as :meth:`_input_rows` gives them."""

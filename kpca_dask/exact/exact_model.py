@@ -113,7 +113,11 @@ class ExactFit:
     matrix-free fit or a loaded model, None for a dense fit); ``residuals`` and
     ``n_products`` the matrix-free solve's certificate and count of products;
     ``layout`` the field's layout and ``rotation`` a rotation of the leading
-    modes (:func:`kpca_dask.rotate`), None when there is none.
+    modes (:func:`kpca_dask.rotate`), None when there is none. ``training_key``
+    names the lazy training rows as the model's methods see them (the dask name
+    of their weighted rows), so that a method given the training data again
+    takes their known embedding instead of a second n x n product (None: the
+    rows are in memory, or the model was loaded).
 
     Examples
     --------
@@ -140,6 +144,7 @@ class ExactFit:
     n_products: int | None = None
     layout: Any = None
     rotation: Any = None
+    training_key: str | None = None
 
     @property
     def n_components(self) -> int:

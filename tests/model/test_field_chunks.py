@@ -83,8 +83,9 @@ def test_chunked_field_is_the_model_of_whole_rows(whole, chunks):
 @pytest.mark.parametrize("chunks", CHUNKINGS, ids=CHUNK_IDS)
 def test_chunked_field_exact_model(chunks):
     """ExactKernelPCA of a chunked field sums its Gram matrix over the kept positions of each
-    chunk and equals the whole-row model; its patterns join the chunks into whole rows, with
-    a PerformanceWarning."""
+    chunk and equals the whole-row model. Its patterns of the training field take the fit's
+    embedding; those of other data join the chunks into whole rows, with a
+    PerformanceWarning."""
     field = _field()
     chunked = field.chunk(chunks)
     expected = ExactKernelPCA(n_components=3, gamma=0.02, weights=_weights(field)).fit(field)
@@ -92,9 +93,10 @@ def test_chunked_field_exact_model(chunks):
     assert model.X_fit_.numblocks[1] > 1
     _close(model.eigenvalues_, expected.eigenvalues_)
     _close(model.transform(chunked), expected.transform(field))
+    _close(model.patterns(chunked), expected.patterns(field))
     with pytest.warns(PerformanceWarning, match="ExactKernelPCA projects whole rows"):
-        maps = model.patterns(chunked)
-    _close(maps, expected.patterns(field))
+        maps = model.patterns(2 * chunked)
+    _close(maps, expected.patterns(2 * field))
 
 
 def test_fully_masked_chunks_are_joined_to_a_neighbour():
