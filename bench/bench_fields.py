@@ -18,7 +18,11 @@ whole process tree every 50 ms:
   which refuses Dask input, so the field is loaded first (skipped beyond
   ``--hilbert-most`` GB of field);
 - ``kpca-hilbert`` / ``kpca-hilbert-rbf``: ``HilbertKernelEOF(padding="none")``,
-  the Gram way.
+  the Gram way;
+- ``xeofs-extended`` / ``kpca-extended``: xeofs' ``ExtendedEOF(use_coslat=True)`` and
+  ``ExtendedKernelEOF(kernel="linear")``, both with tau = 5, 4 lagged copies and the
+  field first reduced to its 40 leading linear EOFs (``n_pca_modes``; kpca-dask's
+  linear stage by the Gram way).
 
 It prints, per size, the seconds and the peak GB of each method, their ratios
 to xeofs' linear EOF (and the Hilbert ones to xeofs' Hilbert EOF), and the
@@ -47,9 +51,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS, machine, write_results  # noqa: E402
 
 METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "xeofs-hilbert", "kpca-hilbert",
-           "kpca-hilbert-rbf")
+           "kpca-hilbert-rbf", "xeofs-extended", "kpca-extended")
 #: Which xeofs method each kpca-dask one is compared with (its ratios, and its cost).
-PEERS = {"kpca-linear": "xeofs-linear", "kpca-hilbert": "xeofs-hilbert"}
+PEERS = {"kpca-linear": "xeofs-linear", "kpca-hilbert": "xeofs-hilbert",
+         "kpca-extended": "xeofs-extended"}
+#: The extended EOF's delay, lagged copies and linear EOFs embedded (xeofs' n_pca_modes).
+EXTENDED = {"tau": 5, "embedding": 4, "n_pca_modes": 40}
 
 
 def _block(block_info=None):
@@ -132,15 +139,22 @@ def measure(spec: dict) -> dict:
 
         if method == "xeofs-linear":
             model = xeofs.single.EOF(n_modes=q, use_coslat=True).fit(X, "time")
+        elif method == "xeofs-extended":
+            model = xeofs.single.ExtendedEOF(n_modes=q, use_coslat=True, **EXTENDED).fit(
+                X, "time")
         else:  # HilbertEOF refuses dask input: the field is loaded first
             model = xeofs.single.HilbertEOF(n_modes=q, use_coslat=True, padding="none").fit(
                 X.load(), "time")
         ratios = model.explained_variance_ratio().values
     else:
-        from kpca_dask import ExactKernelPCA, HilbertKernelEOF
+        from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF
 
         kernel = "rbf" if method.endswith("rbf") else "linear"
-        if method.startswith("kpca-hilbert"):
+        if method == "kpca-extended":  # its components are computed in its fit
+            model = ExtendedKernelEOF(q, kernel="linear", weights=weights, sample_dim="time",
+                                      **EXTENDED).fit(X)
+            out["solver"] = model.solver_
+        elif method.startswith("kpca-hilbert"):
             model = HilbertKernelEOF(q, kernel=kernel, padding="none", weights=weights,
                                      sample_dim="time").fit(X)
             out["solver"] = model.solver_

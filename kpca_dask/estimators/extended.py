@@ -3,8 +3,9 @@
 xeofs' ``ExtendedEOF`` (multichannel singular spectrum analysis) for any kernel,
 by composition: the rows of the field (or of its leading linear EOF scores, with
 ``n_pca_modes``) are delay-embedded lazily (:mod:`kpca_dask.io.delay_embedding`)
-and fitted by a :class:`~kpca_dask.KernelPCA`; the components are the EOF maps of
-that fit over the embedded rows, mapped back through the linear EOFs when the
+and fitted by a :class:`~kpca_dask.KernelPCA`, or for a wide field by the Gram way of
+an :class:`~kpca_dask.ExactKernelPCA` (docs/design.md §19); the components are the EOF
+maps of that fit over the embedded rows, mapped back through the linear EOFs when the
 field was reduced first, as xeofs maps them (docs/design.md §17).
 """
 
@@ -22,13 +23,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..eof.scalings import EOFVarianceMixin
 from ..errors import InvalidInputError, InvalidParameterError
+from ..exact.exact_fitting import dense_fits
 from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
 from ..io.fields import resolved_sample_dim
 from ..io.latitude import is_coslat
 from ..model.keywords import explains_keywords
+from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
 
-__all__ = ["ExtendedKernelEOF"]
+__all__ = ["ExtendedKernelEOF", "SOLVERS"]
+
+#: The values of ``solver``: chosen from the shape and the memory, the Gram way, landmarks.
+SOLVERS = ("auto", "gram", "nystrom")
 
 #: The dimension of the linear EOF scores a field is reduced to with ``n_pca_modes``.
 PCA_MODE_DIM = "pca_mode"
@@ -84,15 +90,31 @@ max_landmarks, dtype, rcond, random_state
     weights : DataArray, "coslat", 1-D array or None, default=None
         Feature weights of the field (as :class:`~kpca_dask.KernelPCA`), the
         same for every lag.
+    solver : {"auto", "gram", "nystrom"}, default="auto"
+        How the stage that reads the field (the linear stage with
+        ``n_pca_modes``, else the kernel stage) is fitted. ``"gram"``: exactly,
+        by the n x n Gram matrix of its rows (an
+        :class:`~kpca_dask.ExactKernelPCA`, dense solver; docs/design.md §19),
+        in memory O(n^2) whatever the number of features, refused when that
+        does not fit. ``"nystrom"``: by landmarks (a
+        :class:`~kpca_dask.KernelPCA`). ``"auto"``: the Gram way when the
+        stage's rows are at least as wide as they are many and its n x n
+        matrices fit the memory available (a field of many grid points), else
+        landmarks. ``solver_`` says which was taken; the landmark parameters
+        apply to the stages fitted by landmarks.
 
     Attributes
     ----------
-    kpca_ : KernelPCA
+    kpca_ : KernelPCA or ExactKernelPCA
         The kernel PCA of the embedded rows (or embedded linear EOF scores): its
         ``transform``, ``patterns``, ``save`` and :func:`kpca_dask.rotate` take
-        embedded input, e.g. ``kpca_dask.io.delay_embedding.lagged_field``.
-    pca_ : KernelPCA or None
-        The linear EOF stage (``n_pca_modes`` only).
+        embedded input, e.g. ``kpca_dask.io.delay_embedding.lagged_field``. An
+        :class:`~kpca_dask.ExactKernelPCA` when the embedded field took the Gram way.
+    pca_ : KernelPCA, ExactKernelPCA or None
+        The linear EOF stage (``n_pca_modes`` only): an
+        :class:`~kpca_dask.ExactKernelPCA` when it took the Gram way.
+    solver_ : {"gram", "nystrom"}
+        The way the stage that reads the field was fitted (see ``solver``).
     components_ : ndarray of shape (``n_components_``, embedding, ``n_features_in_``), or DataArray
         The space-time EOF of each mode: cov(y_j, w x_emb) / ``explained_variance_``
         over the embedded rows, the unit EOFs for a linear kernel (xeofs'
@@ -170,6 +192,7 @@ trace_error_
         random_state: int | np.random.Generator | None = None,
         sample_dim: str | None = None,
         weights=None,
+        solver: Literal["auto", "gram", "nystrom"] = "auto",
     ):
         self.n_components = n_components
         self.tau = tau
@@ -189,6 +212,7 @@ trace_error_
         self.random_state = random_state
         self.sample_dim = sample_dim
         self.weights = weights
+        self.solver = solver
 
     @explains_keywords
     def fit(self, X, y=None) -> "ExtendedKernelEOF":
@@ -210,28 +234,36 @@ trace_error_
         """
         started = time.perf_counter()
         tau, embedding = check_delay(self.tau, self.embedding)
+        if self.solver not in SOLVERS:
+            raise InvalidParameterError(
+                f"solver must be one of {SOLVERS} (chosen from the shape and the memory, the "
+                f"field's Gram matrix, or landmarks); got {self.solver!r}.")
         sample_dim, n_samples, n_features = _shape(X, self.sample_dim)
-        n_embedded(n_samples, tau, embedding)
+        kept = n_embedded(n_samples, tau, embedding)
         pca = None
+        data = X.data if sample_dim is not None else X  # what a memory budget asks about
         if self.n_pca_modes is not None:
             _check_pca_modes(self.n_pca_modes, n_samples, n_features)
-            pca = KernelPCA(self.n_pca_modes, kernel="linear", landmarks="uniform",
-                            sample_dim=sample_dim, weights=self.weights,
-                            **self._shared()).fit(X)
+            gram = self._gram_way(n_samples, n_features, data)
+            pca = self._stage(gram, self.n_pca_modes, sample_dim, self.weights,
+                              kernel="linear", landmarks="uniform").fit(X)
             # A field's masked positions are not features: held to the ones fitted.
             _check_pca_modes(self.n_pca_modes, n_samples, pca.n_features_in_)
+        else:
+            gram = self._gram_way(kept, embedding * n_features, data)
         embedded = _embedded(X, pca, sample_dim, tau, embedding)
         weights = self.weights if pca is None else None
         if weights is not None and sample_dim is None and not is_coslat(weights):
             # one weight per column, every lag
             weights = np.tile(np.asarray(weights, dtype=np.float64).ravel(), embedding)
-        kpca = KernelPCA(self.n_components, kernel=self.kernel, gamma=self.gamma,
-                         degree=self.degree, coef0=self.coef0, kernel_params=self.kernel_params,
-                         landmarks=self.landmarks, sample_dim=sample_dim, weights=weights,
-                         **self._shared()).fit(embedded)
+        kpca = self._stage(gram and pca is None, self.n_components, sample_dim, weights,
+                           kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                           coef0=self.coef0, kernel_params=self.kernel_params,
+                           landmarks=self.landmarks).fit(embedded)
         components = _components(kpca, pca, embedded, X, embedding)
         # Only now, with every step done, does the estimator change.
         self.kpca_, self.pca_, self.components_ = kpca, pca, components
+        self.solver_ = "gram" if gram else "nystrom"
         self.lags_, self.delay_ = lags(tau, embedding), (tau, embedding)
         # a field's features are its positions off the mask, as KernelPCA counts them
         self.n_features_in_ = (kpca.n_features_in_ // embedding if pca is None
@@ -281,8 +313,21 @@ trace_error_
         lazy = dask.is_dask_collection(X.data if isinstance(X, xr.DataArray) else X)
         return scores if lazy else scores.compute()
 
-    def _shared(self) -> dict:
-        return {name: getattr(self, name) for name in _SHARED}
+    def _gram_way(self, n: int, p: int, data) -> bool:
+        """Whether the stage with ``n`` rows of ``p`` features takes the Gram way (see
+        ``solver``)."""
+        if self.solver == "auto":
+            return p >= n and dense_fits(n, data)
+        return self.solver == "gram"
+
+    def _stage(self, gram: bool, n_components, sample_dim, weights, *, landmarks, **kernel):
+        """One stage's estimator: exact by the Gram matrix (the dense solver, which refuses
+        n x n matrices beyond memory with their size) or by landmarks."""
+        if gram:
+            return ExactKernelPCA(n_components, **kernel, sample_dim=sample_dim,
+                                  weights=weights, eigen_solver="dense")
+        return KernelPCA(n_components, **kernel, landmarks=landmarks, sample_dim=sample_dim,
+                         weights=weights, **{name: getattr(self, name) for name in _SHARED})
 
     @property
     def eigenvalues_(self) -> np.ndarray:
@@ -311,8 +356,10 @@ trace_error_
 
     @property
     def gamma_(self):
-        """The kernel's resolved gamma on the embedded rows (``kpca_``'s)."""
-        return self.kpca_.gamma_
+        """The kernel's resolved gamma on the embedded rows (``kpca_``'s; None for a kernel
+        without one)."""
+        check_is_fitted(self)
+        return self.kpca_.kernel_params_.get("gamma")
 
     @property
     def kernel_params_(self) -> dict:
@@ -321,8 +368,10 @@ trace_error_
 
     @property
     def trace_error_(self) -> float:
-        """The Nyström trace error of the kernel stage (``kpca_``'s)."""
-        return self.kpca_.trace_error_
+        """The Nyström trace error of the kernel stage (``kpca_``'s; 0 for the Gram way,
+        which is exact)."""
+        check_is_fitted(self)
+        return getattr(self.kpca_, "trace_error_", 0.0)
 
     @property
     def sample_dim_(self) -> str | None:
@@ -376,7 +425,8 @@ def _check_pca_modes(n_pca_modes, n_samples: int, n_features: int) -> None:
             "to embed the field itself.")
 
 
-def _embedded(X, pca: KernelPCA | None, sample_dim: str | None, tau: int, embedding: int):
+def _embedded(X, pca: KernelPCA | ExactKernelPCA | None, sample_dim: str | None, tau: int,
+              embedding: int):
     """The lazily embedded rows of ``X`` (a field: a DataArray with an ``embedding``
     dimension), through the linear EOF scores of ``pca`` if there is one."""
     source = X
@@ -389,7 +439,7 @@ def _embedded(X, pca: KernelPCA | None, sample_dim: str | None, tau: int, embedd
     return lagged_field(source, sample_dim, tau, embedding)
 
 
-def _components(kpca: KernelPCA, pca: KernelPCA | None, embedded, X, embedding: int):
+def _components(kpca, pca, embedded, X, embedding: int):
     """The space-time EOFs: the kernel stage's EOF maps over the embedded rows, mapped
     back through the linear EOFs (xeofs: its PCA components times the EEOFs)."""
     maps = kpca.patterns(embedded, kind="eof")

@@ -5,13 +5,21 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
 from _counting import CountingRows
 
-from kpca_dask import ExtendedKernelEOF, InvalidInputError, InvalidParameterError, KernelPCA
+from kpca_dask import (
+    ExactKernelPCA,
+    ExtendedKernelEOF,
+    InsufficientMemoryError,
+    InvalidInputError,
+    InvalidParameterError,
+    KernelPCA,
+)
 from kpca_dask.io.delay_embedding import lagged_field, lagged_rows
 
 N, TAU, EMBEDDING = 80, 2, 4
@@ -33,10 +41,12 @@ def _exact_linear(**params) -> ExtendedKernelEOF:
                              landmarks="uniform", **params)
 
 
+@pytest.mark.parametrize("solver", ["nystrom", "gram"])
 @pytest.mark.parametrize("n_pca_modes", [None, 6])
-def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes):
+def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes, solver):
     """Variances, their ratios, the space-time components (up to each mode's sign) and the
-    scores are xeofs' ExtendedEOF's, to 1e-8, with and without the linear EOF reduction."""
+    scores are xeofs' ExtendedEOF's, to 1e-8, with and without the linear EOF reduction, by
+    landmarks and by the Gram way."""
     xeofs = pytest.importorskip("xeofs")
     X = _field()
     with warnings.catch_warnings():  # xeofs' own FutureWarnings from xarray
@@ -47,7 +57,8 @@ def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes):
         reference.fit(X, dim="time")
         expected = reference.components()
         expected_scores = reference.scores()
-    eeof = _exact_linear(n_pca_modes=n_pca_modes).fit(X)
+    eeof = _exact_linear(n_pca_modes=n_pca_modes, solver=solver).fit(X)
+    assert eeof.solver_ == solver
     np.testing.assert_allclose(eeof.explained_variance_, reference.explained_variance(),
                                rtol=1e-8)
     np.testing.assert_allclose(eeof.explained_variance_ratio_,
@@ -168,6 +179,7 @@ def test_transform_of_a_new_series_projects_its_lagged_rows():
     (dict(tau=20, embedding=5), r"\(embedding - 1\) \* tau <= n_samples - 2"),
     (dict(n_pca_modes=16), r"min\(n_samples, n_features\) = 15"),
     (dict(n_pca_modes=0), "n_pca_modes=0 must be an int"),
+    (dict(solver="dense"), "solver must be one of"),
 ])
 def test_parameters_out_of_range_are_refused(params, match):
     """tau, embedding and n_pca_modes out of range are refused before any pass, saying why."""
@@ -211,3 +223,61 @@ def test_n_pca_modes_are_held_to_the_features_off_the_mask():
         warnings.simplefilter("ignore")  # the zero eigenvalue of the refused fit
         with pytest.raises(InvalidParameterError, match=f"= {n_features - 1} "):
             ExtendedKernelEOF(2, kernel="linear", n_pca_modes=n_features).fit(masked)
+
+
+def _wide_field(n: int = 40) -> xr.DataArray:
+    """More grid points than time steps, as analysts' fields have: a travelling wave."""
+    rng = np.random.default_rng(4)
+    t, lon = np.arange(n)[:, None, None], np.linspace(0, 350, 24)[None, None, :]
+    values = np.sin(0.4 * t - np.deg2rad(lon) * 2) + 0.3 * rng.normal(size=(n, 3, 24))
+    return xr.DataArray(values, dims=("time", "lat", "lon"),
+                        coords={"time": np.arange(n), "lat": [0.0, 10.0, 20.0],
+                                "lon": lon.ravel()})
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 5])
+@pytest.mark.parametrize(("kernel", "gamma"), [("linear", None), ("rbf", 0.01)])
+def test_gram_way_equals_landmarks_at_every_sample(n_pca_modes, kernel, gamma):
+    """The Gram way is the landmark way with every sample a landmark: variances, components
+    and scores (up to each mode's sign) to 1e-8; it fits each stage that reads the field
+    with an ExactKernelPCA."""
+    X = _wide_field()
+    params = dict(tau=2, embedding=3, kernel=kernel, gamma=gamma, n_pca_modes=n_pca_modes)
+    gram = ExtendedKernelEOF(3, solver="gram", **params).fit(X)
+    landmarks = ExtendedKernelEOF(3, solver="nystrom", n_landmarks=X.sizes["time"],
+                                  landmarks="uniform", **params).fit(X)
+    reading = gram.pca_ if n_pca_modes else gram.kpca_
+    assert isinstance(reading, ExactKernelPCA)
+    assert gram.trace_error_ == 0.0 or n_pca_modes  # else the kernel stage's on the scores
+    assert gram.total_variance_kind_ == landmarks.total_variance_kind_ == "exact"
+    assert gram.gamma_ == landmarks.gamma_ == gamma
+    np.testing.assert_allclose(gram.explained_variance_, landmarks.explained_variance_,
+                               rtol=1e-8)
+    np.testing.assert_allclose(gram.explained_variance_ratio_,
+                               landmarks.explained_variance_ratio_, rtol=1e-8)
+    got, expected = gram.components_.values, landmarks.components_.values
+    signs = np.sign((got * expected).reshape(3, -1).sum(axis=1))
+    np.testing.assert_allclose(got * signs[:, None, None, None], expected, atol=1e-8)
+    np.testing.assert_allclose(gram.transform(X).values * signs, landmarks.transform(X).values,
+                               atol=1e-8)
+    new = _wide_field(30) + 0.1
+    np.testing.assert_allclose(gram.transform(new).values * signs,
+                               landmarks.transform(new).values, atol=1e-8)
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 5])
+def test_auto_takes_the_gram_way_for_a_wide_field_that_fits(n_pca_modes):
+    """solver="auto": the Gram way for a lazy field of more grid points than samples, landmarks
+    for a narrow one and for one whose n x n matrices do not fit; solver="gram" refuses
+    those with their size."""
+    wide = _wide_field().chunk({"time": 10})
+    params = dict(tau=2, embedding=3, n_pca_modes=n_pca_modes, n_landmarks=10,
+                  landmarks="uniform")
+    assert ExtendedKernelEOF(2, **params).fit(wide).solver_ == "gram"
+    narrow = _field().chunk({"time": 20})  # 80 samples of 15 positions
+    assert ExtendedKernelEOF(2, **params).fit(narrow).solver_ == "nystrom"
+    # 2.5 n^2 float64 words of 38 or 40 rows do not fit; 2.2 m^2 of 10 landmarks do
+    with dask.config.set({"kpca-dask.memory-limit": 25_000}):
+        assert ExtendedKernelEOF(2, **params).fit(wide).solver_ == "nystrom"
+        with pytest.raises(InsufficientMemoryError, match="kernel matrix"):
+            ExtendedKernelEOF(2, solver="gram", **params).fit(wide)
