@@ -22,7 +22,7 @@ import numpy as np
 from .._compat import meta_of
 from .._parallel import blas_limit
 from ..errors import InvalidInputError
-from .kernels import is_translation_invariant, kernel_diagonal
+from .kernels import is_translation_invariant, kernel_diagonal, kernel_name
 from .landmark_kernel import LandmarkKernel
 from .sparse_rows import as_block, first_nonfinite, is_sparse
 
@@ -44,6 +44,9 @@ class PassStatistics:
     n_nonfinite: int  # NaN/inf entries found in the data
     first_nonfinite_row: int  # global row of the first one, -1 if none
     reference: np.ndarray  # r: D_b = B_b - 1 r^T (kpca_dask.engine.solve), shape (m,)
+    # sum_i x_i, shape (p,), for the linear kernel: with t, the exact centred trace
+    # t - |sum x|^2 / n (docs/design.md §2); None where the pass did not add them up.
+    feature_sums: np.ndarray | None = None
 
 
 @dataclass
@@ -69,6 +72,7 @@ class RunningStatistics:
     diagonal_sum: float = 0.0
     n_nonfinite: int = 0
     first_nonfinite_row: int = -1
+    feature_sums: np.ndarray | None = None  # sum_i x_i (linear kernel), (p,)
 
     @classmethod
     def empty(cls, reference: np.ndarray) -> "RunningStatistics":
@@ -90,6 +94,7 @@ class RunningStatistics:
         self.column_sums += other.column_sums
         self.n_samples += other.n_samples
         self.diagonal_sum += other.diagonal_sum
+        self.feature_sums = summed_features(self.feature_sums, other.feature_sums)
         rows = [row for row in (self.first_nonfinite_row, other.first_nonfinite_row) if row >= 0]
         self.first_nonfinite_row = min(rows) if rows else -1
         self.n_nonfinite += other.n_nonfinite
@@ -99,7 +104,37 @@ class RunningStatistics:
         """The sums as :class:`PassStatistics`, G made symmetric in place (no copy)."""
         fill_upper(self.gram)
         return PassStatistics(self.n_samples, self.column_sums, self.gram, self.diagonal_sum,
-                              self.n_nonfinite, self.first_nonfinite_row, self.reference)
+                              self.n_nonfinite, self.first_nonfinite_row, self.reference,
+                              self.feature_sums)
+
+
+def summed_features(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    """Two parts' feature sums added (into ``a``, which its owner hands over), or None when
+    either part has none: the sum of some of the rows is no sum of them all.
+
+    Examples
+    --------
+    >>> summed_features(np.ones(2), np.ones(2)).tolist(), summed_features(np.ones(2), None)
+    ([2.0, 2.0], None)
+    """
+    if a is None or b is None:
+        return None
+    a += b
+    return a
+
+
+def add_feature_sums(running: "RunningStatistics", x) -> None:
+    """Add a block's rows to the feature sums, and their squared norms to t in float64:
+    the linear kernel's exact centred trace t - |sum x|^2 / n then loses no digits to
+    float32 norms (docs/design.md §2)."""
+    if is_sparse(x):
+        sums = np.asarray(x.sum(axis=0, dtype=np.float64)).ravel()
+        squares = float(x.multiply(x).sum(dtype=np.float64))
+    else:
+        sums = x.sum(axis=0, dtype=np.float64)
+        squares = float(np.einsum("ij,ij->", x, x, dtype=np.float64))
+    running.feature_sums = sums if running.feature_sums is None else running.feature_sums + sums
+    running.diagonal_sum += squares
 
 
 def fill_upper(gram: np.ndarray) -> None:
@@ -138,6 +173,9 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
         return running.count_nonfinite(n_bad, int(row_offset + first_bad))
+    linear = kernel_name(kernel) == "linear"
+    if linear:  # before any shift or cast: the rows as the kernel sees them
+        add_feature_sums(running, x)
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
     m = landmarks.shape[0]
     shift = reference.astype(dtype, copy=False)
@@ -154,7 +192,8 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
                                   x[start : start + rows], kernel_rows, shift,
                                   running.column_sums)
             add_gram(running.gram, D)
-    running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
+    if not linear:
+        running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
     return running
 
 
@@ -316,7 +355,8 @@ def add_statistics(into: PassStatistics, other: PassStatistics) -> PassStatistic
     return PassStatistics(into.n_samples + other.n_samples, into.column_sums, into.gram,
                           into.diagonal_sum + other.diagonal_sum,
                           into.n_nonfinite + other.n_nonfinite,
-                          min(bad_rows) if bad_rows else -1, into.reference)
+                          min(bad_rows) if bad_rows else -1, into.reference,
+                          summed_features(into.feature_sums, other.feature_sums))
 
 
 def combine_statistics(*parts):
@@ -324,9 +364,11 @@ def combine_statistics(*parts):
     bad_rows = [p.first_nonfinite_row for p in parts if p.first_nonfinite_row >= 0]
     gram = parts[0].gram.copy()
     column_sums = parts[0].column_sums.copy()
+    features = None if parts[0].feature_sums is None else parts[0].feature_sums.copy()
     for p in parts[1:]:
         gram += p.gram
         column_sums += p.column_sums
+        features = summed_features(features, p.feature_sums)
     return PassStatistics(
         n_samples=sum(p.n_samples for p in parts),
         column_sums=column_sums,
@@ -335,4 +377,5 @@ def combine_statistics(*parts):
         n_nonfinite=sum(p.n_nonfinite for p in parts),
         first_nonfinite_row=min(bad_rows) if bad_rows else -1,
         reference=parts[0].reference,
+        feature_sums=features,
     )

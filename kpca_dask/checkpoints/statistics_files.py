@@ -46,6 +46,8 @@ __all__ = ["STATISTICS_ATTRIBUTE", "STATISTICS_PREFIX", "statistics_arrays",
 STATISTICS_PREFIX = "statistics_"
 STATISTICS_ATTRIBUTE = "statistics"
 _ARRAYS = ("gram", "column_sums", "reference")
+#: Stored when the pass added them up (the linear kernel's feature sums), absent otherwise.
+_OPTIONAL_ARRAYS = ("feature_sums",)
 
 
 def statistics_arrays(stats: PassStatistics) -> dict[str, np.ndarray]:
@@ -58,7 +60,7 @@ def statistics_arrays(stats: PassStatistics) -> dict[str, np.ndarray]:
     ['statistics_column_sums', 'statistics_gram', 'statistics_reference']
     """
     return {STATISTICS_PREFIX + name: np.asarray(getattr(stats, name), dtype=np.float64)
-            for name in _ARRAYS}
+            for name in _ARRAYS + _OPTIONAL_ARRAYS if getattr(stats, name) is not None}
 
 
 def statistics_attributes(stats: PassStatistics) -> dict:
@@ -125,6 +127,9 @@ def read_statistics(arrays: Mapping, attributes: Mapping, *,
               for name in _ARRAYS if not (lazy_gram and name == "gram")}
     if lazy_gram:
         values["gram"] = _lazy(arrays, STATISTICS_PREFIX + "gram")
+    for name in _OPTIONAL_ARRAYS:
+        values[name] = (_read(arrays, STATISTICS_PREFIX + name)
+                        if STATISTICS_PREFIX + name in arrays else None)
     if not isinstance(scalars, Mapping):
         raise ModelFormatError(f'the attribute "{STATISTICS_ATTRIBUTE}" must be a mapping; got '
                                f"{scalars!r}.")
@@ -146,6 +151,7 @@ def read_statistics(arrays: Mapping, attributes: Mapping, *,
         n_nonfinite=scalars["n_nonfinite"],
         first_nonfinite_row=scalars["first_nonfinite_row"],
         reference=values["reference"],
+        feature_sums=values["feature_sums"],
     )
 
 

@@ -42,7 +42,7 @@ from .._parallel import (
     persist_held,
     persisted_on,
 )
-from ..blocks.statistics import PassStatistics
+from ..blocks.statistics import PassStatistics, summed_features
 from .graph_values import shared_values
 from .landmark_memory import configured_solve_mode
 from .passes import pass_plan, pass_statistics, raise_if_nonfinite
@@ -223,4 +223,7 @@ def _with_gram(first: PassStatistics, others, gram: da.Array) -> PassStatistics:
         diagonal_sum=float(sum(p.diagonal_sum for p in parts)),
         n_nonfinite=sum(p.n_nonfinite for p in parts),
         first_nonfinite_row=min(bad_rows) if bad_rows else -1,
-        reference=first.reference)
+        reference=first.reference,
+        feature_sums=reduce(summed_features, [p.feature_sums for p in parts],
+                            np.zeros_like(first.feature_sums)
+                            if first.feature_sums is not None else None))

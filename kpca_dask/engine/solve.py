@@ -67,7 +67,7 @@ from .handover import TimedBudget, dense_seconds
 from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
-           "Spectrum", "solution_of",
+           "Spectrum", "solution_of", "centred_trace",
            "EXACT_TRACE_SHARE", "DENSE_SOLVE_COLUMNS", "dense_fits"]
 
 #: At or below this many features (the factor's rank r) M is formed and
@@ -109,6 +109,9 @@ class NystromSolution:
     trace_error: float  # (t - trace(W^T G W)) / t
     residuals: np.ndarray | None = None  # |M v_j - lambda_j v_j|, (q,); None in older files
     trace_error_std: float = 0.0  # standard error of trace_error (0: computed exactly)
+    # trace(J K J) of the training rows, exact, where the pass knows it (the linear kernel:
+    # t - |sum x|^2 / n); the ratios are then shares of it, not of trace(M)
+    centred_trace: float | None = None
 
 
 @dataclass(frozen=True)
@@ -373,6 +376,8 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
     zero_floor = ZERO_EIGENVALUE_RTOL * max(lam[0] if lam.size else 0.0, feature_gram_trace)
     n_positive = int(np.sum(lam > zero_floor)) if lam.size and lam[0] > 0 else 0
     q = n_components_for(n_components, lam, n_positive, spectrum.trace, remove_zero_eig, n)
+    exact = centred_trace(stats)
+    total = spectrum.trace if exact is None else exact  # what the ratios are shares of
     kept = min(q, n_positive)
     P = spectrum.columns[:, :kept]
     signs = fix_signs(P)  # deterministic: each column's largest entry positive
@@ -382,7 +387,6 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
     residuals = np.zeros(q)
     residuals[:kept] = spectrum.residuals[:kept]
     t = stats.diagonal_sum
-    total = spectrum.trace
     # t - trace(K_nys) >= 0 (K - K_nys is positive semi-definite), but the computed
     # difference carries the features' rounding, about eps / rcond of t (docs/design.md §2):
     # 5e-6 below zero at the default rcond on 200 000 rows of two shells. It reads as 0.
@@ -397,4 +401,25 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
         trace_error=trace_error,
         residuals=residuals,
         trace_error_std=spectrum.trace_std / t if t > 0 else 0.0,
+        centred_trace=exact,
     )
+
+
+def centred_trace(stats: PassStatistics) -> float | None:
+    """trace(J K J) = t - |sum_i x_i|^2 / n of a linear kernel's pass, which adds up the rows
+    (None otherwise): the exact total of the variance fractions with any number of
+    landmarks (docs/design.md §2). Never below 0 (rounding of rows all alike).
+
+    Examples
+    --------
+    >>> from kpca_dask.blocks.statistics import PassStatistics
+    >>> X = np.array([[1.0, 2.0], [3.0, 2.0]])
+    >>> stats = PassStatistics(2, np.zeros(1), np.eye(1), float((X**2).sum()), 0, -1,
+    ...                        np.zeros(1), X.sum(axis=0))
+    >>> centred_trace(stats)  # |x_1 - mean|^2 + |x_2 - mean|^2
+    2.0
+    """
+    if stats.feature_sums is None:
+        return None
+    sums = np.asarray(stats.feature_sums, dtype=np.float64)
+    return max(0.0, stats.diagonal_sum - float(sums @ sums) / stats.n_samples)

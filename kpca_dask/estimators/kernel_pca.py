@@ -198,8 +198,9 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         ``explained_variance_`` (eofs' ``totalAnomalyVariance``). Exact when every
         training row is a landmark; with fewer landmarks it is the Nyström
         estimate (below the exact total by about ``trace_error_``, so the ratios
-        are a little larger than the exact shares): ``total_variance_kind_``
-        says which (``"exact"`` or ``"nystrom-estimate"``).
+        are a little larger than the exact shares), except for the linear
+        kernel, whose pass knows the exact total (``centred_trace_``):
+        ``total_variance_kind_`` says which (``"exact"`` or ``"nystrom-estimate"``).
     sample_dim_ : str or None
         The sample dimension of a field's fit (None for arrays).
     n_components_ : int
@@ -228,6 +229,12 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         Standard error of ``trace_error_`` and of ``explained_variance_ratio_``'s
         denominator: 0 when trace(M) is computed exactly, positive when m is so
         large beside n that it is estimated (docs/design.md §11).
+    centred_trace_ : float
+        trace(J K J) of the training rows, exactly: for the linear kernel the
+        pass adds up the rows, so ``t - |sum x|^2 / n`` is known with any number
+        of landmarks, and ``explained_variance_ratio_`` is a share of it (the
+        weighted field's total variance times n - 1, as xeofs divides by).
+        Absent for other kernels.
     eigenvalue_residuals_ : ndarray of shape (``n_components_``,)
         The solve's certificate: ``|M v_j - lambda_j v_j|`` for each component of
         the whitened covariance M; an eigenvalue is within residual^2 / gap of
@@ -765,6 +772,7 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     explained_variance_ratio_ = fitted_attribute("explained_variance_ratio_")
     trace_error_ = fitted_attribute("trace_error_")
     trace_error_std_ = fitted_attribute("trace_error_std_")
+    centred_trace_ = fitted_attribute("centred_trace_")
     eigenvalue_residuals_ = fitted_attribute("eigenvalue_residuals_")
     n_components_ = fitted_attribute("n_components_")
     n_features_in_ = fitted_attribute("n_features_in_")
@@ -798,9 +806,11 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     @property
     def total_variance_kind_(self) -> str:
         """``"exact"`` when every training row is a landmark (the Nyström fit is exact
-        kernel PCA), else ``"nystrom-estimate"``: what ``total_variance_`` is."""
+        kernel PCA) or the pass knows the exact total (``centred_trace_``, the linear
+        kernel), else ``"nystrom-estimate"``: what ``total_variance_`` is."""
         check_is_fitted(self)
-        exact = self.n_landmarks_ >= self.n_samples_fit_ and self.trace_error_std_ == 0
+        exact = (self.n_landmarks_ >= self.n_samples_fit_ and self.trace_error_std_ == 0
+                 ) or hasattr(self, "centred_trace_")
         return "exact" if exact else "nystrom-estimate"
 
     @property

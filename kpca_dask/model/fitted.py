@@ -175,7 +175,10 @@ _SOLUTION = {"projection": _array("projection_", "m", "q"), "offset": _array("of
              "trace_error": _json("trace_error_", check="real"),
              # absent from files written before the iterative solve
              "residuals": _array("eigenvalue_residuals_", "q", absent="omitted", since=None),
-             "trace_error_std": _json("trace_error_std_", check="nonnegative", since=None)}
+             "trace_error_std": _json("trace_error_std_", check="nonnegative", since=None),
+             # the linear kernel's exact total (absent for other kernels and older files)
+             "centred_trace": _json("centred_trace_", check="nonnegative", absent="omitted",
+                                    since=None)}
 #: The novelty terms' fields (kpca_dask.engine.solve.NoveltyTerms); files of format version 1
 #: have none.
 _NOVELTY = {"mean_weights": _array("novelty_weights_", "m", absent="omitted", since=2),

@@ -96,11 +96,20 @@ def test_spectrum_is_one_dataset_over_mode_equal_to_eofs(linear, field):
 
 
 def test_fewer_landmarks_than_samples_flag_the_total_as_an_estimate(field):
-    """With fewer landmarks than winters the total variance is the Nystrom estimate, and
-    the attribute and the Dataset say so."""
-    kpca = KernelPCA(Q, kernel="linear", n_landmarks=20, random_state=0).fit(field)
+    """With fewer landmarks than winters an rbf kernel's total variance is the Nystrom
+    estimate, and the attribute and the Dataset say so; the linear kernel's pass adds up
+    the rows, so its total is exact with any landmarks: the field's own variance."""
+    kpca = KernelPCA(Q, kernel="rbf", n_landmarks=20, random_state=0).fit(field)
     assert kpca.total_variance_kind_ == "nystrom-estimate"
     assert kpca.spectrum().attrs["total_variance_kind"] == "nystrom-estimate"
+    assert not hasattr(kpca, "centred_trace_")
+    linear = KernelPCA(Q, kernel="linear", n_landmarks=20, random_state=0).fit(field)
+    assert linear.total_variance_kind_ == "exact"
+    assert linear.spectrum().attrs["total_variance_kind"] == "exact"
+    rows = field.values.reshape(field.shape[0], -1)
+    rows = rows[:, ~np.isnan(rows).any(axis=0)]
+    np.testing.assert_allclose(linear.total_variance_, rows.var(axis=0, ddof=1).sum(),
+                               rtol=1e-10)
 
 
 def test_outputs_follow_the_input_kind(linear, field):

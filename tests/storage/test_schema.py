@@ -35,6 +35,8 @@ FILE_ATTRIBUTES |= {"rotation_method_", "rotation_power_", "rotation_total_varia
 #: The pre-image map's intercept, alpha and score, written since the map has an intercept.
 FILE_ARRAYS |= {"preimage_intercept"}
 FILE_ATTRIBUTES |= {"inverse_alpha_", "inverse_alpha_score_"}
+#: The linear kernel's exact total, written since its pass adds up the rows.
+FILE_ATTRIBUTES |= {"centred_trace_"}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,7 @@ def models() -> list[KernelPCA]:
         rotated,
         KernelPCA(n_components=2, n_landmarks=15, weights=[weights, None],
                   random_state=0).fit([field.rename("field"), other]),
+        KernelPCA(n_components=2, kernel="linear", n_landmarks=2, random_state=0).fit(table),
     ]
 
 
