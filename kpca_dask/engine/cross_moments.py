@@ -29,7 +29,9 @@ __all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "p
 PATTERN_KINDS = ("covariance", "correlation")
 MOMENT_KINDS = PATTERN_KINDS + ("cross-covariance",)
 #: Partial results one node of the merge tree adds up.
-MERGE_FAN_IN = 8
+MERGE_FAN_IN = 2
+#: Bytes of a block's features turned into float64 at once by :func:`block_moments`.
+PANEL_BYTES = 2**24
 
 
 @dataclass(frozen=True)
@@ -54,16 +56,23 @@ def block_moments(y: np.ndarray, x: np.ndarray) -> CrossMoments:
     (2, [4.0], [[4.0]])
     """
     y = np.asarray(y, dtype=np.float64)
-    x = np.asarray(x, dtype=np.float64)
-    n = y.shape[0]
+    n, q, p = y.shape[0], y.shape[1], x.shape[1]
     if n == 0:
-        return CrossMoments(0, np.zeros(y.shape[1]), np.zeros(x.shape[1]), np.zeros(y.shape[1]),
-                            np.zeros(x.shape[1]), np.zeros((y.shape[1], x.shape[1])))
-    mean_y, mean_x = y.mean(axis=0), x.mean(axis=0)
+        return CrossMoments(0, np.zeros(q), np.zeros(p), np.zeros(q), np.zeros(p),
+                            np.zeros((q, p)))
+    mean_y = y.mean(axis=0)
     y = y - mean_y
-    x = x - mean_x
-    return CrossMoments(n, mean_y, mean_x, np.einsum("ij,ij->j", y, y),
-                        np.einsum("ij,ij->j", x, x), y.T @ x)
+    mean_x, squares_x, cross = np.empty(p), np.empty(p), np.empty((q, p))
+    # Column panels of at most PANEL_BYTES in float64: a block of a field's whole grid
+    # (50 time steps of 3e5 float32 points) is not copied whole into float64 twice.
+    width = max(1, PANEL_BYTES // (8 * n))
+    for a in range(0, p, width):
+        panel = np.array(x[:, a:a + width], dtype=np.float64)  # a copy: centred in place
+        mean_x[a:a + width] = centre = panel.mean(axis=0)
+        panel -= centre
+        squares_x[a:a + width] = np.einsum("ij,ij->j", panel, panel)
+        cross[:, a:a + width] = y.T @ panel
+    return CrossMoments(n, mean_y, mean_x, np.einsum("ij,ij->j", y, y), squares_x, cross)
 
 
 def merge_moments(*parts: CrossMoments) -> CrossMoments:
