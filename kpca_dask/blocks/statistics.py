@@ -125,7 +125,7 @@ def summed_features(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | 
 
 def add_feature_sums(running: "RunningStatistics", x) -> None:
     """Add a block's rows to the feature sums, and their squared norms to t in float64:
-    the linear kernel's exact centred trace t - |sum x|^2 / n then loses no digits to
+    the linear kernel's exact centred trace ``t - |sum x|^2 / n`` then loses no digits to
     float32 norms (docs/design.md §2)."""
     if is_sparse(x):
         sums = np.asarray(x.sum(axis=0, dtype=np.float64)).ravel()

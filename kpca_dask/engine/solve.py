@@ -406,7 +406,7 @@ def solution_of(stats: PassStatistics, spectrum: Spectrum, mean_feature, n_compo
 
 
 def centred_trace(stats: PassStatistics) -> float | None:
-    """trace(J K J) = t - |sum_i x_i|^2 / n of a linear kernel's pass, which adds up the rows
+    """``trace(J K J) = t - |sum_i x_i|^2 / n`` of a linear kernel's pass, which adds up the rows
     (None otherwise): the exact total of the variance fractions with any number of
     landmarks (docs/design.md §2). Never below 0 (rounding of rows all alike).
 
