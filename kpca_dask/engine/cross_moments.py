@@ -157,10 +157,11 @@ def pattern_maps(Y: da.Array, X: da.Array, kind: str) -> da.Array:
     (((1,), (1, 1)), [[1.0, 0.982]])
     """
     Y, X = _aligned(Y, X)
-    reads: set = set()
     if X.numblocks[1] > 1:
         X = independent_copy(X)
-        reads = {key for row in X.__dask_keys__() for key in row}
+    # A block of X that only its moments' task takes (scores known beforehand, or a copy of
+    # the graph) is read inside that task: a worker then holds no block read ahead of it.
+    reads = {key for row in X.__dask_keys__() for key in row}
     name = "patterns-" + dask.base.tokenize(Y.name, X.name, kind)
     maps = [dask.delayed(patterns_of, pure=True)(part, kind, dask_key_name=(name, 0, c))
             for c, part in enumerate(cross_moments(Y, X))]
