@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import dask
 import dask.array as da
 import numpy as np
 from scipy import linalg
@@ -30,6 +31,7 @@ from scipy import linalg
 from ..errors import TooFewComponentsError
 from .analytic_signal import analytic_signal
 from .gram import FEATURE_PANEL, float64_panel
+from .passes import pass_plan, reads_inlined
 
 __all__ = ["analytic_operator", "applied", "hermitian_gram", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",
@@ -254,11 +256,43 @@ def maps_of_rows(C: np.ndarray, X: da.Array) -> da.Array:
     True
     """
     q = C.shape[0]
-    coefficients = da.from_array(np.vstack([C.real, C.imag]).T, chunks=(X.chunks[0], 2 * q))
-    parts = da.blockwise(_block_maps, "klj", X, "kj", coefficients, "kl", dtype=np.float64,
-                         adjust_chunks={"k": 1}, meta=np.empty((0, 0, 0), np.float64))
-    both = parts.sum(axis=0)
+    coefficients = np.vstack([C.real, C.imag]).T  # (n, 2q)
+    if X.numblocks[1] > 1:  # feature chunks: one product per block, summed as a tree
+        blocks = da.from_array(coefficients, chunks=(X.chunks[0], 2 * q))
+        parts = da.blockwise(_block_maps, "klj", X, "kj", blocks, "kl", dtype=np.float64,
+                             adjust_chunks={"k": 1}, meta=np.empty((0, 0, 0), np.float64))
+        both = parts.sum(axis=0)
+    else:
+        both = _chained_maps(coefficients, X)
     return both[:q] + 1j * both[q:]
+
+
+def _chained_maps(coefficients: np.ndarray, X: da.Array) -> da.Array:
+    """coefficientsᵀ X for whole rows, as the pass adds its sums (docs/design.md §2): a few
+    chains of tasks each add their row blocks into one (2q x p) float64 sum, each block read
+    inside the task that adds it, so a worker holds one sum and one block per chain, not a
+    product per block read ahead."""
+    rows = X.to_delayed().ravel()
+    edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
+    add = dask.delayed(_add_block_maps, pure=True)
+    heads = []
+    for run in np.array_split(np.arange(len(rows)), min(pass_plan(X, 1).chains, len(rows))):
+        running = None
+        for i in run:
+            running = add(running, rows[i], coefficients[edges[i]:edges[i + 1]])
+        heads.append(running)
+    total = dask.delayed(sum, pure=True)(heads)
+    summed = reads_inlined(total, {block.key for block in rows})
+    return da.from_delayed(summed, shape=(coefficients.shape[1], X.shape[1]), dtype=np.float64)
+
+
+def _add_block_maps(running, rows: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """``running`` (None: a new sum) plus coefficientsᵀ rows, in place: a task of a chain."""
+    product = _block_maps(rows, coefficients)[0]
+    if running is None:
+        return product
+    running += product
+    return running
 
 
 def _block_maps(rows: np.ndarray, coefficients: np.ndarray) -> np.ndarray:

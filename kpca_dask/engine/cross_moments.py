@@ -20,10 +20,10 @@ import numpy as np
 from dask.delayed import Delayed
 
 from .._compat import independent_copy
-from .passes import reads_inlined
+from .passes import pass_plan, reads_inlined
 
-__all__ = ["CrossMoments", "block_moments", "merge_moments", "cross_moments", "pattern_maps",
-           "patterns_of", "PATTERN_KINDS", "MOMENT_KINDS"]
+__all__ = ["CrossMoments", "block_moments", "merge_moments", "added_moments", "cross_moments",
+           "pattern_maps", "patterns_of", "PATTERN_KINDS", "MOMENT_KINDS"]
 
 #: What :func:`patterns_of` can give; "cross-covariance" is cov(y_j, x) itself.
 PATTERN_KINDS = ("covariance", "correlation")
@@ -121,11 +121,19 @@ def cross_moments(Y: da.Array, X: da.Array) -> list[Delayed]:
     name = dask.base.tokenize(Y.name, X.name)
     scores = Y.to_delayed(optimize_graph=False).ravel()
     chunks = X.to_delayed(optimize_graph=False)
+    # A few chains of tasks per feature chunk, as the pass adds its sums (docs/design.md §2):
+    # each task merges one row block's moments into the chain's, so a worker holds one
+    # chain's moments, not every block's waiting for a merge.
+    runs = np.array_split(np.arange(len(scores)), min(pass_plan(X, 1).chains, len(scores)))
     merged = []
     for c in range(X.numblocks[1]):
-        parts = [dask.delayed(block_moments, pure=True)(
-            y, chunks[i, c], dask_key_name=(f"moments-{name}", i, c))
-            for i, y in enumerate(scores)]
+        parts = []
+        for run in runs:
+            running = None
+            for i in run:
+                running = dask.delayed(added_moments, pure=True)(
+                    running, scores[i], chunks[i, c], dask_key_name=(f"moments-{name}", i, c))
+            parts.append(running)
         level = 0
         while len(parts) > 1:
             level += 1
@@ -134,6 +142,12 @@ def cross_moments(Y: da.Array, X: da.Array) -> list[Delayed]:
                 for i in range(0, len(parts), MERGE_FAN_IN)]
         merged.append(parts[0])
     return merged
+
+
+def added_moments(running: CrossMoments | None, y: np.ndarray, x: np.ndarray) -> CrossMoments:
+    """``running`` (None: a chain's first block) merged with one row block's moments."""
+    block = block_moments(y, x)
+    return block if running is None else merge_moments(running, block)
 
 
 def pattern_maps(Y: da.Array, X: da.Array, kind: str) -> da.Array:
