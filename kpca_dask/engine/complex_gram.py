@@ -242,7 +242,8 @@ def gram_bytes(n: int) -> int:
 
 def maps_of_rows(C: np.ndarray, X: da.Array) -> da.Array:
     """C X (q x p complex), lazily, for the rows X (n x p, any float dtype): each row block's
-    product in float64 panels of features, summed over the blocks as a tree.
+    product in float64 panels of features, summed over the blocks by chains of tasks
+    (:func:`_chained_maps`; a tree when the rows come in feature chunks).
 
     A task holds its chunk in the chunk's own dtype and a float64 panel of it, never a
     float64 copy of the whole chunk (twice a float32 chunk: 125 MB beside a 62.5 MB

@@ -28,7 +28,7 @@ __all__ = ["CrossMoments", "block_moments", "merge_moments", "added_moments", "c
 #: What :func:`patterns_of` can give; "cross-covariance" is cov(y_j, x) itself.
 PATTERN_KINDS = ("covariance", "correlation")
 MOMENT_KINDS = PATTERN_KINDS + ("cross-covariance",)
-#: Partial results one node of the merge tree adds up.
+#: Chains' moments one node of the merge tree adds up.
 MERGE_FAN_IN = 2
 #: Bytes of a block's features turned into float64 at once by :func:`block_moments`.
 PANEL_BYTES = 2**24
@@ -108,8 +108,9 @@ def cross_moments(Y: da.Array, X: da.Array) -> list[Delayed]:
 
     One per chunk of ``X``'s columns, in order: each (row block, feature
     chunk) gives its moments against the row block's scores, and a chunk's
-    are merged over the row blocks by a tree, so no task holds more than one
-    chunk and q x (its columns). ``X`` is cut to ``Y``'s row blocks.
+    are merged along a few chains of row blocks, then the chains by a tree,
+    so no task holds more than one chunk and q x (its columns). ``X`` is cut
+    to ``Y``'s row blocks.
 
     Examples
     --------
