@@ -265,6 +265,8 @@ def cross_kernel_by_panels(A, X: da.Array, kernel, params: dict
     """
     measure = feature_sum(kernel)
     A = A if isinstance(A, da.Array) else da.from_array(np.asarray(A, np.float64))
+    if measure in (INNER, SQUARED) and gram_plan(X, gram_hold_bytes(X))[0] == "rows":
+        return _cross_kernel_by_rows(A, X, kernel, params, measure)
     terms = np.zeros((A.shape[0], X.shape[0] + 2))
     norms = np.zeros(X.shape[0])
     for a, b in column_ranges(X, panel_bytes(X)):
@@ -277,6 +279,44 @@ def cross_kernel_by_panels(A, X: da.Array, kernel, params: dict
         del panel, rows, shifted
     K = kernel_from_sums(np.empty((A.shape[0], X.shape[0])), terms, norms, kernel, params)
     return K, diagonal_from_norms(terms[:, X.shape[0]], kernel, params)
+
+
+def _cross_kernel_by_rows(A: da.Array, X: da.Array, kernel, params: dict, measure: str
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cross_kernel_by_panels` the row way, for training rows stored in row chunks:
+    runs of ``A`` held in their dtype, ``X`` read by runs of whole row chunks against each
+    (once for one run of ``A``), each product in float64 feature panels. The squared
+    distances see every row less the first run's mean (as the Gram matrix's row way)."""
+    n = X.shape[0]
+    a_starts = np.cumsum((0,) + tuple(A.chunks[0]))
+    starts = np.cumsum((0,) + tuple(X.chunks[0]))
+    terms = np.zeros((A.shape[0], n + 2))
+    norms = np.zeros(n)
+    shift = None
+    for first, stop in row_groups(A, gram_hold_bytes(A)):
+        held = _read_rows_of(A, first, stop, a_starts)
+        if measure == SQUARED and shift is None:
+            shift = held.mean(axis=0, dtype=np.float64)
+        rows_of_a = slice(int(a_starts[first]), int(a_starts[stop]))
+        terms[rows_of_a, n] = _squared_norms(held, shift)
+        for a, b in _streamed_runs(X, 0, X.numblocks[0], gram_hold_bytes(X) // 8):
+            rows = _read_rows_of(X, a, b, starts)
+            terms[rows_of_a, int(starts[a]):int(starts[b])] = _products(held, rows, shift)
+            if first == 0:
+                norms[int(starts[a]):int(starts[b])] = _squared_norms(rows, shift)
+            del rows
+        del held
+    K = kernel_from_sums(np.empty((A.shape[0], n)), terms, norms, kernel, params)
+    return K, diagonal_from_norms(terms[:, n], kernel, params)
+
+
+def _squared_norms(rows: np.ndarray, shift) -> np.ndarray:
+    """|x - shift|^2 of each row in float64, one feature panel at a time."""
+    out = np.zeros(rows.shape[0])
+    for f in range(0, rows.shape[1], FEATURE_PANEL):
+        panel = float64_panel(rows, f, shift)
+        out += np.einsum("ij,ij->i", panel, panel)
+    return out
 
 
 # -- the row way: pairs of row panels, for data chunked along the samples ------------------

@@ -6,8 +6,9 @@ takes the row way for data chunked along the samples and the column way for data
 chunked along the features, and reports (G + 1) / 2 reads for G runs; every named
 kernel's matrix is scikit-learn's whichever way it is summed (the laplacian kernel
 always by columns); the numbers do not depend on the chunks or the scheduler; NaN
-and infinities are refused by their row; and each row chunk is read as often as
-the plan says.
+and infinities are refused by their row; each row chunk is read as often as
+the plan says; and the kernel of new rows against rows stored in row chunks is
+scikit-learn's, taken the row way.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from scipy.spatial.distance import cdist
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics.pairwise import pairwise_kernels
 
+from kpca_dask.blocks.feature_sums import feature_sum
 from kpca_dask.engine import gram
 from kpca_dask.engine.gram import (
     column_ranges,
     cross_inner_products,
+    cross_kernel_by_panels,
     gram_by_panels,
     gram_hold_bytes,
     gram_plan,
@@ -405,3 +408,29 @@ def test_cross_products_read_the_rows_once(rows):
     out = cross_inner_products(da.from_array(new, chunks=(10, P)), X)
     np.testing.assert_allclose(out, new @ source.values.astype(np.float64).T, rtol=1e-12)
     assert source.total() == 2 * X.numblocks[0]  # two feature chunks a row chunk, once each
+
+
+CROSS_KERNELS = [("linear", {}), ("rbf", {"gamma": 2e-4}),
+                 ("polynomial", {"gamma": 1e-4, "degree": 2, "coef0": 1.0}), ("cosine", {})]
+
+
+@pytest.mark.parametrize(("kernel", "params"), CROSS_KERNELS)
+@pytest.mark.parametrize("in_pieces", [False, True])
+def test_cross_kernel_of_time_chunked_rows_is_sklearns(rows, monkeypatch, kernel, params,
+                                                       in_pieces):
+    """k(A, X) and k(a, a) of new rows against rows stored in row chunks, the row way (new
+    rows held in runs, X read by runs against each): scikit-learn's, to 1e-10."""
+    X = da.from_array(rows, chunks=(25, P))
+    assert gram_plan(X, gram.gram_hold_bytes(X))[0] == "rows"
+    new = rows[:40] * 1.1
+    if in_pieces:  # several runs of the new rows, X streamed a few chunks at a time
+        monkeypatch.setattr(gram, "gram_hold_bytes", lambda Y: 15 * P * 8)
+        monkeypatch.setattr(gram, "_STREAMED_BYTES", (1, 2 * 25 * P * 8))
+        K, diagonal = gram._cross_kernel_by_rows(da.from_array(new, chunks=(10, P)), X,
+                                                 kernel, params, feature_sum(kernel))
+    else:
+        K, diagonal = cross_kernel_by_panels(new, X, kernel, params)
+    expected = pairwise_kernels(new, rows, metric=kernel, **params)
+    np.testing.assert_allclose(K, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(diagonal, np.diag(pairwise_kernels(new, metric=kernel,
+                                                                  **params)), rtol=1e-10)
