@@ -256,6 +256,7 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         if solver == "matrix-free":
             fitted = fit_matrix_free(given, self.get_params(deep=False), checkpoint=checkpoint)
             self.model_ = fitted.fitted(layout)
+            self.model_ = self.model_.replace(training_key=self._rows_key(data))
             return self
         if self.kernel == PRECOMPUTED:
             # One float64 n x n buffer, filled block by block from numpy, dask or Zarr,
@@ -348,10 +349,11 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
         along the features are joined into whole rows here, with a warning (for a
         matrix-free model, whose tasks take panels of the training rows, without).
         """
+        if X.name == self.model_.training_key:  # the training rows: their embedding is known
+            # (A_q is numpy after a dense solve, dask after a matrix-free one)
+            return da.asarray(self._training_embedding()).rechunk((X.chunks[0], -1))
         if self.model_.by_panels is not None:  # by panels of training rows: whole rows
             return self.model_.by_panels.transform(X)
-        if X.name == self.model_.training_key:  # the training rows: their embedding is known
-            return da.from_array(self._training_embedding(), chunks=(X.chunks[0], -1))
         if X.numblocks[1] > 1:
             warnings.warn(
                 f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "

@@ -103,3 +103,16 @@ def test_other_data_take_the_general_path(values):
     part = X.isel(time=slice(0, 40))
     _close(model.patterns(part).compute(), _general(model).patterns(part).compute())
     assert model.transform(part).shape == (40, 2)
+
+
+def test_matrix_free_maps_of_the_training_field(values):
+    """The matrix-free solver's model takes the known embedding for its maps too."""
+    X = _field(values)
+    model = ExactKernelPCA(n_components=2, kernel="rbf", gamma=0.05, sample_dim="time",
+                           eigen_solver="matrix-free").fit(X)
+    assert model.eigen_solver_ == "matrix-free" and model.model_.training_key is not None
+    general = ExactKernelPCA(**model.get_params())
+    general.model_ = model.model_.replace(training_key=None)
+    for kind in ("eof", "correlation"):
+        _close(model.patterns(X, kind=kind).compute(), general.patterns(X, kind=kind).compute(),
+               rtol=1e-8)
