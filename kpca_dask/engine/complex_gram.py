@@ -31,7 +31,7 @@ from scipy import linalg
 from ..errors import TooFewComponentsError
 from .analytic_signal import analytic_signal
 from .gram import FEATURE_PANEL, float64_panel
-from .passes import pass_plan, reads_inlined
+from .passes import chain_heads, pass_plan, reads_inlined
 
 __all__ = ["analytic_operator", "applied", "hermitian_gram", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",
@@ -276,12 +276,8 @@ def _chained_maps(coefficients: np.ndarray, X: da.Array) -> da.Array:
     rows = X.to_delayed().ravel()
     edges = np.concatenate([[0], np.cumsum(X.chunks[0])])
     add = dask.delayed(_add_block_maps, pure=True)
-    heads = []
-    for run in np.array_split(np.arange(len(rows)), min(pass_plan(X, 1).chains, len(rows))):
-        running = None
-        for i in run:
-            running = add(running, rows[i], coefficients[edges[i]:edges[i + 1]])
-        heads.append(running)
+    heads = chain_heads(len(rows), pass_plan(X, 1).chains, lambda running, i: add(
+        running, rows[i], coefficients[edges[i]:edges[i + 1]]))
     total = dask.delayed(sum, pure=True)(heads)
     summed = reads_inlined(total, {block.key for block in rows})
     return da.from_delayed(summed, shape=(coefficients.shape[1], X.shape[1]), dtype=np.float64)

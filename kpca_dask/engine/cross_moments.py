@@ -20,7 +20,7 @@ import numpy as np
 from dask.delayed import Delayed
 
 from .._compat import independent_copy
-from .passes import pass_plan, reads_inlined
+from .passes import chain_heads, pass_plan, reads_inlined
 
 __all__ = ["CrossMoments", "block_moments", "merge_moments", "added_moments", "cross_moments",
            "pattern_maps", "patterns_of", "PATTERN_KINDS", "MOMENT_KINDS"]
@@ -125,16 +125,12 @@ def cross_moments(Y: da.Array, X: da.Array) -> list[Delayed]:
     # A few chains of tasks per feature chunk, as the pass adds its sums (docs/design.md §2):
     # each task merges one row block's moments into the chain's, so a worker holds one
     # chain's moments, not every block's waiting for a merge.
-    runs = np.array_split(np.arange(len(scores)), min(pass_plan(X, 1).chains, len(scores)))
+    chains = pass_plan(X, 1).chains
     merged = []
     for c in range(X.numblocks[1]):
-        parts = []
-        for run in runs:
-            running = None
-            for i in run:
-                running = dask.delayed(added_moments, pure=True)(
-                    running, scores[i], chunks[i, c], dask_key_name=(f"moments-{name}", i, c))
-            parts.append(running)
+        parts = chain_heads(len(scores), chains, lambda running, i, c=c: dask.delayed(
+            added_moments, pure=True)(running, scores[i], chunks[i, c],
+                                      dask_key_name=(f"moments-{name}", i, c)))
         level = 0
         while len(parts) > 1:
             level += 1

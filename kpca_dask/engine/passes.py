@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import dask
 import dask.array as da
@@ -45,7 +46,8 @@ from .graph_values import shared_values
 from .landmark_factor import OVERFLOW_MESSAGE, reference_row
 from .wide_pass import WideTerms, is_wide, split_slice
 
-__all__ = ["pass_statistics", "compute_pass", "pass_plan", "pass_threads", "PassPlan", "project",
+__all__ = ["pass_statistics", "compute_pass", "chain_heads", "pass_plan", "pass_threads",
+           "PassPlan", "project",
            "row_offsets", "raise_if_nonfinite", "ACCUMULATOR_BYTES",
            "SPLIT_EVERY", "reads_inlined"]
 
@@ -164,18 +166,32 @@ def pass_statistics(
         rest = (shared[0], kernel, params, dtype, shared[1], shared[2], plan.blas_threads,
                 plan.block_bytes)
     items = list(zip(blocks_of[chosen], offsets[chosen]))
-    heads = []
-    for run in np.array_split(np.arange(len(items)), min(plan.chains, len(items))):
-        running = None
-        for i in run:
-            block, offset = items[i]
-            running = add(running, block, int(offset), *rest)
-        heads.append(running)
+    heads = chain_heads(len(items), plan.chains,
+                        lambda running, i: add(running, items[i][0], int(items[i][1]), *rest))
     merge = dask.delayed(merge_running, pure=True)
     while len(heads) > 1:  # pairwise: a node holds two chains' sums, not all of them
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
     result = dask.delayed(finish_statistics, pure=True)(heads[0])
     return reads_inlined(result, reads)
+
+
+def chain_heads(count: int, chains: int, add_to: Callable[[Any, int], Delayed]) -> list:
+    """The last task of each of ``chains`` chains over the items 0..count-1, in order: a
+    chain adds its items one task at a time, ``add_to(running, i)`` (``running`` None at
+    its start), so a process holds one running sum per chain (docs/design.md §2).
+
+    Examples
+    --------
+    >>> chain_heads(5, 2, lambda running, i: (running or ()) + (i,))
+    [(0, 1, 2), (3, 4)]
+    """
+    heads = []
+    for run in np.array_split(np.arange(count), max(1, min(chains, count))):
+        running = None
+        for i in run:
+            running = add_to(running, int(i))
+        heads.append(running)
+    return heads
 
 
 def reads_inlined(result: Delayed, block_keys: set) -> Delayed:

@@ -28,13 +28,11 @@ from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, lags, n
 from ..io.fields import resolved_sample_dim
 from ..io.latitude import is_coslat
 from ..model.keywords import explains_keywords
+from ..model.parameters import SOLVERS
 from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
 
-__all__ = ["ExtendedKernelEOF", "SOLVERS"]
-
-#: The values of ``solver``: chosen from the shape and the memory, the Gram way, landmarks.
-SOLVERS = ("auto", "gram", "nystrom")
+__all__ = ["ExtendedKernelEOF"]
 
 #: The dimension of the linear EOF scores a field is reduced to with ``n_pca_modes``.
 PCA_MODE_DIM = "pca_mode"

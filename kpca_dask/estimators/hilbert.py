@@ -62,12 +62,10 @@ from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
+from ..model.parameters import SOLVERS
 from ..validation import check_n_features
 
-__all__ = ["HilbertKernelEOF", "SOLVERS"]
-
-#: The ways :class:`HilbertKernelEOF` fits: the field's Gram matrix (exact), or landmarks.
-SOLVERS = ("auto", "gram", "nystrom")
+__all__ = ["HilbertKernelEOF"]
 
 
 class HilbertKernelEOF(BaseEstimator):

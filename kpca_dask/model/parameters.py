@@ -43,7 +43,8 @@ from ..landmarks.strategies import landmark_strategy_names
 from ..validation import Constraint, is_count, is_finite_real, is_real
 from .inputs import weights_allowed
 
-__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "EIGEN_SOLVERS", "check_params",
+__all__ = ["Constraint", "CONSTRAINTS", "EXACT_CONSTRAINTS", "EIGEN_SOLVERS", "SOLVERS",
+           "check_params",
            "DEFAULT_RCOND",
            "rcond_for",
            "KERNEL_PARAMETERS", "KERNEL_VALUE_CONSTRAINTS", "resolve_kernel_params"]
@@ -163,6 +164,10 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
 
 #: The values of ``ExactKernelPCA(eigen_solver=...)`` (docs/design.md §13).
 EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
+
+#: The values of the EOF estimators' ``solver``: chosen from the shape and the memory, the
+#: field's Gram matrix (exact), or landmarks (docs/design.md §19).
+SOLVERS = ("auto", "gram", "nystrom")
 
 #: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes,
 #: and its own solver's.
