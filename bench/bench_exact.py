@@ -18,7 +18,7 @@ q = 10, float64 tiles, the threaded scheduler:
 
 ``--cluster W`` fits on a LocalCluster of W worker processes instead and
 reports the bytes the workers sent each other per product against the cost
-model of design §13 (``kpca_dask.engine.matrix_free.product_traffic``), and
+model of design §13 (``kpca_dask.engine.exact.matrix_free.product_traffic``), and
 that model carried to n = 1e6 on 20 workers of 4 threads.
 
     python bench/bench_exact.py --dense-check                 # n = 2e4, 5e4, 1e5
@@ -89,7 +89,7 @@ def measure_cluster(spec: dict) -> dict:
 
     from kpca_dask import ExactKernelPCA
     from kpca_dask._memory import MemoryBudget
-    from kpca_dask.engine.matrix_free import panel_rows, product_traffic
+    from kpca_dask.engine.exact.matrix_free import panel_rows, product_traffic
     from kpca_dask.exact.exact_fitting import fit_matrix_free
     from kpca_dask.model.inputs import in_memory_fit_input
 

@@ -52,10 +52,10 @@ from threadpoolctl import threadpool_limits
 
 from kpca_dask import KernelPCA
 from kpca_dask.blocks import statistics as block_statistics
-from kpca_dask.engine import passes
-from kpca_dask.engine.landmark_factor import reference_row
+from kpca_dask.engine.passes import nystrom as passes
 from kpca_dask.engine.sampling import as_generator
-from kpca_dask.engine.solve import solve_small_problem
+from kpca_dask.engine.solve.landmark_factor import reference_row
+from kpca_dask.engine.solve.nystrom import solve_small_problem
 from kpca_dask.io import open_array, write_array
 from kpca_dask.landmarks.strategies import select_landmarks
 from kpca_dask.model.parameters import rcond_for, resolve_kernel_params

@@ -8,7 +8,7 @@ landmarks, q = 10, the threaded scheduler):
 - **floor**: in the same process and on the same block shapes, the float32
   SYRK D_b^T D_b of every row block the pass makes, plus one float64 Cholesky
   of K_mm on every thread (the fit's own blocked one,
-  ``kpca_dask.engine.blocked_cholesky``): the work a fit cannot avoid with
+  ``kpca_dask.engine.solve.blocked_cholesky``): the work a fit cannot avoid with
   its own block size;
 - **strict floor**: the same, with the SYRK at the best rate over row blocks
   of ``--strict-rows`` (those whose kernel rows fit in 2 GiB), timed on one
@@ -61,8 +61,8 @@ def measure(spec: dict) -> dict:
     from kpca_dask import KernelPCA
     from kpca_dask.blocks.kernels import pairwise_kernel
     from kpca_dask.blocks.statistics import kernel_block_rows
-    from kpca_dask.engine.blocked_cholesky import blocked_cholesky
-    from kpca_dask.engine.passes import pass_plan
+    from kpca_dask.engine.passes.nystrom import pass_plan
+    from kpca_dask.engine.solve.blocked_cholesky import blocked_cholesky
     from kpca_dask.validation import as_dask_array
 
     n, m, p = spec["n"], spec["m"], 32

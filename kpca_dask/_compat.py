@@ -18,7 +18,7 @@ Why each is private and still used:
   once beside the array block it labels.
 * dask's task spec (``Task``, ``TaskRef``, ``Alias``,
   ``convert_legacy_graph``): to read a row block inside the task that adds
-  it to the pass's sums (:func:`kpca_dask.engine.passes.reads_inlined`).
+  it to the pass's sums (:func:`kpca_dask.engine.passes.nystrom.reads_inlined`).
 * ``_meta``: the empty object a dask collection carries for its type and
   dtype; documented by dask, named as private.
 * ``GraphNode.substitute`` (task spec): to copy an array's graph under new

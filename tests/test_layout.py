@@ -84,6 +84,26 @@ def test_every_module_has_a_layer():
     assert {name.split(".")[0] for name in GRAPH} <= set(LAYERS)
 
 
+#: The most modules and subpackages the engine keeps at its top level: its concerns (the
+#: pass, the small problem, tiles, the exact and Hilbert ways, pre-images) are subpackages a
+#: newcomer can name (docs/architecture.md).
+ENGINE_TOP_LEVEL = 12
+
+
+def test_engine_is_laid_out_by_concern():
+    """engine/ holds at most a dozen modules and subpackages at its top level, and every
+    subpackage has a docstring that says its concern."""
+    engine = PACKAGE / "engine"
+    entries = [p for p in engine.iterdir() if p.name != "__init__.py" and (
+        p.suffix == ".py" or (p / "__init__.py").is_file())]
+    assert len(entries) <= ENGINE_TOP_LEVEL, sorted(p.name for p in entries)
+    for sub in engine.iterdir():
+        if sub.is_dir() and sub.name != "__pycache__":
+            init = sub / "__init__.py"
+            assert init.is_file(), f"engine/{sub.name} is not a package"
+            assert ast.get_docstring(ast.parse(init.read_text())), f"engine/{sub.name}"
+
+
 @pytest.mark.parametrize("module", sorted(GRAPH))
 def test_imports_point_down(module):
     """No module imports one of a higher layer (the CLI and demo sit on top)."""

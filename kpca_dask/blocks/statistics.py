@@ -5,9 +5,9 @@ For a block X_b of rows and the landmarks Z (docs/design.md §2)::
     n += n_b,  s += D_b^T 1,  G += D_b^T D_b,  t += sum_i k(x_i, x_i)
 
 with B_b = k(X_b, Z) and D_b = B_b - 1 r^T, the kernel rows shifted by the
-reference row r (see :mod:`kpca_dask.engine.solve`). The sums are a
+reference row r (see :mod:`kpca_dask.engine.solve.nystrom`). The sums are a
 :class:`RunningStatistics`, one per chain of blocks of the pass
-(:mod:`kpca_dask.engine.passes`), added to in place: G is the one m x m
+(:mod:`kpca_dask.engine.passes.nystrom`), added to in place: G is the one m x m
 float64 array of a chain, whatever the number of its blocks (docs/design.md
 §11). The kernel rows are made one cache-sized sub-block at a time by the
 compiled epilogue (docs/design.md §8); nothing here knows about dask.
@@ -43,7 +43,7 @@ class PassStatistics:
     diagonal_sum: float  # t = sum_i k(x_i, x_i)
     n_nonfinite: int  # NaN/inf entries found in the data
     first_nonfinite_row: int  # global row of the first one, -1 if none
-    reference: np.ndarray  # r: D_b = B_b - 1 r^T (kpca_dask.engine.solve), shape (m,)
+    reference: np.ndarray  # r: D_b = B_b - 1 r^T (kpca_dask.engine.solve.nystrom), shape (m,)
     # sum_i x_i, shape (p,), for the linear kernel: with t, the exact centred trace
     # t - |sum x|^2 / n (docs/design.md §2); None where the pass did not add them up.
     feature_sums: np.ndarray | None = None

@@ -3,7 +3,7 @@
 Each product of a matrix-free exact fit is a pass over the data (docs/design.md
 §13), minutes at n = 10^5 and more beyond; ``ExactKernelPCA.fit(X,
 checkpoint=path)`` saves the solver's state
-(:class:`~kpca_dask.engine.eigensolver.KrylovState`) after each one, and a
+(:class:`~kpca_dask.engine.solve.eigensolver.KrylovState`) after each one, and a
 later fit with the same data and parameters goes on from the last one saved
 and ends as the uninterrupted fit would have. Layout of the Zarr v3 group (no
 pickle; JSON attributes and plain arrays)::
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import zarr
 
-from ..engine.eigensolver import KrylovState
+from ..engine.solve.eigensolver import KrylovState
 from ..errors import about
 from ..io import PathOrURL, store_location
 from ..io.checksums import (

@@ -56,7 +56,7 @@ import zarr.errors
 
 from .._parallel import distributed_client
 from ..blocks.statistics import PassStatistics, add_statistics
-from ..engine.passes import PassPlan, pass_plan, pass_statistics, pass_threads
+from ..engine.passes.nystrom import PassPlan, pass_plan, pass_statistics, pass_threads
 from ..errors import CheckpointMismatchError, ModelFormatError, about
 from ..io import PathOrURL, store_location
 from ..io.checksums import CHECKSUMS_ATTRIBUTE
@@ -155,7 +155,7 @@ class FitCheckpoint:
         ``landmarks``, ``reference``, ``params`` and :attr:`landmark_path` are
         written when the checkpoint is new (when resuming they must be the
         stored ones). Returns the statistics of the whole pass, as
-        ``kpca_dask.engine.passes.pass_statistics`` would.
+        ``kpca_dask.engine.passes.nystrom.pass_statistics`` would.
         """
         created = self._group is None
         if created or self.landmarks is None:
@@ -169,7 +169,7 @@ class FitCheckpoint:
                                        segment_blocks)
 
         # Each segment is one chain of the pass; as many run at once as the pass
-        # would run chains (kpca_dask.engine.passes.pass_plan).
+        # would run chains (kpca_dask.engine.passes.nystrom.pass_plan).
         plan = pass_plan(X, len(self.landmarks.points))
         one_chain = replace(plan, chains=1)
         segments = [pass_statistics(X, self.landmarks.points, kernel, params, dtype,

@@ -18,8 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
-from ..engine.landmark_factor import landmark_kernel_panels
-from ..engine.replicate_pass import ReplicateSpectra, replicate_pass, solve_replicates
+from ..engine.passes.replicates import ReplicateSpectra, replicate_pass, solve_replicates
+from ..engine.solve.landmark_factor import landmark_kernel_panels
 from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..io.labelled import MODE_DIM, modes
 from ..model.inputs import method_input

@@ -8,7 +8,7 @@ does. ``kind="eof"`` is eofs' ``eofs(eofscaling)``: cov(y_j, w x) / λ_j over
 the weighted features, the regression of the weighted field on the
 component (the unit EOF for a linear kernel; docs/design.md §15). One lazy
 pass over the data: each row block gives its scores and its features side by
-side (:mod:`kpca_dask.engine.cross_moments`). Both estimators' ``patterns``
+side (:mod:`kpca_dask.engine.exact.cross_moments`). Both estimators' ``patterns``
 check the kind and scalings (:func:`check_kind`), then call
 :func:`patterns_of` with the unweighted rows of
 :func:`~kpca_dask.model.inputs.method_input` and their own embedding.
@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from .._parallel import computed
-from ..engine.cross_moments import PATTERN_KINDS, pattern_maps
+from ..engine.exact.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
 from ..io.field_inputs import stacked_positions, weighted_rows
 from ..io.field_sets import field_output

@@ -2,7 +2,7 @@
 
 :func:`rotate` takes the loadings of the leading r modes over the data they
 were fitted on (one lazy pass: the covariance of each weighted feature with
-each score, :mod:`kpca_dask.engine.cross_moments`), rotates them
+each score, :mod:`kpca_dask.engine.exact.cross_moments`), rotates them
 (:mod:`kpca_dask.engine.orthomax`) and records the rotation in the model, so
 that ``save`` keeps it; :class:`RotatedEOF` gives the rotated scores of any
 rows (a lazy r x r product of the embedding), the rotated maps on the field,
@@ -19,7 +19,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from ..engine.cross_moments import pattern_maps
+from ..engine.exact.cross_moments import pattern_maps
 from ..engine.orthomax import (
     Rotation,
     kernel_space_variance,

@@ -21,8 +21,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..engine.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
-from ..engine.gram import cross_kernel_by_panels
+from ..engine.exact.gram import cross_kernel_by_panels
+from ..engine.solve.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..eof.patterns import check_kind, patterns_of
 from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError

@@ -4,11 +4,11 @@ signal, for data of any size (docs/design.md §16, §19).
 Two ways to the same modes. For wide data (a field: more grid points than
 time steps) the Gram way is exact: the field's n x n Gram matrix in one read
 of the data, the analytic signal's Hermitian Gram matrix from it
-(:mod:`kpca_dask.engine.complex_gram`), the centred eigenproblem, and one
+(:mod:`kpca_dask.engine.hilbert.complex_gram`), the centred eigenproblem, and one
 more read for the maps. Otherwise the Nyström way: the analytic signal of
-each feature along the samples (:mod:`kpca_dask.engine.analytic_signal`),
+each feature along the samples (:mod:`kpca_dask.engine.hilbert.analytic_signal`),
 complex landmark features and their Hermitian problem
-(:mod:`kpca_dask.engine.complex_solve`) with a Hermitian kernel
+(:mod:`kpca_dask.engine.hilbert.complex_solve`) with a Hermitian kernel
 (:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and every
 sample a landmark (or the Gram way) it is xeofs' ``HilbertEOF``; with the
 ``rbf`` kernel, ROCK-PCA (Bueso, Piles and Camps-Valls 2020), whose rotation
@@ -31,9 +31,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._memory import memory_budget
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
-from ..engine.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.bandwidth import pair_distances
-from ..engine.complex_gram import (
+from ..engine.exact.gram import cross_inner_products, inner_products
+from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
+from ..engine.hilbert.complex_gram import (
     analytic_operator,
     gram_bytes,
     hermitian_gram,
@@ -43,7 +44,7 @@ from ..engine.complex_gram import (
     record_gram,
     solve_gram,
 )
-from ..engine.complex_solve import (
+from ..engine.hilbert.complex_solve import (
     ComplexMoments,
     ComplexSolution,
     complex_scores,
@@ -51,7 +52,6 @@ from ..engine.complex_solve import (
     phase_turn,
     solve_moments,
 )
-from ..engine.gram import cross_inner_products, inner_products
 from ..errors import (
     InsufficientMemoryError,
     InvalidInputError,

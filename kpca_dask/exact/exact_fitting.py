@@ -3,7 +3,7 @@
 ``eigen_solver="dense"`` builds the n x n Gram matrix and eigendecomposes it
 (docs/design.md §1); ``"matrix-free"`` finds the leading q eigenpairs of the
 centred kernel matrix from products alone
-(:class:`~kpca_dask.engine.matrix_free.CentredKernel`, one pass over the rows
+(:class:`~kpca_dask.engine.exact.matrix_free.CentredKernel`, one pass over the rows
 each) by the block Krylov method of docs/design.md §11, and certifies each by
 its residual ``|J K J v - lambda v|``; ``"auto"`` takes the dense solver while its
 matrices fit the memory available (:func:`dense_fits`). The matrix-free fit
@@ -20,10 +20,10 @@ import numpy as np
 from .._memory import memory_budget
 from ..blocks.signs import fix_signs
 from ..checkpoints.exact_checkpoint import SolveCheckpoint, solve_identity
-from ..engine.components import ZERO_EIGENVALUE_RTOL, n_components_for
-from ..engine.eigensolver import KrylovState, leading_eigenpairs
+from ..engine.exact.matrix_free import CentredKernel, RowPanels, row_panels
 from ..engine.kernel_params import resolve_kernel
-from ..engine.matrix_free import CentredKernel, RowPanels, row_panels
+from ..engine.solve.components import ZERO_EIGENVALUE_RTOL, n_components_for
+from ..engine.solve.eigensolver import KrylovState, leading_eigenpairs
 from ..errors import InvalidInputError, InvalidParameterError
 from ..model.inputs import FitInput, holds_sparse_rows, lazy_or_none, lazy_rows
 from ..model.parameters import EIGEN_SOLVERS

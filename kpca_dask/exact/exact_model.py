@@ -9,7 +9,7 @@ point projects as
     y(x) = S^T k~(x) = sum_i k(x, x_i) S_i - (k(x)^T 1 / n) (1^T S) - (k^T S / n - g 1^T S),
 
 g = 1^T k / n^2 the mean of K: one pass over the training rows' panels for a
-block of new points (:func:`~kpca_dask.engine.matrix_free.cross_kernel`),
+block of new points (:func:`~kpca_dask.engine.exact.matrix_free.cross_kernel`),
 O(n p) work per point, lazily. The same pass gives the reconstruction
 error (docs/design.md §6)::
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from .._parallel import computed
 from ..blocks.kernels import kernel_diagonal
-from ..engine.matrix_free import RowPanels, cross_kernel
+from ..engine.exact.matrix_free import RowPanels, cross_kernel
 from ..io.labelled import label_embedding, label_rows
 from ..model.inputs import method_input
 from ..model.outputs import one_sample_of

@@ -41,8 +41,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.sparse_rows import is_sparse
-from ..engine.landmark_factor import factor_landmarks
 from ..engine.sampling import RowSampler, refuse_sample_beyond_memory, sample_indices
+from ..engine.solve.landmark_factor import factor_landmarks
 from ..errors import InvalidParameterError
 from .strategies import Landmarks, planned_sample, select_landmarks
 

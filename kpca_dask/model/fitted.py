@@ -28,7 +28,7 @@ import numpy as np
 
 from ..blocks.statistics import PassStatistics
 from ..engine.orthomax import Rotation
-from ..engine.solve import NoveltyTerms, NystromSolution
+from ..engine.solve.nystrom import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
 from .parameters import rcond_for
 
@@ -168,7 +168,7 @@ def _json(attribute: str, **declaration: Any) -> Stored:
     return Stored(attribute, "json", **declaration)
 
 
-#: The solution's fields (kpca_dask.engine.solve.NystromSolution, which knows no files).
+#: The solution's fields (kpca_dask.engine.solve.nystrom.NystromSolution, which knows no files).
 _SOLUTION = {"projection": _array("projection_", "m", "q"), "offset": _array("offset_", "q"),
              "eigenvalues": _array("eigenvalues_", "q"),
              "explained_variance_ratio": _array("explained_variance_ratio_", "q"),
@@ -179,8 +179,8 @@ _SOLUTION = {"projection": _array("projection_", "m", "q"), "offset": _array("of
              # the linear kernel's exact total (absent for other kernels and older files)
              "centred_trace": _json("centred_trace_", check="nonnegative", absent="omitted",
                                     since=None)}
-#: The novelty terms' fields (kpca_dask.engine.solve.NoveltyTerms); files of format version 1
-#: have none.
+#: The novelty terms' fields (kpca_dask.engine.solve.nystrom.NoveltyTerms); files of format
+#: version 1 have none.
 _NOVELTY = {"mean_weights": _array("novelty_weights_", "m", absent="omitted", since=2),
             "mean_norm2": _json("novelty_mean_norm2_", check="nonnegative", absent="omitted",
                                 since=2)}

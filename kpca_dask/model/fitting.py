@@ -25,22 +25,22 @@ from ..blocks.statistics import PassStatistics, add_statistics
 from ..checkpoints.fingerprints import fit_identity
 from ..checkpoints.fit_checkpoint import FitCheckpoint
 from ..engine.bandwidth import gamma_sample_size
-from ..engine.cluster_solve import added_statistics, cluster_pass, is_held, solve_statistics
 from ..engine.kernel_params import ResolvedKernel, kernel_function, resolve_kernel, with_gamma
-from ..engine.landmark_factor import reference_row
-from ..engine.landmark_memory import (
-    landmark_cap,
-    landmark_solve_mode,
-    refuse_landmarks_beyond_memory,
-)
-from ..engine.passes import compute_pass, raise_if_nonfinite
-from ..engine.reconstruction import (
+from ..engine.passes.nystrom import compute_pass, raise_if_nonfinite
+from ..engine.preimages.reconstruction import (
     embed_landmarks,
     preimage_basis,
     preimage_statistics,
     solve_preimage,
 )
 from ..engine.sampling import RowSampler, as_generator, independent_generators, sample_indices
+from ..engine.solve.landmark_factor import reference_row
+from ..engine.solve.landmark_memory import (
+    landmark_cap,
+    landmark_solve_mode,
+    refuse_landmarks_beyond_memory,
+)
+from ..engine.solve.on_cluster import added_statistics, cluster_pass, is_held, solve_statistics
 from ..errors import NonFiniteInputError
 from ..landmarks.auto import grow_landmarks, planned_samples
 from ..landmarks.strategies import Landmarks, planned_sample, select_landmarks

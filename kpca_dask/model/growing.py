@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.statistics import PassStatistics, combine_statistics
-from ..engine.cluster_solve import is_held, summed_statistics
+from ..engine.solve.on_cluster import is_held, summed_statistics
 from ..errors import (
     InvalidParameterError,
     ModelMismatchError,

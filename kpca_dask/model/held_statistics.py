@@ -1,7 +1,7 @@
 """A model's m x m statistics where a cluster holds them: read, saved, or found gone.
 
 A fit on a distributed cluster leaves G, the pass's m x m sums, on the
-workers as a persisted dask array (:mod:`kpca_dask.engine.cluster_solve`,
+workers as a persisted dask array (:mod:`kpca_dask.engine.solve.on_cluster`,
 docs/design.md §11); the model in the client holds n, s, t and r only. Three
 things follow, each here:
 
@@ -24,7 +24,7 @@ import dask.array as da
 import numpy as np
 
 from ..blocks.statistics import PassStatistics
-from ..engine.cluster_solve import client_of, is_alive, is_held
+from ..engine.solve.on_cluster import client_of, is_alive, is_held
 from ..errors import NoStatisticsError, about
 from ..io import open_group
 from ..io.checksums import digest, digest_of_rows, read_checked

@@ -29,11 +29,11 @@ from scipy import linalg
 from ..blocks.feature_sums import feature_sum
 from ..blocks.kernels import pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..engine.components import check_spectrum
-from ..engine.gram import gram_by_panels
-from ..engine.landmark_factor import landmark_kernel_panels
-from ..engine.reconstruction import embed_landmarks
+from ..engine.exact.gram import gram_by_panels
+from ..engine.preimages.reconstruction import embed_landmarks
 from ..engine.sampling import read_rows
+from ..engine.solve.components import check_spectrum
+from ..engine.solve.landmark_factor import landmark_kernel_panels
 from ..errors import InvalidInputError
 from .fitted import FittedModel
 from .inputs import FitInput
@@ -181,7 +181,7 @@ def every_row_a_landmark(indices, n_samples: int) -> bool:
 def check_landmark_spectrum(landmarks, kernel, params: dict, n_components) -> None:
     """Refuse the kernel matrix of landmarks that are every training row if its centred form has
     significantly negative eigenvalues among those ``n_components`` selects, as scikit-learn's
-    KernelPCA refuses it (:func:`~kpca_dask.engine.components.check_spectrum`).
+    KernelPCA refuses it (:func:`~kpca_dask.engine.solve.components.check_spectrum`).
 
     O(m^3), like the eigendecomposition of K_mm that a kernel which is not positive
     semi-definite on the landmarks takes already (docs/design.md §11): only then is it needed,

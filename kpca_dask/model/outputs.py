@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._parallel import computed
-from ..engine.passes import project
-from ..engine.reconstruction import reconstruct, reconstruction_error
+from ..engine.passes.nystrom import project
+from ..engine.preimages.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
 from ..io.field_inputs import stacked_positions, unweighted
 from ..io.field_sets import field_output

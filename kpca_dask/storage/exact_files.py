@@ -46,8 +46,8 @@ from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
 from ..checkpoints.file_checks import damaged
 from ..checkpoints.statistics_files import file_digest
+from ..engine.exact.matrix_free import RowPanels, panel_rows
 from ..engine.kernel_params import resolve_kernel_params
-from ..engine.matrix_free import RowPanels, panel_rows
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..exact.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..io import PathOrURL, open_group, write_group

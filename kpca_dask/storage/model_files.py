@@ -68,7 +68,7 @@ from ..checkpoints.statistics_files import (
     statistics_arrays,
     statistics_attributes,
 )
-from ..engine.cluster_solve import is_held
+from ..engine.solve.on_cluster import is_held
 from ..errors import InvalidParameterError, ModelFormatError, about
 from ..io import WRITE_STATE_ATTR, PathOrURL, open_group, write_group
 from ..io.checksums import (

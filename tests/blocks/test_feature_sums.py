@@ -84,7 +84,7 @@ def test_callables_and_precomputed_have_no_feature_sum():
 def test_wide_landmark_matrix_by_feature_panels(monkeypatch):
     """K_mm of landmarks counted as wide (summed over feature panels, float32 kept) equals
     the float64 K_mm of the same points, its column sums and largest row sum too."""
-    from kpca_dask.engine import landmark_factor
+    from kpca_dask.engine.solve import landmark_factor
 
     Z = np.random.default_rng(4).normal(size=(40, 300)).astype(np.float32) + 5.0
     expected = np.empty((40, 40))
@@ -104,7 +104,7 @@ def test_wide_landmark_matrix_is_made_once_per_landmarks(monkeypatch):
     """With many more features than landmarks, K_mm is made whole, once: the reference
     row's call and the factor's after the pass get the same matrix (the float64 one, to
     rounding); other parameters or other landmarks make their own."""
-    from kpca_dask.engine import landmark_factor
+    from kpca_dask.engine.solve import landmark_factor
 
     Z = np.random.default_rng(5).normal(size=(20, 400)).astype(np.float32)
     expected = np.empty((20, 20))

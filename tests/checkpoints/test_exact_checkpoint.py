@@ -8,7 +8,7 @@ import zarr
 
 from kpca_dask import ExactKernelPCA
 from kpca_dask.checkpoints.exact_checkpoint import SolveCheckpoint
-from kpca_dask.engine.eigensolver import leading_eigenpairs
+from kpca_dask.engine.solve.eigensolver import leading_eigenpairs
 from kpca_dask.errors import CheckpointMismatchError, ModelFormatError
 from kpca_dask.exact.exact_fitting import fit_matrix_free
 from kpca_dask.model.inputs import in_memory_fit_input

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from kpca_dask import ExactKernelPCA
-from kpca_dask.engine.matrix_free import kernel_products, product_traffic, row_panels
+from kpca_dask.engine.exact.matrix_free import kernel_products, product_traffic, row_panels
 from kpca_dask.exact.exact_fitting import fit_matrix_free
 from kpca_dask.model.inputs import in_memory_fit_input
 from tests._clusters import process_client

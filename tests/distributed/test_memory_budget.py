@@ -45,7 +45,7 @@ def test_kernel_blocks_follow_the_budget_and_leave_the_statistics_unchanged():
     share, at least 4 MiB); the pass's sums are those of the default blocks."""
     import numpy as np
 
-    from kpca_dask.engine.passes import compute_pass, pass_plan
+    from kpca_dask.engine.passes.nystrom import compute_pass, pass_plan
 
     X = da.random.default_rng(0).standard_normal((30_000, 8), chunks=(15_000, 8))
     landmarks = np.random.default_rng(1).standard_normal((300, 8))

@@ -25,7 +25,7 @@ from distributed import Client
 
 from kpca_dask import KernelPCA, load
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
-from kpca_dask.engine.landmark_memory import SOLVE_KEY, landmark_solve_mode
+from kpca_dask.engine.solve.landmark_memory import SOLVE_KEY, landmark_solve_mode
 from kpca_dask.errors import InvalidParameterError
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.blocked_cholesky import PANEL, UPDATE, blocked_cholesky
-from kpca_dask.engine.landmark_factor import factor_landmarks
+from kpca_dask.engine.solve.blocked_cholesky import PANEL, UPDATE, blocked_cholesky
+from kpca_dask.engine.solve.landmark_factor import factor_landmarks
 
 
 def _spd(m: int, seed: int = 0) -> np.ndarray:

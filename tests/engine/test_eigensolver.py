@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kpca_dask.engine.eigensolver import estimate_trace, leading_eigenpairs
+from kpca_dask.engine.solve.eigensolver import estimate_trace, leading_eigenpairs
 
 
 def _operator(values, seed=0):

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from kpca_dask.datasets import make_dataset
-from kpca_dask.engine import eigensolver
-from kpca_dask.engine.passes import compute_pass
-from kpca_dask.engine.solve import DENSE_SOLVE_COLUMNS, solve_small_problem
-from kpca_dask.engine.tiled_solve import solve_tiles
+from kpca_dask.engine.passes.nystrom import compute_pass
+from kpca_dask.engine.solve import eigensolver
+from kpca_dask.engine.solve.nystrom import DENSE_SOLVE_COLUMNS, solve_small_problem
+from kpca_dask.engine.tiles.solve import solve_tiles
 
 #: The dense crossover the small tests set, so that r = 500 is above it as r = 1600 is
 #: above the library's (DENSE_RANK): the same behaviour at a sixteenth of the cost.
@@ -43,7 +43,7 @@ def _counted(monkeypatch) -> list:
         calls.append(solver(*args, **kwargs))
         return calls[-1]
 
-    monkeypatch.setattr("kpca_dask.engine.solve.leading_eigenpairs", counted)
+    monkeypatch.setattr("kpca_dask.engine.solve.nystrom.leading_eigenpairs", counted)
     return calls
 
 
@@ -63,7 +63,7 @@ def test_a_narrow_kernel_hands_the_solve_to_the_dense_way_within_its_budget(monk
     iterative way stops within the budget of r / 2 columns, the dense way finishes, and
     the model is the dense way's bit for bit."""
     m = _SMALL_DENSE_RANK + 100
-    monkeypatch.setattr("kpca_dask.engine.solve.DENSE_RANK", _SMALL_DENSE_RANK)
+    monkeypatch.setattr("kpca_dask.engine.solve.nystrom.DENSE_RANK", _SMALL_DENSE_RANK)
     X, Z = _blobs(4 * m, m, np.float32)
     calls = _counted(monkeypatch)
     auto = _solved(X, Z, 1.0, dtype=np.float32)
@@ -84,7 +84,7 @@ def test_an_exactly_flat_spectrum_stays_iterative_and_costs_one_cycle(monkeypatc
     Every vector is an eigenvector to rounding: the first cycle (12 blocks of 20) ends
     with residuals at the rounding floor."""
     m = _SMALL_DENSE_RANK + 100
-    monkeypatch.setattr("kpca_dask.engine.solve.DENSE_RANK", _SMALL_DENSE_RANK)
+    monkeypatch.setattr("kpca_dask.engine.solve.nystrom.DENSE_RANK", _SMALL_DENSE_RANK)
     Z = 100.0 * np.random.default_rng(1).standard_normal((m, 32))
     calls = _counted(monkeypatch)
     flat = _solved(np.repeat(Z, 2, axis=0), Z, 1.0)

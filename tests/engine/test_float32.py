@@ -16,7 +16,7 @@ import pytest
 
 from kpca_dask import KernelPCA
 from kpca_dask.datasets import make_dataset
-from kpca_dask.engine.passes import pass_plan, pass_statistics
+from kpca_dask.engine.passes.nystrom import pass_plan, pass_statistics
 from kpca_dask.model.parameters import DEFAULT_RCOND
 
 CASES = {

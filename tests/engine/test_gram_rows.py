@@ -1,4 +1,4 @@
-"""The n x n Gram matrix of lazy rows by pairs of row panels (kpca_dask.engine.gram).
+"""The n x n Gram matrix of lazy rows by pairs of row panels (kpca_dask.engine.exact.gram).
 
 X Xᵀ and the column sums equal numpy's float64 ones for float32 and float64 data,
 one run or several, uneven row chunks and several feature chunks; :func:`gram_plan`
@@ -25,8 +25,8 @@ from sklearn.gaussian_process.kernels import Matern
 from sklearn.metrics.pairwise import pairwise_kernels
 
 from kpca_dask.blocks.feature_sums import feature_sum
-from kpca_dask.engine import gram
-from kpca_dask.engine.gram import (
+from kpca_dask.engine.exact import gram
+from kpca_dask.engine.exact.gram import (
     column_ranges,
     cross_inner_products,
     cross_kernel_by_panels,

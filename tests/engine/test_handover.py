@@ -1,4 +1,4 @@
-"""The iterative way's budget set by rates measured on this machine (engine/handover.py):
+"""The iterative way's budget set by rates measured on this machine (engine/solve/handover.py):
 the dense way's time in columns at the products' own rate, never more than the fixed cap."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from test_flat_spectrum import _SMALL_DENSE_RANK, _blobs, _counted, _solved
 
-from kpca_dask.engine import handover
-from kpca_dask.engine.handover import TimedBudget, dense_seconds
+from kpca_dask.engine.solve import handover
+from kpca_dask.engine.solve.handover import TimedBudget, dense_seconds
 
 
 def _slow(V: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_the_solver_stops_at_the_timed_budget_and_runs_on_under_the_cap():
     """A clustered spectrum (eigenvalues 1 - 1e-4 k), where the residuals fall slowly: with
     the dense way free the solver stops after its first cycle, unconverged; with it dear,
     the cap alone bounds it, and it goes on past the first cycle."""
-    from kpca_dask.engine.eigensolver import leading_eigenpairs
+    from kpca_dask.engine.solve.eigensolver import leading_eigenpairs
 
     M = np.diag(1.0 - 1e-4 * np.arange(400))
     runs = {}
@@ -68,8 +68,8 @@ def test_a_narrow_kernel_hands_over_after_one_cycle_when_the_dense_way_is_cheape
     """gamma = 1 at r = 500 (above the crossover the test sets), the dense way's time taken
     as 0: the iterative way stops after its first cycle and the dense way gives the model."""
     m = _SMALL_DENSE_RANK + 100
-    monkeypatch.setattr("kpca_dask.engine.solve.DENSE_RANK", _SMALL_DENSE_RANK)
-    monkeypatch.setattr("kpca_dask.engine.solve.dense_seconds", lambda rank: 0.0)
+    monkeypatch.setattr("kpca_dask.engine.solve.nystrom.DENSE_RANK", _SMALL_DENSE_RANK)
+    monkeypatch.setattr("kpca_dask.engine.solve.nystrom.dense_seconds", lambda rank: 0.0)
     X, Z = _blobs(4 * m, m, np.float32)
     calls = _counted(monkeypatch)
     auto = _solved(X, Z, 1.0, dtype=np.float32)

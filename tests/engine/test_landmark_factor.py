@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.landmark_factor import (
+from kpca_dask.engine.solve.landmark_factor import (
     PANEL_BYTES,
     factor_landmarks,
     landmark_kernel_panels,

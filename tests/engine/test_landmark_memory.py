@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from kpca_dask import InsufficientMemoryError, KernelPCA
 from kpca_dask.dask_client import environment_kept
-from kpca_dask.engine.landmark_memory import landmark_cap, landmark_problem_bytes
+from kpca_dask.engine.solve.landmark_memory import landmark_cap, landmark_problem_bytes
 
 
 def _unreadable(n=5000, p=4):

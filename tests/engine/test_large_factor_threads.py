@@ -1,6 +1,6 @@
 """Large landmark factors on every thread, without OpenBLAS's threaded dpotrf
 (docs/design.md §11): it takes the process down from m = 16 000 on some CPUs, so
-the factor is blocked (:mod:`kpca_dask.engine.blocked_cholesky`), LAPACK only on
+the factor is blocked (:mod:`kpca_dask.engine.solve.blocked_cholesky`), LAPACK only on
 small panels; OpenBLAS's own potri keeps its one-thread guard."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from kpca_dask.engine.blocked_cholesky import PANEL
-from kpca_dask.engine.landmark_factor import ONE_THREAD_BYTES
+from kpca_dask.engine.solve.blocked_cholesky import PANEL
+from kpca_dask.engine.solve.landmark_factor import ONE_THREAD_BYTES
 
 #: The smallest m at which a plain threaded dpotrf segfaulted (SkylakeX kernels), and the
 #: largest at which it passed on every CPU measured.
@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     from threadpoolctl import threadpool_info, threadpool_limits
     from kpca_dask.blocks.kernels import pairwise_kernel
-    from kpca_dask.engine.landmark_factor import factor_landmarks
+    from kpca_dask.engine.solve.landmark_factor import factor_landmarks
 
     m = int(sys.argv[1])
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import pytest
 
 from kpca_dask.blocks.kernel_tiles import pair_products
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.matrix_free import (
+from kpca_dask.engine.exact.matrix_free import (
     ROWS_KEY,
     CentredKernel,
     cross_kernel,

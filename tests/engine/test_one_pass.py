@@ -62,7 +62,7 @@ def test_transform_of_dask_input_is_lazy():
 
 def test_pass_output_is_m_sized():
     """Nothing n-sized comes back from the pass: its result is m and m x m arrays."""
-    from kpca_dask.engine.passes import pass_statistics
+    from kpca_dask.engine.passes.nystrom import pass_statistics
 
     _, X, _ = _source(n=5000)
     stats = pass_statistics(X, np.zeros((7, 4)), "rbf", {"gamma": 1.0}).compute()
@@ -141,7 +141,7 @@ def test_each_block_is_read_inside_the_task_that_adds_it(tmp_path):
     import dask.dataframe as dd
     import pandas as pd
 
-    from kpca_dask.engine.passes import pass_statistics
+    from kpca_dask.engine.passes.nystrom import pass_statistics
     from kpca_dask.io import open_array, write_array
     from kpca_dask.io.frames import frame_to_array
 

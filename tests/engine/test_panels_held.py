@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import zarr
 
-from kpca_dask.engine.matrix_free import (
+from kpca_dask.engine.exact.matrix_free import (
     PERSIST_SHARE,
     ROWS_KEY,
     PanelReader,

@@ -10,7 +10,7 @@ import pytest
 
 from kpca_dask import KernelPCA
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.reconstruction import preimage_basis
+from kpca_dask.engine.preimages.reconstruction import preimage_basis
 
 N, P = 200, 5
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.passes import compute_pass
-from kpca_dask.engine.solve import DENSE_RANK, solve_small_problem
+from kpca_dask.engine.passes.nystrom import compute_pass
+from kpca_dask.engine.solve.nystrom import DENSE_RANK, solve_small_problem
 
 CASES = {
     # fast decay, well-conditioned K_mm
@@ -116,7 +116,7 @@ def test_the_trace_error_is_never_negative_when_rounding_takes_the_difference_be
     (about eps / rcond of t): a difference rounded below zero reads as 0, one above it is
     kept as it is."""
     from kpca_dask.blocks.statistics import PassStatistics
-    from kpca_dask.engine.solve import Spectrum, solution_of
+    from kpca_dask.engine.solve.nystrom import Spectrum, solution_of
 
     mean_feature = np.array([1.0, 0.0])
     n = 10

@@ -1,4 +1,4 @@
-"""The tiled Cholesky factor of the cluster's m x m problem (kpca_dask.engine.tiled_cholesky)."""
+"""The tiled Cholesky factor of the cluster's m x m problem (kpca_dask.engine.tiles.cholesky)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from kpca_dask.engine.tiled_cholesky import tiled_cholesky, tiled_inverse
+from kpca_dask.engine.tiles.cholesky import tiled_cholesky, tiled_inverse
 
 
 @pytest.mark.parametrize("tile", [30, 15, 6, 7])

@@ -1,4 +1,4 @@
-"""Products of tiled matrices on the workers, a task per worker and step (engine.tiled_products)."""
+"""Products of tiled matrices on the workers, a task per worker and step (engine.tiles.products)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from distributed import Client
 
-from kpca_dask.engine.tiled_products import tiled_matrix
+from kpca_dask.engine.tiles.products import tiled_matrix
 
 pytestmark = pytest.mark.slow
 

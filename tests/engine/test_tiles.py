@@ -7,14 +7,14 @@ import pytest
 
 from kpca_dask._memory import MemoryBudget
 from kpca_dask.blocks.kernels import pairwise_kernel
-from kpca_dask.engine.tiled_pass import (
+from kpca_dask.engine.tiles.rows_pass import (
     LEAST_TILE,
     add_tile_row,
     chain_places,
     tile_size,
     tiles_peak_bytes,
 )
-from kpca_dask.engine.tiled_solve import landmark_tile
+from kpca_dask.engine.tiles.solve import landmark_tile
 
 
 def _budget(room_bytes: int, workers: int = 4, threads: int = 1) -> MemoryBudget:

@@ -12,7 +12,7 @@ import zarr
 from dask.array.core import PerformanceWarning
 
 from kpca_dask import KernelPCA
-from kpca_dask.engine.passes import pass_statistics
+from kpca_dask.engine.passes.nystrom import pass_statistics
 from kpca_dask.errors import InsufficientMemoryError, NonFiniteInputError
 from kpca_dask.io import open_array
 
@@ -222,7 +222,7 @@ def test_wide_preimages_come_in_column_chunks():
 def test_pass_over_some_row_blocks_after_a_split(data):
     """A pass over row blocks 1:3 of X (as a checkpoint's segment asks) whose blocks are split
     by bytes counts the rows of those blocks, as the whole-row pass does."""
-    from kpca_dask.engine.passes import PassPlan
+    from kpca_dask.engine.passes.nystrom import PassPlan
 
     landmarks = data[::20]
     plan = PassPlan(chains=1, blas_threads=1, local_threads=1, block_bytes=8 * 22 * 30)
@@ -237,7 +237,7 @@ def test_pass_over_some_row_blocks_after_a_split(data):
 def test_split_slice_follows_the_split():
     """Rows of 402 float64 terms in 30-row blocks: 100 rows become 4 blocks, and a pass over
     row blocks 1:3 of X covers their 3 blocks."""
-    from kpca_dask.engine.wide_pass import split_parts, split_slice
+    from kpca_dask.engine.passes.wide import split_parts, split_slice
 
     parts = split_parts((100, 10, 50), 402, 8 * 402 * 30)
     assert parts == [4, 1, 2] and split_slice(parts, slice(1, 3)) == slice(4, 7)

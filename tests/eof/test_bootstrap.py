@@ -18,9 +18,9 @@ from sklearn.exceptions import NotFittedError
 import kpca_dask
 from kpca_dask import KernelPCA
 from kpca_dask.blocks.replicate_counts import DrawnCounts, replicate_counts
-from kpca_dask.engine.passes import compute_pass
-from kpca_dask.engine.replicate_pass import replicate_pass
-from kpca_dask.engine.solve import solve_small_problem
+from kpca_dask.engine.passes.nystrom import compute_pass
+from kpca_dask.engine.passes.replicates import replicate_pass
+from kpca_dask.engine.solve.nystrom import solve_small_problem
 from kpca_dask.errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 
 xe = pytest.importorskip("xeofs")

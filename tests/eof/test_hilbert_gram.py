@@ -19,7 +19,7 @@ from _complex_modes import assert_labelled, assert_xeofs_modes, travelling_waves
 
 import kpca_dask
 from kpca_dask import HilbertKernelEOF
-from kpca_dask.engine.complex_gram import gram_bytes
+from kpca_dask.engine.hilbert.complex_gram import gram_bytes
 from kpca_dask.errors import (
     InsufficientMemoryError,
     InvalidInputError,

@@ -308,7 +308,7 @@ def test_a_result_being_recomputed_counts_as_alive(sweep):
     import dask.array as da
     from distributed import Event, futures_of
 
-    from kpca_dask.engine.cluster_solve import is_alive
+    from kpca_dask.engine.solve.on_cluster import is_alive
 
     hold, release = (f"kpca-dask-test-{name}-{os.getpid()}" for name in ("hold", "release"))
     block = dask.delayed(_block_recomputed_on_release, pure=True)(hold, release)

@@ -48,7 +48,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import _check_psd_eigenvalues
 
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.engine.components import check_spectrum
+from kpca_dask.engine.solve.components import check_spectrum
 from kpca_dask.errors import (
     InvalidParameterError,
     NegativeEigenvalueWarning,

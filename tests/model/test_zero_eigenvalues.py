@@ -15,7 +15,7 @@ from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 import kpca_dask
 from kpca_dask import ExactKernelPCA, KernelPCA, ZeroEigenvalueWarning
-from kpca_dask.engine.components import n_components_for
+from kpca_dask.engine.solve.components import n_components_for
 
 
 def _nystrom(n_components, n_rows, **params):

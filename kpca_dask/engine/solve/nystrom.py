@@ -1,11 +1,11 @@
 """The small problem of the Nyström method: from the pass statistics to the model.
 
-The pass (:mod:`kpca_dask.engine.passes`) returns, summed over the row blocks,
+The pass (:mod:`kpca_dask.engine.passes.nystrom`) returns, summed over the row blocks,
 
     n,  s = D^T 1,  G = D^T D,  t = sum_i k(x_i, x_i)
 
 with B = k(X, Z) and D = B - 1 r^T (docs/design.md §2). With W W^T = K_mm^+
-from one Cholesky factorisation (:mod:`kpca_dask.engine.landmark_factor`):
+from one Cholesky factorisation (:mod:`kpca_dask.engine.solve.landmark_factor`):
 
     mu = W^T (s / n + r),   M = W^T S W,  S = G - s s^T / n   (the features' covariance)
     M = V diag(lambda) V^T,  y(x) = P^T k_m(x) - c,  P = W V_q,  c = V_q^T mu
@@ -16,13 +16,13 @@ Two ways to the leading eigenpairs of M (docs/design.md §11), chosen by cost:
   few m x m arrays, the cheaper way for small m (:data:`DENSE_RANK`), and the
   one way for ``n_components=None``, which asks for every eigenpair;
 - **iterative**: M applied to blocks of vectors (two triangular solves and
-  one symmetric product) by :func:`kpca_dask.engine.eigensolver.leading_eigenpairs`,
+  one symmetric product) by :func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`,
   never formed: the factorisation is the only O(m^3) step and G and the
   factor the only m x m arrays.
 
 The iterative way is given the dense way's cost as a budget of products
 (the dense way's time at the products' measured rate,
-:mod:`kpca_dask.engine.handover`, at most :data:`DENSE_SOLVE_COLUMNS` r
+:mod:`kpca_dask.engine.solve.handover`, at most :data:`DENSE_SOLVE_COLUMNS` r
 columns): on a flat or clustered spectrum,
 where it would converge a few percent a cycle, it stops after two or three
 cycles and the dense way finishes, when its one more r x r array fits
@@ -34,7 +34,7 @@ certificate. trace(M), which the explained-variance ratios and the trace error
 need, is exact on the dense way; on the iterative way it is exact (2 m^3 / 3
 more flops, through K_kk^{-1}) when that costs at most
 :data:`EXACT_TRACE_SHARE` of the pass, and otherwise estimated with its
-standard error (:func:`kpca_dask.engine.eigensolver.estimate_trace`). A float
+standard error (:func:`kpca_dask.engine.solve.eigensolver.estimate_trace`). A float
 ``n_components`` (a fraction of the variance) always takes the exact trace,
 since how many components it keeps depends on it.
 
@@ -57,10 +57,10 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas, lapack
 
-from .._memory import process_room_bytes
-from ..blocks.signs import fix_signs
-from ..blocks.statistics import PassStatistics, fill_upper
-from ..errors import InsufficientMemoryError, InvalidParameterError
+from ..._memory import process_room_bytes
+from ...blocks.signs import fix_signs
+from ...blocks.statistics import PassStatistics, fill_upper
+from ...errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
 from .handover import TimedBudget, dense_seconds
@@ -165,7 +165,7 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
     Examples
     --------
     >>> import dask.array as da
-    >>> from kpca_dask.engine.passes import pass_statistics
+    >>> from kpca_dask.engine.passes.nystrom import pass_statistics
     >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
     >>> params = {"gamma": 1.0, "degree": 1, "coef0": 1.0}  # polynomial of degree 1
     >>> stats = pass_statistics(X, X.compute(), "polynomial", params).compute()
@@ -258,7 +258,7 @@ FALLBACK = "dense after iterative"
 
 def _budgeted(apply, rank: int, columns: float | None):
     """``apply`` and the iterative way's budget: the dense way's time at the measured rate
-    of the products, at most ``columns`` (:class:`~kpca_dask.engine.handover.TimedBudget`);
+    of the products, at most ``columns`` (:class:`~kpca_dask.engine.solve.handover.TimedBudget`);
     no budget where ``columns`` is None."""
     if columns is None:
         return apply, None

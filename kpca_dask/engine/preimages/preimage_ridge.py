@@ -1,6 +1,6 @@
 """The pre-image map's ridge regression, its intercept and its alpha (docs/design.md §6).
 
-The pre-image pass (:func:`~kpca_dask.engine.reconstruction.preimage_statistics`)
+The pre-image pass (:func:`~kpca_dask.engine.preimages.reconstruction.preimage_statistics`)
 sums, over the n training rows, the features g_i = g(y_i) (r) and the rows
 x_i (p), both shifted by a reference (g_0, x_0) close to their means so that
 centring them later loses no digits::
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ..errors import InvalidParameterError
+from ...errors import InvalidParameterError
 
 __all__ = ["CentredRidge", "RidgeSolution", "centred_ridge", "gcv_score", "choose_alpha",
            "solve_ridge"]

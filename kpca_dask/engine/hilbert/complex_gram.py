@@ -7,7 +7,7 @@ n x n complex matrix L (:func:`analytic_operator`, the transform of the
 identity's columns) and J = I − 11ᵀ/n. Every Hermitian kernel of
 :mod:`kpca_dask.blocks.complex_kernels` is a function of the inner products
 ⟨z_i, z_j⟩, which are H = Z Zᴴ = L (J A J) Lᴴ with A = X Xᵀ the real Gram
-matrix of the (weighted) field: read once (:func:`~kpca_dask.engine.gram.inner_products`),
+matrix of the (weighted) field: read once (:func:`~kpca_dask.engine.exact.gram.inner_products`),
 never rechunked, never held as complex rows. L is applied to matrices column
 by column with the FFT, so H costs O(n² log n) beyond A.
 
@@ -28,10 +28,10 @@ import dask.array as da
 import numpy as np
 from scipy import linalg
 
-from ..errors import TooFewComponentsError
+from ...errors import TooFewComponentsError
+from ..exact.gram import FEATURE_PANEL, float64_panel
+from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
 from .analytic_signal import analytic_signal
-from .gram import FEATURE_PANEL, float64_panel
-from .passes import chain_heads, pass_plan, reads_inlined
 
 __all__ = ["analytic_operator", "applied", "hermitian_gram", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",

@@ -33,12 +33,12 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._memory import memory_budget
-from .._parallel import capped_blas, distributed_client, task_blas_limit
-from ..blocks.kernel_tiles import TILE_ROWS, cross_products, pair_products, rows_summary
-from ..errors import InvalidParameterError, NonFiniteInputError
-from .graph_values import shared_values
-from .landmark_factor import OVERFLOW_MESSAGE
+from ..._memory import memory_budget
+from ..._parallel import capped_blas, distributed_client, task_blas_limit
+from ...blocks.kernel_tiles import TILE_ROWS, cross_products, pair_products, rows_summary
+from ...errors import InvalidParameterError, NonFiniteInputError
+from ..graph_values import shared_values
+from ..solve.landmark_factor import OVERFLOW_MESSAGE
 
 __all__ = ["RowPanels", "row_panels", "CentredKernel", "kernel_products", "cross_kernel",
            "centred", "product_traffic", "PERSIST_SHARE", "ROWS_KEY", "PAIRS_PER_THREAD"]

@@ -1,10 +1,10 @@
 """The small problem with G, K_mm and its factor as tiles over the workers.
 
-docs/design.md §11. The same problem as :mod:`kpca_dask.engine.solve`, its
+docs/design.md §11. The same problem as :mod:`kpca_dask.engine.solve.nystrom`, its
 m x m arrays never on one machine:
 
 - K_mm is made tile by tile on the workers and factorised there
-  (:func:`kpca_dask.engine.tiled_cholesky.tiled_cholesky`); only the factor's
+  (:func:`kpca_dask.engine.tiles.cholesky.tiled_cholesky`); only the factor's
   lower tiles are kept (the tiles above are zeros, a few bytes each). The
   tiled Cholesky is not pivoted, so ``rcond`` takes the meaning of a jitter
   here: when a pivot L_jj^2 is at most tau = rcond max_j k(z_j, z_j) (or the
@@ -14,19 +14,19 @@ m x m arrays never on one machine:
   far above tau, which carry the leading components, as before; those within
   tau, which the pivoted factorisation of one process drops, damped to
   nothing.
-- L^-1 is formed once as tiles (:func:`kpca_dask.engine.tiled_cholesky.tiled_inverse`,
+- L^-1 is formed once as tiles (:func:`kpca_dask.engine.tiles.cholesky.tiled_inverse`,
   m^3 / 3 flops, and L is let go), so that M = L^-1 (G - s s^T / n) L^-T is
   applied to a block of vectors by three products, each a task per worker
-  taking the tiles it holds (:mod:`kpca_dask.engine.tiled_products`): three
+  taking the tiles it holds (:mod:`kpca_dask.engine.tiles.products`): three
   steps a product, where triangular solves by tiles are chains of 2 T steps;
-  the block Krylov solver (:func:`kpca_dask.engine.eigensolver.leading_eigenpairs`)
+  the block Krylov solver (:func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`)
   keeps its basis here (m x (q + p) x depth words) and solves only the
   small Rayleigh-Ritz problem.
 - the tiles are G's own (the views of the pass's panels): K_mm and its factor
   are cut the same way, the last row and column of tiles narrower.
 
 The solver has the dense way's cost as its budget (as on one machine,
-:data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`): when a flat or
+:data:`kpca_dask.engine.solve.nystrom.DENSE_SOLVE_COLUMNS`): when a flat or
 clustered spectrum would take more products, M = L^-1 S L^-T is formed on the
 tiles (two tiled products, 2 m^3 flops on the workers), brought to the
 client when it fits there (:data:`CLIENT_DENSE_WORDS` m^2 words) and its
@@ -34,7 +34,7 @@ leading pairs found by LAPACK; their trace is then exact.
 
 trace(M) is the exact trace on the Krylov basis plus a Hutchinson estimate
 of the rest (its standard error kept, as on one machine past
-:data:`kpca_dask.engine.solve.EXACT_TRACE_SHARE`); a float ``n_components``
+:data:`kpca_dask.engine.solve.nystrom.EXACT_TRACE_SHARE`); a float ``n_components``
 takes the exact trace, <S, K^-1> = sum(L^-1 S * L^-1), in about 4 m^3 / 3
 flops over the tiles. ``n_components=None`` (every eigenpair) is refused: it
 needs the dense eigendecomposition of one machine.
@@ -49,15 +49,15 @@ import dask.array as da
 import numpy as np
 from scipy import linalg
 
-from .._memory import process_room_bytes
-from .._parallel import compute_held, held_client, persist_held
-from ..blocks.kernels import kernel_diagonal, pairwise_kernel
-from ..blocks.statistics import PassStatistics
-from ..errors import InvalidParameterError
-from .eigensolver import estimate_trace, leading_eigenpairs
-from .graph_values import shared_values
-from .landmark_factor import NO_POSITIVE_DIRECTION
-from .solve import (
+from ..._memory import process_room_bytes
+from ..._parallel import compute_held, held_client, persist_held
+from ...blocks.kernels import kernel_diagonal, pairwise_kernel
+from ...blocks.statistics import PassStatistics
+from ...errors import InvalidParameterError
+from ..graph_values import shared_values
+from ..solve.eigensolver import estimate_trace, leading_eigenpairs
+from ..solve.landmark_factor import NO_POSITIVE_DIRECTION
+from ..solve.nystrom import (
     DENSE_SOLVE_COLUMNS,
     FALLBACK,
     NoveltyTerms,
@@ -66,8 +66,8 @@ from .solve import (
     dense_fits,
     solution_of,
 )
-from .tiled_cholesky import tiled_cholesky, tiled_inverse
-from .tiled_products import TiledMatrix, tiled_matrix
+from .cholesky import tiled_cholesky, tiled_inverse
+from .products import TiledMatrix, tiled_matrix
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
 

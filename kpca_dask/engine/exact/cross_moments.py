@@ -19,8 +19,8 @@ import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
 
-from .._compat import independent_copy
-from .passes import chain_heads, pass_plan, reads_inlined
+from ..._compat import independent_copy
+from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
 
 __all__ = ["CrossMoments", "block_moments", "merge_moments", "added_moments", "cross_moments",
            "pattern_maps", "patterns_of", "PATTERN_KINDS", "MOMENT_KINDS"]

@@ -28,7 +28,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import HELD_RETRIES
+from ..._parallel import HELD_RETRIES
 
 __all__ = ["TiledMatrix", "tiled_matrix"]
 

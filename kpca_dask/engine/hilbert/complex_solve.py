@@ -25,8 +25,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
-from ..errors import TooFewComponentsError
+from ...blocks.complex_kernels import complex_kernel, kernel_diagonal
+from ...errors import TooFewComponentsError
 
 __all__ = ["ComplexMoments", "ComplexSolution", "moments_of", "solve_moments",
            "complex_scores", "phase_turn"]

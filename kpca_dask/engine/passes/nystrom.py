@@ -28,23 +28,23 @@ import numpy as np
 from dask.delayed import Delayed
 from threadpoolctl import threadpool_limits
 
-from .._compat import task_spec
-from .._memory import memory_budget, release_freed_memory
-from .._parallel import capped_blas, distributed_client
-from ..blocks.projection import project_block
-from ..blocks.statistics import (
+from ..._compat import task_spec
+from ..._memory import memory_budget, release_freed_memory
+from ..._parallel import capped_blas, distributed_client
+from ...blocks.projection import project_block
+from ...blocks.statistics import (
     PassStatistics,
     finish_statistics,
     kernel_origin,
     merge_running,
     statistics_of_block,
 )
-from ..blocks.wide_rows import project_sums, statistics_of_sums
-from ..errors import InvalidParameterError, NonFiniteInputError
-from ..validation import one_feature_chunk
-from .graph_values import shared_values
-from .landmark_factor import OVERFLOW_MESSAGE, reference_row
-from .wide_pass import WideTerms, is_wide, split_slice
+from ...blocks.wide_rows import project_sums, statistics_of_sums
+from ...errors import InvalidParameterError, NonFiniteInputError
+from ...validation import one_feature_chunk
+from ..graph_values import shared_values
+from ..solve.landmark_factor import OVERFLOW_MESSAGE, reference_row
+from .wide import WideTerms, is_wide, split_slice
 
 __all__ = ["pass_statistics", "compute_pass", "chain_heads", "pass_plan", "pass_threads",
            "PassPlan", "project",
@@ -126,11 +126,11 @@ def pass_statistics(
     """Lazy one-pass statistics of ``X`` (or of its row ``blocks``) against the landmarks.
 
     ``X`` chunked along its features is read as it is, its kernel terms summed
-    over feature chunks (:mod:`kpca_dask.engine.wide_pass`). The result is a
+    over feature chunks (:mod:`kpca_dask.engine.passes.wide`). The result is a
     ``Delayed`` that computes to a :class:`PassStatistics`; computing it reads
     every chunk of ``X`` exactly once (compute it with :func:`compute_pass`,
     which runs the plan's threads). ``reference`` is the row r subtracted from
-    every kernel row (default: :func:`kpca_dask.engine.landmark_factor.reference_row`).
+    every kernel row (default: :func:`kpca_dask.engine.solve.landmark_factor.reference_row`).
 
     Examples
     --------

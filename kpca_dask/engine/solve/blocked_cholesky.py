@@ -23,7 +23,7 @@ the trailing matrix are worked on where they lie, with no copy.
 A panel whose pivot L_jj^2 is at most ``cutoff`` stops the factorisation
 there (as LAPACK's ``potrf`` stops at a pivot that is not positive): the
 caller then takes the pivoted, rank-revealing factorisation
-(:mod:`kpca_dask.engine.landmark_factor`), and the trailing updates past
+(:mod:`kpca_dask.engine.solve.landmark_factor`), and the trailing updates past
 that panel, which it would discard, are never made.
 """
 
@@ -34,7 +34,7 @@ import functools
 
 import numpy as np
 
-from .._parallel import single_blas_thread
+from ..._parallel import single_blas_thread
 
 __all__ = ["blocked_cholesky", "PANEL", "UPDATE"]
 

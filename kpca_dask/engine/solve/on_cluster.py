@@ -5,14 +5,14 @@ on a worker, and its m x m sums G stay on the cluster as a persisted dask
 array, ``PassStatistics.gram``; only n, s, t and r (O(m)) reach the client,
 and of the solve only the solution (O(m q): P, c, eigenvalues, ratios,
 residuals, novelty terms). Two ways,
-:func:`kpca_dask.engine.landmark_memory.landmark_solve_mode` chooses:
+:func:`kpca_dask.engine.solve.landmark_memory.landmark_solve_mode` chooses:
 
 - ``"worker"``: G is one chunk on one worker, and the whole small problem
-  (:func:`kpca_dask.engine.solve.solve_small_problem`) runs there as one task,
+  (:func:`kpca_dask.engine.solve.nystrom.solve_small_problem`) runs there as one task,
   in its 2.2 m^2 words;
 - ``"tiles"``: G and K_mm are t x t tiles spread over the workers, reduced by
-  :mod:`kpca_dask.engine.tiled_pass` and solved by
-  :mod:`kpca_dask.engine.tiled_solve` with ``dask.array.linalg``.
+  :mod:`kpca_dask.engine.tiles.rows_pass` and solved by
+  :mod:`kpca_dask.engine.tiles.solve` with ``dask.array.linalg``.
 
 ``"auto"`` (the default of dask's configuration key
 ``kpca-dask.landmark-solve``) takes ``"worker"`` while 2.2 m^2 words fit in
@@ -35,18 +35,18 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import (
+from ..._parallel import (
     compute_held,
     distributed_client,
     held_client,
     persist_held,
     persisted_on,
 )
-from ..blocks.statistics import PassStatistics, summed_features
-from .graph_values import shared_values
+from ...blocks.statistics import PassStatistics, summed_features
+from ..graph_values import shared_values
+from ..passes.nystrom import pass_plan, pass_statistics, raise_if_nonfinite
 from .landmark_memory import configured_solve_mode
-from .passes import pass_plan, pass_statistics, raise_if_nonfinite
-from .solve import SmallProblem, solve_small_problem
+from .nystrom import SmallProblem, solve_small_problem
 
 __all__ = ["held_on_cluster",
            "is_held", "solve_statistics", "added_statistics", "summed_statistics",
@@ -83,7 +83,7 @@ def cluster_pass(X, landmarks, kernel, params: dict, dtype, reference, mode: str
                  ) -> PassStatistics:
     """The pass over ``X`` with its sums left on the cluster: one chunk, or tiles."""
     if mode == "tiles":
-        from .tiled_pass import tiled_pass  # noqa: PLC0415 - only clusters that need tiles
+        from ..tiles.rows_pass import tiled_pass  # noqa: PLC0415 - only clusters that need tiles
 
         return tiled_pass(X, landmarks, kernel, params, dtype, reference)
     statistics = pass_statistics(X, landmarks, kernel, params, dtype, reference,
@@ -134,7 +134,7 @@ def solve_statistics(stats: PassStatistics, landmarks, kernel, params: dict, rco
 
     Examples
     --------
-    >>> from kpca_dask.engine.passes import compute_pass
+    >>> from kpca_dask.engine.passes.nystrom import compute_pass
     >>> X = da.from_array(np.array([[0.0], [1.0], [2.0], [3.0]]), chunks=2)
     >>> params = {"gamma": 1.0, "degree": 1, "coef0": 1.0}
     >>> stats = compute_pass(X, X.compute(), "polynomial", params)
@@ -147,7 +147,7 @@ def solve_statistics(stats: PassStatistics, landmarks, kernel, params: dict, rco
     gram = stats.gram
     mode = configured_solve_mode()
     if gram.numblocks != (1, 1) and mode != "worker":
-        from .tiled_solve import solve_tiles  # noqa: PLC0415 - only clusters that need tiles
+        from ..tiles.solve import solve_tiles  # noqa: PLC0415 - only clusters that need tiles
 
         return solve_tiles(stats, landmarks, kernel, params, rcond, n_components,
                            remove_zero_eig, pass_dtype=pass_dtype)

@@ -1,12 +1,12 @@
 """When the iterative way hands the small problem to the dense one: by rates measured here.
 
-The iterative way (:mod:`kpca_dask.engine.eigensolver`) is given the dense
+The iterative way (:mod:`kpca_dask.engine.solve.eigensolver`) is given the dense
 way's cost as a budget of columns M may be applied to (docs/design.md §11):
 past it, on a flat or clustered spectrum, the dense way finishes. How many
 columns the dense way costs depends on the machine: the products read m x m
 arrays from memory for a few columns at a time, the dense way is mostly
 matrix-matrix work that uses every core. A fixed share of r set on one
-thread (:data:`kpca_dask.engine.solve.DENSE_SOLVE_COLUMNS`, 0.5 r) was three
+thread (:data:`kpca_dask.engine.solve.nystrom.DENSE_SOLVE_COLUMNS`, 0.5 r) was three
 times the dense way's cost on two cores of an Intel Xeon: at r = 10 000 the
 iterative way ran about 157 s (4805 columns at about 30 ms each, with its
 orthogonalisations) where the dense way takes about 57 s.

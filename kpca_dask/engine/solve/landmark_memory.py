@@ -5,7 +5,7 @@ factor's buffer (m x m float64, K_mm then its Cholesky factor), plus row
 blocks and the eigensolver's blocks of vectors, a small share of m^2 for
 m >= 5000: :data:`SMALL_PROBLEM_WORDS` m^2 words in all. On a cluster the
 pass's sums end on a worker and the small problem is solved there
-(:mod:`kpca_dask.engine.cluster_solve`), so one worker must hold them; or,
+(:mod:`kpca_dask.engine.solve.on_cluster`), so one worker must hold them; or,
 past that, G, K_mm and its factor are tiles spread over the workers, which
 hold :data:`TILED_PROBLEM_WORDS` m^2 words between them beside their tasks
 (:func:`landmark_solve_mode` chooses). A fit refuses up front, before
@@ -22,8 +22,8 @@ import math
 import dask
 from dask.utils import format_bytes
 
-from .._memory import memory_budget
-from ..errors import InsufficientMemoryError, InvalidParameterError
+from ..._memory import memory_budget
+from ...errors import InsufficientMemoryError, InvalidParameterError
 
 __all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes",
            "landmark_cap", "refuse_landmarks_beyond_memory", "SOLVE_KEY", "SOLVE_MODES",

@@ -5,7 +5,7 @@ landmarks' span (docs/design.md §2). Here W comes from one Cholesky
 factorisation of K_mm, in place, in float64:
 
 - K_mm = L L^T (a blocked factorisation on every core,
-  :mod:`kpca_dask.engine.blocked_cholesky`) when every pivot L_jj^2 is above
+  :mod:`kpca_dask.engine.solve.blocked_cholesky`) when every pivot L_jj^2 is above
   the cut-off tau = rcond max_j k(z_j, z_j); then W = L^{-T}.
 - Otherwise a pivoted Cholesky factorisation (``pstrf``) stops at the first
   landmark whose residual variance ``k(z, z) - |f(z)|^2``, given the landmarks
@@ -40,12 +40,12 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas, lapack
 
-from .._parallel import single_blas_thread
-from ..blocks.feature_sums import feature_sum, kernel_by_panels, landmark_norms
-from ..blocks.kernels import pairwise_kernel_into
-from ..blocks.sparse_rows import dense
-from ..blocks.statistics import kernel_origin
-from ..errors import InvalidParameterError
+from ..._parallel import single_blas_thread
+from ...blocks.feature_sums import feature_sum, kernel_by_panels, landmark_norms
+from ...blocks.kernels import pairwise_kernel_into
+from ...blocks.sparse_rows import dense
+from ...blocks.statistics import kernel_origin
+from ...errors import InvalidParameterError
 from .blocked_cholesky import blocked_cholesky
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
@@ -255,7 +255,7 @@ class LandmarkFactor:
         """K_kk^{-1} (r x r), computed in place of L: the factor cannot be used after this.
 
         LAPACK ``potri`` (2 m^3 / 3 flops), for the exact trace of the
-        features' covariance (:mod:`kpca_dask.engine.solve`); only its lower
+        features' covariance (:mod:`kpca_dask.engine.solve.nystrom`); only its lower
         triangle is meaningful.
         """
         if self.eigen_basis is not None:
@@ -279,7 +279,7 @@ class LandmarkFactor:
 #: segfaulted at m = 16 000 (2.05 GB) with the SkylakeX kernels and passed at 8192, 12 000,
 #: 14 000 and 15 000; with the Haswell kernels it failed at 24 000 and passed at 20 000
 #: (docs/design.md §11). The factorisation of K_mm does not call it on large arrays any more
-#: (:mod:`kpca_dask.engine.blocked_cholesky`: LAPACK on 512-column panels, threaded BLAS
+#: (:mod:`kpca_dask.engine.solve.blocked_cholesky`: LAPACK on 512-column panels, threaded BLAS
 #: for the rest); the guard stays on ``potri`` (the exact trace) and the eigen way.
 ONE_THREAD_BYTES = 2**29
 

@@ -41,12 +41,12 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._memory import MemoryBudget, memory_budget
-from .._parallel import blas_limit, compute_held, distributed_client, persisted_on
-from ..blocks.kernels import kernel_diagonal
-from ..blocks.landmark_kernel import LandmarkKernel
-from ..blocks.sparse_rows import as_block, first_nonfinite
-from ..blocks.statistics import (
+from ..._memory import MemoryBudget, memory_budget
+from ..._parallel import blas_limit, compute_held, distributed_client, persisted_on
+from ...blocks.kernels import kernel_diagonal
+from ...blocks.landmark_kernel import LandmarkKernel
+from ...blocks.sparse_rows import as_block, first_nonfinite
+from ...blocks.statistics import (
     PANEL_BYTES,
     PassStatistics,
     RunningStatistics,
@@ -56,10 +56,10 @@ from ..blocks.statistics import (
     merge_running,
     shifted_to_origin,
 )
-from ..errors import InvalidParameterError
-from .graph_values import shared_values
-from .landmark_factor import OVERFLOW_MESSAGE
-from .passes import raise_if_nonfinite, row_offsets
+from ...errors import InvalidParameterError
+from ..graph_values import shared_values
+from ..passes.nystrom import raise_if_nonfinite, row_offsets
+from ..solve.landmark_factor import OVERFLOW_MESSAGE
 
 __all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "tile_row_of_block",
            "tile_block_rows", "LEAST_TILE", "TILE_ARRAYS"]
@@ -185,7 +185,7 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
                                        meta=np.empty((0, 0), np.float64)))
         rows.append(row)
     summaries = [dask.delayed(panel_summary, pure=True)(panel) for panel in panels]
-    # Not optimised, as in kpca_dask.engine.cluster_solve.held_on_cluster: the panels are
+    # Not optimised, as in kpca_dask.engine.solve.on_cluster.held_on_cluster: the panels are
     # sums added to in place, and must be finished once.
     gram, *summaries = persisted_on(distributed_client(X), da.block(rows), *summaries,
                                     optimize_graph=False)

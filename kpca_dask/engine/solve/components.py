@@ -15,13 +15,13 @@ import warnings
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     NegativeEigenvalueWarning,
     NotPositiveSemidefiniteError,
     TooFewComponentsError,
     ZeroEigenvalueWarning,
 )
-from ..validation import is_integer
+from ...validation import is_integer
 
 __all__ = ["n_components_for", "ZERO_EIGENVALUE_RTOL", "check_spectrum",
            "SIGNIFICANT_NEGATIVE_RATIO", "SIGNIFICANT_NEGATIVE_VALUE"]

@@ -24,11 +24,11 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from .._memory import memory_budget
-from .._parallel import task_blas_limit
-from ..blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
-from ..blocks.statistics import kernel_origin
-from .graph_values import shared_values
+from ..._memory import memory_budget
+from ..._parallel import task_blas_limit
+from ...blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
+from ...blocks.statistics import kernel_origin
+from ..graph_values import shared_values
 
 __all__ = ["WideTerms", "is_wide", "landmark_panels", "split_row_blocks",
            "split_parts", "chunk_terms_at", "split_slice"]

@@ -14,7 +14,7 @@ a ridge regression with an unpenalised intercept, so that a reconstruction
 is the field with its mean for every kernel (for the linear kernel, the EOF
 truncation x_bar + sum_k y_k eof_k as alpha -> 0). ``preimage_statistics``
 builds the lazy pass that maps each training row block to its sums (shifted
-by a reference near the means, :mod:`kpca_dask.engine.preimage_ridge`) and
+by a reference near the means, :mod:`kpca_dask.engine.preimages.preimage_ridge`) and
 tree-reduces them, like the fit's pass; ``solve_preimage`` turns them into
 the m x p dual coefficients W_Y B and the intercept, for a given alpha or
 one chosen by generalised cross-validation from the same sums. With m = n
@@ -45,22 +45,22 @@ import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
 
-from .._compat import independent_copy
-from .._memory import memory_budget
-from ..blocks.kernels import kernel_diagonal, pairwise_kernel
-from ..blocks.landmark_kernel import LandmarkKernel
-from ..blocks.projection import project_block
-from ..blocks.sparse_rows import as_block, first_nonfinite
-from ..blocks.statistics import kernel_block_rows, kernel_origin, kernel_rows_into
-from ..blocks.wide_rows import error_of_sums, project_sums
-from ..errors import InvalidParameterError, NonFiniteInputError
-from ..validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
-from .graph_values import shared_values
-from .landmark_factor import factor_landmarks
-from .passes import SPLIT_EVERY, reads_inlined
+from ..._compat import independent_copy
+from ..._memory import memory_budget
+from ...blocks.kernels import kernel_diagonal, pairwise_kernel
+from ...blocks.landmark_kernel import LandmarkKernel
+from ...blocks.projection import project_block
+from ...blocks.sparse_rows import as_block, first_nonfinite
+from ...blocks.statistics import kernel_block_rows, kernel_origin, kernel_rows_into
+from ...blocks.wide_rows import error_of_sums, project_sums
+from ...errors import InvalidParameterError, NonFiniteInputError
+from ...validation import DEFAULT_BLOCK_ROWS, one_feature_chunk
+from ..graph_values import shared_values
+from ..passes.nystrom import SPLIT_EVERY, reads_inlined
+from ..passes.wide import WideTerms, is_wide
+from ..solve.landmark_factor import factor_landmarks
+from ..solve.nystrom import NoveltyTerms
 from .preimage_ridge import CentredRidge, centred_ridge, solve_ridge
-from .solve import NoveltyTerms
-from .wide_pass import WideTerms, is_wide
 
 __all__ = ["PreimageStatistics", "PreimageSolution", "embed_landmarks", "preimage_basis",
            "preimage_statistics", "solve_preimage", "reconstruct", "reconstruction_error"]
@@ -69,7 +69,7 @@ __all__ = ["PreimageStatistics", "PreimageSolution", "embed_landmarks", "preimag
 @dataclass(frozen=True)
 class PreimageStatistics:
     """What the pre-image pass returns: sizes r x r and r x p only, sums shifted by
-    (g_0, x_0) (:mod:`kpca_dask.engine.preimage_ridge`)."""
+    (g_0, x_0) (:mod:`kpca_dask.engine.preimages.preimage_ridge`)."""
 
     n_samples: int
     gram: np.ndarray  # H' = sum_i (g_i - g_0)(g_i - g_0)^T, (r, r)
@@ -278,7 +278,7 @@ def _wide_preimage_statistics(X, landmarks, projection, offset, kernel, params, 
     """The sums of data chunked along the features: R' = G^T (X - x_0) by feature chunks
     (§12).
 
-    The embeddings come from the feature terms (:mod:`kpca_dask.engine.wide_pass`).
+    The embeddings come from the feature terms (:mod:`kpca_dask.engine.passes.wide`).
     R' is one product per (row block, feature chunk), added over the row blocks, so
     R' arrives by feature chunks too, with the sums of x - x_0 and its squares. Its
     chunks are read a second time, by a copy of X's graph
@@ -318,7 +318,7 @@ def solve_preimage(stats: PreimageStatistics, centre_basis: np.ndarray,
     """The pre-image map of the pass's sums: dual coefficients W_Y B and the intercept
     x_bar - B^T g_bar, so that x_hat(y) = k(y, Y_Z) W_Y B + intercept, for ``alpha`` or,
     with ``alpha="auto"``, the alpha of least generalised cross-validation score
-    (:mod:`kpca_dask.engine.preimage_ridge`).
+    (:mod:`kpca_dask.engine.preimages.preimage_ridge`).
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """The leading eigenpairs of a symmetric operator given only its products (docs/design.md §11).
 
 The small problem's matrix M = W^T S W (r x r) is never formed when r is
-large: :mod:`kpca_dask.engine.solve` hands over a function that applies it to
+large: :mod:`kpca_dask.engine.solve.nystrom` hands over a function that applies it to
 a block of vectors (two triangular solves and one symmetric product, each
 reading an m x m array once). :func:`leading_eigenpairs` finds the top q
 eigenpairs with a block Krylov method:

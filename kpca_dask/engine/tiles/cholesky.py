@@ -10,7 +10,7 @@ one task per lower tile, as ``dask.array.linalg.cholesky`` builds it, with one
 difference: a diagonal tile that is not positive definite to rounding gives a
 tile of NaN instead of raising. The NaN reaches every tile after it and the
 caller reads it from the pivots, the diagonal of L, and factorises again with
-a jitter (:mod:`kpca_dask.engine.tiled_solve`). A raised error would be logged
+a jitter (:mod:`kpca_dask.engine.tiles.solve`). A raised error would be logged
 by the worker that ran it ("Compute Failed") and cancel the rest of the graph,
 for what is an expected outcome here, not a fault (docs/design.md §14).
 Once a pivot has failed, every later task returns its NaN tile at once (a

@@ -28,8 +28,8 @@ from dask.utils import format_bytes
 from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 
-from .._memory import memory_budget, process_room_bytes, release_freed_memory
-from ..blocks.feature_sums import (
+from ..._memory import memory_budget, process_room_bytes, release_freed_memory
+from ...blocks.feature_sums import (
     CITYBLOCK,
     INNER,
     SQUARED,
@@ -38,8 +38,8 @@ from ..blocks.feature_sums import (
     feature_sum,
     kernel_from_sums,
 )
-from ..errors import InsufficientMemoryError, NonFiniteInputError
-from .sampling import read_rows
+from ...errors import InsufficientMemoryError, NonFiniteInputError
+from ..sampling import read_rows
 
 __all__ = ["gram_by_panels", "cross_kernel_by_panels", "column_ranges", "panel_bytes",
            "gram_plan", "row_groups", "sums_by_row_panels", "inner_products",

@@ -1,6 +1,6 @@
 """B bootstrap replicates of the pass in one read of the data, and their solves.
 
-:func:`replicate_pass` is the pass of :mod:`kpca_dask.engine.passes` with B
+:func:`replicate_pass` is the pass of :mod:`kpca_dask.engine.passes.nystrom` with B
 weighted sums per chain (:mod:`kpca_dask.blocks.replicate_statistics`): each
 task reads its row block once, inside the task, and adds it to all B
 replicates; the chains are added pairwise. A chain holds B m^2 float64 words,
@@ -20,18 +20,18 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._parallel import local_threads, single_blas_thread
-from ..blocks.replicate_counts import DrawnCounts
-from ..blocks.replicate_statistics import (
+from ..._parallel import local_threads, single_blas_thread
+from ...blocks.replicate_counts import DrawnCounts
+from ...blocks.replicate_statistics import (
     ReplicateSums,
     replicate_statistics_of_block,
 )
-from ..blocks.statistics import finish_statistics, kernel_origin, merge_running
-from ..validation import one_feature_chunk
-from .graph_values import shared_values
-from .landmark_factor import reference_row
-from .passes import pass_plan, pass_threads, raise_if_nonfinite, reads_inlined, row_offsets
-from .solve import solve_small_problem
+from ...blocks.statistics import finish_statistics, kernel_origin, merge_running
+from ...validation import one_feature_chunk
+from ..graph_values import shared_values
+from ..solve.landmark_factor import reference_row
+from ..solve.nystrom import solve_small_problem
+from .nystrom import pass_plan, pass_threads, raise_if_nonfinite, reads_inlined, row_offsets
 
 __all__ = ["replicate_pass", "solve_replicates", "ReplicateSpectra"]
 
