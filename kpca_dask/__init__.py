@@ -56,23 +56,31 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
 
 
+#: Which estimator and loader read a model file, by the ``estimator`` its attributes name
+#: (module, loader; the estimator's class is the public name). Files naming none are read
+#: as KernelPCA models, whose first format had no such attribute.
+_LOADERS = {
+    "KernelPCA": (".storage.model_files", "load_model"),
+    "ExactKernelPCA": (".storage.exact_files", "load_exact"),
+    "HilbertKernelEOF": (".storage.hilbert_files", "load_hilbert"),
+}
+
+
 def load(path, *, storage_options: dict | None = None):
-    """Load a model saved by ``KernelPCA.save`` or ``ExactKernelPCA.save`` (a Zarr group; no
-    pickle, no code run).
+    """Load a model saved by any estimator's ``save`` (a Zarr group; no pickle, no code run):
+    the file says which estimator it holds.
 
-    See :func:`kpca_dask.storage.model_files.load_model` and
-    :func:`kpca_dask.storage.exact_files.load_exact`.
+    See :func:`kpca_dask.storage.model_files.load_model`,
+    :func:`kpca_dask.storage.exact_files.load_exact` and
+    :func:`kpca_dask.storage.hilbert_files.load_hilbert`.
     """
-    from .estimators.kernel_pca import KernelPCA
-    from .storage.exact_files import ESTIMATOR as EXACT
-    from .storage.model_files import load_model, stored_estimator
+    from .storage.model_files import stored_estimator
 
-    if stored_estimator(path, storage_options=storage_options) == EXACT:
-        from .estimators.exact import ExactKernelPCA
-        from .storage.exact_files import load_exact
-
-        return load_exact(path, ExactKernelPCA, storage_options=storage_options)
-    return load_model(path, KernelPCA, storage_options=storage_options)
+    name = stored_estimator(path, storage_options=storage_options)
+    module, loader = _LOADERS.get(name, _LOADERS["KernelPCA"])
+    read = getattr(importlib.import_module(module, __name__), loader)
+    return read(path, __getattr__(name if name in _LOADERS else "KernelPCA"),
+                storage_options=storage_options)
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from ..engine.orthomax import (
     rotated_count,
 )
 from ..errors import InvalidInputError
+from .hilbert_model import map_output, record_scores, score_output
 
 __all__ = ["rotate_hilbert", "RotatedHilbertEOF"]
 
@@ -44,16 +45,17 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     (100, 2)
     """
     r = rotated_count(int(estimator.n_components_), n_components, method, power)
+    fit = estimator.model_
     if X is not None:
-        n = estimator._record_scores(X)[0].shape[0]  # lazy: checks the features, reads nothing
-        if n != estimator.n_samples_:
+        n = record_scores(fit, estimator, X)[0].shape[0]  # lazy: checks features, reads nothing
+        if n != fit.n_samples:
             raise InvalidInputError(
-                f"X has {n} samples, not the fit's {estimator.n_samples_}: a Hilbert kernel "
+                f"X has {n} samples, not the fit's {fit.n_samples}: a Hilbert kernel "
                 "EOF is rotated on the data it was fitted on (or pass no X).")
-    loadings = estimator.solution_.loadings[:r]
-    rotation = complex_rotation_of(loadings, estimator.field_total_variance_, method, power,
+    loadings = fit.solution.loadings[:r]
+    rotation = complex_rotation_of(loadings, fit.solution.field_total_variance, method, power,
                                    max_iter=max_iter, rtol=rtol)
-    estimator.rotation_ = rotation
+    estimator.model_ = fit.replace(rotation=rotation)  # as KernelPCA's model keeps its rotation
     return RotatedHilbertEOF(estimator, rotation)
 
 
@@ -100,35 +102,41 @@ class RotatedHilbertEOF:
         laziness), as ``name`` (scores, their amplitude or phase) in the input's kind."""
         Y, like, is_lazy = found
         Y = Y[:, :self.n_components_] @ self._rotation
-        divisor = (np.sqrt(self.explained_variance_ * (self.estimator.n_samples_ - 1))
+        fit = self.estimator.model_
+        divisor = (np.sqrt(self.explained_variance_ * (fit.n_samples - 1))
                    if normalized else None)
-        return self.estimator._score_output(Y, like, is_lazy, name, divisor=divisor,
-                                            attrs={"rotation": self.rotation.method})
+        return score_output(fit, Y, like, is_lazy, name, divisor=divisor,
+                            attrs={"rotation": self.rotation.method})
+
+    def _training(self) -> tuple:
+        fit = self.estimator.model_
+        return fit.scores, fit.samples, fit.lazy
 
     def scores(self, normalized: bool = False):
         """The rotated complex scores of the training samples (xeofs' rotator's
         ``scores``); ``normalized``: each divided by √(explained variance (n − 1))."""
-        return self._scores(self.estimator._training_scores(), "scores", normalized)
+        return self._scores(self._training(), "scores", normalized)
 
     def transform(self, X):
         """The rotated complex scores of the record ``X`` (see the estimator's
         ``transform``)."""
-        return self._scores(self.estimator._record_scores(X), "scores")
+        return self._scores(record_scores(self.estimator.model_, self.estimator, X), "scores")
 
     def scores_amplitude(self, normalized: bool = True):
         """The modulus of the rotated scores (normalized by default, as xeofs)."""
-        return self._scores(self.estimator._training_scores(), "scores_amplitude", normalized)
+        return self._scores(self._training(), "scores_amplitude", normalized)
 
     def scores_phase(self):
         """The phase of each rotated score."""
-        return self._scores(self.estimator._training_scores(), "scores_phase")
+        return self._scores(self._training(), "scores_phase")
 
     def _maps(self, name: str, normalized: bool = True):
         maps = self.components_
         if not normalized:
             maps = maps * np.sqrt(self.explained_variance_
-                                  * (self.estimator.n_samples_ - 1))[:, None]
-        return self.estimator._map_output(maps, name, attrs={"rotation": self.rotation.method})
+                                  * (self.estimator.n_samples_fit_ - 1))[:, None]
+        return map_output(self.estimator.model_, maps, name,
+                          attrs={"rotation": self.rotation.method})
 
     def components(self, normalized: bool = True):
         """The rotated complex maps, unit norm (or times √(explained variance (n − 1))),

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass
 
 import dask
-import dask.array as da
 import numpy as np
 from dask.utils import format_bytes
 from sklearn.base import BaseEstimator
@@ -32,7 +30,7 @@ from .._memory import memory_budget
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
 from ..engine.bandwidth import pair_distances
-from ..engine.exact.gram import cross_inner_products, inner_products
+from ..engine.exact.gram import inner_products
 from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
 from ..engine.hilbert.complex_gram import (
     analytic_operator,
@@ -41,7 +39,6 @@ from ..engine.hilbert.complex_gram import (
     kernel_of_gram,
     map_coefficients,
     maps_of_rows,
-    record_gram,
     solve_gram,
 )
 from ..engine.hilbert.complex_solve import (
@@ -52,23 +49,29 @@ from ..engine.hilbert.complex_solve import (
     phase_turn,
     solve_moments,
 )
+from ..eof.hilbert_model import (
+    GramState,
+    HilbertFit,
+    map_output,
+    record_scores,
+    sample_labels,
+    score_output,
+)
+from ..eof.scalings import EOFVarianceMixin
 from ..errors import (
     InsufficientMemoryError,
     InvalidInputError,
     InvalidParameterError,
     ShortRecordWarning,
 )
-from ..io.field_sets import field_output
-from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
 from ..model.parameters import SOLVERS
-from ..validation import check_n_features
 
 __all__ = ["HilbertKernelEOF"]
 
 
-class HilbertKernelEOF(BaseEstimator):
+class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
     """Hilbert (complex) kernel EOF analysis by Nyström landmarks on Dask.
 
     A propagating signal, which real EOFs split into two modes in quadrature,
@@ -116,10 +119,14 @@ class HilbertKernelEOF(BaseEstimator):
 
     Attributes
     ----------
+    model_ : HilbertFit
+        Everything the fit learnt, one immutable object
+        (:class:`~kpca_dask.eof.hilbert_model.HilbertFit`); the attributes
+        below are views of it, and ``save`` writes it.
     n_components_ : int
         The number of modes q.
-    n_samples_ : int
-        The samples of the fit.
+    n_samples_fit_ : int
+        The samples of the fit (also ``n_samples_``).
     n_features_in_ : int
         The (kept, weighted) features.
     solver_ : {"gram", "nystrom"}
@@ -134,18 +141,22 @@ class HilbertKernelEOF(BaseEstimator):
     gamma_ : float or None
     mean_ : ndarray of float64
         Each (weighted) feature's mean, the anomalies' origin.
+    eigenvalues_ : ndarray of shape (q,)
+        The centred Hermitian kernel matrix's eigenvalues, λ (n − 1).
     explained_variance_ : ndarray of shape (q,)
         The variance of each complex score (xeofs' ``explained_variance``).
     total_variance_ : float
         The variance in the kernel's feature space (xeofs' total variance for a
         linear kernel): the centred kernel's trace / (n - 1).
+    total_variance_kind_ : {"exact", "nystrom-estimate"}
+        Exact for the Gram way and with every sample a landmark.
     explained_variance_ratio_ : ndarray of shape (q,)
     field_total_variance_ : float
         Σ of the analytic signal's variances, which rotated maps explain shares of.
     components_ : ndarray of complex128, shape (q, p)
         The unit-norm complex maps (xeofs' ``components``, docs/design.md §16).
     rotation_ : Rotation or None
-        Set by :func:`kpca_dask.rotate`.
+        The rotation :func:`kpca_dask.rotate` took last.
 
     See Also
     --------
@@ -167,6 +178,8 @@ class HilbertKernelEOF(BaseEstimator):
     >>> model = HilbertKernelEOF(1, padding="none").fit(X)
     >>> bool(model.explained_variance_ratio_[0] > 0.95)
     True
+    >>> model.spectrum()["explained_variance_ratio"].dims
+    ('mode',)
     """
 
     #: :func:`kpca_dask.rotate` rotates complex modes (docs/design.md §16).
@@ -238,8 +251,9 @@ class HilbertKernelEOF(BaseEstimator):
             params = self._kernel_params(*_landmark_spread(W))
             moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
-        self._store(solution, W, indices, mean, params, layout, Z, labels)
-        self.solver_ = "nystrom"
+        scores = complex_scores(Z, W, solution, params)  # lazy: read when asked for
+        self.model_ = self._model("nystrom", solution, W, indices, mean, params, layout,
+                                  scores, labels)
         return self
 
     def _chosen_solver(self, rows) -> str:
@@ -279,9 +293,9 @@ class HilbertKernelEOF(BaseEstimator):
         solution = ComplexSolution(modes.projection, modes.centre, modes.explained_variance,
                                    loadings * turn[:, None], modes.total_variance,
                                    float(norms.sum()) / (n - 1), n)
-        self._store(solution, None, np.arange(n), column_sums / n, params, layout, X, labels)
-        self.solver_ = "gram"
-        self._gram = _GramState(modes.scores, train_sums, train_total, norms)
+        self.model_ = self._model("gram", solution, None, np.arange(n), column_sums / n, params,
+                                  layout, modes.scores, labels,
+                                  GramState(X, train_sums, train_total, norms))
 
     def _check_params(self) -> None:
         q = self.n_components
@@ -334,23 +348,12 @@ class HilbertKernelEOF(BaseEstimator):
         return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
                 "coef0": float(self.coef0)}
 
-    def _store(self, solution, W, indices, mean, params, layout, Z, labels) -> None:
-        self.solution_ = solution
-        self.kernel_params_ = params
-        self.gamma_ = params.get("gamma")
-        self.landmarks_, self.landmark_indices_ = W, np.asarray(indices, dtype=np.int64)
-        self.n_landmarks_ = len(indices)
-        self.mean_ = np.asarray(mean, dtype=np.float64)
-        self.n_samples_, self.n_features_in_ = Z.shape
-        self.n_components_ = len(solution.explained_variance)
-        self.explained_variance_ = solution.explained_variance
-        self.total_variance_ = solution.total_variance
-        self.explained_variance_ratio_ = solution.explained_variance / solution.total_variance
-        self.field_total_variance_ = solution.field_total_variance
-        self.components_ = solution.components
-        self.layout_ = layout
-        self.rotation_ = None
-        self._training = (Z, labels.like, labels.is_lazy)
+    def _model(self, solver, solution, W, indices, mean, params, layout, scores, labels,
+               gram=None) -> HilbertFit:
+        return HilbertFit(solver, solution, params, W, np.asarray(indices, dtype=np.int64),
+                          np.asarray(mean, dtype=np.float64), self.padding,
+                          float(self.decay_factor), layout, scores,
+                          sample_labels(labels.like), labels.is_lazy, gram)
 
     # -- outputs -------------------------------------------------------------------------
 
@@ -371,153 +374,144 @@ class HilbertKernelEOF(BaseEstimator):
         period, transform a record at least as long as the fit's that contains it
         (the new samples with those before them) and keep the samples wanted.
         """
-        scores, like, is_lazy = self._record_scores(X)
-        if scores.shape[0] < self.n_samples_:
+        check_is_fitted(self)
+        scores, like, is_lazy = record_scores(self.model_, self, X)
+        if scores.shape[0] < self.n_samples_fit_:
             warnings.warn(ShortRecordWarning(
                 f"X is a record of {scores.shape[0]} samples, shorter than the fit's "
-                f"{self.n_samples_}: its analytic signal is its own, so its scores carry "
+                f"{self.n_samples_fit_}: its analytic signal is its own, so its scores carry "
                 "larger edge effects than the fit's (on eofs' SST, 10 of 50 winters "
                 "differed from the fit's scores for them by 29-65 % per mode). For samples "
                 "of the training record use scores(); for a new period, transform a record "
                 "at least as long as the fit's that contains it and keep the samples "
                 "wanted."), stacklevel=2)
-        return self._score_output(scores, like, is_lazy, "scores")
+        return score_output(self.model_, scores, like, is_lazy, "scores")
+
+    def fit_transform(self, X, y=None):
+        """Fit on ``X`` and return the training samples' complex scores (:meth:`scores`)."""
+        return self.fit(X).scores()
 
     def scores(self, normalized: bool = False):
         """The complex scores of the training samples (xeofs' ``scores``); ``normalized``:
         each divided by its norm √(λ (n − 1)). Lazy for lazy input."""
-        return self._score_output(*self._training_scores(), "scores",
-                                  divisor=self._norms() if normalized else None)
+        return self._training_output("scores", self._norms() if normalized else None)
 
     def scores_amplitude(self, normalized: bool = True):
         """The modulus of the scores (xeofs' ``scores_amplitude``: normalized by default)."""
-        return self._score_output(*self._training_scores(), "scores_amplitude",
-                                  divisor=self._norms() if normalized else None)
+        return self._training_output("scores_amplitude",
+                                     self._norms() if normalized else None)
 
     def scores_phase(self):
         """The phase of each complex score, in (−π, π] (xeofs' ``scores_phase``)."""
-        return self._score_output(*self._training_scores(), "scores_phase")
+        return self._training_output("scores_phase", None)
 
     def components(self, normalized: bool = True):
         """The complex maps (xeofs' ``components``): unit norm, or times √(λ (n − 1));
         on the field for a field's fit, else (q, n_features)."""
         check_is_fitted(self)
         maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
-        return self._map_output(maps, "components")
+        return map_output(self.model_, maps, "components")
 
     def components_amplitude(self, normalized: bool = True):
         """The modulus of the maps (xeofs' ``components_amplitude``)."""
         check_is_fitted(self)
         maps = self.components_ if normalized else self.components_ * self._norms()[:, None]
-        return self._map_output(maps, "components_amplitude")
+        return map_output(self.model_, maps, "components_amplitude")
 
     def components_phase(self):
         """The phase of each map entry, in (−π, π] (xeofs' ``components_phase``)."""
         check_is_fitted(self)
-        return self._map_output(self.components_, "components_phase")
+        return map_output(self.model_, self.components_, "components_phase")
 
-    # -- helpers shared with the rotation ------------------------------------------------
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the fitted model to a Zarr group at ``path`` (no pickle); read it back with
+        :func:`kpca_dask.load`.
+
+        The file holds the modes, the landmarks (or, for the Gram way, the
+        training rows, which new records are projected through, copied in as an
+        exact model's are) and the training samples' scores (computed now where
+        the fit left them lazy: one read of the data). Every chunk carries a
+        checksum and every array a digest, checked on loading
+        (:mod:`kpca_dask.storage.hilbert_files`).
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> t, x = np.arange(60)[:, None], np.arange(8)[None, :]
+        >>> model = HilbertKernelEOF(1, padding="none").fit(np.cos(0.3 * x - 0.2 * t))
+        >>> path = model.save(tempfile.mkdtemp() + "/hilbert.zarr")
+        >>> bool(np.allclose(kpca_dask.load(path).scores(), model.scores()))
+        True
+        """
+        from ..storage.hilbert_files import save_hilbert
+
+        return save_hilbert(self, path, overwrite=overwrite, storage_options=storage_options)
+
+    # -- views of the fitted model -------------------------------------------------------
+
+    def _training_output(self, name: str, divisor):
+        check_is_fitted(self)
+        fit = self.model_
+        return score_output(fit, fit.scores, fit.samples, fit.lazy, name, divisor=divisor)
+
+    def _norms(self) -> np.ndarray:
+        return np.sqrt(self.explained_variance_ * (self.n_samples_fit_ - 1))
 
     @property
     def sample_dim_(self) -> str | None:
         """The sample dimension of a field's fit (None for arrays)."""
         return None if self.layout_ is None else self.layout_.sample_dim
 
-    def _norms(self) -> np.ndarray:
-        return np.sqrt(self.explained_variance_ * (self.n_samples_ - 1))
+    solver_ = property(lambda self: self.model_.solver, doc="The way the fit took.")
+    solution_ = property(lambda self: self.model_.solution, doc="The complex modes solved.")
+    kernel_params_ = property(lambda self: self.model_.kernel_params,
+                              doc="Every resolved kernel parameter.")
+    gamma_ = property(lambda self: self.model_.kernel_params.get("gamma"),
+                      doc="The kernel's resolved gamma (None for the linear kernel).")
+    landmarks_ = property(lambda self: self.model_.landmarks,
+                          doc="The landmarks' analytic signal (None for the Gram way).")
+    landmark_indices_ = property(lambda self: self.model_.landmark_indices,
+                                 doc="The samples that are landmarks.")
+    n_landmarks_ = property(lambda self: len(self.model_.landmark_indices),
+                            doc="The landmarks used (every sample for the Gram way).")
+    mean_ = property(lambda self: self.model_.mean, doc="Each feature's mean.")
+    layout_ = property(lambda self: self.model_.layout, doc="A field's layout, or None.")
+    n_samples_fit_ = property(lambda self: self.model_.n_samples, doc="The samples fitted.")
+    n_samples_ = property(lambda self: self.model_.n_samples,
+                          doc="The samples fitted (``n_samples_fit_``).")
+    n_features_in_ = property(lambda self: self.model_.n_features,
+                              doc="The (kept, weighted) features.")
+    n_components_ = property(lambda self: len(self.model_.solution.explained_variance),
+                             doc="The number of modes q.")
+    field_total_variance_ = property(lambda self: self.model_.solution.field_total_variance,
+                                     doc="Σ of the analytic signal's variances.")
+    components_ = property(lambda self: self.model_.solution.components,
+                           doc="The unit-norm complex maps (q, p).")
+    rotation_ = property(lambda self: self.model_.rotation,
+                         doc="The rotation kpca_dask.rotate took last, or None.")
 
-    def _training_scores(self) -> tuple:
-        """The training samples' complex scores (lazy), and how to give them back."""
-        check_is_fitted(self)
-        Z, like, is_lazy = self._training
-        if self.solver_ == "gram":
-            return da.from_array(self._gram.scores, chunks=(Z.chunks[0], -1)), like, is_lazy
-        return complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_), \
-            like, is_lazy
+    @property
+    def eigenvalues_(self) -> np.ndarray:
+        """The eigenvalues of the centred Hermitian kernel matrix: λ (n − 1)."""
+        return self.model_.solution.explained_variance * (self.n_samples_fit_ - 1)
 
-    def _record_scores(self, X) -> tuple:
-        """A record's complex scores (lazy), and how to give them back."""
-        check_is_fitted(self)
-        rows = method_input(self, self.layout_, X)
-        check_n_features(rows.data, self.n_features_in_, type(self).__name__)
-        if self.solver_ == "gram":
-            return self._gram_record_scores(rows.data), rows.like, rows.is_lazy
-        Z = analytic_rows(rows.data, self.padding, self.decay_factor, mean=self.mean_)
-        Y = complex_scores(Z, self.landmarks_, self.solution_, self.kernel_params_)
-        return Y, rows.like, rows.is_lazy
+    @property
+    def explained_variance_ratio_(self) -> np.ndarray:
+        """Each mode's share of ``total_variance_``."""
+        solution = self.model_.solution
+        return solution.explained_variance / solution.total_variance
 
-    def _gram_record_scores(self, new) -> da.Array:
-        """A new record's complex scores by the Gram way: its inner products with the
-        training samples and its own, read now (docs/design.md §19)."""
-        if new.shape[0] < MIN_SAMPLES:
-            raise InvalidInputError(
-                f"The Hilbert transform needs at least {MIN_SAMPLES} samples; X has "
-                f"{new.shape[0]}.")
-        state, training = self._gram, self._training[0]
-        cross = cross_inner_products(new, training)
-        own, _ = inner_products(new)
-        H, norms = record_gram(cross, own, state.train_sums, state.train_total, self.padding,
-                               self.decay_factor)
-        K = kernel_of_gram(H, norms, state.norms, self.kernel_params_)
-        Y = (K - self.solution_.centre) @ self.solution_.projection
-        return da.from_array(Y, chunks=(new.chunks[0], -1))
-
-    def _score_output(self, Y, like, is_lazy: bool, name: str, *, divisor=None,
-                      attrs: dict | None = None):
-        """Scores (or their amplitude or phase, by ``name``) in the input's kind."""
-        if divisor is not None:
-            Y = Y / divisor
-        Y = _part(Y, name)
-        if not is_lazy:
-            Y = computed(Y)
-        if like is None:
-            return Y
-        attrs = {"kernel": self.kernel, "padding": self.padding, **(attrs or {})}
-        return label_embedding(Y, like, attrs).rename(name)
-
-    def _map_output(self, maps: np.ndarray, name: str, attrs: dict | None = None):
-        """Maps (or their amplitude or phase, by ``name``) on the field of a field's fit."""
-        maps = _part(maps, name)
-        layout = self.layout_
-        if layout is None or not layout.dims:
-            return maps
-        leading = {MODE_DIM: modes(maps.shape[0])}
-        if not np.iscomplexobj(maps):
-            return field_output(maps, layout, leading, name=name, attrs=attrs)
-        # The mask is NaN-filled per real array: the two parts go on the field apart.
-        real, imag = (field_output(part, layout, leading, name=name, attrs=attrs)
-                      for part in (maps.real, maps.imag))
-        if isinstance(real, list):
-            return [a + 1j * b for a, b in zip(real, imag)]
-        return real + 1j * imag
+    @property
+    def total_variance_kind_(self) -> str:
+        """``"exact"`` (the Gram way, or every sample a landmark) or ``"nystrom-estimate"``."""
+        exact = self.solver_ == "gram" or self.n_landmarks_ == self.n_samples_fit_
+        return "exact" if exact else "nystrom-estimate"
 
     def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "solution_")
-
-
-def _part(values, name: str):
-    """The modulus or the argument of complex ``values`` by the output's ``name`` (numpy or
-    dask alike: np.abs and np.angle dispatch to dask)."""
-    if name.endswith("_amplitude"):
-        return np.abs(values)
-    if name.endswith("_phase"):
-        return np.angle(values)
-    return values
-
+        return getattr(self, "model_", None) is not None
 
 #: At most this many samples, spread over the record, give the rbf kernel's default gamma.
 _SPREAD = 1000
-
-
-@dataclass(frozen=True)
-class _GramState:
-    """What the Gram way keeps beside its solution: the training scores (n x q), X Xᵀ 1,
-    1ᵀ X Xᵀ 1 and the training analytic signal's squared norms, for new records."""
-
-    scores: np.ndarray
-    train_sums: np.ndarray
-    train_total: float
-    norms: np.ndarray
 
 
 def _spread(n: int) -> np.ndarray:

@@ -65,7 +65,7 @@ from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from .layout_files import layout_attribute, layout_from_attribute
 from .model_files import saved_params
 
-__all__ = ["save_exact", "load_exact", "ESTIMATOR"]
+__all__ = ["save_exact", "load_exact", "ESTIMATOR", "array_digest", "stored_digest"]
 
 ESTIMATOR = "ExactKernelPCA"
 FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 3
@@ -109,7 +109,7 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
              "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
              "unsaved_params": unsaved, "fitted": fitted}
     attrs[CHECKSUMS_ATTRIBUTE] = {
-        "arrays": {name: _digest(value) for name, value in arrays.items()},
+        "arrays": {name: array_digest(value) for name, value in arrays.items()},
         "attributes": attributes_digest(attrs), "attribute_names": sorted(attrs)}
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
@@ -147,7 +147,7 @@ def _model_of_dense_fit(fit: ExactFit) -> ExactModel:
                       fit.column_means @ S - grand_mean * sums, grand_mean)
 
 
-def _digest(value) -> str:
+def array_digest(value) -> str:
     """The digest of an array; a dask array's taken panel by panel, one computed at a time."""
     if not isinstance(value, da.Array):
         return digest(np.asarray(value))
@@ -190,7 +190,7 @@ def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
     small = {name: read_checked(group, name) for name in names if name not in _LARGE}
     # The large arrays are read panel by panel for their digests; transform reads them lazily.
     check_digests({**small, **{name: None for name in _LARGE}}, recorded,
-                  taken={name: _file_digest(group, name) for name in _LARGE})
+                  taken={name: stored_digest(group, name) for name in _LARGE})
     written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
                if name in attrs}
     if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
@@ -206,7 +206,7 @@ def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
     return estimator
 
 
-def _file_digest(group: zarr.Group, name: str) -> str:
+def stored_digest(group: zarr.Group, name: str) -> str:
     """The digest of a large array, read panel by panel; a chunk that fails its checksum is a
     damaged array, named."""
     try:

@@ -20,7 +20,8 @@ import numpy as np
 from ..io.fields import FeatureLayout
 from ..io.multiple_fields import CONTAINERS, combined_layout
 
-__all__ = ["layout_attribute", "layout_from_attribute"]
+__all__ = ["layout_attribute", "layout_from_attribute", "coordinate_attribute",
+           "coordinate_values"]
 
 
 def layout_attribute(layout: FeatureLayout) -> dict:
@@ -36,7 +37,7 @@ def layout_attribute(layout: FeatureLayout) -> dict:
         "sample_dim": layout.sample_dim,
         "dims": list(layout.dims),
         "shape": [int(size) for size in layout.shape],
-        "coords": {dim: _coordinate(values) for dim, values in layout.coords.items()},
+        "coords": {dim: coordinate_attribute(values) for dim, values in layout.coords.items()},
         "weight_dims": list(layout.weight_dims),
     }
     # What outputs are named and described by, and how the sample dimension was chosen.
@@ -52,13 +53,19 @@ def layout_attribute(layout: FeatureLayout) -> dict:
     return stored
 
 
-def _coordinate(values: np.ndarray) -> dict:
+def coordinate_attribute(values: np.ndarray) -> dict:
+    """A coordinate's values as JSON: its dtype and values (times and text as text)."""
     values = np.asarray(values)
     if values.dtype.kind in "biuf":
         return {"dtype": str(values.dtype), "values": values.tolist()}
     if values.dtype.kind in "MmU":
         return {"dtype": str(values.dtype), "values": values.astype(str).tolist()}
     return {"dtype": "str", "values": [str(value) for value in values]}
+
+
+def coordinate_values(stored: dict) -> np.ndarray:
+    """The values :func:`coordinate_attribute` wrote, in their dtype."""
+    return np.asarray(stored["values"], dtype=stored["dtype"])
 
 
 def layout_from_attribute(stored: dict, kept, weights) -> FeatureLayout:
@@ -77,7 +84,7 @@ def layout_from_attribute(stored: dict, kept, weights) -> FeatureLayout:
         raise ValueError(f"dims {list(dims)} and shape {list(shape)} do not match")
     coords = {}
     for dim, coordinate in stored["coords"].items():
-        values = np.asarray(coordinate["values"], dtype=coordinate["dtype"])
+        values = coordinate_values(coordinate)
         if dim not in dims or values.shape != (shape[dims.index(dim)],):
             raise ValueError(f"the coordinate {dim!r} does not match the dims and shape")
         coords[dim] = values
