@@ -63,6 +63,7 @@ _LOADERS = {
     "KernelPCA": (".storage.model_files", "load_model"),
     "ExactKernelPCA": (".storage.exact_files", "load_exact"),
     "HilbertKernelEOF": (".storage.hilbert_files", "load_hilbert"),
+    "ExtendedKernelEOF": (".storage.extended_files", "load_extended"),
 }
 
 
@@ -71,16 +72,19 @@ def load(path, *, storage_options: dict | None = None):
     the file says which estimator it holds.
 
     See :func:`kpca_dask.storage.model_files.load_model`,
-    :func:`kpca_dask.storage.exact_files.load_exact` and
-    :func:`kpca_dask.storage.hilbert_files.load_hilbert`.
+    :func:`kpca_dask.storage.exact_files.load_exact`,
+    :func:`kpca_dask.storage.hilbert_files.load_hilbert` and
+    :func:`kpca_dask.storage.extended_files.load_extended`.
     """
     from .storage.model_files import stored_estimator
 
     name = stored_estimator(path, storage_options=storage_options)
     module, loader = _LOADERS.get(name, _LOADERS["KernelPCA"])
     read = getattr(importlib.import_module(module, __name__), loader)
+    # A model of stages (the extended EOF) reads each stage's file by this function.
+    stages = {"load_stage": load} if name == "ExtendedKernelEOF" else {}
     return read(path, __getattr__(name if name in _LOADERS else "KernelPCA"),
-                storage_options=storage_options)
+                storage_options=storage_options, **stages)
 
 
 __all__ = [

@@ -1,0 +1,151 @@
+"""Saving and loading :class:`~kpca_dask.ExtendedKernelEOF` models as Zarr groups (no pickle).
+
+An extended EOF is its stages and its space-time maps, so its file is a group
+that holds each stage's model file as a subgroup, written and checked by that
+stage's own format (:mod:`kpca_dask.storage.model_files` for a landmark stage,
+:mod:`kpca_dask.storage.exact_files` for the Gram way's), beside the maps
+(``format_version`` 1 of "kpca-dask-model", ``estimator = "ExtendedKernelEOF"``)::
+
+    extended.zarr/
+      kernel_stage/     the kernel PCA of the embedded rows (a model file)
+      linear_stage/     the linear EOFs the field was reduced to (with n_pca_modes)
+      components        (k, L, ...)  the space-time maps, NaN off a field's mask
+      attributes (JSON): format, format_version, kpca_dask_version, estimator,
+                         params, unsaved_params, checksums, and fitted: solver,
+                         delay (tau, L), n_features_in, components (their dims,
+                         coordinates, name and attributes for a field)
+
+The group is written in a hidden staging directory and put in place whole
+(:func:`kpca_dask.io.atomic.staged_output`); the maps carry a crc32c checksum
+per chunk and a digest, the attributes a digest, all checked on loading.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import numpy as np
+import xarray as xr
+import zarr
+from sklearn.utils.validation import check_is_fitted
+
+from .._json import jsonable
+from .._version import __version__
+from ..checkpoints.file_checks import damaged
+from ..errors import ModelFormatError, about
+from ..io import PathOrURL, open_group
+from ..io.atomic import INCOMPLETE, WRITE_STATE_ATTR, staged_output
+from ..io.checksums import (
+    CHECKSUMS_ATTRIBUTE,
+    attributes_digest,
+    check_digests,
+    checksummed_codecs,
+    digest,
+    read_checked,
+    recorded_digests,
+)
+from ..io.delay_embedding import lags
+from .layout_files import coordinate_attribute, coordinate_values
+from .model_files import saved_params
+
+__all__ = ["save_extended", "load_extended", "ESTIMATOR"]
+
+ESTIMATOR = "ExtendedKernelEOF"
+FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 1
+STAGES = ("kernel_stage", "linear_stage")
+
+
+def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
+                  storage_options: dict | None = None) -> str:
+    """Write a fitted ExtendedKernelEOF, its stages included, to a Zarr group at ``path``;
+    returns the path. Nothing is left at ``path`` if a stage cannot be saved."""
+    check_is_fitted(estimator)
+    maps = estimator.components_
+    values = np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
+    params, unsaved = saved_params(estimator)
+    fitted = {"solver": estimator.solver_, "delay": list(estimator.delay_),
+              "n_features_in": int(estimator.n_features_in_),
+              "components": _labels_attribute(maps)}
+    attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+             "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
+             "unsaved_params": unsaved, "fitted": fitted}
+    attrs[CHECKSUMS_ATTRIBUTE] = {"arrays": {"components": digest(values)},
+                                  "attributes": attributes_digest(attrs),
+                                  "attribute_names": sorted(attrs)}
+    with staged_output(path, overwrite, storage_options) as target:
+        group = zarr.open_group(target.url, mode="w-", zarr_format=3,
+                                attributes={**attrs, WRITE_STATE_ATTR: INCOMPLETE},
+                                **target.zarr_kwargs())
+        group.create_array("components", data=values, compressors=checksummed_codecs())
+        for name, stage in zip(STAGES, (estimator.kpca_, estimator.pca_)):
+            if stage is not None:
+                stage.save(f"{target.url}/{name}", storage_options=storage_options)
+    return os.fspath(path)
+
+
+def _labels_attribute(maps) -> dict | None:
+    if not isinstance(maps, xr.DataArray):
+        return None
+    return {"dims": list(maps.dims), "name": maps.name,
+            "coords": {dim: coordinate_attribute(maps[dim].values)
+                       for dim in maps.dims if dim in maps.coords},
+            "attrs": jsonable(dict(maps.attrs))}
+
+
+def _labelled(values: np.ndarray, stored: dict | None):
+    if stored is None:
+        return values
+    dims = tuple(stored["dims"])
+    coords = {dim: coordinate_values(value) for dim, value in stored["coords"].items()}
+    return xr.DataArray(values, dims=dims, coords=coords, name=stored["name"],
+                        attrs=dict(stored["attrs"]))
+
+
+def load_extended(path: PathOrURL, estimator_class: type, *,
+                  storage_options: dict | None = None, load_stage: Callable):
+    """Read a model written by :func:`save_extended`, its stages by ``load_stage``
+    (:func:`kpca_dask.load`, which reads each by its own loader).
+
+    Raises
+    ------
+    ModelFormatError
+        Not such a model, a damaged array or attribute, or a stage that fails
+        its own checks; the message names the file and what is wrong.
+    """
+    where = os.fspath(path)
+    with about(where):
+        group = open_group(path, storage_options=storage_options)
+        attrs = group.attrs.asdict()
+        if attrs.get("estimator") != ESTIMATOR or attrs.get("format") != FORMAT_NAME:
+            raise ModelFormatError(f"holds no {ESTIMATOR} model: save one with "
+                                   f"{ESTIMATOR}.save.")
+        if attrs.get("format_version") != FORMAT_VERSION:
+            raise ModelFormatError(
+                f"written in model format version {attrs.get('format_version')!r}; this "
+                f"kpca-dask {__version__} reads {ESTIMATOR} models of version "
+                f"{FORMAT_VERSION}. Install a matching kpca-dask version.")
+        if "components" not in group.array_keys() or "kernel_stage" not in group.group_keys():
+            raise damaged("components or kernel_stage missing")
+        values = read_checked(group, "components")
+        check_digests({"components": values}, recorded_digests(attrs))
+        written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
+                   if name in attrs}
+        if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
+            raise damaged("its attributes differ from those written (their digest does not "
+                          "match): the file was edited")
+        fitted = attrs["fitted"]
+        try:
+            estimator = estimator_class(**attrs.get("params", {}))
+            components = _labelled(values, fitted["components"])
+            tau, embedding = (int(value) for value in fitted["delay"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise damaged(f"its attributes are not those a fit writes ({exc})") from None
+    kernel, linear = (load_stage(f"{where}/{name}", storage_options=storage_options)
+                      if name in group.group_keys() else None for name in STAGES)
+    # The attributes a fit sets (ExtendedKernelEOF.fit), from the file.
+    estimator.kpca_, estimator.pca_, estimator.components_ = kernel, linear, components
+    estimator.solver_, estimator.delay_ = fitted["solver"], (tau, embedding)
+    estimator.lags_ = lags(tau, embedding)
+    estimator.n_features_in_ = int(fitted["n_features_in"])
+    return estimator
