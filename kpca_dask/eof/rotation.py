@@ -18,6 +18,7 @@ from typing import Any
 
 import dask
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ..engine.exact.cross_moments import pattern_maps
 from ..engine.orthomax import (
@@ -94,6 +95,13 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     >>> rotated.transform(X).shape, bool(rotated.explained_variance_ratio_.sum() <= 1)
     ((60, 3), True)
     """
+    check_is_fitted(estimator)
+    if getattr(estimator, "model_", None) is None:
+        raise InvalidParameterError(
+            f"kpca_dask.rotate takes a fitted KernelPCA, ExactKernelPCA or HilbertKernelEOF; "
+            f"rotating the modes of {type(estimator).__name__} is not implemented (for "
+            "an ExtendedKernelEOF: its space-time maps are those of model.kpca_, a kernel "
+            "PCA of the embedded rows).")
     if getattr(estimator, "_complex_modes", False):
         from .hilbert_rotation import rotate_hilbert
 
