@@ -23,6 +23,7 @@ from ..errors import KPCAError
 from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
 from .compute import check_parameters, compute_context
+from .eof_fits import fit_eof, refuse_eof_options
 from .inputs import fit_weights, open_data
 from .parser import LIBRARY_DEFAULTS, PROG, UNSET, CommandError
 from .summary import print_summary, shown_components, summary
@@ -62,7 +63,8 @@ def fit_params(args: argparse.Namespace) -> dict:
     ({'nu': 2.5}, 7)
     """
     return {
-        "n_components": args.n_components, "kernel": args.kernel, "gamma": args.gamma,
+        "n_components": args.n_components, "gamma": args.gamma,
+        "kernel": args.kernel if args.kernel is not None else LIBRARY_DEFAULTS["kernel"],
         "degree": args.degree, "coef0": args.coef0,
         "kernel_params": {"nu": args.nu} if args.nu is not None else None,
         "remove_zero_eig": args.remove_zero_eig, "n_landmarks": args.n_landmarks,
@@ -112,12 +114,27 @@ def _fit_exact(args, X) -> None:
     print_summary(summary(model, args.model))
 
 
+def _method(args) -> str:
+    """The estimator ``fit`` makes: --method, or --exact (``--method exact``)."""
+    if args.exact and args.method not in ("nystrom", "exact"):
+        raise CommandError(f"--exact asks for --method exact, not --method {args.method}: "
+                           "give one of them.")
+    return "exact" if args.exact else args.method
+
+
 def _fit(args) -> None:
     from ..io import check_can_write, open_array
 
     check_can_write(args.model, overwrite=args.overwrite)
+    method = _method(args)
+    refuse_eof_options(args, method)
     X = open_data(args)
-    if args.exact:
+    if method in ("hilbert", "extended"):
+        model = fit_eof(args, X, method)
+        print(f"wrote {args.model}")
+        print_summary(summary(model, args.model))
+        return
+    if method == "exact":
         _fit_exact(args, X)
         return
     if args.eigen_solver != "auto":
@@ -171,17 +188,11 @@ def _patterns(args) -> None:
           f"in {seconds:.2f} s")
 
 
-def _layout(model):
-    """A fitted model's feature layout (None for plain arrays), for either estimator."""
-    return model.model_.layout
-
-
 def _check_sample_dim(args, model) -> None:
-    layout = _layout(model)
-    if args.sample_dim is not None and layout is not None and args.sample_dim != (
-            layout.sample_dim):
+    fitted = model.sample_dim_  # every estimator's: None for a fit on arrays
+    if args.sample_dim is not None and fitted is not None and args.sample_dim != fitted:
         raise CommandError(f"--sample-dim {args.sample_dim} differs from the model's sample "
-                           f"dimension {layout.sample_dim!r}; leave it out to use the model's.")
+                           f"dimension {fitted!r}; leave it out to use the model's.")
 
 
 def _write_model_output(args, method: str) -> None:
@@ -212,6 +223,9 @@ def _write_model_output(args, method: str) -> None:
     # Built lazily before any worker starts, so that a wrong file or shape fails at once.
     started = time.perf_counter()
     if out_format == "parquet":
+        if type(model).__name__ == "HilbertKernelEOF":
+            raise CommandError("A Hilbert EOF's scores are complex, which Parquet does not "
+                               "hold: write them to Zarr (--out NAME.zarr).")
         result = _table_output(args, model, method, kind, dtype)
         writer = write_table
         shape = (f"{len(result.columns)} column(s) ({', '.join(map(str, result.columns[:6]))}"
@@ -220,7 +234,10 @@ def _write_model_output(args, method: str) -> None:
         with warnings.catch_warnings():
             # A table's columns were matched to the model's names above; the array has none.
             warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            result = getattr(model, method)(open_data(args)).astype(dtype)
+            result = getattr(model, method)(open_data(args))
+            # A Hilbert EOF's scores are complex: written as complex128 (Zarr).
+            dtype = np.dtype(np.complex128) if np.iscomplexobj(result) else dtype
+            result = result.astype(dtype)
         writer = write_embedding if method == "transform" else write_array
         shape = " x ".join(str(n) for n in result.shape)
     with compute_context(args):
@@ -286,8 +303,9 @@ def _info(args) -> None:
     from .. import load
 
     model = load(args.model)
-    if args.n_components is not UNSET and isinstance(model, ExactKernelPCA):
-        raise CommandError(f"{args.model} is an exact model, which keeps no statistics to "
+    if args.n_components is not UNSET and not isinstance(model, KernelPCA):
+        kind = "an exact" if isinstance(model, ExactKernelPCA) else f"a {type(model).__name__}"
+        raise CommandError(f"{args.model} is {kind} model, which keeps no statistics to "
                            "re-solve from; fit it again with another --n-components.")
     if args.n_components is not UNSET:
         # Re-solved in memory from the stored statistics; the file is not touched.

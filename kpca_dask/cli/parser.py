@@ -56,6 +56,17 @@ FORMATS = ("zarr", "npy", "parquet", "csv", "hdf5", "netcdf")
 LANDMARK_STRATEGIES = ("kmeans", "rpcholesky", "uniform")
 #: kpca_dask.model.parameters.EIGEN_SOLVERS
 EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
+#: The estimators ``fit --method`` makes: KernelPCA, ExactKernelPCA, HilbertKernelEOF,
+#: ExtendedKernelEOF.
+METHODS = ("nystrom", "exact", "hilbert", "extended")
+#: kpca_dask.model.parameters.SOLVERS (the Hilbert and extended EOF's ways)
+SOLVERS = ("auto", "gram", "nystrom")
+#: kpca_dask.engine.hilbert.analytic_signal.PADDINGS
+PADDINGS = ("exp", "none")
+#: The defaults of the options that only the Hilbert and extended EOF take, as their
+#: estimators' (HilbertKernelEOF, ExtendedKernelEOF).
+EOF_DEFAULTS = MappingProxyType({"solver": "auto", "padding": "exp", "decay_factor": 0.2,
+                                 "tau": 1, "embedding": 2, "n_pca_modes": None})
 
 #: Scheduler names that run in this process instead of on a distributed client.
 LOCAL_SCHEDULERS = ("threads", "synchronous")
@@ -225,10 +236,12 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
                      metavar="Q", help="int, a fraction of variance in (0, 1), or 'all' "
                                        "(default: all, every component with a positive "
                                        "eigenvalue)")
-    fit.add_argument("--kernel", choices=KERNEL_NAMES, default=default["kernel"],
+    # None until given: the Hilbert and extended EOF default to the linear kernel.
+    fit.add_argument("--kernel", choices=KERNEL_NAMES, default=None,
                      help="the kernel k(x, y); gaussian and poly are other names of rbf and "
                           "polynomial, precomputed takes DATA as the n x n kernel matrix "
-                          "(default: %(default)s)")
+                          f"(default: {default['kernel']}; linear for --method hilbert and "
+                          "extended)")
     fit.add_argument("--gamma", type=_gamma, default=default["gamma"], metavar="G",
                      help="kernel coefficient: a number, 'median' (median heuristic on a "
                           "sample: 2 / median squared distance) or 'scale' (1 / (n_features * "
@@ -335,10 +348,38 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--checkpoint", metavar="PATH",
                      help="Zarr group where the pass (or the matrix-free solver, after each "
                           "product) saves progress; rerun to resume (default: none)")
+    fit.add_argument("--method", choices=METHODS, default="nystrom",
+                     help="nystrom: kernel PCA by landmarks (KernelPCA); exact: no landmarks "
+                          "(ExactKernelPCA, as --exact); hilbert: complex modes of the "
+                          "analytic signal (HilbertKernelEOF, linear kernel unless --kernel "
+                          "says otherwise); extended: modes of the delay-embedded samples "
+                          "(ExtendedKernelEOF, linear kernel unless --kernel says otherwise) "
+                          "(default: %(default)s)")
     fit.add_argument("--exact", action="store_true",
                      help="exact kernel PCA (ExactKernelPCA), no landmarks: the n x n matrix "
                           "while it fits in memory, matrix-free beyond (then --n-components "
                           "must be an int); --dtype is then the precision of its kernel tiles")
+    eof = EOF_DEFAULTS
+    fit.add_argument("--solver", choices=SOLVERS, default=eof["solver"],
+                     help="with --method hilbert or extended: 'gram' (the n x n Gram matrix of "
+                          "the field, exact), 'nystrom' (landmarks) or 'auto' (the Gram way "
+                          "for wide data that fits) (default: %(default)s)")
+    fit.add_argument("--padding", choices=PADDINGS, default=eof["padding"],
+                     help="with --method hilbert: the padding of each record before the "
+                          "Hilbert transform (default: %(default)s)")
+    fit.add_argument("--decay-factor", type=float, default=eof["decay_factor"], metavar="F",
+                     help="with --method hilbert: the padding's e-folding length as a share "
+                          "of the record (default: %(default)s)")
+    fit.add_argument("--tau", type=_positive_int, default=eof["tau"],
+                     help="with --method extended: the delay between lagged copies, in "
+                          "samples (default: %(default)s)")
+    fit.add_argument("--embedding", type=_positive_int, default=eof["embedding"], metavar="L",
+                     help="with --method extended: the number of lagged copies "
+                          "(default: %(default)s)")
+    fit.add_argument("--n-pca-modes", type=_positive_int, default=eof["n_pca_modes"],
+                     metavar="P", help="with --method extended: embed the scores of the "
+                                       "field's P leading linear EOFs (default: none, the "
+                                       "field itself)")
     fit.add_argument("--eigen-solver", choices=EIGEN_SOLVERS, default="auto",
                      help="with --exact: 'dense' (the n x n matrix), 'matrix-free' (products "
                           "with it, one pass over the data each) or 'auto' (default: auto)")

@@ -29,6 +29,10 @@ def summary(model, path: str | os.PathLike) -> dict:
     from ..exact.exact_model import ExactFit
     from ..model.provenance import recorded_rows
 
+    if type(model).__name__ in ("HilbertKernelEOF", "ExtendedKernelEOF"):
+        from .eof_fits import eof_summary
+
+        return eof_summary(model, path)
     if isinstance(model.model_, ExactFit):
         return _exact_summary(model, path)
     ratio = np.asarray(model.explained_variance_ratio_)
@@ -196,6 +200,12 @@ def print_summary(s: dict) -> None:
 
     params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in s["kernel_params"].items())
+    if s.get("estimator") in ("HilbertKernelEOF", "ExtendedKernelEOF"):
+        from .eof_fits import eof_rows
+
+        for label, text in [("kernel", f"{s['kernel']}({params})"), *eof_rows(s)]:
+            print(f"{label:<12} {text}")
+        return
     if s.get("estimator") == "ExactKernelPCA":
         rows = [("kernel", f"{s['kernel']}({params})"), *_exact_rows(s)]
         if s.get("field"):

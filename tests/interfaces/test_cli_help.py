@@ -99,13 +99,14 @@ def test_the_walk_reaches_every_subcommand():
 def test_the_parsers_copies_equal_the_librarys_tables():
     """The names and defaults the parser offers, written there so that it imports none of
     the library, are the library's own."""
-    from kpca_dask import KernelPCA
+    from kpca_dask import ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
     from kpca_dask.blocks.kernels import KERNEL_NAMES
     from kpca_dask.dask_client import LOCAL_CLUSTER
     from kpca_dask.datasets import DATASETS
+    from kpca_dask.engine.hilbert.analytic_signal import PADDINGS
     from kpca_dask.io.formats import FORMATS
     from kpca_dask.landmarks.strategies import _BUILT_IN
-    from kpca_dask.model.parameters import EIGEN_SOLVERS
+    from kpca_dask.model.parameters import EIGEN_SOLVERS, SOLVERS
 
     signature = {name: parameter.default
                  for name, parameter in inspect.signature(KernelPCA).parameters.items()}
@@ -118,6 +119,13 @@ def test_the_parsers_copies_equal_the_librarys_tables():
     assert cli_parser.FORMATS == FORMATS
     assert cli_parser.LANDMARK_STRATEGIES == tuple(sorted(_BUILT_IN))
     assert cli_parser.EIGEN_SOLVERS == EIGEN_SOLVERS
+    assert cli_parser.SOLVERS == SOLVERS and cli_parser.PADDINGS == PADDINGS
+    for estimator in (HilbertKernelEOF, ExtendedKernelEOF):
+        defaults = {name: parameter.default
+                    for name, parameter in inspect.signature(estimator).parameters.items()}
+        assert {name: defaults[name] for name in cli_parser.EOF_DEFAULTS if name in defaults} \
+            == {name: cli_parser.EOF_DEFAULTS[name] for name in cli_parser.EOF_DEFAULTS
+                if name in defaults}
     assert LOCAL_CLUSTER not in cli_parser.LOCAL_SCHEDULERS
 
 

@@ -1,0 +1,98 @@
+"""``kpca-dask fit --method hilbert|extended``, ``info`` and ``transform`` of their models.
+
+A Zarr field fitted on the command line gives the model the library fits with the same
+parameters; ``info`` describes it; ``transform`` writes its scores (complex for the Hilbert
+EOF) as the library computes them. Options of another method, and what these models
+cannot do, are refused in words before any data are read.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+from _complex_modes import travelling_waves
+from test_cli import main  # kpca-dask ARGS in this process
+
+import kpca_dask
+from kpca_dask import ExtendedKernelEOF, HilbertKernelEOF
+
+N, P = 60, 24
+
+
+@pytest.fixture(scope="module")
+def field_store(tmp_path_factory):
+    """A (time, lat, lon) field in an xarray Zarr store."""
+    values = travelling_waves(N, P, seed=2).reshape(N, 4, 6)
+    field = xr.DataArray(values, dims=("time", "lat", "lon"), name="z", coords={
+        "time": np.arange(N), "lat": [-30.0, -10.0, 10.0, 30.0], "lon": np.arange(6.0) * 60})
+    path = tmp_path_factory.mktemp("field") / "field.zarr"
+    field.to_dataset().to_zarr(path, consolidated=False)
+    return field, path
+
+
+@pytest.mark.parametrize("method, options, estimator", [
+    ("hilbert", ("--solver", "gram", "--padding", "none"),
+     HilbertKernelEOF(3, padding="none", solver="gram")),
+    ("extended", ("--tau", "2", "--embedding", "3", "--n-pca-modes", "5", "--n-landmarks", "60",
+                  "--landmarks", "uniform"),
+     ExtendedKernelEOF(3, tau=2, embedding=3, n_pca_modes=5, n_landmarks=60,
+                       landmarks="uniform")),
+])
+def test_fit_info_and_transform(field_store, tmp_path, capsys, method, options, estimator):
+    field, path = field_store
+    model, scores = tmp_path / "model.zarr", tmp_path / "scores.zarr"
+    done = main("fit", path, "--model", model, "--method", method, "--n-components", "3",
+                "--sample-dim", "time", *options, "--scheduler", "threads", capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    loaded = kpca_dask.load(model)
+    assert type(loaded) is type(estimator) and loaded.kernel == "linear"
+    expected = estimator.fit(field)
+    np.testing.assert_allclose(loaded.explained_variance_ratio_,
+                               expected.explained_variance_ratio_, rtol=1e-10)
+    done = main("info", model, capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    assert {"hilbert": "Hilbert (complex) EOF", "extended": "extended EOF: 3 copies 2 samples "
+            "apart, on the scores of 5 linear EOFs"}[method] in done.stdout
+    assert f"n = {N} samples" in done.stdout or method == "extended"
+    described = json.loads(main("info", model, "--json", capsys=capsys).stdout)
+    assert described["estimator"] == type(estimator).__name__
+    np.testing.assert_allclose(described["explained_variance_ratio"],
+                               expected.explained_variance_ratio_, rtol=1e-10)
+    done = main("transform", model, path, "--out", scores, "--scheduler", "threads",
+                capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    written = xr.open_zarr(scores, consolidated=False)
+    written = written[list(written.data_vars)[0]]
+    want = expected.transform(field)
+    assert written.dtype == want.dtype and written.dims == want.dims
+    np.testing.assert_allclose(written.values, want.values, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--tau", "3"), "--tau is an option of --method extended"),
+    (("--padding", "none", "--exact"), "--padding is an option of --method hilbert"),
+    (("--method", "hilbert", "--exact"), "--exact asks for --method exact"),
+    (("--method", "hilbert"), "--method hilbert needs --n-components Q"),
+    (("--method", "hilbert", "--n-components", "2", "--gamma", "median"), "--gamma median"),
+    (("--method", "extended", "--n-components", "2", "--fit-inverse-transform"),
+     "--fit-inverse-transform is an option of --method nystrom"),
+    (("--method", "hilbert", "--n-components", "2", "--tol", "0.1"),
+     "--tol is not an option of --method hilbert"),
+])
+def test_options_of_another_method_are_refused(field_store, tmp_path, capsys, argv, message):
+    _, path = field_store
+    done = main("fit", path, "--model", tmp_path / "m.zarr", *argv, capsys=capsys)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (tmp_path / "m.zarr").exists()
+
+
+def test_what_these_models_cannot_do_is_refused(field_store, tmp_path, capsys):
+    field, path = field_store
+    model = HilbertKernelEOF(2, padding="none").fit(field).save(tmp_path / "h.zarr")
+    done = main("info", model, "--n-components", "1", capsys=capsys)
+    assert done.returncode == 2 and "keeps no statistics to re-solve from" in done.stderr
+    done = main("transform", model, path, "--out", tmp_path / "y.parquet", capsys=capsys)
+    assert done.returncode == 2 and "complex, which Parquet does not hold" in done.stderr
