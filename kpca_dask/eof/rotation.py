@@ -33,6 +33,7 @@ from ..io.field_inputs import weighted_rows
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, modes
 from ..model.inputs import method_input
+from .hilbert_model import HilbertFit
 from .patterns import patterns_of
 
 __all__ = ["rotate", "RotatedEOF"]
@@ -102,7 +103,7 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
             f"rotating the modes of {type(estimator).__name__} is not implemented (for "
             "an ExtendedKernelEOF: its space-time maps are those of model.kpca_, a kernel "
             "PCA of the embedded rows).")
-    if getattr(estimator, "_complex_modes", False):
+    if isinstance(estimator.model_, HilbertFit):  # complex modes (docs/design.md §16)
         from .hilbert_rotation import rotate_hilbert
 
         return rotate_hilbert(estimator, X, method=method, power=power,

@@ -16,7 +16,7 @@ import numpy as np
 from dask.array.core import PerformanceWarning
 from numpy.typing import ArrayLike
 from scipy import linalg
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
@@ -24,7 +24,7 @@ from ..blocks.signs import fix_signs
 from ..engine.exact.gram import cross_kernel_by_panels
 from ..engine.solve.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..eof.patterns import check_kind, patterns_of
-from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
+from ..eof.scalings import check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
 from ..exact.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
 from ..exact.exact_model import ExactFit, applied, exact_attribute
@@ -42,13 +42,13 @@ from ..model.keywords import explains_keywords
 from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.precomputed import PRECOMPUTED
-from ..storage.exact_files import save_exact
 from ..validation import check_n_features
+from .base import FittedModelEstimator
 
 __all__ = ["ExactKernelPCA"]
 
 
-class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
+class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
     """Exact kernel PCA: the leading eigenpairs of the centred Gram matrix.
 
     The dense solver builds the full n x n kernel matrix K in float64, centres
@@ -184,6 +184,9 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     >>> bool(np.allclose(free.eigenvalues_, kpca.eigenvalues_, rtol=1e-9))
     True
     """
+
+    #: Its model files (:mod:`kpca_dask.storage.exact_files`).
+    _model_file = ("..storage.exact_files", "save_exact")
 
     @explains_keywords
     def __init__(
@@ -464,23 +467,6 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
             "KernelPCA(..., fit_inverse_transform=True) instead (with n_landmarks equal to the "
             "number of rows its embedding is the exact one; fewer approximate it).")
 
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Save the fitted model, its training rows included, as a Zarr group (no pickle).
-
-        See :func:`kpca_dask.storage.exact_files.save_exact`; read it back with
-        :func:`kpca_dask.load`.
-
-        Examples
-        --------
-        >>> import tempfile, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(60, 3))
-        >>> kpca = ExactKernelPCA(n_components=2, gamma=0.5).fit(X)
-        >>> path = kpca.save(tempfile.mkdtemp() + "/exact.zarr")
-        >>> bool(np.allclose(kpca_dask.load(path).transform(X[:5]), kpca.transform(X[:5])))
-        True
-        """
-        return save_exact(self, path, overwrite=overwrite, storage_options=storage_options)
-
     def score_samples(self, X: ArrayLike) -> np.ndarray:
         """Minus :meth:`reconstruction_error` (higher: more like the training data)."""
         return -self.reconstruction_error(X)
@@ -511,13 +497,6 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
                            eofscaling=eofscaling)
 
     # -- the fitted layout of the features (kpca_dask.model.inputs) ----------
-
-    @property
-    def sample_dim_(self) -> str | None:
-        """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
-        check_is_fitted(self)
-        layout = self._layout()
-        return None if layout is None else layout.sample_dim
 
     def _output_attrs(self) -> dict:
         kernel = self.kernel_ if isinstance(self.kernel_, str) else "callable"
@@ -556,9 +535,6 @@ class ExactKernelPCA(EOFVarianceMixin, TransformerMixin, BaseEstimator):
     n_features_in_ = exact_attribute("n_features_in_")
     feature_layout_ = exact_attribute("feature_layout_")
     rotation_ = exact_attribute("rotation_")
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return getattr(self, "model_", None) is not None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

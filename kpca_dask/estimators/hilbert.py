@@ -23,7 +23,6 @@ import warnings
 import dask
 import numpy as np
 from dask.utils import format_bytes
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._memory import memory_budget
@@ -57,7 +56,6 @@ from ..eof.hilbert_model import (
     sample_labels,
     score_output,
 )
-from ..eof.scalings import EOFVarianceMixin
 from ..errors import (
     InsufficientMemoryError,
     InvalidInputError,
@@ -67,11 +65,12 @@ from ..errors import (
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
 from ..model.parameters import SOLVERS
+from .base import FittedModelEstimator
 
 __all__ = ["HilbertKernelEOF"]
 
 
-class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
+class HilbertKernelEOF(FittedModelEstimator):
     """Hilbert (complex) kernel EOF analysis by Nyström landmarks on Dask.
 
     A propagating signal, which real EOFs split into two modes in quadrature,
@@ -182,8 +181,8 @@ class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
     ('mode',)
     """
 
-    #: :func:`kpca_dask.rotate` rotates complex modes (docs/design.md §16).
-    _complex_modes = True
+    #: Its model files (:mod:`kpca_dask.storage.hilbert_files`).
+    _model_file = ("..storage.hilbert_files", "save_hilbert")
 
     @explains_keywords
     def __init__(self, n_components: int = 2, *, kernel: str = "linear",
@@ -423,30 +422,6 @@ class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
         check_is_fitted(self)
         return map_output(self.model_, self.components_, "components_phase")
 
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Write the fitted model to a Zarr group at ``path`` (no pickle); read it back with
-        :func:`kpca_dask.load`.
-
-        The file holds the modes, the landmarks (or, for the Gram way, the
-        training rows, which new records are projected through, copied in as an
-        exact model's are) and the training samples' scores (computed now where
-        the fit left them lazy: one read of the data). Every chunk carries a
-        checksum and every array a digest, checked on loading
-        (:mod:`kpca_dask.storage.hilbert_files`).
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> t, x = np.arange(60)[:, None], np.arange(8)[None, :]
-        >>> model = HilbertKernelEOF(1, padding="none").fit(np.cos(0.3 * x - 0.2 * t))
-        >>> path = model.save(tempfile.mkdtemp() + "/hilbert.zarr")
-        >>> bool(np.allclose(kpca_dask.load(path).scores(), model.scores()))
-        True
-        """
-        from ..storage.hilbert_files import save_hilbert
-
-        return save_hilbert(self, path, overwrite=overwrite, storage_options=storage_options)
-
     # -- views of the fitted model -------------------------------------------------------
 
     def _training_output(self, name: str, divisor):
@@ -456,11 +431,6 @@ class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
 
     def _norms(self) -> np.ndarray:
         return np.sqrt(self.explained_variance_ * (self.n_samples_fit_ - 1))
-
-    @property
-    def sample_dim_(self) -> str | None:
-        """The sample dimension of a field's fit (None for arrays)."""
-        return None if self.layout_ is None else self.layout_.sample_dim
 
     solver_ = property(lambda self: self.model_.solver, doc="The way the fit took.")
     solution_ = property(lambda self: self.model_.solution, doc="The complex modes solved.")
@@ -506,9 +476,6 @@ class HilbertKernelEOF(EOFVarianceMixin, BaseEstimator):
         """``"exact"`` (the Gram way, or every sample a landmark) or ``"nystrom-estimate"``."""
         exact = self.solver_ == "gram" or self.n_landmarks_ == self.n_samples_fit_
         return "exact" if exact else "nystrom-estimate"
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return getattr(self, "model_", None) is not None
 
 #: At most this many samples, spread over the record, give the rbf kernel's default gamma.
 _SPREAD = 1000

@@ -18,11 +18,11 @@ from functools import partial
 from typing import Callable, Literal
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..eof.patterns import check_kind, patterns_of
-from ..eof.scalings import EOFVarianceMixin, check_scaling, scaled_scores
+from ..eof.scalings import check_scaling, scaled_scores
 from ..io.frames import check_feature_names
 from ..model.fitted import FittedModel, fitted_attribute
 from ..model.fitting import fit_model, solved
@@ -45,16 +45,15 @@ from ..model.outputs import (
 from ..model.parameters import check_params
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
 from ..model.provenance import recorded_rows, with_rows
-from ..storage.model_files import save_model
 from ..validation import check_n_features
+from .base import FittedModelEstimator
 
 __all__ = ["KernelPCA"]
 
 _read_feature_names = fitted_attribute("feature_names_in_").fget
 
 
-class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                BaseEstimator):
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEstimator):
     """Kernel PCA by Nyström landmarks, in one pass over data of any size.
 
     The data are read once, block by block: each block's kernel values against
@@ -322,6 +321,9 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     >>> bool(kpca.trace_error_ < 0.05)
     True
     """
+
+    #: Its model files (:mod:`kpca_dask.storage.model_files`).
+    _model_file = ("..storage.model_files", "save_model")
 
     @explains_keywords
     def __init__(
@@ -736,22 +738,8 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         """The lazy embedding of weighted dask rows (for :func:`kpca_dask.rotate`)."""
         return embedding(self.model_, X, name=type(self).__name__)
 
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Save the fitted model as a Zarr group (arrays + JSON attributes, no pickle).
-
-        See :func:`kpca_dask.storage.model_files.save_model`; read it back with
-        :func:`kpca_dask.load`.
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(100, 3))
-        >>> kpca = kpca_dask.KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
-        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
-        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
-        True
-        """
-        return save_model(self, path, overwrite=overwrite, storage_options=storage_options)
+    #: The base's, named here so that the Attributes section's entry links to it.
+    sample_dim_ = FittedModelEstimator.sample_dim_
 
     #: The fitted model (:class:`~kpca_dask.model.fitted.FittedModel`); absent before a fit.
     model_: FittedModel
@@ -812,16 +800,6 @@ class KernelPCA(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         exact = (self.n_landmarks_ >= self.n_samples_fit_ and self.trace_error_std_ == 0
                  ) or hasattr(self, "centred_trace_")
         return "exact" if exact else "nystrom-estimate"
-
-    @property
-    def sample_dim_(self) -> str | None:
-        """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
-        check_is_fitted(self)
-        layout = self.model_.layout
-        return None if layout is None else layout.sample_dim
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return getattr(self, "model_", None) is not None
 
     @property
     def feature_names_in_(self) -> np.ndarray:

@@ -1,0 +1,87 @@
+"""What every estimator of the family shares: one fitted model, its file, its spectrum.
+
+Each estimator's ``fit`` makes one immutable fitted model, ``model_`` (a
+:class:`~kpca_dask.model.fitted.FittedModel`,
+:class:`~kpca_dask.exact.exact_model.ExactFit` or
+:class:`~kpca_dask.eof.hilbert_model.HilbertFit`); :class:`FittedModelEstimator`
+gives each the rest from it: ``save`` by the estimator's model-file writer,
+``sample_dim_``, scikit-learn's fitted check, and the spectrum's variances
+(:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). The extended EOF, made of
+stages, answers the same names its own way. A base class rather than copies:
+the same few lines were written four times (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, ClassVar
+
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ..eof.scalings import EOFVarianceMixin
+
+__all__ = ["FittedModelEstimator"]
+
+
+class FittedModelEstimator(EOFVarianceMixin, BaseEstimator):
+    """The base of the estimators that hold one immutable fitted model, ``model_``.
+
+    A subclass names its model-file writer in ``_model_file`` (module and
+    function, imported when first saved: a worker that unpickles a block
+    function never loads the storage code).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import ExactKernelPCA
+    >>> model = ExactKernelPCA(2, kernel="linear").fit(np.eye(5))
+    >>> isinstance(model, FittedModelEstimator), model.sample_dim_
+    (True, None)
+    """
+
+    #: The model-file writer: (module, function), the module relative to this package.
+    _model_file: ClassVar[tuple[str, str]]
+
+    #: The fitted model; absent before a fit.
+    model_: Any
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the fitted model to a Zarr group at ``path`` (arrays and JSON attributes under
+        checksums, no pickle); read it back with :func:`kpca_dask.load`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            A local path or a URL (``s3://...``, with ``storage_options``).
+        overwrite : bool, default=False
+            Replace an existing group; without it an existing ``path`` is an
+            :class:`~kpca_dask.errors.OutputExistsError`, and nothing is written.
+
+        Returns
+        -------
+        path : str
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(100, 3))
+        >>> kpca = kpca_dask.KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(X)
+        >>> path = kpca.save(tempfile.mkdtemp() + "/model.zarr")
+        >>> bool((kpca_dask.load(path).transform(X) == kpca.transform(X)).all())
+        True
+        """
+        check_is_fitted(self)
+        module, writer = self._model_file
+        write = getattr(importlib.import_module(module, __package__), writer)
+        return write(self, path, overwrite=overwrite, storage_options=storage_options)
+
+    @property
+    def sample_dim_(self) -> str | None:
+        """The sample dimension of a field's fit, as given or chosen (None for arrays)."""
+        check_is_fitted(self)
+        layout = self.model_.layout
+        return None if layout is None else layout.sample_dim
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return getattr(self, "model_", None) is not None
