@@ -193,3 +193,58 @@ def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear
         with pytest.raises(InsufficientMemoryError, match="200 replicates of 60 landmarks"):
             kpca_dask.bootstrap(linear_fit, X, 200)
     assert store.total() == 0
+
+
+# -- an exact model's bootstrap, from its kernel matrix ------------------------------
+
+
+def test_an_exact_linear_model_equals_xeofs_eof_bootstrapper(data):
+    """An ExactKernelPCA's replicates, solved from its kernel matrix, are xeofs'
+    EOFBootstrapper's for the rows it resamples: variances, ratios and congruence."""
+    field = xr.DataArray(data, dims=("time", "x"), coords={"time": np.arange(N)})
+    model = xe.single.EOF(n_modes=Q, standardize=False, use_coslat=False).fit(field, dim="time")
+    B, seed = 6, 5
+    expected = xe.validation.EOFBootstrapper(n_bootstraps=B, seed=seed)
+    expected.fit(model)
+    rng = np.random.default_rng(seed)
+    indices = np.stack([rng.choice(N, N, replace=True) for _ in range(B)])
+    boot = kpca_dask.bootstrap(kpca_dask.ExactKernelPCA(Q, kernel="linear").fit(field), field,
+                               indices=indices)
+    np.testing.assert_allclose(boot["explained_variance"].values,
+                               expected.explained_variance().transpose("n", "mode").values,
+                               rtol=1e-8)
+    ratios = expected.explained_variance() / expected.data["total_variance"]
+    np.testing.assert_allclose(boot["explained_variance_ratio"].values,
+                               ratios.transpose("n", "mode").values, rtol=1e-8)
+    components = expected.components().transpose("n", "mode", ...).values
+    fitted = model.components().transpose("mode", ...).values
+    np.testing.assert_allclose(boot["congruence"].values,
+                               np.abs(np.einsum("bkf,kf->bk", components, fitted)), atol=1e-8)
+    assert "projection" not in boot  # no landmarks: the replicates' modes are not kept
+
+
+@pytest.mark.parametrize("chunks", [None, 7, 25])
+def test_an_exact_rbf_model_equals_every_landmark_for_the_same_counts(data, chunks):
+    """With the rbf kernel, the exact bootstrap equals the Nyström bootstrap with every
+    sample a landmark, for drawn counts, from numpy or dask rows in any chunks."""
+    X = data if chunks is None else da.from_array(data, chunks=(chunks, P))
+    exact = kpca_dask.ExactKernelPCA(Q, kernel="rbf", gamma=0.02).fit(X)
+    landmarks = KernelPCA(Q, kernel="rbf", gamma=0.02, n_landmarks=N,
+                          landmarks="uniform").fit(data)
+    got = kpca_dask.bootstrap(exact, X, 12, seed=4)
+    expected = kpca_dask.bootstrap(landmarks, data, 12, seed=4)
+    for name in ("explained_variance", "explained_variance_ratio", "total_variance",
+                 "congruence", "explained_variance_lower", "significant"):
+        np.testing.assert_allclose(got[name].values, expected[name].values, rtol=1e-8,
+                                   atol=1e-10, err_msg=name)
+
+
+def test_an_exact_model_of_a_kernel_matrix_or_other_rows_is_refused(data):
+    K = kpca_dask.ExactKernelPCA(Q, kernel="precomputed").fit(data @ data.T)
+    with pytest.raises(InvalidParameterError, match="precomputed kernel matrix"):
+        kpca_dask.bootstrap(K, data @ data.T, 5)
+    exact = kpca_dask.ExactKernelPCA(Q, kernel="linear").fit(data)
+    with pytest.raises(InvalidInputError, match="bootstrap the data the model was fitted on"):
+        kpca_dask.bootstrap(exact, data[:50], 5)
+    with pytest.raises(InvalidParameterError, match="n_modes must be an int from 1 to 3"):
+        kpca_dask.bootstrap(exact, data, 5, n_modes=4)

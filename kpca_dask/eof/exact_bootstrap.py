@@ -1,0 +1,122 @@
+"""The bootstrap of an exact model's modes, from its n x n kernel matrix.
+
+An :class:`~kpca_dask.ExactKernelPCA` has no landmarks to sum replicates on: each
+replicate is the weighted kernel PCA of the same kernel matrix, made once in one read
+of the data (docs/design.md §18). With counts c (Σ c_i = n) the replicate's rows are
+the rows drawn, row i c_i times; with μ = Σ c_i φ(x_i) / n and
+K̃ = (I − 1 cᵀ / n) K (I − c 1ᵀ / n) the kernel centred on μ, its scatter operator
+has the nonzero eigenvalues of M = C^½ K̃ C^½ on the rows drawn (C = diag c): n_d ≈
+0.63 n of them, an eigenproblem of n_d³ per replicate. A mode's direction is
+v = Σ α_i (φ(x_i) − μ), α = C^½ u / √λ for M u = λ u, of unit norm, and its
+congruence with the fit's is the modulus of ⟨v, v₀⟩, a quadratic form of K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from ..blocks.replicate_counts import DrawnCounts
+from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
+from ..exact.exact_fitting import DENSE_WORDS, dense_fits
+from ..model.inputs import in_memory_input
+from ..model.kernel_matrices import points_gram, symmetrise_in_place
+from ..model.precomputed import PRECOMPUTED
+
+__all__ = ["exact_replicates", "ExactReplicates"]
+
+
+class ExactReplicates:
+    """Each replicate's leading k + 1 eigenvalues (B, k + 1), its ratios, its total (the
+    trace of M, B) and the congruence (B, k) of its k leading modes with the fit's."""
+
+    def __init__(self, eigenvalues, traces, congruence):
+        self.eigenvalues, self.traces, self.congruence = eigenvalues, traces, congruence
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.ratios = np.where(traces[:, None] > 0, eigenvalues / traces[:, None], 0.0)
+
+
+def exact_replicates(estimator, X, counts, k: int) -> ExactReplicates:
+    """The replicates of ``counts`` (DrawnCounts or a (B, n) array) of an exact model fitted
+    on ``X``, solved from its kernel matrix, made in one read of ``X``.
+
+    Examples
+    --------
+    >>> from kpca_dask import ExactKernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(40, 3)) * [3.0, 1.0, 0.5]
+    >>> model = ExactKernelPCA(2, kernel="linear").fit(X)
+    >>> same = exact_replicates(model, X, np.ones((1, 40), dtype=int), 2)
+    >>> bool(np.allclose(same.eigenvalues[0, :2], model.eigenvalues_))
+    True
+    >>> same.congruence.round(12).tolist()
+    [[1.0, 1.0]]
+    """
+    fit = estimator.model_
+    if fit.kernel == PRECOMPUTED or callable(fit.kernel):
+        raise InvalidParameterError(
+            "bootstrap of an exact model needs its rows and a named kernel; a model of a "
+            "precomputed kernel matrix or of a callable kernel cannot be bootstrapped.")
+    rows = in_memory_input(fit.layout, X, keep_lazy=fit.lazy)  # as the fit read its rows
+    n = int(rows.data.shape[0])
+    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
+        raise InvalidInputError(
+            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
+            f"on {fit.n_samples} of {fit.n_features}: bootstrap the data the model was "
+            "fitted on.")
+    if not dense_fits(n, rows.data):
+        raise InsufficientMemoryError(
+            f"The bootstrap of an exact model holds its {n} x {n} kernel matrix (about "
+            f"{DENSE_WORDS * 8 * n * n / 2**30:.1f} GiB with its work), more than the memory "
+            "available; bootstrap a KernelPCA with landmarks instead.")
+    _, _, K = points_gram(rows.data, rows.is_lazy, fit.kernel, fit.kernel_params)
+    symmetrise_in_place(K)
+    all_counts = counts.block(0, n) if isinstance(counts, DrawnCounts) else np.asarray(counts)
+    fitted = _fit_directions(K, np.asarray(fit.eigenvectors)[:, :k],
+                             np.asarray(fit.eigenvalues)[:k])
+    KF = K @ fitted
+    B = all_counts.shape[0]
+    eigenvalues, traces = np.zeros((B, k + 1)), np.zeros(B)
+    congruence = np.zeros((B, k))
+    for b, c in enumerate(all_counts):
+        eigenvalues[b], traces[b], congruence[b] = _replicate(K, KF, c.astype(np.float64), k)
+    return ExactReplicates(eigenvalues, traces, congruence)
+
+
+def _fit_directions(K: np.ndarray, A: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The fit's unit directions as coefficients of the training rows: v₀ = Φᵀ ã, ã = a −
+    mean(a), a = A λ^−½ (zero for a zero eigenvalue)."""
+    scaled = np.where(lam > 0, 1.0 / np.sqrt(np.where(lam > 0, lam, 1.0)), 0.0)
+    a = A * scaled
+    return a - a.mean(axis=0)
+
+
+def _replicate(K: np.ndarray, KF: np.ndarray, c: np.ndarray, k: int) -> tuple:
+    """One replicate's leading k + 1 eigenvalues, its total and its modes' congruence with
+    the fit's (``KF`` = K times the fit's directions)."""
+    n = c.size
+    drawn = np.flatnonzero(c)
+    w = c[drawn]
+    Kd = K[np.ix_(drawn, drawn)]
+    row_means = K[drawn] @ c / n  # ⟨φ_i, μ⟩ for the rows drawn
+    grand = float(c @ (K @ c)) / n ** 2  # ‖μ‖²
+    Kd -= row_means[:, None]
+    Kd -= row_means[None, :]
+    Kd += grand
+    root = np.sqrt(w)
+    M = Kd * root[:, None] * root[None, :]
+    total = float(np.trace(M))
+    size = M.shape[0]
+    top = min(k + 1, size)
+    lam, U = linalg.eigh(M, subset_by_index=[size - top, size - 1], overwrite_a=True,
+                         check_finite=False)
+    lam, U = lam[::-1], U[:, ::-1]
+    values = np.zeros(k + 1)
+    values[:top] = np.clip(lam, 0.0, None)
+    # The replicate's directions as coefficients of every training row, centred on μ.
+    alpha = np.zeros((n, top))
+    positive = lam > 0
+    alpha[drawn] = root[:, None] * U * np.where(positive, 1.0 / np.sqrt(np.where(
+        positive, lam, 1.0)), 0.0)
+    alpha -= np.outer(c / n, alpha.sum(axis=0))
+    inner = np.einsum("nk,nk->k", alpha[:, :k], KF[:, :k]) if top >= k else np.zeros(k)
+    return values, total, np.clip(np.abs(inner), 0.0, 1.0)
