@@ -26,7 +26,8 @@ from ..io.labelled import MODE_DIM, modes
 from ..model.fitted import FittedModel
 from ..model.inputs import method_input
 from ..model.precomputed import PRECOMPUTED
-from .exact_bootstrap import exact_replicates
+from .exact_bootstrap import exact_replicates, hilbert_replicates
+from .hilbert_model import HilbertFit
 
 __all__ = ["bootstrap", "SIGNIFICANCE_RULE", "REPLICATE_DIM"]
 
@@ -45,7 +46,8 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
               indices=None, n_modes: int | None = None, confidence: float = 0.95,
               min_congruence: float = 0.9):
     """Bootstrap every mode of a fitted :class:`~kpca_dask.KernelPCA` (or
-    :class:`~kpca_dask.ExactKernelPCA`) in one read of ``X``.
+    :class:`~kpca_dask.ExactKernelPCA`, or :class:`~kpca_dask.HilbertKernelEOF` fitted
+    by the Gram way) in one read of ``X``.
 
     Each replicate draws the n rows of ``X`` with replacement: row i is
     counted c_bi times, the counts exact multinomial and drawn from ``seed``
@@ -65,13 +67,16 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     are solved from its n x n kernel matrix, made in one read of ``X``, each
     a weighted eigenproblem of the rows it drew (about 0.63 n of them, n³
     work per replicate; 0.2 s at n = 2000 on 2 cores), and the result has no
-    ``projection`` or ``offset`` (:mod:`kpca_dask.eof.exact_bootstrap`).
+    ``projection`` or ``offset`` (:mod:`kpca_dask.eof.exact_bootstrap`). A
+    Hilbert kernel EOF fitted with ``solver="gram"`` is bootstrapped the same
+    way from its Hermitian kernel matrix: the analytic signal of the whole
+    record, its rows resampled.
 
     Significance: {rule}.
 
     Parameters
     ----------
-    estimator : KernelPCA or ExactKernelPCA
+    estimator : KernelPCA, ExactKernelPCA or HilbertKernelEOF
         A fitted estimator; its landmarks (or its kernel matrix), kernel and
         parameters are used.
     X : array-like, dask array, DataArray, Dataset or store
@@ -118,9 +123,10 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     """
     model, k = _checked_estimator(estimator, n_modes)
     _check_levels(confidence, min_congruence)
-    if isinstance(model, ExactFit):
+    if isinstance(model, (ExactFit, HilbertFit)):
         counts, seed = _counts(indices, n_bootstraps, seed, model.n_samples)
-        replicates = exact_replicates(estimator, X, counts, k)
+        solve = exact_replicates if isinstance(model, ExactFit) else hilbert_replicates
+        replicates = solve(estimator, X, counts, k)
         B = replicates.traces.size
         attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),
                  "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
@@ -161,13 +167,13 @@ def _checked_estimator(estimator, n_modes):
     """The fitted Nyström model of ``estimator`` and the number of modes, or a clear error."""
     check_is_fitted(estimator)
     model = getattr(estimator, "model_", None)
-    if not isinstance(model, (FittedModel, ExactFit)):
+    if not isinstance(model, (FittedModel, ExactFit, HilbertFit)):
         raise InvalidParameterError(
-            f"bootstrap needs a kpca_dask.KernelPCA (its landmarks) or an ExactKernelPCA (its "
-            f"kernel matrix); got {type(estimator).__name__}. Fit KernelPCA(n_landmarks=n) "
-            "for every sample a landmark.")
-    if isinstance(model, ExactFit):
-        q = int(model.n_components)
+            f"bootstrap needs a kpca_dask.KernelPCA (its landmarks), an ExactKernelPCA or a "
+            f"HilbertKernelEOF (their kernel matrix); got {type(estimator).__name__}. Fit "
+            "KernelPCA(n_landmarks=n) for every sample a landmark.")
+    if isinstance(model, (ExactFit, HilbertFit)):
+        q = int(estimator.n_components_)
         k = q if n_modes is None else n_modes
         _check_modes(k, n_modes, q)
         return model, int(k)

@@ -1,6 +1,8 @@
 """The bootstrap of an exact model's modes, from its n x n kernel matrix.
 
-An :class:`~kpca_dask.ExactKernelPCA` has no landmarks to sum replicates on: each
+An :class:`~kpca_dask.ExactKernelPCA`, or a :class:`~kpca_dask.HilbertKernelEOF` fitted
+by the Gram way (its kernel matrix complex Hermitian, of the whole record's analytic
+signal, whose rows are resampled), has no landmarks to sum replicates on: each
 replicate is the weighted kernel PCA of the same kernel matrix, made once in one read
 of the data (docs/design.md §18). With counts c (Σ c_i = n) the replicate's rows are
 the rows drawn, row i c_i times; with μ = Σ c_i φ(x_i) / n and
@@ -17,13 +19,15 @@ import numpy as np
 from scipy import linalg
 
 from ..blocks.replicate_counts import DrawnCounts
+from ..engine.exact.gram import inner_products
+from ..engine.hilbert.complex_gram import hermitian_gram, kernel_of_gram
 from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import DENSE_WORDS, dense_fits
-from ..model.inputs import in_memory_input
+from ..model.inputs import in_memory_input, method_input
 from ..model.kernel_matrices import points_gram, symmetrise_in_place
 from ..model.precomputed import PRECOMPUTED
 
-__all__ = ["exact_replicates", "ExactReplicates"]
+__all__ = ["exact_replicates", "hilbert_replicates", "ExactReplicates"]
 
 
 class ExactReplicates:
@@ -70,24 +74,61 @@ def exact_replicates(estimator, X, counts, k: int) -> ExactReplicates:
             "available; bootstrap a KernelPCA with landmarks instead.")
     _, _, K = points_gram(rows.data, rows.is_lazy, fit.kernel, fit.kernel_params)
     symmetrise_in_place(K)
+    lam = np.asarray(fit.eigenvalues)[:k]
+    scaled = np.where(lam > 0, 1.0 / np.sqrt(np.where(lam > 0, lam, 1.0)), 0.0)
+    return _replicates(K, np.asarray(fit.eigenvectors)[:, :k] * scaled, counts, k)
+
+
+def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
+    """The replicates of ``counts`` of a Hilbert kernel EOF fitted by the Gram way on the
+    record ``X``: the analytic signal of the whole record, its rows resampled, each
+    replicate solved from the Hermitian kernel matrix, made again in one read of ``X``.
+
+    Examples
+    --------
+    >>> from kpca_dask import HilbertKernelEOF
+    >>> t, x = np.arange(60)[:, None], np.arange(80)[None, :]
+    >>> X = np.cos(0.3 * x - 0.2 * t) + np.random.default_rng(0).normal(size=(60, 80))
+    >>> model = HilbertKernelEOF(2, padding="none", solver="gram").fit(X)
+    >>> same = hilbert_replicates(model, X, np.ones((1, 60), dtype=int), 2)
+    >>> bool(np.allclose(same.eigenvalues[0, :2], model.eigenvalues_))
+    True
+    """
+    fit = estimator.model_
+    if fit.solver != "gram":
+        raise InvalidParameterError(
+            "bootstrap of a Hilbert kernel EOF solves each replicate from the record's "
+            "kernel matrix: fit it with solver=\"gram\" (the landmark way has no bootstrap "
+            "yet).")
+    rows = method_input(estimator, fit.layout, X)
+    n = int(rows.data.shape[0])
+    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
+        raise InvalidInputError(
+            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
+            f"on {fit.n_samples} of {fit.n_features}: bootstrap the record the model was "
+            "fitted on.")
+    A, _ = inner_products(rows.data)
+    H = hermitian_gram(A, fit.padding, fit.decay_factor)
+    del A
+    norms = H.diagonal().real.copy()
+    K = kernel_of_gram(H, norms, norms, fit.kernel_params)
+    del H
+    return _replicates(K, np.asarray(fit.solution.projection)[:, :k], counts, k)
+
+
+def _replicates(K: np.ndarray, directions: np.ndarray, counts, k: int) -> ExactReplicates:
+    """Every replicate of ``counts`` solved from the kernel matrix ``K`` (real symmetric or
+    complex Hermitian); ``directions`` the fit's unit modes as coefficients of the training
+    rows (n x k), centred here: v₀ = Φᵀ ã, ã = a − mean(a)."""
+    n = K.shape[0]
     all_counts = counts.block(0, n) if isinstance(counts, DrawnCounts) else np.asarray(counts)
-    fitted = _fit_directions(K, np.asarray(fit.eigenvectors)[:, :k],
-                             np.asarray(fit.eigenvalues)[:k])
-    KF = K @ fitted
+    KF = K @ (directions - directions.mean(axis=0))
     B = all_counts.shape[0]
     eigenvalues, traces = np.zeros((B, k + 1)), np.zeros(B)
     congruence = np.zeros((B, k))
     for b, c in enumerate(all_counts):
         eigenvalues[b], traces[b], congruence[b] = _replicate(K, KF, c.astype(np.float64), k)
     return ExactReplicates(eigenvalues, traces, congruence)
-
-
-def _fit_directions(K: np.ndarray, A: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """The fit's unit directions as coefficients of the training rows: v₀ = Φᵀ ã, ã = a −
-    mean(a), a = A λ^−½ (zero for a zero eigenvalue)."""
-    scaled = np.where(lam > 0, 1.0 / np.sqrt(np.where(lam > 0, lam, 1.0)), 0.0)
-    a = A * scaled
-    return a - a.mean(axis=0)
 
 
 def _replicate(K: np.ndarray, KF: np.ndarray, c: np.ndarray, k: int) -> tuple:
@@ -98,13 +139,13 @@ def _replicate(K: np.ndarray, KF: np.ndarray, c: np.ndarray, k: int) -> tuple:
     w = c[drawn]
     Kd = K[np.ix_(drawn, drawn)]
     row_means = K[drawn] @ c / n  # ⟨φ_i, μ⟩ for the rows drawn
-    grand = float(c @ (K @ c)) / n ** 2  # ‖μ‖²
+    grand = float((c @ (K @ c)).real) / n ** 2  # ‖μ‖²
     Kd -= row_means[:, None]
-    Kd -= row_means[None, :]
+    Kd -= row_means.conj()[None, :]
     Kd += grand
     root = np.sqrt(w)
     M = Kd * root[:, None] * root[None, :]
-    total = float(np.trace(M))
+    total = float(np.trace(M).real)
     size = M.shape[0]
     top = min(k + 1, size)
     lam, U = linalg.eigh(M, subset_by_index=[size - top, size - 1], overwrite_a=True,
@@ -113,10 +154,11 @@ def _replicate(K: np.ndarray, KF: np.ndarray, c: np.ndarray, k: int) -> tuple:
     values = np.zeros(k + 1)
     values[:top] = np.clip(lam, 0.0, None)
     # The replicate's directions as coefficients of every training row, centred on μ.
-    alpha = np.zeros((n, top))
+    alpha = np.zeros((n, top), dtype=U.dtype)
     positive = lam > 0
     alpha[drawn] = root[:, None] * U * np.where(positive, 1.0 / np.sqrt(np.where(
         positive, lam, 1.0)), 0.0)
     alpha -= np.outer(c / n, alpha.sum(axis=0))
-    inner = np.einsum("nk,nk->k", alpha[:, :k], KF[:, :k]) if top >= k else np.zeros(k)
+    inner = (np.einsum("nk,nk->k", alpha[:, :k].conj(), KF[:, :k]) if top >= k
+             else np.zeros(k))
     return values, total, np.clip(np.abs(inner), 0.0, 1.0)

@@ -248,3 +248,34 @@ def test_an_exact_model_of_a_kernel_matrix_or_other_rows_is_refused(data):
         kpca_dask.bootstrap(exact, data[:50], 5)
     with pytest.raises(InvalidParameterError, match="n_modes must be an int from 1 to 3"):
         kpca_dask.bootstrap(exact, data, 5, n_modes=4)
+
+
+def test_a_hilbert_gram_model_equals_the_resampled_analytic_signals_modes():
+    """A Hilbert EOF fitted by the Gram way: each replicate's variances and the congruence
+    of its complex modes with the fit's are those of the whole record's analytic signal
+    with its rows resampled, solved directly (numpy), to 1e-10."""
+    from _complex_modes import travelling_waves
+
+    from kpca_dask.engine.hilbert.analytic_signal import analytic_signal
+
+    n, p, q = 60, 80, 2
+    X = travelling_waves(n, p, seed=0)
+    model = kpca_dask.HilbertKernelEOF(q, padding="none", solver="gram").fit(X)
+    rng = np.random.default_rng(1)
+    indices = np.stack([rng.choice(n, n) for _ in range(4)])
+    boot = kpca_dask.bootstrap(model, da.from_array(X, chunks=(20, p)), indices=indices)
+    Z = analytic_signal(X - X.mean(axis=0), "none", 0.2)
+    fitted = np.linalg.eigh((Z - Z.mean(0)).conj().T @ (Z - Z.mean(0)))[1][:, ::-1][:, :q]
+    for b, rows in enumerate(indices):
+        Zb = Z[rows] - Z[rows].mean(axis=0)
+        values, vectors = np.linalg.eigh(Zb.conj().T @ Zb)
+        values, vectors = values[::-1][:q], vectors[:, ::-1][:, :q]
+        np.testing.assert_allclose(boot["explained_variance"].values[b], values / (n - 1),
+                                   rtol=1e-10)
+        np.testing.assert_allclose(boot["congruence"].values[b],
+                                   np.abs(np.einsum("pk,pk->k", vectors.conj(), fitted)),
+                                   atol=1e-10)
+    landmarks = kpca_dask.HilbertKernelEOF(q, padding="none", solver="nystrom",
+                                           n_landmarks=30, random_state=0).fit(X)
+    with pytest.raises(InvalidParameterError, match='solver="gram"'):
+        kpca_dask.bootstrap(landmarks, X, 5)
