@@ -26,6 +26,7 @@ from ..io.labelled import MODE_DIM, modes
 from ..model.fitted import FittedModel
 from ..model.inputs import method_input
 from ..model.precomputed import PRECOMPUTED
+from .complex_bootstrap import hilbert_landmark_replicates
 from .exact_bootstrap import exact_replicates, hilbert_replicates
 from .hilbert_model import HilbertFit
 
@@ -46,8 +47,8 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
               indices=None, n_modes: int | None = None, confidence: float = 0.95,
               min_congruence: float = 0.9):
     """Bootstrap every mode of a fitted :class:`~kpca_dask.KernelPCA` (or
-    :class:`~kpca_dask.ExactKernelPCA`, or :class:`~kpca_dask.HilbertKernelEOF` fitted
-    by the Gram way) in one read of ``X``.
+    :class:`~kpca_dask.ExactKernelPCA`, or :class:`~kpca_dask.HilbertKernelEOF`) in one
+    read of ``X``.
 
     Each replicate draws the n rows of ``X`` with replacement: row i is
     counted c_bi times, the counts exact multinomial and drawn from ``seed``
@@ -69,8 +70,9 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     work per replicate; 0.2 s at n = 2000 on 2 cores), and the result has no
     ``projection`` or ``offset`` (:mod:`kpca_dask.eof.exact_bootstrap`). A
     Hilbert kernel EOF fitted with ``solver="gram"`` is bootstrapped the same
-    way from its Hermitian kernel matrix: the analytic signal of the whole
-    record, its rows resampled.
+    way from its Hermitian kernel matrix, one fitted with landmarks by their
+    complex sums in one read (:mod:`kpca_dask.eof.complex_bootstrap`): the
+    analytic signal of the whole record, its rows resampled.
 
     Significance: {rule}.
 
@@ -125,7 +127,9 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     _check_levels(confidence, min_congruence)
     if isinstance(model, (ExactFit, HilbertFit)):
         counts, seed = _counts(indices, n_bootstraps, seed, model.n_samples)
-        solve = exact_replicates if isinstance(model, ExactFit) else hilbert_replicates
+        solve = (exact_replicates if isinstance(model, ExactFit)
+                 else hilbert_replicates if model.solver == "gram"
+                 else hilbert_landmark_replicates)
         replicates = solve(estimator, X, counts, k)
         B = replicates.traces.size
         attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),

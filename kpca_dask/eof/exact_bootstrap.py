@@ -95,11 +95,6 @@ def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
     True
     """
     fit = estimator.model_
-    if fit.solver != "gram":
-        raise InvalidParameterError(
-            "bootstrap of a Hilbert kernel EOF solves each replicate from the record's "
-            "kernel matrix: fit it with solver=\"gram\" (the landmark way has no bootstrap "
-            "yet).")
     rows = method_input(estimator, fit.layout, X)
     n = int(rows.data.shape[0])
     if n != fit.n_samples or rows.data.shape[1] != fit.n_features:

@@ -275,7 +275,31 @@ def test_a_hilbert_gram_model_equals_the_resampled_analytic_signals_modes():
         np.testing.assert_allclose(boot["congruence"].values[b],
                                    np.abs(np.einsum("pk,pk->k", vectors.conj(), fitted)),
                                    atol=1e-10)
+    # With every sample a landmark, the landmark way's replicate sums give the same.
     landmarks = kpca_dask.HilbertKernelEOF(q, padding="none", solver="nystrom",
-                                           n_landmarks=30, random_state=0).fit(X)
-    with pytest.raises(InvalidParameterError, match='solver="gram"'):
-        kpca_dask.bootstrap(landmarks, X, 5)
+                                           n_landmarks=n).fit(X)
+    again = kpca_dask.bootstrap(landmarks, da.from_array(X, chunks=(7, p)), indices=indices)
+    for name in ("explained_variance", "explained_variance_ratio", "congruence"):
+        np.testing.assert_allclose(again[name].values, boot[name].values, rtol=1e-8,
+                                   atol=1e-10, err_msg=name)
+
+
+def test_a_hilbert_landmark_model_is_the_same_for_any_chunking():
+    """Fewer landmarks than samples: drawn counts give the same replicates whatever the
+    chunking, and counts of one give back the fit."""
+    from _complex_modes import travelling_waves
+
+    X = travelling_waves(80, 12, seed=2)
+    model = kpca_dask.HilbertKernelEOF(2, kernel="rbf", solver="nystrom", n_landmarks=30,
+                                       random_state=0).fit(X)
+    whole = kpca_dask.bootstrap(model, X, 10, seed=3)
+    for chunks in (9, 40):
+        other = kpca_dask.bootstrap(model, da.from_array(X, chunks=(chunks, 12)), 10, seed=3)
+        np.testing.assert_allclose(other["explained_variance"].values,
+                                   whole["explained_variance"].values, rtol=1e-10)
+        np.testing.assert_allclose(other["congruence"].values, whole["congruence"].values,
+                                   atol=1e-10)
+    same = kpca_dask.bootstrap(model, X, indices=np.arange(80)[None, :])
+    np.testing.assert_allclose(same["explained_variance"].values[0],
+                               model.explained_variance_, rtol=1e-10)
+    np.testing.assert_allclose(same["congruence"].values, 1.0, atol=1e-10)

@@ -28,7 +28,7 @@ import numpy as np
 from ...blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ...errors import TooFewComponentsError
 
-__all__ = ["ComplexMoments", "ComplexSolution", "moments_of", "solve_moments",
+__all__ = ["ComplexMoments", "ComplexSolution", "moments_of", "solve_moments", "landmark_map",
            "complex_scores", "phase_turn"]
 
 
@@ -102,7 +102,7 @@ def moments_of(Z: da.Array, W: np.ndarray, params: dict, split_every: int = 8):
     return parts[0]
 
 
-def _landmark_map(K: np.ndarray, rcond: float | None) -> np.ndarray:
+def landmark_map(K: np.ndarray, rcond: float | None) -> np.ndarray:
     """T = Q d^{-1/2} over the eigenvalues d of K_WW above rcond · max d."""
     d, Q = np.linalg.eigh((K + K.conj().T) / 2)
     if rcond is None:
@@ -127,7 +127,7 @@ def solve_moments(K_WW: np.ndarray, moments: ComplexMoments, n_components: int,
     True
     """
     n = moments.n
-    T = _landmark_map(K_WW, rcond)
+    T = landmark_map(K_WW, rcond)
     g = moments.g
     covariance = T.conj().T @ (moments.G - np.outer(g, g.conj()) / n) @ T / (n - 1)
     values, vectors = np.linalg.eigh((covariance + covariance.conj().T) / 2)

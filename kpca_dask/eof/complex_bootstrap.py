@@ -1,0 +1,115 @@
+"""The bootstrap of a Hilbert kernel EOF fitted with landmarks, in one read of the record.
+
+As the real landmark bootstrap (docs/design.md §18): the analytic signal of the
+whole record is read once, and each row block's complex kernel rows B = k(Z_b, W)
+against the fit's landmarks are added, for every replicate at once, weighted by
+how often the replicate drew each row: g_r = Bᴴ c_r, G_r = Bᴴ diag(c_r) B and the
+kernel diagonal's weighted sum. Each replicate is then the fit's Hermitian
+problem (docs/design.md §16) on its sums; its modes' congruence with the fit's
+is the modulus of p_rᴴ K_WW p over ‖p_r‖ ‖p‖ in the kernel's feature space, blind to
+the phase.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+
+from .._memory import memory_budget, process_room_bytes
+from .._parallel import capped_blas
+from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
+from ..blocks.replicate_counts import DrawnCounts
+from ..engine.hilbert.analytic_signal import analytic_rows
+from ..engine.hilbert.complex_solve import landmark_map
+from ..errors import InsufficientMemoryError, InvalidInputError
+from ..model.inputs import method_input
+from .exact_bootstrap import ExactReplicates
+
+__all__ = ["hilbert_landmark_replicates"]
+
+#: Replicate sums merged at once in the pass's tree.
+_SPLIT_EVERY = 4
+
+
+def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates:
+    """The replicates of ``counts`` (DrawnCounts or a (B, n) array) of a Hilbert kernel EOF
+    fitted with landmarks on the record ``X``, summed in one read of it.
+
+    Examples
+    --------
+    >>> from kpca_dask import HilbertKernelEOF
+    >>> t, x = np.arange(80)[:, None], np.arange(6)[None, :]
+    >>> X = np.cos(0.3 * x - 0.2 * t) + np.random.default_rng(0).normal(size=(80, 6))
+    >>> model = HilbertKernelEOF(2, padding="none", solver="nystrom", n_landmarks=80).fit(X)
+    >>> same = hilbert_landmark_replicates(model, X, np.ones((1, 80), dtype=int), 2)
+    >>> bool(np.allclose(same.eigenvalues[0, :2], model.eigenvalues_))
+    True
+    """
+    fit = estimator.model_
+    rows = method_input(estimator, fit.layout, X)
+    n = int(rows.data.shape[0])
+    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
+        raise InvalidInputError(
+            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
+            f"on {fit.n_samples} of {fit.n_features}: bootstrap the record the model was "
+            "fitted on.")
+    W, params = fit.landmarks, fit.kernel_params
+    m = W.shape[0]
+    n_replicates = counts.n_replicates if isinstance(counts, DrawnCounts) else len(counts)
+    need = 16 * n_replicates * (m * m + m + 1)  # complex128 sums, held at once
+    budget = memory_budget(rows.data)
+    for room, where in ((process_room_bytes(), "this process has free"),
+                        (budget.process_bytes // 2, f"half {budget.where}")):
+        if need > room:
+            raise InsufficientMemoryError(
+                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
+                f"complex sums (16 B m^2 bytes), more than the {room / 2**30:.2f} GiB "
+                f"{where}. Ask for fewer replicates, or bootstrap in several calls with "
+                "different seeds.")
+    Z = analytic_rows(rows.data, fit.padding, fit.decay_factor).rechunk({1: -1})
+    starts = np.concatenate([[0], np.cumsum(Z.chunks[0])])
+    shared = dask.delayed(W, pure=True)
+    parts = [dask.delayed(_block_sums, pure=True)(block, shared, params, counts,
+                                                  int(starts[i]), int(starts[i + 1]))
+             for i, block in enumerate(Z.to_delayed().ravel())]
+    while len(parts) > 1:
+        parts = [dask.delayed(_added, pure=True)(*parts[i:i + _SPLIT_EVERY])
+                 for i in range(0, len(parts), _SPLIT_EVERY)]
+    with capped_blas(Z):
+        g, G, diagonal = dask.compute(parts[0])[0]
+    K_WW = complex_kernel(W, W, **params)
+    T = landmark_map(K_WW, estimator.rcond)
+    fitted = np.asarray(fit.solution.projection)[:, :k]
+    KP = K_WW @ fitted
+    fit_norms = np.sqrt(np.clip(np.einsum("mk,mk->k", fitted.conj(), KP).real, 0, None))
+    eigenvalues, traces = np.zeros((n_replicates, k + 1)), np.zeros(n_replicates)
+    congruence = np.zeros((n_replicates, k))
+    for r in range(n_replicates):
+        covariance = T.conj().T @ (G[r] - np.outer(g[r], g[r].conj()) / n) @ T / (n - 1)
+        values, vectors = np.linalg.eigh((covariance + covariance.conj().T) / 2)
+        values, vectors = values[::-1][:k + 1], vectors[:, ::-1][:, :k + 1]
+        eigenvalues[r, :values.size] = np.clip(values, 0.0, None) * (n - 1)
+        mean_norm = float(np.real(g[r].conj() @ T @ T.conj().T @ g[r])) / n
+        traces[r] = diagonal[r] - mean_norm
+        P = T @ vectors[:, :k]
+        own = np.sqrt(np.clip(np.einsum("mk,mk->k", P.conj(), K_WW @ P).real, 0, None))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosine = np.abs(np.einsum("mk,mk->k", P.conj(), KP)) / (own * fit_norms)
+        congruence[r] = np.clip(np.nan_to_num(cosine), 0.0, 1.0)
+    return ExactReplicates(eigenvalues, traces, congruence)
+
+
+def _block_sums(Z: np.ndarray, W: np.ndarray, params: dict, counts, start: int, stop: int):
+    """One row block's weighted sums for every replicate: g (R, m), G (R, m, m) and the
+    kernel diagonal's sum (R,)."""
+    c = (counts.block(start, stop) if isinstance(counts, DrawnCounts)
+         else np.asarray(counts)[:, start:stop]).astype(np.float64)
+    B = complex_kernel(Z, W, **params)
+    g = c @ B.conj()  # Bᴴ c_r for every replicate
+    G = np.einsum("ri,im,il->rml", c, B.conj(), B, optimize=True)
+    diagonal = c @ np.real(kernel_diagonal(Z, **params))
+    return g, G, diagonal
+
+
+def _added(*parts):
+    return tuple(sum(values) for values in zip(*parts))
