@@ -72,13 +72,16 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     Hilbert kernel EOF fitted with ``solver="gram"`` is bootstrapped the same
     way from its Hermitian kernel matrix, one fitted with landmarks by their
     complex sums in one read (:mod:`kpca_dask.eof.complex_bootstrap`): the
-    analytic signal of the whole record, its rows resampled.
+    analytic signal of the whole record, its rows resampled. An
+    :class:`~kpca_dask.ExtendedKernelEOF` is bootstrapped by its kernel stage
+    on its embedded samples (``estimator.embedded(X)``, n - (L - 1) tau of
+    them), which are resampled; with ``n_pca_modes`` the linear stage is held.
 
     Significance: {rule}.
 
     Parameters
     ----------
-    estimator : KernelPCA, ExactKernelPCA or HilbertKernelEOF
+    estimator : KernelPCA, ExactKernelPCA, HilbertKernelEOF or ExtendedKernelEOF
         A fitted estimator; its landmarks (or its kernel matrix), kernel and
         parameters are used.
     X : array-like, dask array, DataArray, Dataset or store
@@ -123,6 +126,12 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     >>> boot["explained_variance"].dims, boot["significant"].values.tolist()
     (('n', 'mode'), [True, True, True])
     """
+    stage = getattr(estimator, "kpca_", None)
+    if stage is not None:  # an extended EOF: its kernel stage, on the embedded samples
+        check_is_fitted(estimator)
+        return bootstrap(stage, estimator.embedded(X), n_bootstraps, seed=seed,
+                         indices=indices, n_modes=n_modes, confidence=confidence,
+                         min_congruence=min_congruence)
     model, k = _checked_estimator(estimator, n_modes)
     _check_levels(confidence, min_congruence)
     if isinstance(model, (ExactFit, HilbertFit)):

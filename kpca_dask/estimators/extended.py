@@ -303,14 +303,33 @@ trace_error_
         >>> eeof.transform(X).shape, eeof.transform(X[:40]).shape  # 10 samples dropped
         ((90, 2), (30, 2))
         """
+        scores = self.kpca_.transform(self.embedded(X))
+        lazy = dask.is_dask_collection(X.data if isinstance(X, xr.DataArray) else X)
+        # The Gram way's stage (ExactKernelPCA) may give numpy where a landmark stage is lazy.
+        return scores if lazy or not dask.is_dask_collection(scores) else scores.compute()
+
+    def embedded(self, X):
+        """The delay-embedded samples of ``X`` that the kernel stage ``kpca_`` reads, lazily.
+
+        ``X`` embedded as the training data were (through ``pca_`` first with
+        ``n_pca_modes``): the lagged copies side by side, the last
+        ``(embedding - 1) * tau`` samples dropped; a field with an
+        ``embedding`` dimension, or rows. :meth:`transform` is
+        ``kpca_.transform(embedded(X))``; :func:`kpca_dask.bootstrap` resamples
+        these samples.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(50, 3))
+        >>> ExtendedKernelEOF(2, tau=2, embedding=3).fit(X).embedded(X).shape
+        (46, 9)
+        """
         check_is_fitted(self)
         tau, embedding = self.delay_
         sample_dim, n_samples, _ = _shape(X, self.sample_dim_)
         n_embedded(n_samples, tau, embedding)
-        scores = self.kpca_.transform(_embedded(X, self.pca_, sample_dim, tau, embedding))
-        lazy = dask.is_dask_collection(X.data if isinstance(X, xr.DataArray) else X)
-        # The Gram way's stage (ExactKernelPCA) may give numpy where a landmark stage is lazy.
-        return scores if lazy or not dask.is_dask_collection(scores) else scores.compute()
+        return _embedded(X, self.pca_, sample_dim, tau, embedding)
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Write the fitted model to a Zarr group at ``path`` (no pickle): its stages as model

@@ -303,3 +303,15 @@ def test_a_hilbert_landmark_model_is_the_same_for_any_chunking():
     np.testing.assert_allclose(same["explained_variance"].values[0],
                                model.explained_variance_, rtol=1e-10)
     np.testing.assert_allclose(same["congruence"].values, 1.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 3])
+def test_an_extended_eof_is_its_kernel_stage_on_the_embedded_samples(data, n_pca_modes):
+    """The extended EOF's bootstrap resamples its embedded samples: its kernel stage's
+    bootstrap of estimator.embedded(X), for the same counts."""
+    eeof = kpca_dask.ExtendedKernelEOF(2, tau=2, embedding=3, n_pca_modes=n_pca_modes,
+                                       n_landmarks=N, landmarks="uniform").fit(data)
+    got = kpca_dask.bootstrap(eeof, data, 8, seed=2)
+    expected = kpca_dask.bootstrap(eeof.kpca_, eeof.embedded(data), 8, seed=2)
+    assert got.attrs["n_samples"] == N - 4 == eeof.n_samples_fit_
+    xr.testing.assert_allclose(got, expected)
