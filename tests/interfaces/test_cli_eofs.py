@@ -96,3 +96,6 @@ def test_what_these_models_cannot_do_is_refused(field_store, tmp_path, capsys):
     assert done.returncode == 2 and "keeps no statistics to re-solve from" in done.stderr
     done = main("transform", model, path, "--out", tmp_path / "y.parquet", capsys=capsys)
     assert done.returncode == 2 and "complex, which Parquet does not hold" in done.stderr
+    done = main("patterns", model, path, "--out", tmp_path / "maps.zarr", capsys=capsys)
+    assert done.returncode == 2 and "kpca_dask.load(path).components()" in done.stderr
+    assert not (tmp_path / "maps.zarr").exists()
