@@ -213,6 +213,9 @@ def _write_model_output(args, method: str) -> None:
     out_format = output_format(args.out, args.out_format)
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
+    if getattr(type(model), method, None) is None:
+        raise CommandError(f"{args.model} is a {type(model).__name__} model, which has no "
+                           f"{method}: see the API reference's table of the estimators.")
     _check_sample_dim(args, model)
     dtype = output_dtype(model, args.out_dtype)
     try:
@@ -241,8 +244,11 @@ def _write_model_output(args, method: str) -> None:
             # A table's columns were matched to the model's names above; the array has none.
             warnings.filterwarnings("ignore", message="X does not have valid feature names")
             result = getattr(model, method)(open_data(args))
-            # A Hilbert EOF's scores are complex: written as complex128 (Zarr).
-            dtype = np.dtype(np.complex128) if np.iscomplexobj(result) else dtype
+            if np.iscomplexobj(result):  # a Hilbert EOF's scores: complex128 (Zarr)
+                if args.out_dtype is not None:
+                    raise CommandError(f"{args.model} gives complex scores, written as "
+                                       "complex128: leave --out-dtype out.")
+                dtype = np.dtype(np.complex128)
             result = result.astype(dtype)
         writer = write_embedding if method == "transform" else write_array
         shape = " x ".join(str(n) for n in result.shape)
@@ -333,7 +339,8 @@ def _resolve(args) -> None:
     from ..io import check_can_write
 
     check_can_write(args.out, overwrite=args.overwrite)
-    model = load(args.model).set_n_components(args.n_components)
+    model = _nystrom_model(load(args.model), args.model, "resolve")
+    model = model.set_n_components(args.n_components)
     model.save(args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: re-solved for n_components="
           f"{shown_components(args.n_components)}, without reading the data")
@@ -354,6 +361,7 @@ def _update(args) -> None:
     version = version_of(args.model) if store_location(args.model).local else None
     # Read while another update may be swapping its result in: that is no damaged file.
     model = load(args.model) if version is None else read_unchanged(load, args.model, version)
+    _nystrom_model(model, args.model, "update")
     X = open_array(args.data, array=args.array)
     # A field's rows of features (checked as they are read) are what its model counts.
     rows = model_rows(model.model_.layout, X)[0] if model.model_.layout is not None else X
@@ -386,11 +394,22 @@ def _merge(args) -> None:
     from ..io import check_can_write
 
     check_can_write(args.out, overwrite=args.overwrite)
-    merged = merge([load(path) for path in args.models], names=args.models)
+    merged = merge([_nystrom_model(load(path), path, "merge") for path in args.models],
+                   names=args.models)
     merged.save(args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {len(args.models)} models merged, "
           f"{merged.n_samples_fit_} rows seen in all")
     print_summary(summary(merged, args.out))
+
+
+def _nystrom_model(model, path, command: str):
+    """``model`` if it is a KernelPCA, whose pass's statistics re-solve, grow and add up; else
+    the reason ``command`` cannot take it."""
+    if not isinstance(model, KernelPCA):
+        raise CommandError(f"{path} is a {type(model).__name__} model; {command} takes the "
+                           "models of kpca-dask fit --method nystrom (KernelPCA), whose "
+                           "statistics re-solve, grow and add up. Fit again instead.")
+    return model
 
 
 #: The function that runs each subcommand, by the name the parser gives it (``args.command``).

@@ -58,7 +58,7 @@ def refuse_eof_options(args: argparse.Namespace, method: str) -> None:
     """
     defaults, own = _defaults(), _OWN.get(method)
     for name in (*EOF_DEFAULTS, *(_NONE_TAKES if own is not None else ())):
-        if own is not None and name in own or getattr(args, name, None) == defaults[name]:
+        if (own is not None and name in own) or getattr(args, name, None) == defaults[name]:
             continue
         takers = [m for m, names in _OWN.items() if name in names] or _TAKERS.get(
             name, ["nystrom"])
@@ -85,9 +85,11 @@ def eof_params(args: argparse.Namespace, method: str) -> dict:
     ('linear', 3, 2, 4)
     """
     refuse_eof_options(args, method)
-    if args.n_components is None or isinstance(args.n_components, float) and method == "hilbert":
+    if args.n_components is None or (isinstance(args.n_components, float)
+                                     and method == "hilbert"):
+        kinds = "an int" if method == "hilbert" else "an int, or a fraction of variance"
         raise CommandError(f"--method {method} needs --n-components Q, the number of modes "
-                           "(an int).")
+                           f"({kinds}).")
     if isinstance(args.gamma, str) and method == "hilbert":
         raise CommandError(f"--gamma {args.gamma} is a rule of the Nystrom fit; --method "
                            f"{method} takes a number (or none: its own rule).")
@@ -98,8 +100,13 @@ def eof_params(args: argparse.Namespace, method: str) -> dict:
               "sample_dim": getattr(args, "sample_dim", None)}
     if method == "hilbert":
         params.update(padding=args.padding, decay_factor=args.decay_factor)
+        # The Hilbert EOF draws its landmarks uniformly (or takes sample indices, which the
+        # command line does not offer): the default strategy's name stands for that.
         if params["landmarks"] == LIBRARY_DEFAULTS["landmarks"]:
-            params["landmarks"] = "uniform"  # the Hilbert EOF's only strategy
+            params["landmarks"] = "uniform"
+        elif params["landmarks"] != "uniform":
+            raise CommandError(f"--landmarks {params['landmarks']}: --method hilbert draws its "
+                               "landmarks uniformly; leave --landmarks out.")
     else:
         params.update(tau=args.tau, embedding=args.embedding, n_pca_modes=args.n_pca_modes,
                       tol=args.tol, dtype=args.dtype,
@@ -109,8 +116,13 @@ def eof_params(args: argparse.Namespace, method: str) -> dict:
 
 def fit_eof(args: argparse.Namespace, X, method: str):
     """Fit and save the estimator of ``method`` on ``X``; returns it."""
-    estimator = _ESTIMATORS[method](**eof_params(args, method),
-                                    weights=fit_weights(args.weights, X))
+    from ..io import open_array
+
+    params = eof_params(args, method)
+    landmarks = params["landmarks"]
+    if os.path.exists(landmarks) or "://" in landmarks:  # a file of landmark points
+        params["landmarks"] = np.asarray(open_array(landmarks).compute(scheduler="threads"))
+    estimator = _ESTIMATORS[method](**params, weights=fit_weights(args.weights, X))
     with compute_context(args):
         estimator.fit(X)
         estimator.save(args.model, overwrite=args.overwrite)

@@ -143,7 +143,8 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
         B = replicates.traces.size
         attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),
                  "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
-                 "memory_bytes": 8 * model.n_samples ** 2, "n_samples": model.n_samples}
+                 "memory_bytes": replicates.memory_bytes, "n_samples": model.n_samples,
+                 "n_landmarks": replicates.n_landmarks}
         return _result(estimator, replicates.eigenvalues, replicates.ratios,
                        replicates.traces, replicates.congruence, model.n_samples, k, attrs)
     rows = method_input(estimator, model.layout, X).data

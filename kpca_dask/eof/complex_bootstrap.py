@@ -96,7 +96,7 @@ def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates
         with np.errstate(divide="ignore", invalid="ignore"):
             cosine = np.abs(np.einsum("mk,mk->k", P.conj(), KP)) / (own * fit_norms)
         congruence[r] = np.clip(np.nan_to_num(cosine), 0.0, 1.0)
-    return ExactReplicates(eigenvalues, traces, congruence)
+    return ExactReplicates(eigenvalues, traces, congruence, need, m)
 
 
 def _block_sums(Z: np.ndarray, W: np.ndarray, params: dict, counts, start: int, stop: int):

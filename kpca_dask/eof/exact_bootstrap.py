@@ -32,10 +32,13 @@ __all__ = ["exact_replicates", "hilbert_replicates", "ExactReplicates"]
 
 class ExactReplicates:
     """Each replicate's leading k + 1 eigenvalues (B, k + 1), its ratios, its total (the
-    trace of M, B) and the congruence (B, k) of its k leading modes with the fit's."""
+    trace of M, B) and the congruence (B, k) of its k leading modes with the fit's; the
+    bytes the largest array of the sums took and the landmarks (every sample for a kernel
+    matrix)."""
 
-    def __init__(self, eigenvalues, traces, congruence):
+    def __init__(self, eigenvalues, traces, congruence, memory_bytes: int, n_landmarks: int):
         self.eigenvalues, self.traces, self.congruence = eigenvalues, traces, congruence
+        self.memory_bytes, self.n_landmarks = int(memory_bytes), int(n_landmarks)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.ratios = np.where(traces[:, None] > 0, eigenvalues / traces[:, None], 0.0)
 
@@ -123,7 +126,7 @@ def _replicates(K: np.ndarray, directions: np.ndarray, counts, k: int) -> ExactR
     congruence = np.zeros((B, k))
     for b, c in enumerate(all_counts):
         eigenvalues[b], traces[b], congruence[b] = _replicate(K, KF, c.astype(np.float64), k)
-    return ExactReplicates(eigenvalues, traces, congruence)
+    return ExactReplicates(eigenvalues, traces, congruence, K.nbytes, n)
 
 
 def _replicate(K: np.ndarray, KF: np.ndarray, c: np.ndarray, k: int) -> tuple:

@@ -104,8 +104,9 @@ def sample_labels(like: xr.DataArray | None) -> xr.DataArray | None:
     if like is None:
         return None
     dim = like.dims[0]
+    # Coordinates along the samples only: a scalar one (a level selected) is the field's.
     coords = {name: coord.variable.compute() for name, coord in like.coords.items()
-              if set(coord.dims) <= {dim}}
+              if coord.dims == (dim,)}
     return xr.DataArray(np.zeros(like.sizes[dim], dtype=bool), dims=(dim,), coords=coords)
 
 

@@ -22,6 +22,8 @@ from ..engine.orthomax import (
     rotated_count,
 )
 from ..errors import InvalidInputError
+from ..model.inputs import method_input
+from ..validation import check_n_features
 from .hilbert_model import map_output, record_scores, score_output
 
 __all__ = ["rotate_hilbert", "RotatedHilbertEOF"]
@@ -47,7 +49,9 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     r = rotated_count(int(estimator.n_components_), n_components, method, power)
     fit = estimator.model_
     if X is not None:
-        n = record_scores(fit, estimator, X)[0].shape[0]  # lazy: checks features, reads nothing
+        rows = method_input(estimator, fit.layout, X)  # lazy: reads nothing
+        check_n_features(rows.data, fit.n_features, type(estimator).__name__)
+        n = rows.data.shape[0]
         if n != fit.n_samples:
             raise InvalidInputError(
                 f"X has {n} samples, not the fit's {fit.n_samples}: a Hilbert kernel "
@@ -55,7 +59,8 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     loadings = fit.solution.loadings[:r]
     rotation = complex_rotation_of(loadings, fit.solution.field_total_variance, method, power,
                                    max_iter=max_iter, rtol=rtol)
-    estimator.model_ = fit.replace(rotation=rotation)  # as KernelPCA's model keeps its rotation
+    # As KernelPCA's model keeps its rotation (not written to a Hilbert model's file).
+    estimator.model_ = fit.replace(rotation=rotation)
     return RotatedHilbertEOF(estimator, rotation)
 
 

@@ -54,16 +54,14 @@ from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
     attributes_digest,
-    check_digests,
     digest,
     digest_of_rows,
     read_checked,
-    recorded_digests,
 )
 from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from .layout_files import layout_attribute, layout_from_attribute
-from .model_files import saved_params
+from .model_files import check_written, saved_params
 
 __all__ = ["save_exact", "load_exact", "ESTIMATOR", "array_digest", "stored_digest"]
 
@@ -182,20 +180,14 @@ def load_exact(path: PathOrURL, estimator_class: type, *,
 
 
 def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
-    recorded = recorded_digests(attrs)
     names = sorted(set(group.array_keys()))
     missing = [name for name in _LARGE + _SMALL if name not in names]
     if missing or not isinstance(attrs.get("fitted"), dict):
         raise damaged(f"{', '.join(missing) or 'the attribute fitted'} missing")
     small = {name: read_checked(group, name) for name in names if name not in _LARGE}
     # The large arrays are read panel by panel for their digests; transform reads them lazily.
-    check_digests({**small, **{name: None for name in _LARGE}}, recorded,
+    check_written(attrs, {**small, **{name: None for name in _LARGE}},
                   taken={name: stored_digest(group, name) for name in _LARGE})
-    written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
-               if name in attrs}
-    if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
-        raise damaged("its attributes differ from those written (their digest does not "
-                      "match): the file was edited")
     params = attrs.get("params", {})
     try:
         check_params(params, constraints=EXACT_CONSTRAINTS, estimator=ESTIMATOR)

@@ -39,15 +39,13 @@ from ..io.atomic import INCOMPLETE, WRITE_STATE_ATTR, staged_output
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
     attributes_digest,
-    check_digests,
     checksummed_codecs,
     digest,
     read_checked,
-    recorded_digests,
 )
 from ..io.delay_embedding import lags
 from .layout_files import coordinate_attribute, coordinate_values
-from .model_files import saved_params
+from .model_files import check_written, saved_params
 
 __all__ = ["save_extended", "load_extended", "ESTIMATOR"]
 
@@ -66,13 +64,10 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     params, unsaved = saved_params(estimator)
     fitted = {"solver": estimator.solver_, "delay": list(estimator.delay_),
               "n_features_in": int(estimator.n_features_in_),
-              "components": _labels_attribute(maps)}
+              "components": _labels_attribute(maps), "stages": {}}
     attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
              "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
              "unsaved_params": unsaved, "fitted": fitted}
-    attrs[CHECKSUMS_ATTRIBUTE] = {"arrays": {"components": digest(values)},
-                                  "attributes": attributes_digest(attrs),
-                                  "attribute_names": sorted(attrs)}
     with staged_output(path, overwrite, storage_options) as target:
         group = zarr.open_group(target.url, mode="w-", zarr_format=3,
                                 attributes={**attrs, WRITE_STATE_ATTR: INCOMPLETE},
@@ -81,6 +76,12 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
         for name, stage in zip(STAGES, (estimator.kpca_, estimator.pca_)):
             if stage is not None:
                 stage.save(f"{target.url}/{name}", storage_options=storage_options)
+                # The stage's own attributes' digest binds it to this file.
+                fitted["stages"][name] = group[name].attrs[CHECKSUMS_ATTRIBUTE]["attributes"]
+        attrs[CHECKSUMS_ATTRIBUTE] = {"arrays": {"components": digest(values)},
+                                      "attributes": attributes_digest(attrs),
+                                      "attribute_names": sorted(attrs)}
+        group.attrs.update(attrs)
     return os.fspath(path)
 
 
@@ -100,6 +101,21 @@ def _labelled(values: np.ndarray, stored: dict | None):
     coords = {dim: coordinate_values(value) for dim, value in stored["coords"].items()}
     return xr.DataArray(values, dims=dims, coords=coords, name=stored["name"],
                         attrs=dict(stored["attrs"]))
+
+
+def _check_stages(group: zarr.Group, fitted: dict, estimator) -> None:
+    """The stages the file holds are those it was written with: the kernel stage, the linear
+    one exactly when ``n_pca_modes`` is set, each with the attributes it was written with."""
+    wanted = {"kernel_stage"} | ({"linear_stage"} if estimator.n_pca_modes else set())
+    recorded = fitted.get("stages")
+    if not isinstance(recorded, dict) or set(recorded) != wanted or (
+            set(STAGES) & set(group.group_keys())) != wanted:
+        raise damaged(f"its stages are not {sorted(wanted)}, as its parameters ask")
+    for name in wanted:
+        digest_of_stage = group[name].attrs.get(CHECKSUMS_ATTRIBUTE, {}).get("attributes")
+        if digest_of_stage != recorded[name]:
+            raise damaged(f"the stage {name!r} is not the one this file was written with "
+                          "(the digest of its attributes differs)")
 
 
 def load_extended(path: PathOrURL, estimator_class: type, *,
@@ -128,12 +144,7 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
         if "components" not in group.array_keys() or "kernel_stage" not in group.group_keys():
             raise damaged("components or kernel_stage missing")
         values = read_checked(group, "components")
-        check_digests({"components": values}, recorded_digests(attrs))
-        written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
-                   if name in attrs}
-        if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
-            raise damaged("its attributes differ from those written (their digest does not "
-                          "match): the file was edited")
+        check_written(attrs, {"components": values})
         fitted = attrs["fitted"]
         try:
             estimator = estimator_class(**attrs.get("params", {}))
@@ -141,8 +152,13 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             tau, embedding = (int(value) for value in fitted["delay"])
         except (KeyError, TypeError, ValueError) as exc:
             raise damaged(f"its attributes are not those a fit writes ({exc})") from None
+        _check_stages(group, fitted, estimator)
     kernel, linear = (load_stage(f"{where}/{name}", storage_options=storage_options)
                       if name in group.group_keys() else None for name in STAGES)
+    if kernel.n_components_ != values.shape[0] or values.shape[1] != embedding:
+        with about(where):
+            raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
+                          f"{kernel.n_components_} modes and {embedding} lagged copies")
     # The attributes a fit sets (ExtendedKernelEOF.fit), from the file.
     estimator.kpca_, estimator.pca_, estimator.components_ = kernel, linear, components
     estimator.solver_, estimator.delay_ = fitted["solver"], (tau, embedding)

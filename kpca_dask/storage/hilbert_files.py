@@ -26,7 +26,9 @@ As for :mod:`kpca_dask.storage.exact_files`: every chunk carries a crc32c
 checksum, every array and the attributes a digest, all checked on loading
 (the training rows panel by panel), and the shapes against each other. A
 Gram-way model holds its training rows (n p words), as an exact model does,
-because a new record is projected through its inner products with them.
+because a new record is projected through its inner products with them. The
+samples' coordinates are kept as their values (numbers, times, text); other
+objects (cftime dates) come back as their text. A rotation is not kept.
 """
 
 from __future__ import annotations
@@ -52,9 +54,7 @@ from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
     attributes_digest,
-    check_digests,
     read_checked,
-    recorded_digests,
 )
 from .exact_files import array_digest, stored_digest
 from .layout_files import (
@@ -63,7 +63,7 @@ from .layout_files import (
     layout_attribute,
     layout_from_attribute,
 )
-from .model_files import saved_params
+from .model_files import check_written, saved_params
 
 __all__ = ["save_hilbert", "load_hilbert", "ESTIMATOR"]
 
@@ -179,13 +179,8 @@ def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
         raise damaged(f"{', '.join(missing)} missing")
     large = ("rows",) if gram else ()
     small = {name: read_checked(group, name) for name in names if name not in large}
-    check_digests({**small, **{name: None for name in large}}, recorded_digests(attrs),
+    check_written(attrs, {**small, **{name: None for name in large}},
                   taken={name: stored_digest(group, name) for name in large})
-    written = {name: attrs[name] for name in attrs[CHECKSUMS_ATTRIBUTE]["attribute_names"]
-               if name in attrs}
-    if attributes_digest(written) != attrs[CHECKSUMS_ATTRIBUTE].get("attributes"):
-        raise damaged("its attributes differ from those written (their digest does not "
-                      "match): the file was edited")
     params = dict(attrs.get("params", {}))
     try:
         estimator = estimator_class(**params)

@@ -84,7 +84,8 @@ from ..model.held_statistics import GRAM_NAME, live_statistics, saved_gram
 from ..model.parameters import check_params
 from .model_entries import REQUIRED_ARRAYS, file_entries, model_from_entries, required_attributes
 
-__all__ = ["save_model", "load_model", "stored_estimator", "saved_params", "FORMAT_VERSION"]
+__all__ = ["check_written", "save_model", "load_model", "stored_estimator",
+           "saved_params", "FORMAT_VERSION"]
 
 FORMAT_NAME = "kpca-dask-model"
 FORMAT_VERSION = 3
@@ -306,13 +307,21 @@ def _load(path: PathOrURL, where: str, estimator_class: type,
 def _check_recorded_digests(attrs: dict, arrays: dict, version: int,
                             taken: dict | None = None) -> None:
     """Compare the arrays and attributes with the digests taken when they were written."""
+    if CHECKSUMS_ATTRIBUTE not in attrs and version < CHECKSUMMED_VERSION:
+        return  # written before digests were kept
+    check_written(attrs, arrays, taken)
+
+
+def check_written(attrs: dict, arrays: dict, taken: dict | None = None) -> None:
+    """Raise ModelFormatError unless a model file's ``arrays`` (None for those whose digest is
+    in ``taken``) and attributes are those written: their digests, recorded in its
+    ``checksums`` attribute, match. Every model file is written with them (KernelPCA's since
+    format version 2)."""
     if CHECKSUMS_ATTRIBUTE not in attrs:
-        if version < CHECKSUMMED_VERSION:
-            return  # written before digests were kept
         raise ModelFormatError(
             f"the model is damaged: its attribute {CHECKSUMS_ATTRIBUTE!r} is missing (every "
-            f"file of format version {version} is written with it), so nothing in it can be "
-            "trusted. Copy the file again from its source, or fit and save it again.")
+            "model file is written with it), so nothing in it can be trusted. Copy the file "
+            "again from its source, or fit and save it again.")
     check_digests(arrays, recorded_digests(attrs), taken=taken)
     recorded = attrs[CHECKSUMS_ATTRIBUTE]
     names = recorded.get("attribute_names")

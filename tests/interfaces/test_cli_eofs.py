@@ -99,3 +99,16 @@ def test_what_these_models_cannot_do_is_refused(field_store, tmp_path, capsys):
     done = main("patterns", model, path, "--out", tmp_path / "maps.zarr", capsys=capsys)
     assert done.returncode == 2 and "kpca_dask.load(path).components()" in done.stderr
     assert not (tmp_path / "maps.zarr").exists()
+    for command, extra, message in (
+            ("score", (path, "--out", tmp_path / "s.zarr"), "has no reconstruction_error"),
+            ("inverse-transform", (path, "--out", tmp_path / "x.zarr"),
+             "has no inverse_transform"),
+            ("transform", (path, "--out", tmp_path / "y.zarr", "--out-dtype", "float32"),
+             "leave --out-dtype out"),
+            ("resolve", ("--n-components", "1", "--out", tmp_path / "r.zarr"),
+             "resolve takes the models of kpca-dask fit --method nystrom"),
+            ("update", (path, "--out", tmp_path / "u.zarr"), "update takes the models"),
+            ("merge", (model, "--out", tmp_path / "m.zarr"), "merge takes the models")):
+        done = main(command, model, *extra, capsys=capsys)
+        assert done.returncode == 2 and message in done.stderr, (command, done.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.zarr"]

@@ -89,3 +89,24 @@ def test_damaged_maps_and_edited_attributes_are_refused(tmp_path):
     group["components"][0, 0, 1, 1] = 7.0  # fresh chunk checksums, an old digest
     with pytest.raises(ModelFormatError, match=r"eeof\.zarr: the array 'components' differs"):
         kpca_dask.load(path)
+
+
+def test_a_stage_from_another_file_or_a_missing_stage_is_refused(tmp_path):
+    """Each stage is bound to its file by the digest of its attributes: a stage copied in
+    from another model, or a linear stage removed, is refused by name."""
+    import shutil
+
+    field = _field()
+    first = ExtendedKernelEOF(2, tau=TAU, embedding=EMBEDDING, n_pca_modes=4).fit(field)
+    other = ExtendedKernelEOF(2, tau=TAU, embedding=EMBEDDING, n_pca_modes=4).fit(field[:40])
+    path = first.save(tmp_path / "first.zarr")
+    other_path = other.save(tmp_path / "other.zarr")
+    copy = tmp_path / "swapped.zarr"
+    shutil.copytree(path, copy)
+    shutil.rmtree(copy / "kernel_stage")
+    shutil.copytree(f"{other_path}/kernel_stage", copy / "kernel_stage")
+    with pytest.raises(ModelFormatError, match="the stage 'kernel_stage' is not the one"):
+        kpca_dask.load(copy)
+    shutil.rmtree(f"{path}/linear_stage")
+    with pytest.raises(ModelFormatError, match="its stages are not"):
+        kpca_dask.load(path)

@@ -124,3 +124,14 @@ def test_edited_attributes_and_missing_arrays_are_refused(tmp_path):
     shutil.rmtree(path + "/norms")
     with pytest.raises(ModelFormatError, match="norms missing"):
         kpca_dask.load(path)
+
+
+def test_a_field_with_a_scalar_coordinate_saves_and_loads(tmp_path):
+    """A level selected from a 4-D field stays as a scalar coordinate: the model's samples
+    keep only their own coordinates, and the loaded scores are labelled as the fitted."""
+    field = _field(False).expand_dims(level=[500.0, 850.0]).isel(level=0)
+    assert "level" in field.coords and field.coords["level"].ndim == 0
+    model = HilbertKernelEOF(Q, padding="none").fit(field)
+    loaded = kpca_dask.load(model.save(tmp_path / "hilbert.zarr"))
+    xr.testing.assert_allclose(loaded.scores(), model.scores().drop_vars("level",
+                                                                         errors="ignore"))
