@@ -16,18 +16,17 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
 from ..engine.passes.replicates import ReplicateSpectra, replicate_pass, solve_replicates
 from ..engine.solve.landmark_factor import landmark_kernel_panels
-from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
+from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_model import ExactFit
 from ..io.labelled import MODE_DIM, modes
 from ..model.fitted import FittedModel
 from ..model.inputs import method_input
 from ..model.precomputed import PRECOMPUTED
 from .complex_bootstrap import hilbert_landmark_replicates
-from .exact_bootstrap import exact_replicates, hilbert_replicates
+from .exact_bootstrap import check_replicate_memory, exact_replicates, hilbert_replicates
 from .hilbert_model import HilbertFit
 
 __all__ = ["bootstrap", "SIGNIFICANCE_RULE", "REPLICATE_DIM"]
@@ -246,15 +245,7 @@ def _counts(indices, n_bootstraps, seed, n: int):
 def _check_memory(rows, n_replicates: int, m: int) -> None:
     """Refuse B replicates whose sums do not fit the client, or whose pairwise merge (two
     chains' sums) does not fit a process of the pass."""
-    need = 8 * n_replicates * (m * m + m + 1)
-    budget = memory_budget(rows)
-    for room, where in ((process_room_bytes(), "this process has free"),
-                        (budget.process_bytes // 2, f"half {budget.where}")):
-        if need > room:
-            raise InsufficientMemoryError(
-                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
-                f"sums (8 B m^2 bytes), more than the {room / 2**30:.2f} GiB {where}. Ask "
-                "for fewer replicates, or bootstrap in several calls with different seeds.")
+    check_replicate_memory(rows, n_replicates, m)
 
 
 def _congruence(model, spectra: ReplicateSpectra, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,15 +15,13 @@ from __future__ import annotations
 import dask
 import numpy as np
 
-from .._memory import memory_budget, process_room_bytes
 from .._parallel import capped_blas
 from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.hilbert.analytic_signal import analytic_rows
 from ..engine.hilbert.complex_solve import landmark_map
-from ..errors import InsufficientMemoryError, InvalidInputError
 from ..model.inputs import method_input
-from .exact_bootstrap import ExactReplicates
+from .exact_bootstrap import ExactReplicates, check_fitted_shape, check_replicate_memory
 
 __all__ = ["hilbert_landmark_replicates"]
 
@@ -47,25 +45,11 @@ def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates
     """
     fit = estimator.model_
     rows = method_input(estimator, fit.layout, X)
-    n = int(rows.data.shape[0])
-    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
-        raise InvalidInputError(
-            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
-            f"on {fit.n_samples} of {fit.n_features}: bootstrap the record the model was "
-            "fitted on.")
+    n = check_fitted_shape(rows.data.shape, fit.n_samples, fit.n_features)
     W, params = fit.landmarks, fit.kernel_params
     m = W.shape[0]
     n_replicates = counts.n_replicates if isinstance(counts, DrawnCounts) else len(counts)
-    need = 16 * n_replicates * (m * m + m + 1)  # complex128 sums, held at once
-    budget = memory_budget(rows.data)
-    for room, where in ((process_room_bytes(), "this process has free"),
-                        (budget.process_bytes // 2, f"half {budget.where}")):
-        if need > room:
-            raise InsufficientMemoryError(
-                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
-                f"complex sums (16 B m^2 bytes), more than the {room / 2**30:.2f} GiB "
-                f"{where}. Ask for fewer replicates, or bootstrap in several calls with "
-                "different seeds.")
+    need = check_replicate_memory(rows.data, n_replicates, m, word_bytes=16)  # complex128
     Z = analytic_rows(rows.data, fit.padding, fit.decay_factor).rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(Z.chunks[0])])
     shared = dask.delayed(W, pure=True)

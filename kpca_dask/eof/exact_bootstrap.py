@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.exact.gram import inner_products
 from ..engine.hilbert.complex_gram import hermitian_gram, kernel_of_gram
@@ -27,7 +28,8 @@ from ..model.inputs import in_memory_input, method_input
 from ..model.kernel_matrices import points_gram, symmetrise_in_place
 from ..model.precomputed import PRECOMPUTED
 
-__all__ = ["exact_replicates", "hilbert_replicates", "ExactReplicates"]
+__all__ = ["exact_replicates", "hilbert_replicates", "ExactReplicates", "check_fitted_shape",
+           "check_replicate_memory"]
 
 
 class ExactReplicates:
@@ -64,12 +66,7 @@ def exact_replicates(estimator, X, counts, k: int) -> ExactReplicates:
             "bootstrap of an exact model needs its rows and a named kernel; a model of a "
             "precomputed kernel matrix or of a callable kernel cannot be bootstrapped.")
     rows = in_memory_input(fit.layout, X, keep_lazy=fit.lazy)  # as the fit read its rows
-    n = int(rows.data.shape[0])
-    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
-        raise InvalidInputError(
-            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
-            f"on {fit.n_samples} of {fit.n_features}: bootstrap the data the model was "
-            "fitted on.")
+    n = check_fitted_shape(rows.data.shape, fit.n_samples, fit.n_features)
     if not dense_fits(n, rows.data):
         raise InsufficientMemoryError(
             f"The bootstrap of an exact model holds its {n} x {n} kernel matrix (about "
@@ -99,12 +96,7 @@ def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
     """
     fit = estimator.model_
     rows = method_input(estimator, fit.layout, X)
-    n = int(rows.data.shape[0])
-    if n != fit.n_samples or rows.data.shape[1] != fit.n_features:
-        raise InvalidInputError(
-            f"X has {n} samples of {rows.data.shape[1]} features, but the model was fitted "
-            f"on {fit.n_samples} of {fit.n_features}: bootstrap the record the model was "
-            "fitted on.")
+    check_fitted_shape(rows.data.shape, fit.n_samples, fit.n_features)
     A, _ = inner_products(rows.data)
     H = hermitian_gram(A, fit.padding, fit.decay_factor)
     del A
@@ -112,6 +104,34 @@ def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
     K = kernel_of_gram(H, norms, norms, fit.kernel_params)
     del H
     return _replicates(K, np.asarray(fit.solution.projection)[:, :k], counts, k)
+
+
+def check_fitted_shape(shape: tuple, n_samples: int, n_features: int) -> int:
+    """The number of samples of rows of ``shape``, or InvalidInputError unless they are as
+    many, of as many features, as the fit's: a bootstrap resamples the data fitted on."""
+    n, p = (int(size) for size in shape)
+    if n != n_samples or p != n_features:
+        raise InvalidInputError(
+            f"X has {n} samples of {p} features, but the model was fitted on {n_samples} of "
+            f"{n_features}: bootstrap the data the model was fitted on.")
+    return n
+
+
+def check_replicate_memory(rows, n_replicates: int, m: int, word_bytes: int = 8) -> int:
+    """The bytes of ``n_replicates`` replicates' m x m sums of ``word_bytes`` words, or
+    InsufficientMemoryError (before any read) where they do not fit this process, or a
+    merge of two of them half a process of the pass."""
+    need = word_bytes * n_replicates * (m * m + m + 1)
+    budget = memory_budget(rows)
+    for room, where in ((process_room_bytes(), "this process has free"),
+                        (budget.process_bytes // 2, f"half {budget.where}")):
+        if need > room:
+            raise InsufficientMemoryError(
+                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
+                f"sums ({word_bytes} B m^2 bytes), more than the {room / 2**30:.2f} GiB "
+                f"{where}. Ask for fewer replicates, or bootstrap in several calls with "
+                "different seeds.")
+    return need
 
 
 def _replicates(K: np.ndarray, directions: np.ndarray, counts, k: int) -> ExactReplicates:

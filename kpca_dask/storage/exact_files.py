@@ -42,31 +42,29 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from .._memory import memory_budget
-from .._version import __version__
 from ..blocks.kernels import canonical_kernel_name
 from ..checkpoints.file_checks import damaged
 from ..checkpoints.statistics_files import file_digest
 from ..engine.exact.matrix_free import RowPanels, panel_rows
 from ..engine.kernel_params import resolve_kernel_params
-from ..errors import InvalidParameterError, ModelFormatError, about
+from ..errors import InvalidParameterError, about
 from ..exact.exact_model import ExactFit, ExactModel, scaled_vectors
 from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
-    CHECKSUMS_ATTRIBUTE,
-    attributes_digest,
     digest,
     digest_of_rows,
     read_checked,
 )
 from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
-from .layout_files import layout_attribute, layout_from_attribute
-from .model_files import check_written, saved_params
+from .file_headers import check_header, header_attributes, layout_entries, with_checksums
+from .layout_files import layout_from_attribute
+from .model_files import check_written
 
 __all__ = ["save_exact", "load_exact", "ESTIMATOR", "array_digest", "stored_digest"]
 
 ESTIMATOR = "ExactKernelPCA"
-FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 3
+FORMAT_VERSION = 3
 _LARGE = ("rows", "eigenvectors")
 _SMALL = ("eigenvalues", "explained_variance_ratio", "centring")
 #: In this order: n, p, q.
@@ -97,18 +95,9 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
                   n_products_=fit.n_products, feature_layout_=None)
     if fit.residuals is not None:
         arrays["eigenvalue_residuals"] = np.asarray(fit.residuals)
-    layout = fit.layout
-    if layout is not None:
-        fitted["feature_layout_"] = layout_attribute(layout)
-        arrays.update({f"feature_{name}": value for name, value in
-                       (("kept", layout.kept), ("weights", layout.weights)) if value is not None})
-    params, unsaved = saved_params(estimator)
-    attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-             "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
-             "unsaved_params": unsaved, "fitted": fitted}
-    attrs[CHECKSUMS_ATTRIBUTE] = {
-        "arrays": {name: array_digest(value) for name, value in arrays.items()},
-        "attributes": attributes_digest(attrs), "attribute_names": sorted(attrs)}
+    layout_entries(fit.layout, fitted, arrays)
+    attrs = with_checksums(header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted),
+                           {name: array_digest(value) for name, value in arrays.items()})
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
 
@@ -168,14 +157,8 @@ def load_exact(path: PathOrURL, estimator_class: type, *,
     with about(where):
         group = open_group(path, storage_options=storage_options)
         attrs = group.attrs.asdict()
-        if attrs.get("estimator") != ESTIMATOR or attrs.get("format") != FORMAT_NAME:
-            raise ModelFormatError(f"holds no {ESTIMATOR} model: save one with "
-                                   f"{ESTIMATOR}.save or `kpca-dask fit --exact`.")
-        if attrs.get("format_version") != FORMAT_VERSION:
-            raise ModelFormatError(
-                f"written in model format version {attrs.get('format_version')!r}; this "
-                f"kpca-dask {__version__} reads {ESTIMATOR} models of version {FORMAT_VERSION}. "
-                "Install a matching kpca-dask version.")
+        check_header(attrs, ESTIMATOR, FORMAT_VERSION,
+                     f"{ESTIMATOR}.save or `kpca-dask fit --exact`")
         return _rebuilt(group, attrs, estimator_class)
 
 

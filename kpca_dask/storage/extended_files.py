@@ -31,26 +31,25 @@ import zarr
 from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
-from .._version import __version__
 from ..checkpoints.file_checks import damaged
-from ..errors import ModelFormatError, about
+from ..errors import about
 from ..io import PathOrURL, open_group
 from ..io.atomic import INCOMPLETE, WRITE_STATE_ATTR, staged_output
 from ..io.checksums import (
     CHECKSUMS_ATTRIBUTE,
-    attributes_digest,
     checksummed_codecs,
     digest,
     read_checked,
 )
 from ..io.delay_embedding import lags
+from .file_headers import check_header, header_attributes, with_checksums
 from .layout_files import coordinate_attribute, coordinate_values
-from .model_files import check_written, saved_params
+from .model_files import check_written
 
 __all__ = ["save_extended", "load_extended", "ESTIMATOR"]
 
 ESTIMATOR = "ExtendedKernelEOF"
-FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 1
+FORMAT_VERSION = 1
 STAGES = ("kernel_stage", "linear_stage")
 
 
@@ -61,13 +60,10 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     check_is_fitted(estimator)
     maps = estimator.components_
     values = np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
-    params, unsaved = saved_params(estimator)
     fitted = {"solver": estimator.solver_, "delay": list(estimator.delay_),
               "n_features_in": int(estimator.n_features_in_),
               "components": _labels_attribute(maps), "stages": {}}
-    attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-             "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
-             "unsaved_params": unsaved, "fitted": fitted}
+    attrs = header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted)
     with staged_output(path, overwrite, storage_options) as target:
         group = zarr.open_group(target.url, mode="w-", zarr_format=3,
                                 attributes={**attrs, WRITE_STATE_ATTR: INCOMPLETE},
@@ -78,10 +74,7 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
                 stage.save(f"{target.url}/{name}", storage_options=storage_options)
                 # The stage's own attributes' digest binds it to this file.
                 fitted["stages"][name] = group[name].attrs[CHECKSUMS_ATTRIBUTE]["attributes"]
-        attrs[CHECKSUMS_ATTRIBUTE] = {"arrays": {"components": digest(values)},
-                                      "attributes": attributes_digest(attrs),
-                                      "attribute_names": sorted(attrs)}
-        group.attrs.update(attrs)
+        group.attrs.update(with_checksums(attrs, {"components": digest(values)}))
     return os.fspath(path)
 
 
@@ -133,14 +126,7 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
     with about(where):
         group = open_group(path, storage_options=storage_options)
         attrs = group.attrs.asdict()
-        if attrs.get("estimator") != ESTIMATOR or attrs.get("format") != FORMAT_NAME:
-            raise ModelFormatError(f"holds no {ESTIMATOR} model: save one with "
-                                   f"{ESTIMATOR}.save.")
-        if attrs.get("format_version") != FORMAT_VERSION:
-            raise ModelFormatError(
-                f"written in model format version {attrs.get('format_version')!r}; this "
-                f"kpca-dask {__version__} reads {ESTIMATOR} models of version "
-                f"{FORMAT_VERSION}. Install a matching kpca-dask version.")
+        check_header(attrs, ESTIMATOR, FORMAT_VERSION, f"{ESTIMATOR}.save")
         if "components" not in group.array_keys() or "kernel_stage" not in group.group_keys():
             raise damaged("components or kernel_stage missing")
         values = read_checked(group, "components")

@@ -43,32 +43,29 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from .._parallel import computed
-from .._version import __version__
 from ..blocks.complex_kernels import check_complex_kernel
 from ..checkpoints.file_checks import damaged
 from ..engine.hilbert.analytic_signal import check_padding
 from ..engine.hilbert.complex_solve import ComplexSolution
 from ..eof.hilbert_model import GramState, HilbertFit
-from ..errors import InvalidParameterError, ModelFormatError, about
+from ..errors import InvalidParameterError, about
 from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
-    CHECKSUMS_ATTRIBUTE,
-    attributes_digest,
     read_checked,
 )
 from .exact_files import array_digest, stored_digest
+from .file_headers import check_header, header_attributes, layout_entries, with_checksums
 from .layout_files import (
     coordinate_attribute,
     coordinate_values,
-    layout_attribute,
     layout_from_attribute,
 )
-from .model_files import check_written, saved_params
+from .model_files import check_written
 
 __all__ = ["save_hilbert", "load_hilbert", "ESTIMATOR"]
 
 ESTIMATOR = "HilbertKernelEOF"
-FORMAT_NAME, FORMAT_VERSION = "kpca-dask-model", 1
+FORMAT_VERSION = 1
 _COMPLEX = ("projection", "centre", "loadings", "scores", "landmarks")
 _REQUIRED = ("projection", "centre", "explained_variance", "loadings", "mean", "scores",
              "landmark_indices")
@@ -101,25 +98,16 @@ def save_hilbert(estimator, path: PathOrURL, *, overwrite: bool = False,
     fitted = {"solver": fit.solver, "kernel_params": jsonable(fit.kernel_params),
               "total_variance": float(solution.total_variance),
               "field_total_variance": float(solution.field_total_variance),
-              "n_samples": fit.n_samples, "lazy": bool(fit.lazy), "feature_layout_": None,
+              "n_samples": fit.n_samples, "lazy": bool(fit.lazy),
               "samples": _samples_attribute(fit.samples)}
     if fit.solver == "gram":
         arrays.update(rows=fit.gram.rows, train_sums=fit.gram.train_sums, norms=fit.gram.norms)
         fitted["train_total"] = float(fit.gram.train_total)
     else:
         arrays["landmarks"] = _split(fit.landmarks)
-    if fit.layout is not None:
-        fitted["feature_layout_"] = layout_attribute(fit.layout)
-        arrays.update({f"feature_{name}": value for name, value in
-                       (("kept", fit.layout.kept), ("weights", fit.layout.weights))
-                       if value is not None})
-    params, unsaved = saved_params(estimator)
-    attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-             "kpca_dask_version": __version__, "estimator": ESTIMATOR, "params": params,
-             "unsaved_params": unsaved, "fitted": fitted}
-    attrs[CHECKSUMS_ATTRIBUTE] = {
-        "arrays": {name: array_digest(value) for name, value in arrays.items()},
-        "attributes": attributes_digest(attrs), "attribute_names": sorted(attrs)}
+    layout_entries(fit.layout, fitted, arrays)
+    attrs = with_checksums(header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted),
+                           {name: array_digest(value) for name, value in arrays.items()})
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
 
@@ -156,14 +144,7 @@ def load_hilbert(path: PathOrURL, estimator_class: type, *,
     with about(os.fspath(path)):
         group = open_group(path, storage_options=storage_options)
         attrs = group.attrs.asdict()
-        if attrs.get("estimator") != ESTIMATOR or attrs.get("format") != FORMAT_NAME:
-            raise ModelFormatError(f"holds no {ESTIMATOR} model: save one with "
-                                   f"{ESTIMATOR}.save.")
-        if attrs.get("format_version") != FORMAT_VERSION:
-            raise ModelFormatError(
-                f"written in model format version {attrs.get('format_version')!r}; this "
-                f"kpca-dask {__version__} reads {ESTIMATOR} models of version "
-                f"{FORMAT_VERSION}. Install a matching kpca-dask version.")
+        check_header(attrs, ESTIMATOR, FORMAT_VERSION, f"{ESTIMATOR}.save")
         return _rebuilt(group, attrs, estimator_class)
 
 

@@ -40,28 +40,37 @@ def linear_fit(data):
     return KernelPCA(Q, kernel="linear", n_landmarks=N, landmarks="uniform").fit(data)
 
 
-def test_equals_xeofs_eof_bootstrapper_for_the_same_rows(data, linear_fit):
-    """Explained variances, their ratios, patterns and scores (modulo sign) are xeofs'
-    EOFBootstrapper's for the rows it resamples, to 1e-8."""
+def _xeofs_bootstrap(data, B: int, seed: int):
+    """The field, xeofs' EOFBootstrapper fitted on it, its fit and the rows it resamples."""
     field = xr.DataArray(data, dims=("time", "x"), coords={"time": np.arange(N)})
     model = xe.single.EOF(n_modes=Q, standardize=False, use_coslat=False).fit(field, dim="time")
-    B, seed = 8, 11
     expected = xe.validation.EOFBootstrapper(n_bootstraps=B, seed=seed)
     expected.fit(model)
     rng = np.random.default_rng(seed)  # xeofs' own draws, in its order
     indices = np.stack([rng.choice(N, N, replace=True) for _ in range(B)])
-    boot = kpca_dask.bootstrap(linear_fit, field, indices=indices)
+    return field, expected, model, indices
+
+
+def _assert_xeofs_replicates(boot, expected, model) -> None:
+    """Variances, ratios and the congruence of each replicate's EOF with the fit's, to 1e-8."""
     np.testing.assert_allclose(boot["explained_variance"].values,
                                expected.explained_variance().transpose("n", "mode").values,
                                rtol=1e-8)
     ratios = expected.explained_variance() / expected.data["total_variance"]
     np.testing.assert_allclose(boot["explained_variance_ratio"].values,
                                ratios.transpose("n", "mode").values, rtol=1e-8)
-    # Patterns: the congruence of each replicate's EOF with the fit's, and the scores.
     components = expected.components().transpose("n", "mode", ...).values
     fitted = model.components().transpose("mode", ...).values
     congruence = np.abs(np.einsum("bkf,kf->bk", components, fitted))
     np.testing.assert_allclose(boot["congruence"].values, congruence, rtol=0, atol=1e-8)
+
+
+def test_equals_xeofs_eof_bootstrapper_for_the_same_rows(data, linear_fit):
+    """Explained variances, their ratios, patterns and scores (modulo sign) are xeofs'
+    EOFBootstrapper's for the rows it resamples, to 1e-8."""
+    field, expected, model, indices = _xeofs_bootstrap(data, 8, 11)
+    boot = kpca_dask.bootstrap(linear_fit, field, indices=indices)
+    _assert_xeofs_replicates(boot, expected, model)
     Z = np.asarray(linear_fit.model_.landmarks)
     scores = (np.einsum("nm,bmk->bnk", data @ Z.T, boot["projection"].values)
               - boot["offset"].values[:, None, :])
@@ -201,25 +210,10 @@ def test_replicates_whose_sums_do_not_fit_are_refused_before_a_read(data, linear
 def test_an_exact_linear_model_equals_xeofs_eof_bootstrapper(data):
     """An ExactKernelPCA's replicates, solved from its kernel matrix, are xeofs'
     EOFBootstrapper's for the rows it resamples: variances, ratios and congruence."""
-    field = xr.DataArray(data, dims=("time", "x"), coords={"time": np.arange(N)})
-    model = xe.single.EOF(n_modes=Q, standardize=False, use_coslat=False).fit(field, dim="time")
-    B, seed = 6, 5
-    expected = xe.validation.EOFBootstrapper(n_bootstraps=B, seed=seed)
-    expected.fit(model)
-    rng = np.random.default_rng(seed)
-    indices = np.stack([rng.choice(N, N, replace=True) for _ in range(B)])
+    field, expected, model, indices = _xeofs_bootstrap(data, 6, 5)
     boot = kpca_dask.bootstrap(kpca_dask.ExactKernelPCA(Q, kernel="linear").fit(field), field,
                                indices=indices)
-    np.testing.assert_allclose(boot["explained_variance"].values,
-                               expected.explained_variance().transpose("n", "mode").values,
-                               rtol=1e-8)
-    ratios = expected.explained_variance() / expected.data["total_variance"]
-    np.testing.assert_allclose(boot["explained_variance_ratio"].values,
-                               ratios.transpose("n", "mode").values, rtol=1e-8)
-    components = expected.components().transpose("n", "mode", ...).values
-    fitted = model.components().transpose("mode", ...).values
-    np.testing.assert_allclose(boot["congruence"].values,
-                               np.abs(np.einsum("bkf,kf->bk", components, fitted)), atol=1e-8)
+    _assert_xeofs_replicates(boot, expected, model)
     assert "projection" not in boot  # no landmarks: the replicates' modes are not kept
 
 
