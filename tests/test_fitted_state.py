@@ -87,3 +87,34 @@ def test_unfitted_exact_has_no_model():
     assert not hasattr(exact, "model_") and not hasattr(exact, "eigenvalues_")
     with pytest.raises((KPCAError, ValueError, AttributeError)):
         check_is_fitted(exact)
+
+
+#: The names library code gives an estimator it is handed.
+_ESTIMATOR_NAMES = {"estimator", "kpca", "model", "stage", "fitted", "loaded"}
+
+
+def _private_reads(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every ``estimator._name`` read (not a dunder) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            value = node.value
+            owner = value.attr if isinstance(value, ast.Attribute) else getattr(value, "id", "")
+            if owner in _ESTIMATOR_NAMES:
+                found.append((node.lineno, f"{owner}.{node.attr}"))
+    return sorted(found)
+
+
+def test_the_private_read_finder_finds_them():
+    source = "estimator._embedding(X)\nself.estimator._norms()\nmodel.__class__\nx._y\n"
+    assert _private_reads(source) == [(1, "estimator._embedding"), (2, "estimator._norms")]
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py")
+                                        if "estimators" not in p.parts),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_attribute_of_an_estimator_is_read_outside_its_package(path):
+    """Outside kpca_dask/estimators/, an estimator is read through its public attributes and
+    its fitted model, never its private ones."""
+    assert not _private_reads(path.read_text()), path.relative_to(PACKAGE)

@@ -14,6 +14,7 @@ regression maps of the weighted field simple (docs/design.md §15).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import dask
@@ -29,10 +30,13 @@ from ..engine.orthomax import (
     score_rotation,
 )
 from ..errors import InvalidParameterError
+from ..exact.exact_embedding import embedding as exact_embedding
+from ..exact.exact_model import ExactFit
 from ..io.field_inputs import weighted_rows
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, modes
 from ..model.inputs import method_input
+from ..model.outputs import embedding
 from .hilbert_model import HilbertFit
 from .patterns import patterns_of
 
@@ -40,8 +44,11 @@ __all__ = ["rotate", "RotatedEOF"]
 
 
 def _embedding_of(estimator) -> Any:
-    """The estimator's lazy embedding of weighted dask rows."""
-    return estimator._embedding
+    """The lazy embedding of weighted dask rows by the estimator's fitted model."""
+    model = estimator.model_
+    if isinstance(model, ExactFit):
+        return partial(exact_embedding, model)
+    return partial(embedding, model, name=type(estimator).__name__)
 
 
 def _layout_of(estimator):

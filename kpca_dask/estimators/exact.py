@@ -8,24 +8,27 @@ memory O(n q) and tiles.
 
 from __future__ import annotations
 
-import warnings
+from functools import partial
 from typing import Callable, Literal
 
-import dask.array as da
 import numpy as np
-from dask.array.core import PerformanceWarning
 from numpy.typing import ArrayLike
 from scipy import linalg
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..blocks.signs import fix_signs
-from ..engine.exact.gram import cross_kernel_by_panels
 from ..engine.solve.components import ZERO_EIGENVALUE_RTOL, check_spectrum, n_components_for
 from ..eof.patterns import check_kind, patterns_of
 from ..eof.scalings import check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
+from ..exact.exact_embedding import (
+    embedding,
+    kernel_rows,
+    projected,
+    training_embedding,
+    transform_rows,
+)
 from ..exact.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
 from ..exact.exact_model import ExactFit, applied, exact_attribute
 from ..io.field_inputs import weighted_rows
@@ -34,7 +37,6 @@ from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, meth
 from ..model.kernel_matrices import (
     centre_in_place,
     kernel_matrix_buffer,
-    new_point_kernel_rows,
     points_gram,
     symmetrise_in_place,
 )
@@ -42,7 +44,6 @@ from ..model.keywords import explains_keywords
 from ..model.outputs import one_sample_of
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from ..model.precomputed import PRECOMPUTED
-from ..validation import check_n_features
 from .base import FittedModelEstimator
 
 __all__ = ["ExactKernelPCA"]
@@ -338,62 +339,16 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         rows = self._input_rows(X)
         known = (self.model_.training_key is not None
                  and self._rows_key(X) == self.model_.training_key)
-        Y = self._training_embedding() if known else self._transform_rows(rows.data)
+        Y = training_embedding(self.model_) if known else transform_rows(self.model_, rows.data)
         Y = scaled_scores(Y, self.explained_variance_, pcscaling)
         return Y if rows.like is None else one_sample_of(
             label_embedding(Y, rows.like, self._output_attrs()), rows)
-
-    def _embedding(self, X: da.Array) -> da.Array:
-        """The embedding of the rows ``X``, lazily: one block of rows at a time (for
-        :meth:`patterns`, through :func:`~kpca_dask.eof.patterns.patterns_of`, whence the
-        warning's stack level).
-
-        Each task projects whole rows (k(x, X_fit) of its block), so data chunked
-        along the features are joined into whole rows here, with a warning (for a
-        matrix-free model, whose tasks take panels of the training rows, without).
-        """
-        if X.name == self.model_.training_key:  # the training rows: their embedding is known
-            # (A_q is numpy after a dense solve, dask after a matrix-free one)
-            return da.asarray(self._training_embedding()).rechunk((X.chunks[0], -1))
-        if self.model_.by_panels is not None:  # by panels of training rows: whole rows
-            return self.model_.by_panels.transform(X)
-        if X.numblocks[1] > 1:
-            warnings.warn(
-                f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
-                "whole rows, one block of rows per task, so they are joined into whole rows "
-                "(KernelPCA keeps them).", PerformanceWarning, stacklevel=4)
-            X = X.rechunk({1: -1})
-        return X.map_blocks(transform_block, estimator=self,
-                            chunks=(X.chunks[0], (self.n_components_,)), dtype=np.float64,
-                            meta=np.empty((0, 0), np.float64))
 
     def _rows_key(self, X) -> str | None:
         """The dask name of ``X``'s weighted rows as :meth:`patterns`, :func:`kpca_dask.rotate`
         and :meth:`transform` make them: equal for the same lazy data, given again."""
         rows = method_input(self, self._layout(), X, weighted=False)
         return weighted_rows(rows.data, self._layout()).name if rows.is_lazy else None
-
-    def _training_embedding(self) -> np.ndarray:
-        """The embedding of the training rows, A_q Lambda_q^{1/2} (zero columns for zero
-        eigenvalues): what projecting them gives, K~ A_q Lambda_q^{-1/2}, without the n x n
-        product (docs/design.md §1)."""
-        return self.eigenvectors_ * np.sqrt(self.eigenvalues_)
-
-    def _transform_rows(self, X) -> np.ndarray:
-        """The embedding of rows as :meth:`_input_rows` gives them."""
-        if self.kernel_ == PRECOMPUTED:
-            Kx = new_point_kernel_rows(X, self.n_samples_fit_)
-        else:
-            Kx, _ = self._kernel_rows_of(X)
-        return self._projected(Kx)
-
-    def _projected(self, Kx: np.ndarray) -> np.ndarray:
-        model = self.model_
-        Kx = Kx - Kx.mean(axis=1, keepdims=True) - model.column_means[None, :] + model.grand_mean
-        nonzero = self.eigenvalues_ > 0
-        scaled = np.zeros_like(self.eigenvectors_)
-        scaled[:, nonzero] = self.eigenvectors_[:, nonzero] / np.sqrt(self.eigenvalues_[nonzero])
-        return Kx @ scaled
 
     def reconstruction_error(self, X: ArrayLike) -> np.ndarray:
         """Squared feature-space distance to the principal subspace (docs/design.md §6).
@@ -425,22 +380,11 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
             return applied(self.model_.by_panels, self, X, "reconstruction_error")
         rows = self._input_rows(X)
         like = rows.like
-        Kx, diagonal = self._kernel_rows_of(rows.data)
+        Kx, diagonal = kernel_rows(self.model_, rows.data)
         distance = diagonal - 2.0 * Kx.mean(axis=1) + self.model_.grand_mean
-        Y = self._projected(Kx)
+        Y = projected(self.model_, Kx)
         errors = distance - np.sum(Y * Y, axis=1)
         return errors if like is None else label_rows(errors, like, name="reconstruction_error")
-
-    def _kernel_rows_of(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """k(X, X_fit) and k(x, x) of new points (as :meth:`_input_rows` gives them); lazy training
-        data are read once more."""
-        check_n_features(X, self.n_features_in_, type(self).__name__)
-        if self.model_.lazy:
-            return cross_kernel_by_panels(X, self.X_fit_, self.kernel_, self.kernel_params_)
-        Kx = np.asarray(pairwise_kernel(X, self.X_fit_, self.kernel_, **self.kernel_params_),
-                        dtype=np.float64)
-        return Kx, np.asarray(kernel_diagonal(X, self.kernel_, **self.kernel_params_),
-                              dtype=np.float64)
 
     def inverse_transform(self, Y: ArrayLike):
         """Not available: exact kernel PCA learns no map back to the input space.
@@ -492,7 +436,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         check_is_fitted(self)
         check_kind(kind, pcscaling, eofscaling)
         rows = method_input(self, self._layout(), X, weighted=False)
-        return patterns_of(rows, kind, layout=self._layout(), embedding=self._embedding,
+        return patterns_of(rows, kind, layout=self._layout(),
+                           embedding=partial(embedding, self.model_),
                            variances=self.explained_variance_, pcscaling=pcscaling,
                            eofscaling=eofscaling)
 
@@ -541,11 +486,3 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self.kernel == PRECOMPUTED
         return tags
-
-
-def transform_block(block: np.ndarray, estimator: "ExactKernelPCA") -> np.ndarray:
-    """The embedding of one block of rows by a fitted exact model (a task of
-    :meth:`ExactKernelPCA.patterns`)."""
-    rows = in_memory_input(None, block, keep_lazy=False,
-                           precomputed=estimator.kernel_ == PRECOMPUTED)
-    return estimator._transform_rows(rows.data)

@@ -734,10 +734,6 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
                            variances=self.explained_variance_, pcscaling=pcscaling,
                            eofscaling=eofscaling)
 
-    def _embedding(self, X):
-        """The lazy embedding of weighted dask rows (for :func:`kpca_dask.rotate`)."""
-        return embedding(self.model_, X, name=type(self).__name__)
-
     #: The base's, named here so that the Attributes section's entry links to it.
     sample_dim_ = FittedModelEstimator.sample_dim_
 

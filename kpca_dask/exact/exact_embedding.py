@@ -1,0 +1,115 @@
+"""The embedding of rows by an exact model, a function of the fitted model alone.
+
+y(x) = Λ_q^−½ A_qᵀ k̃(x), k̃ the kernel vector of x against the training rows,
+centred with the fit's column means and grand mean (docs/design.md §1). The
+estimator's ``transform``, ``patterns`` and :func:`kpca_dask.rotate` all take it
+from here, from :class:`~kpca_dask.exact.exact_model.ExactFit`, never from the
+estimator's own state.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+from dask.array.core import PerformanceWarning
+
+from ..blocks.kernels import kernel_diagonal, pairwise_kernel
+from ..engine.exact.gram import cross_kernel_by_panels
+from ..model.inputs import in_memory_input
+from ..model.kernel_matrices import new_point_kernel_rows
+from ..model.precomputed import PRECOMPUTED
+from ..validation import check_n_features
+from .exact_model import ExactFit
+
+__all__ = ["embedding", "training_embedding", "transform_rows", "kernel_rows", "projected"]
+
+_NAME = "ExactKernelPCA"
+
+
+def training_embedding(fit: ExactFit) -> np.ndarray:
+    """The embedding of the training rows, A_q Λ_q^½ (zero columns for zero eigenvalues):
+    what projecting them gives, K̃ A_q Λ_q^−½, without the n x n product.
+
+    Examples
+    --------
+    >>> from kpca_dask import ExactKernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(30, 3))
+    >>> model = ExactKernelPCA(2, kernel="linear").fit(X)
+    >>> bool(np.allclose(training_embedding(model.model_), model.transform(X)))
+    True
+    """
+    return np.asarray(fit.eigenvectors) * np.sqrt(fit.eigenvalues)
+
+
+def kernel_rows(fit: ExactFit, X) -> tuple[np.ndarray, np.ndarray]:
+    """k(X, X_fit) and k(x, x) of new rows in memory; lazy training rows are read once
+    more, by panels."""
+    check_n_features(X, fit.n_features, _NAME)
+    if fit.lazy:
+        return cross_kernel_by_panels(X, fit.rows, fit.kernel, fit.kernel_params)
+    Kx = np.asarray(pairwise_kernel(X, fit.rows, fit.kernel, **fit.kernel_params),
+                    dtype=np.float64)
+    return Kx, np.asarray(kernel_diagonal(X, fit.kernel, **fit.kernel_params),
+                          dtype=np.float64)
+
+
+def projected(fit: ExactFit, Kx: np.ndarray) -> np.ndarray:
+    """The embedding of kernel rows ``Kx`` (new rows x training rows), centred as the fit's
+    kernel matrix was."""
+    Kx = Kx - Kx.mean(axis=1, keepdims=True) - fit.column_means[None, :] + fit.grand_mean
+    vectors, values = np.asarray(fit.eigenvectors), np.asarray(fit.eigenvalues)
+    nonzero = values > 0
+    scaled = np.zeros_like(vectors)
+    scaled[:, nonzero] = vectors[:, nonzero] / np.sqrt(values[nonzero])
+    return Kx @ scaled
+
+
+def transform_rows(fit: ExactFit, X) -> np.ndarray:
+    """The embedding of new rows in memory (kernel rows for ``kernel="precomputed"``)."""
+    if fit.kernel == PRECOMPUTED:
+        return projected(fit, new_point_kernel_rows(X, fit.n_samples))
+    return projected(fit, kernel_rows(fit, X)[0])
+
+
+def embedding(fit: ExactFit, X: da.Array) -> da.Array:
+    """The embedding of the weighted rows ``X``, lazily: one block of rows at a time (for
+    ``patterns`` through :func:`~kpca_dask.eof.patterns.patterns_of`, whence the warning's
+    stack level, and for :func:`kpca_dask.rotate`).
+
+    The training rows given again take their known embedding; a model by panels (a
+    matrix-free fit or a loaded model) its panels; otherwise each task projects whole
+    rows, so rows chunked along the features are joined here, with a warning.
+    """
+    if X.name == fit.training_key:  # A_q is numpy after a dense solve, dask after matrix-free
+        return da.asarray(training_embedding(fit)).rechunk((X.chunks[0], -1))
+    if fit.by_panels is not None:
+        return fit.by_panels.transform(X)
+    if X.numblocks[1] > 1:
+        warnings.warn(
+            f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "
+            "whole rows, one block of rows per task, so they are joined into whole rows "
+            "(KernelPCA keeps them).", PerformanceWarning, stacklevel=4)
+        X = X.rechunk({1: -1})
+    return X.map_blocks(transform_block, held=_Held(fit),
+                        chunks=(X.chunks[0], (fit.n_components,)), dtype=np.float64,
+                        meta=np.empty((0, 0), np.float64))
+
+
+class _Held:
+    """The fitted model, handed to the tasks as it is: dask would read the dask arrays of a
+    dataclass given to ``map_blocks`` (the training rows) into every task."""
+
+    __slots__ = ("fit",)
+
+    def __init__(self, fit: ExactFit) -> None:
+        self.fit = fit
+
+
+def transform_block(block: np.ndarray, held: _Held) -> np.ndarray:
+    """The embedding of one block of rows by a fitted exact model (a task of
+    :func:`embedding`)."""
+    fit = held.fit
+    rows = in_memory_input(None, block, keep_lazy=False, precomputed=fit.kernel == PRECOMPUTED)
+    return transform_rows(fit, rows.data)
