@@ -2,9 +2,10 @@
 
 KernelPCA, ExactKernelPCA, HilbertKernelEOF and ExtendedKernelEOF, each fitted on a
 lazy, labelled field: the fitted attributes every estimator has, the spectrum over
-``mode`` 1..q, a lazy transform of new samples labelled by their time, ``save`` and
-``kpca_dask.load`` back to the same estimator and spectrum, and a rotation (or, for the
-extended EOF, a refusal that says why). What one estimator lacks is refused in words.
+``mode`` 1..q, a lazy transform of new samples labelled by their time, the bootstrap,
+``save`` and ``kpca_dask.load`` back to the same estimator and spectrum, and a rotation
+(or, for the extended EOF, a refusal that says why). What one estimator lacks is refused
+in words.
 """
 
 from __future__ import annotations
@@ -98,3 +99,13 @@ def test_every_estimator_rotates_or_says_why_not(fitted, field):
     rotated = kpca_dask.rotate(fitted, field, method="varimax", max_iter=20_000)
     assert rotated.n_components_ == Q
     assert fitted.model_.rotation is not None
+
+
+def test_every_estimator_bootstraps_its_modes(fitted, field):
+    """One call for every estimator: each mode's replicates, intervals and significance."""
+    boot = kpca_dask.bootstrap(fitted, field, 6, seed=0)
+    assert boot["mode"].values.tolist() == [1, 2] and boot.sizes["n"] == 6
+    assert (boot["explained_variance_lower"] <= boot["explained_variance_upper"]).all()
+    assert ((boot["congruence"] >= 0) & (boot["congruence"] <= 1)).all()
+    np.testing.assert_allclose(boot["fit_explained_variance"].values,
+                               fitted.explained_variance_[:Q])
