@@ -104,12 +104,15 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     ((60, 3), True)
     """
     check_is_fitted(estimator)
+    if getattr(estimator, "kpca_", None) is not None:  # an extended EOF: by its kernel stage
+        from .extended_rotation import rotate_extended
+
+        return rotate_extended(estimator, X, rotate, method=method, power=power,
+                               n_components=n_components, max_iter=max_iter, rtol=rtol)
     if getattr(estimator, "model_", None) is None:
         raise InvalidParameterError(
-            f"kpca_dask.rotate takes a fitted KernelPCA, ExactKernelPCA or HilbertKernelEOF; "
-            f"rotating the modes of {type(estimator).__name__} is not implemented (for "
-            "an ExtendedKernelEOF: its space-time maps are those of model.kpca_, a kernel "
-            "PCA of the embedded rows).")
+            f"kpca_dask.rotate takes a fitted estimator of kpca-dask; got "
+            f"{type(estimator).__name__}.")
     if isinstance(estimator.model_, HilbertFit):  # complex modes (docs/design.md §16)
         from .hilbert_rotation import rotate_hilbert
 

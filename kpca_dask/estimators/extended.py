@@ -21,6 +21,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..eof.extended_rotation import PCA_MODE_DIM, space_time_maps
 from ..eof.scalings import EOFVarianceMixin
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import dense_fits
@@ -34,8 +35,6 @@ from .kernel_pca import KernelPCA
 
 __all__ = ["ExtendedKernelEOF"]
 
-#: The dimension of the linear EOF scores a field is reduced to with ``n_pca_modes``.
-PCA_MODE_DIM = "pca_mode"
 
 #: The parameters both stages take as they are.
 _SHARED = ("n_landmarks", "tol", "max_landmarks", "dtype", "rcond", "random_state")
@@ -481,11 +480,4 @@ def _components(kpca, pca, embedded, X, embedding: int):
     maps = kpca.patterns(embedded, kind="eof")
     linear = None if pca is None else pca.patterns(X, kind="eof")
     maps, linear = dask.compute(maps, linear)  # one graph: the passes share their reads
-    if isinstance(maps, xr.DataArray):
-        if linear is not None:
-            linear = linear.rename(mode=PCA_MODE_DIM)
-            maps = xr.dot(maps, linear, dim=PCA_MODE_DIM).transpose("mode", "embedding", ...)
-        maps.name = "components"
-        return maps
-    maps = np.asarray(maps).reshape(maps.shape[0], embedding, -1)
-    return maps if linear is None else np.einsum("klp,pf->klf", maps, np.asarray(linear))
+    return space_time_maps(maps, linear, embedding)

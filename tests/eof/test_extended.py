@@ -281,3 +281,31 @@ def test_auto_takes_the_gram_way_for_a_wide_field_that_fits(n_pca_modes):
         assert ExtendedKernelEOF(2, **params).fit(wide).solver_ == "nystrom"
         with pytest.raises(InsufficientMemoryError, match="kernel matrix"):
             ExtendedKernelEOF(2, solver="gram", **params).fit(wide)
+
+
+@pytest.mark.parametrize("n_pca_modes", [None, 6])
+def test_rotation_is_the_kernel_stages_on_the_embedded_samples(n_pca_modes):
+    """kpca_dask.rotate of an extended EOF rotates its kernel stage on the embedded samples:
+    the same variances and scores, the maps laid out (mode, embedding, lat, lon) and, with
+    n_pca_modes, mapped back through the linear EOFs as the unrotated maps are."""
+    import kpca_dask
+
+    X = _field()
+    eeof = _exact_linear(n_pca_modes=n_pca_modes).fit(X)
+    rotated = kpca_dask.rotate(eeof, X, method="varimax", n_components=2)
+    stage = kpca_dask.rotate(eeof.kpca_, eeof.embedded(X), method="varimax", n_components=2)
+    np.testing.assert_allclose(rotated.explained_variance_, stage.explained_variance_,
+                               rtol=1e-12)
+    np.testing.assert_allclose(rotated.transform(X).values, stage.transform(
+        eeof.embedded(X)).values, rtol=1e-10)
+    maps = rotated.components_
+    assert maps.dims == ("mode", "embedding", "lat", "lon") and maps.sizes["mode"] == 2
+    # Unit maps over the embedded features: without n_pca_modes, the stage's own.
+    if n_pca_modes is None:
+        np.testing.assert_allclose(maps.values, stage.components().values, atol=1e-12)
+    else:
+        linear = eeof.pca_.patterns(X, kind="eof").rename(mode="pca_mode")
+        back = xr.dot(stage.components(), linear, dim="pca_mode")
+        np.testing.assert_allclose(maps.values, back.transpose(*maps.dims).values, atol=1e-10)
+    with pytest.raises(InvalidParameterError, match="rotated on the data it was fitted on"):
+        kpca_dask.rotate(eeof, method="varimax")

@@ -25,8 +25,9 @@ SCANNED = ("model", "eof", "exact", "checkpoints", "estimators", "storage", "io"
 DISPATCH = {"model/inputs.py", "io/field_sets.py", "io/field_inputs.py",
             "io/zarr_io.py", "io/frames.py", "io/sparse_files.py",
             # a field or rows, embedded along the samples before KernelPCA's dispatch sees
-            # them (a field's lagged copies keep its labels): to be folded into inputs.py
-            "estimators/extended.py"}
+            # them (a field's lagged copies keep its labels), and the rotated scores of such
+            # embedded samples given back in the input's kind: to be folded into inputs.py
+            "estimators/extended.py", "eof/extended_rotation.py"}
 #: Functions that tell one kind of input from another.
 KIND_CALLS = {"is_xarray", "is_frame", "is_dask_frame", "issparse", "is_sparse",
               "is_sparse_source", "held_in_memory", "is_dask_collection"}

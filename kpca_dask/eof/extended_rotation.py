@@ -1,0 +1,109 @@
+"""Rotated extended kernel EOFs: varimax or promax of space-time modes.
+
+An extended EOF's modes are its kernel stage's (``estimator.kpca_``, a kernel PCA of
+the delay-embedded samples, docs/design.md §17), so they are rotated there, on the
+embedded samples of the data (:func:`kpca_dask.rotate` of the stage); the rotated
+maps are laid out over (mode, embedding, field) and, with ``n_pca_modes``, mapped
+back to the field through the linear EOFs, as the extended EOF's own maps are.
+"""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import xarray as xr
+
+from ..errors import InvalidParameterError
+
+__all__ = ["rotate_extended", "RotatedExtendedEOF", "space_time_maps", "PCA_MODE_DIM"]
+
+#: The dimension of the linear EOF scores a field is reduced to with ``n_pca_modes``.
+PCA_MODE_DIM = "pca_mode"
+
+
+def space_time_maps(maps, linear, embedding: int):
+    """Maps over the embedded features (mode, embedding, ...) as space-time maps of the
+    field: through the ``linear`` EOFs (pca_mode, field...) when the field was reduced to
+    their scores (xeofs: its PCA components times the EEOFs), else as they are.
+
+    Examples
+    --------
+    >>> space_time_maps(np.ones((2, 6)), None, 3).shape
+    (2, 3, 2)
+    >>> space_time_maps(np.ones((2, 6)), np.ones((2, 5)), 3).shape
+    (2, 3, 5)
+    """
+    if isinstance(maps, xr.DataArray):
+        if linear is not None:
+            linear = linear.rename(mode=PCA_MODE_DIM)
+            maps = xr.dot(maps, linear, dim=PCA_MODE_DIM).transpose("mode", "embedding", ...)
+        maps.name = "components"
+        return maps
+    maps = np.asarray(maps).reshape(maps.shape[0], embedding, -1)
+    return maps if linear is None else np.einsum("klp,pf->klf", maps, np.asarray(linear))
+
+
+def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEOF":
+    """Rotate the leading space-time modes of a fitted extended EOF on the data ``X`` it was
+    fitted on: ``rotate_stage`` (:func:`kpca_dask.rotate`, whose ``options`` these are) of
+    its kernel stage on the embedded samples.
+
+    Examples
+    --------
+    >>> import numpy as np, kpca_dask
+    >>> X = np.random.default_rng(0).normal(size=(80, 4)) * [3.0, 2.0, 1.0, 0.5]
+    >>> eeof = kpca_dask.ExtendedKernelEOF(3, tau=1, embedding=2, n_landmarks=80).fit(X)
+    >>> rotated = kpca_dask.rotate(eeof, X, method="varimax")
+    >>> rotated.components_.shape, rotated.transform(X).shape
+    ((3, 2, 4), (79, 3))
+    """
+    if X is None:
+        raise InvalidParameterError(
+            "An extended EOF is rotated on the data it was fitted on: "
+            "kpca_dask.rotate(model, X, method=...).")
+    stage = rotate_stage(estimator.kpca_, estimator.embedded(X), **options)
+    linear = None if estimator.pca_ is None else estimator.pca_.patterns(X, kind="eof")
+    maps, linear = dask.compute(stage.components(), linear)
+    return RotatedExtendedEOF(estimator, stage,
+                              space_time_maps(maps, linear, estimator.delay_[1]))
+
+
+class RotatedExtendedEOF:
+    """The rotated space-time modes of an :class:`~kpca_dask.ExtendedKernelEOF`.
+
+    Attributes
+    ----------
+    estimator : ExtendedKernelEOF
+    stage : RotatedEOF
+        The rotation of the kernel stage on the embedded samples, which the
+        variances, the rotation matrix and the scores are.
+    components_ : ndarray or DataArray of shape (r, embedding, ...)
+        The rotated space-time maps, each of unit norm over the embedded
+        features, on the field for a field's fit.
+    n_components_, explained_variance_, explained_variance_ratio_,
+    field_variance_, field_variance_ratio_, rotation_matrix_, correlation_matrix_
+        The stage's (see :class:`~kpca_dask.eof.rotation.RotatedEOF`).
+    """
+
+    def __init__(self, estimator, stage, components) -> None:
+        self.estimator, self.stage, self.components_ = estimator, stage, components
+        self.rotation = stage.rotation
+        for name in ("n_components_", "explained_variance_", "explained_variance_ratio_",
+                     "field_variance_", "field_variance_ratio_", "rotation_matrix_",
+                     "correlation_matrix_"):
+            setattr(self, name, getattr(stage, name))
+
+    def __repr__(self) -> str:
+        return f"RotatedExtendedEOF({self.rotation.method}, {self.n_components_} modes)"
+
+    def spectrum(self):
+        """The rotated modes' variances over ``mode`` (the stage's :meth:`spectrum`)."""
+        return self.stage.spectrum()
+
+    def transform(self, X):
+        """The rotated scores of ``X``'s embedded samples (the extended EOF's ``transform``,
+        rotated): computed for data in memory, lazy for lazy data."""
+        scores = self.stage.transform(self.estimator.embedded(X))
+        data = getattr(X, "data", X)
+        lazy = dask.is_dask_collection(data)
+        return scores if lazy or not dask.is_dask_collection(scores) else scores.compute()
