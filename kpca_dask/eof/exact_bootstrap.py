@@ -21,7 +21,7 @@ from scipy import linalg
 from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.exact.gram import inner_products
-from ..engine.hilbert.complex_gram import hermitian_gram, kernel_of_gram
+from ..engine.hilbert.complex_gram import hermitian_gram, hermitian_kernel
 from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import DENSE_WORDS, dense_fits
 from ..model.inputs import in_memory_input, method_input
@@ -97,11 +97,8 @@ def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
     fit = estimator.model_
     rows = method_input(estimator, fit.layout, X)
     check_fitted_shape(rows.data.shape, fit.n_samples, fit.n_features)
-    A, _ = inner_products(rows.data)
-    H = hermitian_gram(A, fit.padding, fit.decay_factor)
-    del A
-    norms = H.diagonal().real.copy()
-    K = kernel_of_gram(H, norms, norms, fit.kernel_params)
+    H = hermitian_gram(inner_products(rows.data)[0], fit.padding, fit.decay_factor)
+    K = hermitian_kernel(H, fit.kernel_params)[0]
     del H
     return _replicates(K, np.asarray(fit.solution.projection)[:, :k], counts, k)
 

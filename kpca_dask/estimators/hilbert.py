@@ -35,7 +35,7 @@ from ..engine.hilbert.complex_gram import (
     analytic_operator,
     gram_bytes,
     hermitian_gram,
-    kernel_of_gram,
+    hermitian_kernel,
     map_coefficients,
     maps_of_rows,
     solve_gram,
@@ -278,9 +278,8 @@ class HilbertKernelEOF(FittedModelEstimator):
         train_sums, train_total = A.sum(axis=1), float(A.sum())
         H = hermitian_gram(A, self.padding, self.decay_factor)
         del A
-        norms = H.diagonal().real.copy()
-        params = self._kernel_params(*_gram_spread(H, norms))
-        K = kernel_of_gram(H, norms, norms, params)
+        K, norms, params = hermitian_kernel(
+            H, lambda H, norms: self._kernel_params(*_gram_spread(H, norms)))
         del H
         modes = solve_gram(K, q)
         del K

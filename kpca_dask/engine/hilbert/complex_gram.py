@@ -33,7 +33,7 @@ from ..exact.gram import FEATURE_PANEL, float64_panel
 from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
 from .analytic_signal import analytic_signal
 
-__all__ = ["analytic_operator", "applied", "hermitian_gram", "kernel_of_gram",
+__all__ = ["analytic_operator", "applied", "hermitian_gram", "hermitian_kernel", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",
            "GRAM_COMPLEX_ARRAYS", "maps_of_rows"]
 
@@ -100,6 +100,25 @@ def hermitian_gram(A: np.ndarray, padding: str, decay_factor: float) -> np.ndarr
     H += H.conj().T  # Hermitian to the last digit
     H *= 0.5
     return H
+
+
+def hermitian_kernel(H: np.ndarray, params) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The record's Hermitian kernel matrix K from the analytic signal's inner products ``H``
+    (:func:`hermitian_gram`), their squared norms and the kernel's parameters: ``params``
+    a dict, or a function of (H, norms) that gives it (a rule for gamma).
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(8, 3))
+    >>> H = hermitian_gram(X @ X.T, "none", 0.2)
+    >>> K, norms, _ = hermitian_kernel(H, {"kernel": "linear"})
+    >>> Z = analytic_signal(X, "none", 0.2)
+    >>> bool(np.allclose(K, Z @ Z.conj().T)), bool(np.allclose(norms, np.diag(K).real))
+    (True, True)
+    """
+    norms = H.diagonal().real.copy()
+    params = params(H, norms) if callable(params) else params
+    return kernel_of_gram(H, norms, norms, params), norms, params
 
 
 def kernel_of_gram(inner: np.ndarray, norms: np.ndarray, other_norms: np.ndarray,
