@@ -53,9 +53,11 @@ def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates
     Z = analytic_rows(rows.data, fit.padding, fit.decay_factor).rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(Z.chunks[0])])
     shared = dask.delayed(W, pure=True)
-    parts = [dask.delayed(_block_sums, pure=True)(block, shared, params, counts,
-                                                  int(starts[i]), int(starts[i + 1]))
-             for i, block in enumerate(Z.to_delayed().ravel())]
+    # Drawn counts travel as their seed; given ones as each block's own columns, so that no
+    # task holds the B x n array.
+    parts = [dask.delayed(_block_sums, pure=True)(block, shared, params,
+                                                  _counts_of(counts, int(a), int(b)))
+             for block, a, b in zip(Z.to_delayed().ravel(), starts[:-1], starts[1:])]
     while len(parts) > 1:
         parts = [dask.delayed(_added, pure=True)(*parts[i:i + _SPLIT_EVERY])
                  for i in range(0, len(parts), _SPLIT_EVERY)]
@@ -83,11 +85,19 @@ def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates
     return ExactReplicates(eigenvalues, traces, congruence, need, m)
 
 
-def _block_sums(Z: np.ndarray, W: np.ndarray, params: dict, counts, start: int, stop: int):
+def _counts_of(counts, start: int, stop: int):
+    """What a block's task is given of the counts: the drawn counts' seed and its rows, or
+    the block's own columns of given counts."""
+    if isinstance(counts, DrawnCounts):
+        return counts, start, stop
+    return np.ascontiguousarray(np.asarray(counts)[:, start:stop]), None, None
+
+
+def _block_sums(Z: np.ndarray, W: np.ndarray, params: dict, block_counts: tuple):
     """One row block's weighted sums for every replicate: g (R, m), G (R, m, m) and the
     kernel diagonal's sum (R,)."""
-    c = (counts.block(start, stop) if isinstance(counts, DrawnCounts)
-         else np.asarray(counts)[:, start:stop]).astype(np.float64)
+    counts, start, stop = block_counts
+    c = (counts.block(start, stop) if start is not None else counts).astype(np.float64)
     B = complex_kernel(Z, W, **params)
     g = c @ B.conj()  # Bᴴ c_r for every replicate
     G = np.einsum("ri,im,il->rml", c, B.conj(), B, optimize=True)
