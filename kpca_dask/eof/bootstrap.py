@@ -140,10 +140,8 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
                  else hilbert_landmark_replicates)
         replicates = solve(estimator, X, counts, k)
         B = replicates.traces.size
-        attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),
-                 "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
-                 "memory_bytes": replicates.memory_bytes, "n_samples": model.n_samples,
-                 "n_landmarks": replicates.n_landmarks}
+        attrs = _attributes(B, seed, confidence, min_congruence, replicates.memory_bytes,
+                            model.n_samples, replicates.n_landmarks)
         return _result(estimator, replicates.eigenvalues, replicates.ratios,
                        replicates.traces, replicates.congruence, model.n_samples, k, attrs)
     rows = method_input(estimator, model.layout, X).data
@@ -161,10 +159,8 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
                           np.dtype(model.settings.dtype))
     spectra = solve_replicates(sums, landmarks, model.kernel, model.kernel_params,
                                model.settings.rcond, k, np.dtype(model.settings.dtype))
-    attrs = {"n_bootstraps": int(B), "seed": seed, "confidence": float(confidence),
-             "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
-             "memory_bytes": sums.memory_bytes, "n_samples": n,
-             "n_landmarks": int(len(landmarks))}
+    attrs = _attributes(B, seed, confidence, min_congruence, sums.memory_bytes, n,
+                        len(landmarks))
     congruence, signs = _congruence(model, spectra, k)
     signed = {"projection": ((REPLICATE_DIM, "landmark", MODE_DIM),
                              spectra.projections * signs[:, None, :]),
@@ -176,8 +172,17 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
 bootstrap.__doc__ = bootstrap.__doc__.replace("{rule}", SIGNIFICANCE_RULE)
 
 
+def _attributes(n_replicates, seed, confidence, min_congruence, memory_bytes, n_samples,
+                n_landmarks) -> dict:
+    """The result's ``attrs`` (see :func:`bootstrap`)."""
+    return {"n_bootstraps": int(n_replicates), "seed": seed, "confidence": float(confidence),
+            "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
+            "memory_bytes": int(memory_bytes), "n_samples": int(n_samples),
+            "n_landmarks": int(n_landmarks)}
+
+
 def _checked_estimator(estimator, n_modes):
-    """The fitted Nyström model of ``estimator`` and the number of modes, or a clear error."""
+    """The fitted model of ``estimator`` and the number of modes, or a clear error."""
     check_is_fitted(estimator)
     model = getattr(estimator, "model_", None)
     if not isinstance(model, (FittedModel, ExactFit, HilbertFit)):
@@ -185,25 +190,16 @@ def _checked_estimator(estimator, n_modes):
             f"bootstrap needs a kpca_dask.KernelPCA (its landmarks), an ExactKernelPCA or a "
             f"HilbertKernelEOF (their kernel matrix); got {type(estimator).__name__}. Fit "
             "KernelPCA(n_landmarks=n) for every sample a landmark.")
-    if isinstance(model, (ExactFit, HilbertFit)):
-        q = int(estimator.n_components_)
-        k = q if n_modes is None else n_modes
-        _check_modes(k, n_modes, q)
-        return model, int(k)
-    if model.kernel == PRECOMPUTED:
+    if isinstance(model, FittedModel) and model.kernel == PRECOMPUTED:
         raise InvalidParameterError(
             'bootstrap needs the data\'s rows; a kernel="precomputed" model has none. Fit '
             "the model on the data with a named kernel.")
-    q = int(model.n_components)
+    q = int(estimator.n_components_)
     k = q if n_modes is None else n_modes
-    _check_modes(k, n_modes, q)
-    return model, int(k)
-
-
-def _check_modes(k, n_modes, q: int) -> None:
     if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= k <= q):
         raise InvalidParameterError(
             f"n_modes must be an int from 1 to {q} (the fit's components); got {n_modes!r}.")
+    return model, int(k)
 
 
 def _check_levels(confidence, min_congruence) -> None:
