@@ -25,7 +25,7 @@ LAYERS = {
     "landmarks": 3,
     "checkpoints": 4,
     "model": 5,
-    "eof": 6, "exact": 6, "storage": 6,
+    "eof": 6, "exact": 6, "storage": 6, "coupled": 6,
     "estimators": 7,
     "": 8,  # the package itself: its public names
     "cli": 9, "demo": 9, "dask_client": 9, "datasets": 9, "diagnostics": 9, "__main__": 9,

@@ -21,11 +21,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..eof.scalings import EOFVarianceMixin
 
-__all__ = ["FittedModelEstimator"]
+__all__ = ["FittedModelBase", "FittedModelEstimator"]
 
 
-class FittedModelEstimator(EOFVarianceMixin, BaseEstimator):
-    """The base of the estimators that hold one immutable fitted model, ``model_``.
+class FittedModelBase(BaseEstimator):
+    """The base of every estimator that holds one immutable fitted model, ``model_``: its
+    file, its sample dimension and scikit-learn's fitted check.
 
     A subclass names its model-file writer in ``_model_file`` (module and
     function, imported when first saved: a worker that unpickles a block
@@ -36,7 +37,7 @@ class FittedModelEstimator(EOFVarianceMixin, BaseEstimator):
     >>> import numpy as np
     >>> from kpca_dask import ExactKernelPCA
     >>> model = ExactKernelPCA(2, kernel="linear").fit(np.eye(5))
-    >>> isinstance(model, FittedModelEstimator), model.sample_dim_
+    >>> isinstance(model, FittedModelBase), model.sample_dim_
     (True, None)
     """
 
@@ -85,3 +86,9 @@ class FittedModelEstimator(EOFVarianceMixin, BaseEstimator):
 
     def __sklearn_is_fitted__(self) -> bool:
         return getattr(self, "model_", None) is not None
+
+
+class FittedModelEstimator(EOFVarianceMixin, FittedModelBase):
+    """The base of the one-field estimators: :class:`FittedModelBase` and the spectrum's
+    variances (:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). The coupled estimators
+    (:mod:`kpca_dask.estimators.coupled`), whose modes are pairs, take the base alone."""

@@ -48,7 +48,7 @@ from .fitted import FitSettings, FittedModel, Preimage
 from .kernel_matrices import check_landmark_spectrum, every_row_a_landmark
 from .provenance import source_of, with_rows
 
-__all__ = ["fit_model", "solved", "with_rows_added"]
+__all__ = ["fit_model", "solved", "with_rows_added", "sampled_landmarks"]
 
 
 def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = None,
@@ -89,11 +89,8 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
         kernel = with_gamma(params, X.shape[1], function, saved.gamma)
         chosen, path = saved.landmarks, saved.landmark_path
     else:
-        # The samples for gamma, the landmarks and the automatic m, read in one go.
-        sampler = RowSampler.reading_ahead(X, _planned_samples(
-            params, X, function, rng, bandwidth_rng, validation_rng))
-        kernel = resolve_kernel(params, X, rng=bandwidth_rng, sampler=sampler, function=function)
-        chosen, path = _choose_landmarks(params, X, kernel, rng, validation_rng, rcond, sampler)
+        kernel, chosen, path = sampled_landmarks(params, X, function, rng, bandwidth_rng,
+                                                 validation_rng, rcond)
         if saved is not None:
             saved.landmark_path = path  # stored with the landmarks
     _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
@@ -116,6 +113,23 @@ def fit_model(params: dict, X: da.Array, *, feature_names: np.ndarray | None = N
     if params["fit_inverse_transform"]:
         model = model.replace(preimage=_fit_preimage(X, model, params, rcond))
     return model.replace(fit_seconds=time.perf_counter() - started)
+
+
+def sampled_landmarks(params: dict, X: da.Array, function, rng, bandwidth_rng, validation_rng,
+                      rcond: float) -> tuple[ResolvedKernel, Landmarks, list | None]:
+    """The kernel with its gamma, the landmarks and their growth path (automatic m) of a fit
+    of ``X``, from one read of the rows they sample.
+
+    ``params`` are a KernelPCA's, checked; the three generators those of
+    :func:`fit_model` (gamma's stream and the automatic m's are children of ``rng``).
+    A coupled fit (:mod:`kpca_dask.coupled`) chooses each field's this way.
+    """
+    sampler = RowSampler.reading_ahead(X, _planned_samples(
+        params, X, function, rng, bandwidth_rng, validation_rng))
+    kernel = resolve_kernel(params, X, rng=bandwidth_rng, sampler=sampler, function=function)
+    chosen, path = _choose_landmarks(params, X, kernel, rng, validation_rng, rcond, sampler)
+    _raise_if_landmarks_nonfinite(chosen.points, chosen.indices)
+    return kernel, chosen, path
 
 
 def _refuse_indefinite(factor_method: str, rows, n: int, points, kernel: ResolvedKernel,

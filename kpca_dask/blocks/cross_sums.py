@@ -1,0 +1,150 @@
+"""Row blocks of the coupled pass, in numpy: two fields' kernel rows and their cross sums.
+
+Two fields x and y share their samples (docs/design.md §19). For a block of
+rows, with D_x = k_x(X_b, Z_x) - 1 r_x^T and D_y likewise (each field's
+kernel rows against its own landmarks, shifted by its reference row)::
+
+    each field's own sums (n, s, G, t; :mod:`kpca_dask.blocks.statistics`)
+    S_xy += D_x^T D_y        (m_x x m_y, float64: one GEMM)
+
+The two fields' rows of a block are made one row sub-block at a time, side by
+side, so that the cross product reads both while they are in memory; nothing
+here knows about dask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._parallel import blas_limit
+from .kernels import kernel_diagonal, kernel_name
+from .landmark_kernel import LandmarkKernel
+from .sparse_rows import as_block, first_nonfinite
+from .statistics import (
+    PassStatistics,
+    RunningStatistics,
+    add_feature_sums,
+    add_gram,
+    even_block_rows,
+    kernel_block_rows,
+    kernel_rows_into,
+    shifted_to_origin,
+)
+
+__all__ = ["FieldKernel", "CoupledStatistics", "CoupledRunning", "coupled_statistics_of_block",
+           "merge_coupled", "finish_coupled"]
+
+
+@dataclass(frozen=True)
+class FieldKernel:
+    """One field's side of a block: its landmarks (shifted by ``origin``), kernel and shift."""
+
+    landmarks: np.ndarray
+    kernel: object
+    params: dict
+    reference: np.ndarray  # r, (m,)
+    origin: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class CoupledStatistics:
+    """What the coupled pass returns: each field's own pass statistics and their cross sums."""
+
+    x: PassStatistics
+    y: PassStatistics
+    cross: np.ndarray  # S_xy = sum_b D_x^T D_y, (m_x, m_y)
+
+    @property
+    def n_samples(self) -> int:
+        return self.x.n_samples
+
+
+@dataclass
+class CoupledRunning:
+    """The sums of the row blocks counted so far, added to in place (as a chain of the
+    single pass hands its :class:`RunningStatistics` on, see that class's note)."""
+
+    x: RunningStatistics
+    y: RunningStatistics
+    cross: np.ndarray
+
+    @classmethod
+    def empty(cls, side_x: FieldKernel, side_y: FieldKernel) -> "CoupledRunning":
+        return cls(RunningStatistics.empty(side_x.reference),
+                   RunningStatistics.empty(side_y.reference),
+                   np.zeros((len(side_x.reference), len(side_y.reference))))
+
+    def add(self, other: "CoupledRunning") -> "CoupledRunning":
+        self.x.add(other.x)
+        self.y.add(other.y)
+        self.cross += other.cross
+        return self
+
+
+def _prepared(block, running: RunningStatistics, side: FieldKernel, row_offset: int, dtype):
+    """A block's rows as its field's kernel sees them, or None if it holds NaN/inf."""
+    x = as_block(block)
+    running.n_samples += x.shape[0]
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
+        running.count_nonfinite(n_bad, int(row_offset + first_bad))
+        return None
+    if kernel_name(side.kernel) == "linear":  # the exact centred trace (docs/design.md §2)
+        add_feature_sums(running, x)
+    else:
+        running.diagonal_sum += float(
+            kernel_diagonal(x, side.kernel, **side.params).sum(dtype=np.float64))
+    return shifted_to_origin(x, side.origin).astype(dtype, copy=False)
+
+
+def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: FieldKernel,
+                                side_y: FieldKernel, dtype, blas_threads=None,
+                                block_bytes=None) -> CoupledRunning:
+    """Add one row block of both fields to ``running`` (None: start a chain) and return it.
+
+    Examples
+    --------
+    >>> side = FieldKernel(np.eye(2), "linear", {}, np.zeros(2))
+    >>> sums = coupled_statistics_of_block(None, np.eye(2), 2 * np.eye(2), 0, side, side,
+    ...                                    np.float64)
+    >>> sums.cross.tolist(), sums.x.n_samples
+    ([[2.0, 0.0], [0.0, 2.0]], 2)
+    """
+    if running is None:
+        running = CoupledRunning.empty(side_x, side_y)
+    x = _prepared(block_x, running.x, side_x, row_offset, dtype)
+    y = _prepared(block_y, running.y, side_y, row_offset, dtype)
+    if x is None or y is None:  # the fit stops at the error, which names the row
+        return running
+    m_x, m_y = len(side_x.reference), len(side_y.reference)
+    rows = even_block_rows(x.shape[0], kernel_block_rows(
+        m_x + m_y, np.dtype(dtype).itemsize, block_bytes))
+    buffers = [np.empty((min(rows, x.shape[0]), m), dtype) for m in (m_x, m_y)]
+    kernels = [LandmarkKernel(side.landmarks, side.kernel, side.params, dtype)
+               for side in (side_x, side_y)]
+    shifts = [side.reference.astype(dtype, copy=False) for side in (side_x, side_y)]
+    with blas_limit(blas_threads):
+        for start in range(0, x.shape[0], rows):
+            stop = min(x.shape[0], start + rows)
+            D_x = kernel_rows_into(buffers[0][: stop - start], x[start:stop], kernels[0],
+                                   shifts[0], running.x.column_sums)
+            D_y = kernel_rows_into(buffers[1][: stop - start], y[start:stop], kernels[1],
+                                   shifts[1], running.y.column_sums)
+            add_gram(running.x.gram, D_x)
+            add_gram(running.y.gram, D_y)
+            running.cross += D_x.T @ D_y
+    return running
+
+
+def merge_coupled(*chains: CoupledRunning) -> CoupledRunning:
+    """Several chains' sums added into the first, in place: a node of the pass's tree."""
+    for chain in chains[1:]:
+        chains[0].add(chain)
+    return chains[0]
+
+
+def finish_coupled(running: CoupledRunning) -> CoupledStatistics:
+    """The pass's result: each field's finished statistics and the cross sums."""
+    return CoupledStatistics(running.x.finished(), running.y.finished(), running.cross)

@@ -1,0 +1,138 @@
+"""The fitted model of two coupled fields, and how one fit makes it (docs/design.md §19).
+
+A coupled fit chooses each field's kernel parameters and landmarks as a
+:class:`~kpca_dask.KernelPCA` fit of that field would
+(:func:`kpca_dask.model.fitting.sampled_landmarks`, from each field's own child
+stream of the seed), makes the one coupled pass over both
+(:mod:`kpca_dask.engine.passes.coupled`), factorises each field's K_mm and
+solves the small problem (:mod:`kpca_dask.engine.solve.coupled`). The result,
+:class:`CoupledFit`, is immutable and holds m-sized arrays only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from ..engine.kernel_params import kernel_function
+from ..engine.passes.coupled import compute_coupled_pass, field_kernel
+from ..engine.passes.nystrom import project
+from ..engine.sampling import as_generator, independent_generators
+from ..engine.solve.coupled import CoupledSolution, solve_coupled
+from ..engine.solve.landmark_factor import factor_landmarks, reference_row
+from ..engine.solve.landmark_memory import refuse_landmarks_beyond_memory
+from ..io.fields import FeatureLayout
+from ..model.fitting import sampled_landmarks
+from ..model.parameters import rcond_for
+from ..validation import check_n_features
+
+__all__ = ["CoupledField", "CoupledFit", "fit_coupled", "FIELDS"]
+
+#: The two fields' names, in the order every pair is given.
+FIELDS = ("X", "Y")
+
+
+@dataclass(frozen=True)
+class CoupledField:
+    """One field of a coupled model: its kernel, landmarks and features."""
+
+    kernel: Any
+    kernel_params: dict
+    landmarks: np.ndarray
+    landmark_indices: np.ndarray | None
+    landmark_rank: int
+    n_features: int
+    layout: FeatureLayout | None = None
+    feature_names: np.ndarray | None = None
+
+    @property
+    def n_landmarks(self) -> int:
+        return int(len(self.landmarks))
+
+
+@dataclass(frozen=True)
+class CoupledFit:
+    """What a coupled fit learnt: both fields and the solution of the small problem."""
+
+    method: str  # "mca" or "cca"
+    fields: tuple[CoupledField, CoupledField]
+    solution: CoupledSolution
+    n_samples: int
+    dtype: str
+    n_pca_modes: tuple = (None, None)
+    epsilon: float = 0.0
+    fit_seconds: float = 0.0
+
+    def replace(self, **changes) -> "CoupledFit":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def layout(self) -> FeatureLayout | None:
+        """The first field's layout (the sample dimension both share)."""
+        return self.fields[0].layout
+
+    @property
+    def n_modes(self) -> int:
+        return int(len(self.solution.singular_values))
+
+    def projection(self, which: int) -> tuple[np.ndarray, np.ndarray]:
+        """(P, c) of field ``which`` (0: X, 1: Y)."""
+        s = self.solution
+        return ((s.projection_x, s.offset_x) if which == 0 else (s.projection_y, s.offset_y))
+
+    def scores(self, which: int, rows: da.Array) -> da.Array:
+        """The lazy scores of the weighted dask ``rows`` of field ``which``: P^T k_m(x) - c."""
+        field = self.fields[which]
+        check_n_features(rows, field.n_features, f"field {FIELDS[which]}")
+        P, c = self.projection(which)
+        return project(rows, field.landmarks, P, c, field.kernel, field.kernel_params,
+                       np.dtype(self.dtype))
+
+
+def _field(params: dict, X: da.Array, rng, rcond: float):
+    """One field's kernel, landmarks and reference row, chosen as a KernelPCA fit would."""
+    if params["n_landmarks"] != "auto":
+        refuse_landmarks_beyond_memory(min(int(params["n_landmarks"]), X.shape[0]), X)
+    bandwidth_rng, validation_rng = independent_generators(rng, 2)
+    kernel, chosen, _ = sampled_landmarks(params, X, kernel_function(params, X.shape[1]), rng,
+                                          bandwidth_rng, validation_rng, rcond)
+    return kernel, chosen, reference_row(chosen.points, kernel.function, kernel.params)
+
+
+def fit_coupled(params: tuple[dict, dict], data: tuple[da.Array, da.Array], *, method: str,
+                n_modes: int, random_state=None, n_pca_modes=(None, None),
+                epsilon: float = 0.0, layouts=(None, None),
+                feature_names=(None, None)) -> CoupledFit:
+    """The coupled model of the rows ``data`` (X, Y) with each field's KernelPCA ``params``.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelPCA
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(40, 3)), chunks=20)
+    >>> params = KernelPCA(kernel="linear", n_landmarks=40).get_params()
+    >>> fit = fit_coupled((params, params), (X, X), method="mca", n_modes=2)
+    >>> fit.n_samples, fit.n_modes, fit.fields[1].n_landmarks
+    (40, 2, 40)
+    """
+    started = time.perf_counter()
+    dtype = params[0]["dtype"]
+    rcond = float(rcond_for(params[0]["rcond"], dtype))
+    streams = independent_generators(as_generator(random_state), 2)
+    chosen = [_field(p, X, rng, rcond) for p, X, rng in zip(params, data, streams)]
+    sides = [field_kernel(X, c.points, k.function, k.params, r, np.dtype(dtype))
+             for X, (k, c, r) in zip(data, chosen)]
+    stats = compute_coupled_pass(data[0], data[1], *sides, dtype=np.dtype(dtype))
+    factors = [factor_landmarks(c.points, k.function, k.params, rcond) for k, c, _ in chosen]
+    solution = solve_coupled(stats, *factors, method=method, n_modes=n_modes,
+                             n_pca_modes=n_pca_modes, epsilon=epsilon)
+    fields = tuple(
+        CoupledField(k.function, dict(k.params), c.points, c.indices, f.rank, X.shape[1],
+                     layout, names)
+        for (k, c, _), f, X, layout, names in zip(chosen, factors, data, layouts, feature_names))
+    return CoupledFit(method, fields, solution, int(stats.n_samples), dtype,
+                      tuple(n_pca_modes), float(epsilon), time.perf_counter() - started)

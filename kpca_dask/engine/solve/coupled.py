@@ -1,0 +1,145 @@
+"""The small problem of coupled fields: kernel MCA and kernel CCA from the coupled pass.
+
+With each field's factor W (W W^T = K_mm^+, :mod:`kpca_dask.engine.solve.landmark_factor`)
+and the sums of :mod:`kpca_dask.engine.passes.coupled` (docs/design.md §19)::
+
+    mu_x = W_x^T (s_x / n + r_x)                         the mean feature
+    C_xx = W_x^T (G_x - s_x s_x^T / n) W_x / (n - 1)     each field's covariance
+    C_xy = W_x^T (S_xy - s_x s_y^T / n) W_y / (n - 1)    the cross-covariance
+
+- **MCA**: C_xy = U S V^T; the scores a = A_x^T (z_x - mu_x) with A_x = U_q, b with
+  A_y = V_q; squared covariance fractions s_k^2 / sum_j s_j^2 over every singular value.
+- **CCA**: each field's leading d PCs of C_xx, whitened, T_x = E_d (Lambda_d + eps)^{-1/2};
+  the canonical correlations are the singular values of T_x^T C_xy T_y = U R V^T and
+  A_x = T_x U_q, A_y = T_y V_q, so that the canonical variates have unit variance.
+
+Every score is y(x) = P^T k_m(x) - c with P = W A and c = A^T mu: one kernel block
+and one small product per row block, as a kernel PCA's projection. The signs are
+fixed per pair of modes: the largest entry of each column of P_x positive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from ...blocks.cross_sums import CoupledStatistics
+from ...blocks.signs import fix_signs
+from ...blocks.statistics import PassStatistics
+from ...errors import InvalidParameterError
+from .landmark_factor import LandmarkFactor
+
+__all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "METHODS"]
+
+#: The coupled analyses.
+METHODS = ("mca", "cca")
+
+
+@dataclass(frozen=True)
+class CoupledSolution:
+    """Both fields' projections y(x) = P^T k_m(x) - c and the pairs' strengths."""
+
+    projection_x: np.ndarray  # P_x = W_x A_x, (m_x, q)
+    offset_x: np.ndarray  # c_x, (q,)
+    projection_y: np.ndarray
+    offset_y: np.ndarray
+    singular_values: np.ndarray  # s_k (MCA: covariances; CCA: canonical correlations), (q,)
+    total_squared: float  # sum of every squared singular value of the small matrix
+    pca_modes: tuple[int, int] | None = None  # CCA: d_x, d_y kept per field
+    field_variances: tuple[float, float] = (0.0, 0.0)  # trace(C_xx), trace(C_yy)
+
+
+def _mean_and_scatter_whitened(stats: PassStatistics, factor: LandmarkFactor):
+    """mu = W^T (s / n + r) and W^T S for S = G - s s^T / n (m x m), as (r,), (r, m)."""
+    n = stats.n_samples
+    s = stats.column_sums
+    mean = factor.whiten((s / n + stats.reference)[:, None])[:, 0]
+    scatter = stats.gram - np.outer(s, s) / n
+    return mean, factor.whiten(scatter)
+
+
+def _covariance(whitened_scatter: np.ndarray, factor: LandmarkFactor, n: int) -> np.ndarray:
+    """W^T S W / (n - 1) from W^T S, made exactly symmetric."""
+    C = factor.whiten(np.ascontiguousarray(whitened_scatter.T)).T / (n - 1)
+    return (C + C.T) / 2
+
+
+def pca_mode_count(eigenvalues: np.ndarray, n_pca_modes: int | float | None) -> int:
+    """How many leading PCs of a field a CCA keeps: all positive ones for None, an int as
+    given (at most those), a float in (0, 1] the fewest that explain that fraction.
+
+    Examples
+    --------
+    >>> lam = np.array([6.0, 3.0, 1.0, 0.0])
+    >>> pca_mode_count(lam, None), pca_mode_count(lam, 2), pca_mode_count(lam, 0.9)
+    (3, 2, 2)
+    """
+    positive = int(np.sum(eigenvalues > eigenvalues[0] * 1e-12)) if eigenvalues.size else 0
+    if n_pca_modes is None:
+        return positive
+    if isinstance(n_pca_modes, (int, np.integer)):
+        return max(1, min(int(n_pca_modes), positive))
+    shares = np.cumsum(eigenvalues[:positive]) / max(eigenvalues[:positive].sum(), 1e-300)
+    return max(1, min(positive, int(np.searchsorted(shares, n_pca_modes * (1 - 1e-12)) + 1)))
+
+
+def _whitening(C: np.ndarray, n_pca_modes, epsilon: float) -> np.ndarray:
+    """T = E_d (Lambda_d + eps mean(Lambda_d))^{-1/2}: the field's leading d PCs whitened."""
+    eigenvalues, vectors = linalg.eigh(C)
+    eigenvalues, vectors = eigenvalues[::-1], vectors[:, ::-1]
+    d = pca_mode_count(eigenvalues, n_pca_modes)
+    kept = eigenvalues[:d]
+    return vectors[:, :d] / np.sqrt(kept + epsilon * kept.mean())
+
+
+def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: LandmarkFactor,
+                  *, method: str, n_modes: int, n_pca_modes=(None, None),
+                  epsilon: float = 0.0) -> CoupledSolution:
+    """The coupled modes of ``stats`` (see the module docstring).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from kpca_dask.engine.passes.coupled import compute_coupled_pass, field_kernel
+    >>> from kpca_dask.engine.solve.landmark_factor import factor_landmarks, reference_row
+    >>> X = np.random.default_rng(0).normal(size=(30, 3))
+    >>> side = field_kernel(da.from_array(X), X, "linear", {}, reference_row(X, "linear", {}),
+    ...                     np.float64)
+    >>> stats = compute_coupled_pass(da.from_array(X), da.from_array(X), side, side)
+    >>> factor = factor_landmarks(X, "linear", {}, 1e-10)
+    >>> solution = solve_coupled(stats, factor, factor, method="mca", n_modes=2)
+    >>> Xc = X - X.mean(axis=0)
+    >>> s = np.linalg.svd(Xc.T @ Xc / 29, compute_uv=False)[:2]
+    >>> bool(np.allclose(solution.singular_values, s))
+    True
+    """
+    if method not in METHODS:
+        raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}.")
+    n = stats.n_samples
+    mean_x, scatter_x = _mean_and_scatter_whitened(stats.x, factor_x)
+    mean_y, scatter_y = _mean_and_scatter_whitened(stats.y, factor_y)
+    C_xx = _covariance(scatter_x, factor_x, n)
+    C_yy = _covariance(scatter_y, factor_y, n)
+    cross = stats.cross - np.outer(stats.x.column_sums, stats.y.column_sums) / n
+    C_xy = factor_y.whiten(np.ascontiguousarray(factor_x.whiten(cross).T)).T / (n - 1)
+    pca_modes = None
+    if method == "cca":
+        T_x = _whitening(C_xx, n_pca_modes[0], epsilon)
+        T_y = _whitening(C_yy, n_pca_modes[1], epsilon)
+        pca_modes = (T_x.shape[1], T_y.shape[1])
+        U, values, Vt = linalg.svd(T_x.T @ C_xy @ T_y, full_matrices=False)
+        A_x, A_y = T_x @ U, T_y @ Vt.T
+    else:
+        A_x, values, Vt = linalg.svd(C_xy, full_matrices=False)
+        A_y = Vt.T
+    q = min(int(n_modes), len(values))
+    A_x, A_y = A_x[:, :q], A_y[:, :q]
+    P_x, P_y = factor_x.unwhiten(A_x), factor_y.unwhiten(A_y)
+    signs = fix_signs(P_x)
+    return CoupledSolution(
+        projection_x=P_x * signs, offset_x=(A_x.T @ mean_x) * signs,
+        projection_y=P_y * signs, offset_y=(A_y.T @ mean_y) * signs,
+        singular_values=values[:q], total_squared=float(np.sum(values**2)),
+        pca_modes=pca_modes, field_variances=(float(np.trace(C_xx)), float(np.trace(C_yy))))

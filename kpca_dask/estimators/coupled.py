@@ -1,0 +1,425 @@
+"""Kernel MCA and kernel CCA of two fields that share their samples (docs/design.md §19).
+
+Both estimators take each field's kernel parameters as a kernel PCA does, one
+value for both fields or a pair ``(for X, for Y)``, make one pass over the two
+fields and hold one immutable :class:`~kpca_dask.coupled.coupled_model.CoupledFit`.
+Their outputs are pairs: the scores of X and of Y, the maps of X and of Y.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+
+from .._parallel import computed
+from ..coupled.coupled_model import FIELDS, CoupledFit, fit_coupled
+from ..eof.patterns import patterns_of
+from ..errors import InvalidInputError, InvalidParameterError
+from ..io.labelled import label_embedding
+from ..model.inputs import fit_input, is_xarray, method_input
+from ..model.outputs import one_sample_of
+from ..model.parameters import check_params
+from .base import FittedModelBase
+from .kernel_pca import KernelPCA
+
+__all__ = ["KernelMCA", "KernelCCA", "FIELD_PARAMETERS"]
+
+#: The parameters each field has its own of: one value for both, or a pair (X's, Y's).
+FIELD_PARAMETERS = ("kernel", "gamma", "degree", "coef0", "kernel_params", "n_landmarks",
+                    "landmarks", "weights")
+
+#: The parameters both fields share.
+_SHARED = ("dtype", "rcond", "sample_dim")
+
+
+def _per_field(name: str, value: Any) -> tuple[Any, Any]:
+    """``value`` for X and for Y: a tuple (or list) of two is a pair, anything else both's."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise InvalidParameterError(
+                f"{name} is a sequence of {len(value)} values; give one value for both fields "
+                f"or a pair (for X, for Y), e.g. {name}=(a, b).")
+        return value[0], value[1]
+    return value, value
+
+
+class _CoupledEstimator(FittedModelBase):
+    """What KernelMCA and KernelCCA share: the fit of two fields, their scores and maps."""
+
+    _method: ClassVar[str]
+    _model_file = (".storage.coupled_files", "save_coupled")
+
+    #: The fitted model; absent before a fit.
+    model_: CoupledFit
+
+    def _field_params(self) -> tuple[dict, dict]:
+        """Each field's parameters as a checked KernelPCA's."""
+        params = self.get_params(deep=False)
+        pairs = {name: _per_field(name, params[name]) for name in FIELD_PARAMETERS}
+        fields = []
+        for which in range(2):
+            given = {name: pair[which] for name, pair in pairs.items()}
+            given.update({name: params[name] for name in _SHARED})
+            if given["kernel"] == "precomputed":
+                raise InvalidParameterError(
+                    'kernel="precomputed" is not taken by a coupled fit: its kernels are '
+                    "made from each field's samples; give each field's data and kernel name.")
+            field = KernelPCA(**given).get_params(deep=False)
+            check_params(field)
+            fields.append(field)
+        return fields[0], fields[1]
+
+    def _check_common(self) -> None:
+        n_modes = self.n_modes
+        if isinstance(n_modes, bool) or not isinstance(n_modes, (int, np.integer)) or n_modes < 1:
+            raise InvalidParameterError(
+                f"n_modes must be a positive int (the pairs of modes to keep); got {n_modes!r}.")
+
+    def fit(self, X, Y, y=None) -> "_CoupledEstimator":
+        """Fit the coupled modes of the fields ``X`` and ``Y`` with one pass over both.
+
+        Parameters
+        ----------
+        X, Y : array-like, dask array, xarray.DataArray or Zarr path/URL
+            The two fields, shape (n_samples, n_features_X) and (n_samples, n_features_Y):
+            the same samples, in the same order (for DataArrays, the same sample
+            coordinate).
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        started = time.perf_counter()
+        self._check_common()
+        extra = self._check_method()
+        params = self._field_params()
+        given = [fit_input(data, sample_dim=p["sample_dim"], weights=p["weights"])
+                 for data, p in zip((X, Y), params)]
+        _check_same_samples(X, Y, given)
+        model = fit_coupled(
+            params, tuple(g.data for g in given), method=self._method, n_modes=self.n_modes,
+            random_state=self.random_state, layouts=tuple(g.layout for g in given),
+            feature_names=tuple(g.feature_names for g in given), **extra)
+        self.model_ = model.replace(fit_seconds=time.perf_counter() - started)
+        return self
+
+    def _check_method(self) -> dict:
+        return {}
+
+    def fit_transform(self, X, Y, y=None):
+        """Fit, then the scores of both fields' training samples (a second, lazy pass)."""
+        return self.fit(X, Y).transform(X, Y)
+
+    # -- outputs -----------------------------------------------------------------------
+
+    def _rows(self, which: int, data, *, weighted: bool = True):
+        field = self.model_.fields[which]
+        names = SimpleNamespace() if field.feature_names is None else SimpleNamespace(
+            feature_names_in_=field.feature_names)
+        return method_input(names, field.layout, data, weighted=weighted)
+
+    def _scores(self, which: int, data):
+        rows = self._rows(which, data)
+        scores = self.model_.scores(which, rows.data)
+        if not rows.is_lazy:
+            scores = computed(scores)
+        if rows.like is None:
+            return scores
+        field = self.model_.fields[which]
+        attrs = {"field": FIELDS[which], "kernel": str(field.kernel), **field.kernel_params,
+                 "method": self._method}
+        return one_sample_of(label_embedding(scores, rows.like, attrs), rows)
+
+    def transform(self, X=None, Y=None):
+        """The scores of new samples of either field or both (xeofs' ``transform``).
+
+        Lazy for dask, Zarr and dask-backed input (one kernel block and a small product
+        per row block), in memory for in-memory input; labelled over ``mode`` (from 1)
+        for DataArrays. Returns the scores of the one field given, or a tuple
+        ``(scores of X, scores of Y)`` when both are.
+        """
+        check_is_fitted(self)
+        if X is None and Y is None:
+            raise InvalidInputError(
+                "transform needs samples of X, of Y or of both: transform(X=..., Y=...).")
+        out = [None if data is None else self._scores(i, data) for i, data in enumerate((X, Y))]
+        return tuple(out) if X is not None and Y is not None else next(
+            o for o in out if o is not None)
+
+    def _maps(self, which: int, data, scores, kind: str, variances=None):
+        rows = self._rows(which, data, weighted=False)
+        field = self.model_.fields[which]
+
+        def embedding(weighted):  # the scores, cut as the field's rows are
+            return scores.rechunk({0: weighted.chunks[0]})
+
+        return patterns_of(rows, kind, layout=field.layout, embedding=embedding,
+                           variances=variances)
+
+    def _pair_scores(self, X, Y):
+        return [self.model_.scores(i, self._rows(i, data).data)
+                for i, data in enumerate((X, Y))]
+
+    def homogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
+                             = "correlation"):
+        """Each field's maps against its own scores: X with the scores of X, Y with Y's
+        (xeofs' homogeneous patterns, without p-values).
+
+        ``kind="correlation"`` (Pearson, per feature) or ``"covariance"`` (with the scores
+        at unit variance, in the field's units). One lazy pass over each field; lazy in,
+        lazy out. Returns ``(maps of X, maps of Y)``, each (mode, features) or laid out
+        on the field's own dimensions.
+        """
+        check_is_fitted(self)
+        _check_pattern_kind(kind)
+        a, b = self._pair_scores(X, Y)
+        return self._maps(0, X, a, kind), self._maps(1, Y, b, kind)
+
+    def heterogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
+                               = "correlation"):
+        """Each field's maps against the other field's scores: X with the scores of Y, Y
+        with X's (xeofs' heterogeneous patterns, without p-values). See
+        :meth:`homogeneous_patterns`."""
+        check_is_fitted(self)
+        _check_pattern_kind(kind)
+        a, b = self._pair_scores(X, Y)
+        return self._maps(0, X, b, kind), self._maps(1, Y, a, kind)
+
+    # -- the spectrum ------------------------------------------------------------------
+
+    @property
+    def n_samples_fit_(self) -> int:
+        check_is_fitted(self)
+        return self.model_.n_samples
+
+    @property
+    def singular_values_(self) -> np.ndarray:
+        """The singular values of the pairs of modes (q,), descending."""
+        check_is_fitted(self)
+        return self.model_.solution.singular_values.copy()
+
+    @property
+    def n_landmarks_(self) -> tuple[int, int]:
+        check_is_fitted(self)
+        return tuple(field.n_landmarks for field in self.model_.fields)
+
+
+def _check_pattern_kind(kind: str) -> None:
+    if kind not in ("correlation", "covariance"):
+        raise InvalidParameterError(
+            f"kind must be 'correlation' or 'covariance'; got {kind!r}.")
+
+
+def _check_same_samples(X, Y, given) -> None:
+    """The two fields must have the same samples: counted, and for two DataArrays labelled."""
+    n_x, n_y = given[0].data.shape[0], given[1].data.shape[0]
+    if n_x != n_y:
+        raise InvalidInputError(
+            f"X has {n_x} samples and Y has {n_y}: a coupled fit needs the same samples of "
+            "both fields, in the same order; select the common ones first, e.g. "
+            "X, Y = xr.align(X, Y, join='inner').")
+    if not (is_xarray(X) and is_xarray(Y)):
+        return
+    dims = [g.layout.sample_dim if g.layout is not None else None for g in given]
+    if None in dims or dims[0] not in X.coords or dims[1] not in Y.coords:
+        return
+    if not np.array_equal(X[dims[0]].values, Y[dims[1]].values):
+        raise InvalidInputError(
+            f"X's {dims[0]!r} and Y's {dims[1]!r} coordinates differ: a coupled fit pairs "
+            "sample i of X with sample i of Y; align the fields first, e.g. "
+            "X, Y = xr.align(X, Y, join='inner').")
+
+
+class KernelMCA(_CoupledEstimator):
+    """Kernel maximum covariance analysis of two fields, in one pass over both.
+
+    Each field is mapped to its Nyström features (its own kernel and landmarks);
+    the pairs of modes are the singular vectors of the features' cross-covariance
+    (docs/design.md §19). With ``kernel="linear"`` and every sample a landmark the
+    result is linear MCA (xeofs' ``xeofs.cross.MCA`` with ``use_pca=False``).
+
+    Parameters
+    ----------
+    n_modes : int, default=2
+        The pairs of modes to keep.
+    kernel, gamma, degree, coef0, kernel_params, n_landmarks, landmarks, weights
+        Each field's, as :class:`~kpca_dask.KernelPCA` takes them: one value for both
+        fields, or a pair ``(for X, for Y)``.
+    dtype : {"float64", "float32"}, default="float64"
+        The kernel blocks' type (the sums are float64).
+    rcond : float, default=None
+        The landmark cut-off (KernelPCA's).
+    random_state : int, Generator or None
+        Seeds the landmarks (and gamma's sample) of both fields, each from its own stream.
+    sample_dim : str, default=None
+        The sample dimension of DataArray fields.
+
+    Attributes
+    ----------
+    model_ : CoupledFit
+    singular_values_ : ndarray (n_modes,)
+        The covariances of the pairs of scores.
+    squared_covariance_fraction_ : ndarray (n_modes,)
+        s_k^2 / sum_j s_j^2 over every singular value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelMCA
+    >>> rng = np.random.default_rng(0)
+    >>> t = rng.normal(size=(200, 1))
+    >>> X = np.hstack([t, t**2]) + 0.1 * rng.normal(size=(200, 2))
+    >>> Y = np.hstack([t**2, -t]) + 0.1 * rng.normal(size=(200, 2))
+    >>> mca = KernelMCA(2, kernel="linear", n_landmarks=200).fit(X, Y)
+    >>> a, b = mca.transform(X, Y)
+    >>> a.shape, round(float(mca.squared_covariance_fraction_.sum()), 6)
+    ((200, 2), 1.0)
+    """
+
+    _method = "mca"
+
+    def __init__(self, n_modes: int = 2, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+                 kernel_params=None, n_landmarks=1000, landmarks="kmeans", weights=None,
+                 dtype="float64", rcond=None, random_state=None, sample_dim=None):
+        self.n_modes = n_modes
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.weights = weights
+        self.dtype = dtype
+        self.rcond = rcond
+        self.random_state = random_state
+        self.sample_dim = sample_dim
+
+    @property
+    def squared_covariance_fraction_(self) -> np.ndarray:
+        """Each pair's share of the total squared covariance, s_k^2 / sum_j s_j^2."""
+        check_is_fitted(self)
+        solution = self.model_.solution
+        return solution.singular_values**2 / solution.total_squared
+
+    def components(self, X, Y):
+        """The singular vectors in each field's features: cov(x, b_k) / s_k for X and
+        cov(y, a_k) / s_k for Y over the weighted features (xeofs' ``components()``, to
+        rounding, with a linear kernel; for any kernel, the regression of one field on the
+        other field's scores, scaled by the pair's covariance). One lazy pass."""
+        check_is_fitted(self)
+        a, b = self._pair_scores(X, Y)
+        s = self.model_.solution.singular_values
+        return self._maps(0, X, b, "eof", s), self._maps(1, Y, a, "eof", s)
+
+    def spectrum(self) -> pd.DataFrame:
+        """Per pair of modes (from 1): singular value and squared covariance fraction."""
+        return pd.DataFrame({
+            "singular_value": self.singular_values_,
+            "squared_covariance_fraction": self.squared_covariance_fraction_,
+        }, index=pd.RangeIndex(1, len(self.singular_values_) + 1, name="mode"))
+
+
+class KernelCCA(_CoupledEstimator):
+    """Kernel canonical correlation analysis of two fields, in one pass over both.
+
+    Each field's Nyström features are cut to their leading ``n_pca_modes`` kernel
+    PCs (as xeofs' PCA pre-truncation) and whitened, optionally regularised by
+    ``epsilon``; the canonical correlations are the singular values of the
+    whitened cross-covariance (docs/design.md §19). With ``kernel="linear"`` and
+    every sample a landmark the result is linear CCA on d PCs of each field
+    (xeofs' ``xeofs.cross.CCA``, whose correlations and scores carry a factor
+    n/(n - 1) and sqrt(n/(n - 1)): it whitens with 1/n and correlates with 1/(n - 1)).
+
+    Parameters
+    ----------
+    n_modes : int, default=2
+    n_pca_modes : int, float, None or a pair, default=0.999
+        Each field's leading kernel PCs kept before the whitening: an int, a fraction of
+        the field's kernel variance, or None for every positive one.
+    epsilon : float, default=0.0
+        Ridge on each field's kept PCs, relative to their mean variance:
+        (Lambda_d + epsilon mean(Lambda_d))^{-1/2}. 0 is plain CCA on the kept PCs.
+    kernel, gamma, ..., sample_dim
+        As :class:`KernelMCA`.
+
+    Attributes
+    ----------
+    canonical_correlations_ : ndarray (n_modes,)
+        The correlations of the pairs of canonical variates (their scores, of unit variance).
+    n_pca_modes_ : tuple of int
+        The PCs kept per field.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import KernelCCA
+    >>> rng = np.random.default_rng(0)
+    >>> t = rng.normal(size=(300, 1))
+    >>> X = np.hstack([t, rng.normal(size=(300, 2))])
+    >>> Y = np.hstack([rng.normal(size=(300, 2)), t + 0.5 * rng.normal(size=(300, 1))])
+    >>> cca = KernelCCA(1, kernel="linear", n_landmarks=300, n_pca_modes=None).fit(X, Y)
+    >>> round(float(cca.canonical_correlations_[0]), 2)  # 1 / sqrt(1.25) = 0.894
+    0.89
+    """
+
+    _method = "cca"
+
+    def __init__(self, n_modes: int = 2, *, n_pca_modes=0.999, epsilon: float = 0.0,
+                 kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_params=None,
+                 n_landmarks=1000, landmarks="kmeans", weights=None, dtype="float64",
+                 rcond=None, random_state=None, sample_dim=None):
+        self.n_modes = n_modes
+        self.n_pca_modes = n_pca_modes
+        self.epsilon = epsilon
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.weights = weights
+        self.dtype = dtype
+        self.rcond = rcond
+        self.random_state = random_state
+        self.sample_dim = sample_dim
+
+    def _check_method(self) -> dict:
+        pair = _per_field("n_pca_modes", self.n_pca_modes)
+        for value in pair:
+            whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            share = isinstance(value, float) and 0 < value <= 1
+            if not (value is None or (whole and value >= 1) or share):
+                raise InvalidParameterError(
+                    "n_pca_modes must be a positive int (PCs kept), a float in (0, 1] (the "
+                    f"share of the field's kernel variance kept) or None (all); got {value!r}.")
+        epsilon = self.epsilon
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (
+                np.isfinite(epsilon) and epsilon >= 0):
+            raise InvalidParameterError(
+                f"epsilon must be a finite float >= 0 (the ridge on each field's PCs, "
+                f"relative to their mean variance); got {epsilon!r}.")
+        return {"n_pca_modes": pair, "epsilon": float(epsilon)}
+
+    @property
+    def canonical_correlations_(self) -> np.ndarray:
+        """The correlations of the pairs of canonical variates (with epsilon > 0, of the
+        regularised problem), descending."""
+        return self.singular_values_
+
+    @property
+    def n_pca_modes_(self) -> tuple[int, int]:
+        check_is_fitted(self)
+        return self.model_.solution.pca_modes
+
+    def spectrum(self) -> pd.DataFrame:
+        """Per pair of modes (from 1): the canonical correlation."""
+        return pd.DataFrame({"canonical_correlation": self.canonical_correlations_},
+                            index=pd.RangeIndex(1, len(self.singular_values_) + 1, name="mode"))
