@@ -67,6 +67,8 @@ _LOADERS = {
     "ExactKernelPCA": (".storage.exact_files", "load_exact"),
     "HilbertKernelEOF": (".storage.hilbert_files", "load_hilbert"),
     "ExtendedKernelEOF": (".storage.extended_files", "load_extended"),
+    "KernelMCA": (".storage.coupled_files", "load_coupled"),
+    "KernelCCA": (".storage.coupled_files", "load_coupled"),
 }
 
 
@@ -76,8 +78,9 @@ def load(path, *, storage_options: dict | None = None):
 
     See :func:`kpca_dask.storage.model_files.load_model`,
     :func:`kpca_dask.storage.exact_files.load_exact`,
-    :func:`kpca_dask.storage.hilbert_files.load_hilbert` and
-    :func:`kpca_dask.storage.extended_files.load_extended`.
+    :func:`kpca_dask.storage.hilbert_files.load_hilbert`,
+    :func:`kpca_dask.storage.extended_files.load_extended` and
+    :func:`kpca_dask.storage.coupled_files.load_coupled`.
     """
     from .storage.model_files import stored_estimator
 

@@ -21,7 +21,7 @@ from ..coupled.coupled_model import FIELDS, CoupledFit, fit_coupled
 from ..eof.patterns import patterns_of
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.labelled import label_embedding
-from ..model.inputs import fit_input, is_xarray, method_input
+from ..model.inputs import check_same_samples, fit_input, method_input
 from ..model.outputs import one_sample_of
 from ..model.parameters import check_params
 from .base import FittedModelBase
@@ -52,7 +52,7 @@ class _CoupledEstimator(FittedModelBase):
     """What KernelMCA and KernelCCA share: the fit of two fields, their scores and maps."""
 
     _method: ClassVar[str]
-    _model_file = (".storage.coupled_files", "save_coupled")
+    _model_file = ("..storage.coupled_files", "save_coupled")
 
     #: The fitted model; absent before a fit.
     model_: CoupledFit
@@ -99,9 +99,9 @@ class _CoupledEstimator(FittedModelBase):
         self._check_common()
         extra = self._check_method()
         params = self._field_params()
-        given = [fit_input(data, sample_dim=p["sample_dim"], weights=p["weights"])
-                 for data, p in zip((X, Y), params)]
-        _check_same_samples(X, Y, given)
+        given = [fit_input(data, sample_dim=p["sample_dim"], weights=p["weights"], what=name)
+                 for data, p, name in zip((X, Y), params, FIELDS)]
+        check_same_samples(X, Y, given)
         model = fit_coupled(
             params, tuple(g.data for g in given), method=self._method, n_modes=self.n_modes,
             random_state=self.random_state, layouts=tuple(g.layout for g in given),
@@ -214,26 +214,6 @@ def _check_pattern_kind(kind: str) -> None:
     if kind not in ("correlation", "covariance"):
         raise InvalidParameterError(
             f"kind must be 'correlation' or 'covariance'; got {kind!r}.")
-
-
-def _check_same_samples(X, Y, given) -> None:
-    """The two fields must have the same samples: counted, and for two DataArrays labelled."""
-    n_x, n_y = given[0].data.shape[0], given[1].data.shape[0]
-    if n_x != n_y:
-        raise InvalidInputError(
-            f"X has {n_x} samples and Y has {n_y}: a coupled fit needs the same samples of "
-            "both fields, in the same order; select the common ones first, e.g. "
-            "X, Y = xr.align(X, Y, join='inner').")
-    if not (is_xarray(X) and is_xarray(Y)):
-        return
-    dims = [g.layout.sample_dim if g.layout is not None else None for g in given]
-    if None in dims or dims[0] not in X.coords or dims[1] not in Y.coords:
-        return
-    if not np.array_equal(X[dims[0]].values, Y[dims[1]].values):
-        raise InvalidInputError(
-            f"X's {dims[0]!r} and Y's {dims[1]!r} coordinates differ: a coupled fit pairs "
-            "sample i of X with sample i of Y; align the fields first, e.g. "
-            "X, Y = xr.align(X, Y, join='inner').")
 
 
 class KernelMCA(_CoupledEstimator):

@@ -49,7 +49,8 @@ from .provenance import source_of, with_rows
 __all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
            "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
            "batch_input", "table_rows", "require_table", "in_memory_fit_input", "in_memory_input",
-           "labels_of", "row_range", "lazy_rows", "lazy_or_none", "holds_sparse_rows"]
+           "labels_of", "row_range", "lazy_rows", "lazy_or_none", "holds_sparse_rows",
+           "check_same_samples"]
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,8 @@ def weights_allowed(value) -> bool:
 # -- fit ----------------------------------------------------------------------------
 
 
-def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool = False
-              ) -> FitInput:
+def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool = False,
+              what: str = "X") -> FitInput:
     """What :meth:`KernelPCA.fit <kpca_dask.KernelPCA.fit>` reads: validated rows with the
     chunks they were stored in, their layout and a table's feature names.
 
@@ -136,10 +137,38 @@ def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool
     """
     names = frame_feature_names(X)  # before the pass: mixed-type names raise now
     X, layout = fit_rows(X, sample_dim, weights, precomputed=precomputed)
-    return FitInput(_as_fit_array(X), layout, names)
+    return FitInput(_as_fit_array(X, what=what), layout, names)
 
 
-def _as_fit_array(X: Any, min_samples: int = 2, whole_rows: bool = False) -> da.Array:
+def check_same_samples(X: Any, Y: Any, given: tuple[FitInput, FitInput] | list) -> None:
+    """Refuse two fields of a coupled fit whose samples differ: in number, or for two
+    DataArrays in their sample coordinates (``given``: each field's :func:`fit_input`).
+
+    Examples
+    --------
+    >>> rows = fit_input(np.ones((3, 2)), sample_dim=None, weights=None)
+    >>> check_same_samples(np.ones((3, 2)), np.ones((3, 1)), [rows, rows])
+    """
+    n_x, n_y = given[0].data.shape[0], given[1].data.shape[0]
+    if n_x != n_y:
+        raise InvalidInputError(
+            f"X has {n_x} samples and Y has {n_y}: a coupled fit needs the same samples of "
+            "both fields, in the same order; select the common ones first, e.g. "
+            "X, Y = xr.align(X, Y, join='inner').")
+    if not (is_xarray(X) and is_xarray(Y)):
+        return
+    dims = [g.layout.sample_dim if g.layout is not None else None for g in given]
+    if None in dims or dims[0] not in X.coords or dims[1] not in Y.coords:
+        return
+    if not np.array_equal(X[dims[0]].values, Y[dims[1]].values):
+        raise InvalidInputError(
+            f"X's {dims[0]!r} and Y's {dims[1]!r} coordinates differ: a coupled fit pairs "
+            "sample i of X with sample i of Y; align the fields first, e.g. "
+            "X, Y = xr.align(X, Y, join='inner').")
+
+
+def _as_fit_array(X: Any, min_samples: int = 2, whole_rows: bool = False, what: str = "X"
+                  ) -> da.Array:
     """Training rows as a validated dask array, with the chunks they were stored in."""
     if is_dask_frame(X):
         X = frame_to_array(X, lengths=True)  # row counts from metadata where kept
@@ -147,7 +176,7 @@ def _as_fit_array(X: Any, min_samples: int = 2, whole_rows: bool = False) -> da.
         X = frame_to_numpy(X)
     X = _opened(X, whole_rows)
     X, _ = as_dask_array(X.data if is_xarray(X) else X, min_samples=min_samples,
-                         whole_rows=whole_rows)
+                         whole_rows=whole_rows, what=what)
     return X
 
 

@@ -1,0 +1,154 @@
+"""Saving and loading :class:`~kpca_dask.KernelMCA` and :class:`~kpca_dask.KernelCCA` models.
+
+Layout (``format_version`` 1 of "kpca-dask-model", ``estimator`` the class's name)::
+
+    coupled.zarr/
+      singular_values        (q,)
+      x_landmarks            (m_x, p_x)   and y_landmarks (m_y, p_y)
+      x_landmark_indices     (m_x,)       int64; -1 for landmarks given as points
+      x_projection           (m_x, q)     scores of X = x_projection^T k_x(x) - x_offset
+      x_offset               (q,)
+      x_feature_kept, x_feature_weights   a field's kept positions and weights (and y_...)
+      attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
+                         unsaved_params, checksums, and fitted: method, n_samples, dtype,
+                         total_squared, pca_modes, field_variances, n_pca_modes, epsilon,
+                         fields (each field's kernel, kernel_params, landmark_rank,
+                         n_features, feature_layout_, feature_names)
+
+Every chunk carries a crc32c checksum and every array and the attributes a digest,
+checked on loading with the shapes against each other (as every model file,
+:mod:`kpca_dask.storage.file_headers`). Only m-sized arrays are kept: no data.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._json import jsonable
+from ..checkpoints.file_checks import damaged
+from ..coupled.coupled_model import FIELDS, CoupledField, CoupledFit
+from ..engine.solve.coupled import CoupledSolution
+from ..errors import InvalidParameterError, about
+from ..io import PathOrURL, open_group, write_group
+from ..io.checksums import read_checked
+from .exact_files import array_digest
+from .file_headers import check_header, header_attributes, layout_entries, with_checksums
+from .layout_files import layout_from_attribute
+from .model_files import check_written
+
+__all__ = ["save_coupled", "load_coupled", "ESTIMATORS"]
+
+#: The estimators whose models this file holds.
+ESTIMATORS = ("KernelMCA", "KernelCCA")
+FORMAT_VERSION = 1
+_PREFIXES = ("x_", "y_")
+
+
+def _field_entries(field: CoupledField, prefix: str, arrays: dict, P, c) -> dict:
+    if not isinstance(field.kernel, str):
+        raise InvalidParameterError(
+            "A model with a callable kernel cannot be saved: a file holds no code. Fit with a "
+            "named kernel (e.g. 'rbf', 'linear') to save the model.")
+    indices = (np.full(field.n_landmarks, -1, np.int64) if field.landmark_indices is None
+               else np.asarray(field.landmark_indices, np.int64))
+    own = {"landmarks": np.asarray(field.landmarks), "landmark_indices": indices,
+           "projection": P, "offset": c}
+    entry = {"kernel": field.kernel, "kernel_params": jsonable(field.kernel_params),
+             "landmark_rank": int(field.landmark_rank), "n_features": int(field.n_features),
+             "feature_names": (None if field.feature_names is None
+                               else [str(name) for name in field.feature_names])}
+    layout_entries(field.layout, entry, own)
+    arrays.update({prefix + name: value for name, value in own.items()})
+    return entry
+
+
+def save_coupled(estimator, path: PathOrURL, *, overwrite: bool = False,
+                 storage_options: dict | None = None) -> str:
+    """Write a fitted KernelMCA or KernelCCA to a Zarr group at ``path``; returns the path.
+
+    Raises :class:`~kpca_dask.errors.OutputExistsError` for an existing ``path`` without
+    ``overwrite``, and writes nothing for a model that cannot be saved.
+    """
+    check_is_fitted(estimator)
+    fit: CoupledFit = estimator.model_
+    solution = fit.solution
+    arrays = {"singular_values": np.asarray(solution.singular_values, np.float64)}
+    fields = [_field_entries(field, prefix, arrays, *fit.projection(which))
+              for which, (field, prefix) in enumerate(zip(fit.fields, _PREFIXES))]
+    fitted = {"method": fit.method, "n_samples": fit.n_samples, "dtype": fit.dtype,
+              "total_squared": float(solution.total_squared),
+              "pca_modes": None if solution.pca_modes is None else list(solution.pca_modes),
+              "field_variances": list(solution.field_variances),
+              "n_pca_modes": jsonable(list(fit.n_pca_modes)), "epsilon": fit.epsilon,
+              "fields": fields}
+    name = type(estimator).__name__
+    attrs = with_checksums(header_attributes(estimator, name, FORMAT_VERSION, fitted),
+                           {key: array_digest(value) for key, value in arrays.items()})
+    return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
+                       storage_options=storage_options)
+
+
+def load_coupled(path: PathOrURL, estimator_class: type, *,
+                 storage_options: dict | None = None):
+    """Read a model written by :func:`save_coupled`, checked as a whole.
+
+    Raises
+    ------
+    ModelFormatError
+        Not such a model, a damaged array or attribute, or a model no fit could have
+        made; the message names the array or attribute.
+    """
+    name = estimator_class.__name__
+    with about(os.fspath(path)):
+        group = open_group(path, storage_options=storage_options)
+        attrs = group.attrs.asdict()
+        check_header(attrs, name, FORMAT_VERSION, f"{name}.save")
+        fitted = attrs.get("fitted")
+        if not isinstance(fitted, dict) or not isinstance(fitted.get("fields"), list):
+            raise damaged("the attribute fitted missing")
+        arrays = {key: read_checked(group, key) for key in sorted(group.array_keys())}
+        check_written(attrs, arrays)
+        try:
+            estimator = estimator_class(**dict(attrs.get("params", {})))
+            estimator.model_ = _fitted(arrays, fitted)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise damaged(
+                f"its arrays and attributes are not those a fit writes ({exc})") from None
+        return estimator
+
+
+def _field(arrays: dict, entry: dict, prefix: str, q: int) -> tuple[CoupledField, tuple]:
+    landmarks, P, c = (arrays[prefix + key] for key in ("landmarks", "projection", "offset"))
+    indices = arrays[prefix + "landmark_indices"]
+    m, p = landmarks.shape
+    if P.shape != (m, q) or c.shape != (q,) or indices.shape != (m,) or p != entry[
+            "n_features"]:
+        raise ValueError(f"the arrays of field {FIELDS[_PREFIXES.index(prefix)]} do not fit "
+                         f"{m} landmarks, {q} modes and {entry['n_features']} features")
+    layout = None
+    if entry.get("feature_layout_") is not None:
+        layout = layout_from_attribute(entry["feature_layout_"],
+                                       arrays.get(prefix + "feature_kept"),
+                                       arrays.get(prefix + "feature_weights"))
+    names = entry.get("feature_names")
+    field = CoupledField(entry["kernel"], dict(entry["kernel_params"]), landmarks,
+                         None if (indices < 0).any() else indices,
+                         int(entry["landmark_rank"]), p, layout,
+                         None if names is None else np.asarray(names, dtype=object))
+    return field, (P, c)
+
+
+def _fitted(arrays: dict, fitted: dict) -> CoupledFit:
+    values = arrays["singular_values"]
+    q = values.shape[0]
+    (x, (P_x, c_x)), (y, (P_y, c_y)) = (
+        _field(arrays, entry, prefix, q) for entry, prefix in zip(fitted["fields"], _PREFIXES))
+    modes = fitted["pca_modes"]
+    solution = CoupledSolution(P_x, c_x, P_y, c_y, values, float(fitted["total_squared"]),
+                               None if modes is None else tuple(int(d) for d in modes),
+                               tuple(float(v) for v in fitted["field_variances"]))
+    return CoupledFit(fitted["method"], (x, y), solution, int(fitted["n_samples"]),
+                      fitted["dtype"], tuple(fitted["n_pca_modes"]), float(fitted["epsilon"]))

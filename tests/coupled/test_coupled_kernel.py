@@ -1,0 +1,144 @@
+"""Kernel MCA and CCA beyond the linear kernel: a nonlinear link found, files, refusals."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import kpca_dask
+from kpca_dask import KernelCCA, KernelMCA
+from kpca_dask.errors import (
+    InvalidInputError,
+    InvalidParameterError,
+    ModelFormatError,
+    NonFiniteInputError,
+    OutputExistsError,
+)
+
+N = 1500
+
+
+def _linked(n: int = N, seed: int = 1):
+    """X carries a latent t, Y carries t^2 - 1: uncorrelated with X (E[t^3] = 0) but a
+    function of it, so linear MCA has no covariance to find and a kernel of X has."""
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=n)
+    X = np.outer(t, rng.normal(size=20)) + 0.3 * rng.normal(size=(n, 20))
+    Y = np.outer(t**2 - 1, rng.normal(size=15)) + 0.3 * rng.normal(size=(n, 15))
+    return X, Y, t
+
+
+def _pair_correlation(model, X, Y, k: int = 0) -> float:
+    a, b = model.transform(X, Y)
+    return abs(float(np.corrcoef(a[:, k], b[:, k])[0, 1]))
+
+
+def test_kernel_mca_finds_the_link_linear_mca_misses():
+    """Criterion: the leading pair of scores correlates at >= 0.9 with rbf kernels and at
+    <= 0.1 with linear ones; the kernel X score follows t^2 (|r| >= 0.6)."""
+    X, Y, t = _linked()
+    linear = KernelMCA(1, kernel="linear", n_landmarks=N).fit(X, Y)
+    kernel = KernelMCA(1, n_landmarks=300, random_state=0).fit(X, Y)
+    assert _pair_correlation(linear, X, Y) <= 0.1
+    assert _pair_correlation(kernel, X, Y) >= 0.9
+    a, _ = kernel.transform(X, Y)
+    assert abs(np.corrcoef(a[:, 0], t**2)[0, 1]) >= 0.6
+
+
+def test_kernel_cca_finds_the_link_with_its_own_kernel_per_field():
+    X, Y, t = _linked()
+    cca = KernelCCA(1, kernel=("poly", "linear"), degree=2, n_landmarks=(300, N),
+                    n_pca_modes=(10, 5), random_state=0).fit(X, Y)
+    assert cca.canonical_correlations_[0] >= 0.9
+    assert cca.n_pca_modes_ == (10, 5)
+    linear = KernelCCA(1, kernel="linear", n_landmarks=N, n_pca_modes=(10, 5)).fit(X, Y)
+    assert linear.canonical_correlations_[0] <= 0.15
+    ridge = KernelCCA(1, kernel=("poly", "linear"), degree=2, n_landmarks=(300, N),
+                      n_pca_modes=(10, 5), epsilon=0.5, random_state=0).fit(X, Y)
+    assert ridge.canonical_correlations_[0] < cca.canonical_correlations_[0]
+
+
+def test_the_modes_do_not_depend_on_the_chunks():
+    X, Y, _ = _linked(600)
+    fits = [KernelMCA(2, n_landmarks=100, landmarks="uniform", random_state=3).fit(
+        da.from_array(X, chunks=(rows, -1)), da.from_array(Y, chunks=(other, -1)))
+        for rows, other in ((600, 600), (70, 130))]
+    np.testing.assert_allclose(fits[0].singular_values_, fits[1].singular_values_, rtol=1e-10)
+
+
+def test_float32_blocks_agree_with_float64():
+    X, Y, _ = _linked(600)
+    fits = [KernelMCA(2, n_landmarks=100, random_state=0, dtype=dtype).fit(X, Y)
+            for dtype in ("float64", "float32")]
+    np.testing.assert_allclose(fits[1].singular_values_, fits[0].singular_values_, rtol=1e-4)
+
+
+@pytest.mark.parametrize("estimator", [KernelMCA(2, n_landmarks=80, random_state=0),
+                                       KernelCCA(2, n_landmarks=80, n_pca_modes=6,
+                                                 random_state=0)])
+def test_save_and_load_give_the_same_scores(tmp_path, estimator):
+    X, Y, _ = _linked(400)
+    fitted = estimator.fit(X, Y)
+    path = fitted.save(tmp_path / "model.zarr")
+    loaded = kpca_dask.load(path)
+    assert type(loaded) is type(fitted) and loaded.get_params() == fitted.get_params()
+    for mine, theirs in zip(fitted.transform(X, Y), loaded.transform(X, Y)):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(OutputExistsError):
+        fitted.save(path)
+
+
+def test_an_edited_file_is_refused(tmp_path):
+    X, Y, _ = _linked(300)
+    path = KernelMCA(2, n_landmarks=50, random_state=0).fit(X, Y).save(tmp_path / "m.zarr")
+    group = zarr.open_group(path, mode="r+")
+    group["singular_values"][0] = 7.0
+    with pytest.raises(ModelFormatError, match="singular_values"):
+        kpca_dask.load(path)
+
+
+def test_labelled_fields_give_labelled_scores_and_maps():
+    X, Y, _ = _linked(300)
+    time = np.arange(300)
+    Xd = xr.DataArray(X.reshape(300, 4, 5), dims=("time", "lat", "lon"), coords={"time": time})
+    Yd = xr.DataArray(Y, dims=("time", "station"), coords={"time": time})
+    mca = KernelMCA(2, n_landmarks=60, random_state=0).fit(Xd, Yd)
+    a, b = mca.transform(Xd, Yd)
+    assert a.dims == b.dims == ("time", "mode") and a["mode"].values.tolist() == [1, 2]
+    maps_x, maps_y = mca.heterogeneous_patterns(Xd, Yd)
+    assert maps_x.dims == ("mode", "lat", "lon") and maps_y.dims == ("mode", "station")
+    assert float(abs(maps_x).max()) <= 1.0
+    lazy = mca.transform(Y=Yd.chunk({"time": 100}))
+    assert lazy.chunks is not None
+    np.testing.assert_allclose(lazy.values, b.values, atol=1e-12)
+
+
+def test_refusals_say_what_is_wrong():
+    X, Y, _ = _linked(200)
+    with pytest.raises(InvalidInputError, match="X has 200 samples and Y has 150"):
+        KernelMCA(n_landmarks=20).fit(X, Y[:150])
+    Xd = xr.DataArray(X, dims=("time", "x"), coords={"time": np.arange(200)})
+    Yd = xr.DataArray(Y, dims=("time", "y"), coords={"time": np.arange(200) + 1})
+    with pytest.raises(InvalidInputError, match="coordinates differ"):
+        KernelMCA(n_landmarks=20).fit(Xd, Yd)
+    with pytest.raises(InvalidParameterError, match="n_modes"):
+        KernelMCA(0).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="pair"):
+        KernelMCA(kernel=("rbf", "rbf", "rbf")).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="n_pca_modes"):
+        KernelCCA(n_pca_modes=1.5).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        KernelCCA(epsilon=-1.0).fit(X, Y)
+    with pytest.raises(InvalidParameterError, match="precomputed"):
+        KernelMCA(kernel="precomputed").fit(X, Y)
+    bad = Y.copy()
+    bad[17, 3] = np.nan
+    with pytest.raises(NonFiniteInputError, match="Y contains 1 NaN.*row 17"):
+        KernelMCA(n_landmarks=20, landmarks="uniform", random_state=0).fit(X, bad)
+    model = KernelMCA(2, n_landmarks=20, random_state=0).fit(X, Y)
+    assert not hasattr(KernelMCA(n_landmarks=20), "model_")
+    with pytest.raises(InvalidInputError, match="transform needs"):
+        model.transform()

@@ -1,0 +1,127 @@
+"""Kernel MCA and CCA with a linear kernel and every sample a landmark are xeofs' linear MCA
+and CCA (docs/design.md §19): singular values, fractions, scores and maps to 1e-8."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+from kpca_dask import KernelCCA, KernelMCA
+
+xe = pytest.importorskip("xeofs")
+pytest.importorskip("statsmodels")  # xeofs' cross-set models import it
+
+N = 120
+
+
+def _fields(nan_box: bool = True):
+    """Two fields sharing 120 time steps: a (time, lat, lon) field with a NaN land box and
+    latitudes for √cos(lat) weights, and a (time, station) field; three shared signals."""
+    rng = np.random.default_rng(0)
+    signals = rng.normal(size=(N, 3))
+    lat, lon = np.linspace(-60, 60, 4), np.linspace(0, 300, 3)
+    x = (signals @ rng.normal(size=(3, 12)) + 0.5 * rng.normal(size=(N, 12))).reshape(N, 4, 3)
+    if nan_box:
+        x[:, 0, 0] = np.nan
+    y = signals @ rng.normal(size=(3, 10)) + 0.5 * rng.normal(size=(N, 10))
+    time = np.arange(N)
+    X = xr.DataArray(x, dims=("time", "lat", "lon"),
+                     coords={"time": time, "lat": lat, "lon": lon}, name="sst")
+    Y = xr.DataArray(y, dims=("time", "station"),
+                     coords={"time": time, "station": np.arange(10)}, name="slp")
+    return X, Y
+
+
+def _aligned(ours, theirs):
+    """``theirs`` (mode first) with each mode's sign made that of ``ours``."""
+    theirs = theirs.transpose(*ours.dims)
+    axis = ours.dims.index("mode")
+    flat_ours = np.moveaxis(np.nan_to_num(ours.values), axis, 0).reshape(ours.sizes["mode"], -1)
+    flat_theirs = np.moveaxis(np.nan_to_num(theirs.values), axis, 0).reshape(
+        ours.sizes["mode"], -1)
+    signs = np.sign(np.sum(flat_ours * flat_theirs, axis=1))
+    return theirs * xr.DataArray(signs, dims="mode", coords={"mode": theirs["mode"]})
+
+
+@pytest.fixture(scope="module")
+def mca_pair():
+    X, Y = _fields()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = xe.cross.MCA(n_modes=3, use_pca=False, use_coslat=[True, False],
+                              solver="full").fit(X, Y, "time")
+    ours = KernelMCA(3, kernel="linear", n_landmarks=N, weights=("coslat", None),
+                     sample_dim="time").fit(X, Y)
+    return X, Y, ours, theirs
+
+
+def test_mca_singular_values_and_fractions_are_xeofs(mca_pair):
+    _, _, ours, theirs = mca_pair
+    np.testing.assert_allclose(ours.singular_values_, theirs.data["singular_values"].values,
+                               rtol=1e-8)
+    with warnings.catch_warnings():  # xeofs' own use of xarray's renamed argument
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        fractions = theirs.squared_covariance_fraction().values
+    np.testing.assert_allclose(ours.squared_covariance_fraction_, fractions, rtol=1e-8)
+    spectrum = ours.spectrum()
+    assert spectrum.index.tolist() == [1, 2, 3]
+
+
+def test_mca_scores_and_maps_are_xeofs(mca_pair):
+    X, Y, ours, theirs = mca_pair
+    a, b = ours.transform(X, Y)
+    assert a.dims == ("time", "mode") and a["mode"].values.tolist() == [1, 2, 3]
+    for mine, their in zip((a, b), theirs.scores()):
+        np.testing.assert_allclose(mine.values, _aligned(mine, their).values, atol=1e-8)
+    for ours_maps, their_maps in (
+            (ours.components(X, Y), theirs.components()),
+            (ours.homogeneous_patterns(X, Y), theirs.homogeneous_patterns()[0]),
+            (ours.heterogeneous_patterns(X, Y), theirs.heterogeneous_patterns()[0])):
+        for mine, their in zip(ours_maps, their_maps):
+            assert set(mine.dims) == set(their.dims)
+            assert np.isnan(mine.values).sum() == np.isnan(their.values).sum()
+            np.testing.assert_allclose(mine.values, _aligned(mine, their).values, atol=1e-8)
+
+
+@pytest.mark.parametrize("n_pca_modes", [(10, 9), (11, None)])
+def test_cca_is_xeofs_on_the_same_pcs(n_pca_modes):
+    """xeofs whitens with 1/n and correlates with 1/(n - 1): its correlations are ours times
+    n/(n - 1), its scores ours times sqrt(n/(n - 1)). Its pre-truncating PCA is exact when it
+    keeps more than 0.8 of a field's rank (its randomized SVD otherwise)."""
+    X, Y = _fields(nan_box=False)
+    pcs = [p if p is not None else "all" for p in n_pca_modes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = xe.cross.CCA(n_modes=3, use_pca=True, n_pca_modes=pcs,
+                              solver="full").fit(X, Y, "time")
+    ours = KernelCCA(3, kernel="linear", n_landmarks=N, n_pca_modes=n_pca_modes,
+                     sample_dim="time").fit(X, Y)
+    factor = N / (N - 1)
+    np.testing.assert_allclose(ours.canonical_correlations_ * factor,
+                               theirs.data["singular_values"].values, rtol=1e-8)
+    assert ours.n_pca_modes_ == (n_pca_modes[0], n_pca_modes[1] or 10)
+    for mine, their in zip(ours.transform(X, Y), theirs.scores()):
+        np.testing.assert_allclose(mine.values * np.sqrt(factor), _aligned(mine, their).values,
+                                   atol=1e-8)
+    a, b = ours.transform(X, Y)
+    np.testing.assert_allclose(a.std("time", ddof=1), 1.0, rtol=1e-10)
+    np.testing.assert_allclose([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(3)],
+                               ours.canonical_correlations_, rtol=1e-10)
+
+
+def test_lazy_and_chunked_input_give_the_same_modes():
+    """Dask fields chunked differently (Y cut into X's blocks by the pass) give the modes of
+    the in-memory fit, and lazy scores."""
+    X, Y = _fields(nan_box=False)
+    Xs, Ys = X.stack(feature=("lat", "lon")).values, Y.values
+    eager = KernelMCA(3, kernel="linear", n_landmarks=N).fit(Xs, Ys)
+    lazy = KernelMCA(3, kernel="linear", n_landmarks=N).fit(
+        da.from_array(Xs, chunks=(25, -1)), da.from_array(Ys, chunks=(40, -1)))
+    np.testing.assert_allclose(lazy.singular_values_, eager.singular_values_, rtol=1e-12)
+    scores = lazy.transform(Y=da.from_array(Ys, chunks=(50, -1)))
+    assert isinstance(scores, da.Array)
+    np.testing.assert_allclose(scores.compute(), eager.transform(Y=Ys), atol=1e-10)
