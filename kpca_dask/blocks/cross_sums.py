@@ -4,8 +4,12 @@ Two fields x and y share their samples (docs/design.md §19). For a block of
 rows, with D_x = k_x(X_b, Z_x) - 1 r_x^T and D_y likewise (each field's
 kernel rows against its own landmarks, shifted by its reference row)::
 
-    each field's own sums (n, s, G, t; :mod:`kpca_dask.blocks.statistics`)
+    each field's own sums (n, s, t; :mod:`kpca_dask.blocks.statistics`)
     S_xy += D_x^T D_y        (m_x x m_y, float64: one GEMM)
+    G_x += D_x^T D_x, G_y += D_y^T D_y   only when ``within`` (CCA whitens by them)
+
+Kernel MCA needs the cross sums alone: without G_x and G_y a coupled pass costs
+2 n m_x m_y flops, as two single passes' SYRKs cost n (m_x^2 + m_y^2).
 
 The two fields' rows of a block are made one row sub-block at a time, side by
 side, so that the cross product reads both while they are in memory; nothing
@@ -71,9 +75,14 @@ class CoupledRunning:
     cross: np.ndarray
 
     @classmethod
-    def empty(cls, side_x: FieldKernel, side_y: FieldKernel) -> "CoupledRunning":
-        return cls(RunningStatistics.empty(side_x.reference),
-                   RunningStatistics.empty(side_y.reference),
+    def empty(cls, side_x: FieldKernel, side_y: FieldKernel,
+              within: bool = True) -> "CoupledRunning":
+        """Zero sums; without ``within``, each field's G is a 0 x 0 array (never added to)."""
+        fields = [RunningStatistics.empty(side.reference) for side in (side_x, side_y)]
+        if not within:
+            for field in fields:
+                field.gram = np.zeros((0, 0), order="F")
+        return cls(fields[0], fields[1],
                    np.zeros((len(side_x.reference), len(side_y.reference))))
 
     def add(self, other: "CoupledRunning") -> "CoupledRunning":
@@ -101,8 +110,9 @@ def _prepared(block, running: RunningStatistics, side: FieldKernel, row_offset: 
 
 def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: FieldKernel,
                                 side_y: FieldKernel, dtype, blas_threads=None,
-                                block_bytes=None) -> CoupledRunning:
-    """Add one row block of both fields to ``running`` (None: start a chain) and return it.
+                                block_bytes=None, within: bool = True) -> CoupledRunning:
+    """Add one row block of both fields to ``running`` (None: start a chain) and return it;
+    each field's G only when ``within`` (its G stays zero otherwise).
 
     Examples
     --------
@@ -113,7 +123,7 @@ def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: F
     ([[2.0, 0.0], [0.0, 2.0]], 2)
     """
     if running is None:
-        running = CoupledRunning.empty(side_x, side_y)
+        running = CoupledRunning.empty(side_x, side_y, within)
     x = _prepared(block_x, running.x, side_x, row_offset, dtype)
     y = _prepared(block_y, running.y, side_y, row_offset, dtype)
     if x is None or y is None:  # the fit stops at the error, which names the row
@@ -132,8 +142,9 @@ def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: F
                                    shifts[0], running.x.column_sums)
             D_y = kernel_rows_into(buffers[1][: stop - start], y[start:stop], kernels[1],
                                    shifts[1], running.y.column_sums)
-            add_gram(running.x.gram, D_x)
-            add_gram(running.y.gram, D_y)
+            if within:
+                add_gram(running.x.gram, D_x)
+                add_gram(running.y.gram, D_y)
             running.cross += D_x.T @ D_y
     return running
 

@@ -126,7 +126,8 @@ def fit_coupled(params: tuple[dict, dict], data: tuple[da.Array, da.Array], *, m
     chosen = [_field(p, X, rng, rcond) for p, X, rng in zip(params, data, streams)]
     sides = [field_kernel(X, c.points, k.function, k.params, r, np.dtype(dtype))
              for X, (k, c, r) in zip(data, chosen)]
-    stats = compute_coupled_pass(data[0], data[1], *sides, dtype=np.dtype(dtype))
+    stats = compute_coupled_pass(data[0], data[1], *sides, dtype=np.dtype(dtype),
+                                 within=method == "cca")
     factors = [factor_landmarks(c.points, k.function, k.params, rcond) for k, c, _ in chosen]
     solution = solve_coupled(stats, *factors, method=method, n_modes=n_modes,
                              n_pca_modes=n_pca_modes, epsilon=epsilon)

@@ -81,7 +81,8 @@ def save_coupled(estimator, path: PathOrURL, *, overwrite: bool = False,
     fitted = {"method": fit.method, "n_samples": fit.n_samples, "dtype": fit.dtype,
               "total_squared": float(solution.total_squared),
               "pca_modes": None if solution.pca_modes is None else list(solution.pca_modes),
-              "field_variances": list(solution.field_variances),
+              "field_variances": (None if solution.field_variances is None
+                                  else list(solution.field_variances)),
               "n_pca_modes": jsonable(list(fit.n_pca_modes)), "epsilon": fit.epsilon,
               "fields": fields}
     name = type(estimator).__name__
@@ -146,9 +147,9 @@ def _fitted(arrays: dict, fitted: dict) -> CoupledFit:
     q = values.shape[0]
     (x, (P_x, c_x)), (y, (P_y, c_y)) = (
         _field(arrays, entry, prefix, q) for entry, prefix in zip(fitted["fields"], _PREFIXES))
-    modes = fitted["pca_modes"]
+    modes, variances = fitted["pca_modes"], fitted["field_variances"]
     solution = CoupledSolution(P_x, c_x, P_y, c_y, values, float(fitted["total_squared"]),
                                None if modes is None else tuple(int(d) for d in modes),
-                               tuple(float(v) for v in fitted["field_variances"]))
+                               None if variances is None else tuple(map(float, variances)))
     return CoupledFit(fitted["method"], (x, y), solution, int(fitted["n_samples"]),
                       fitted["dtype"], tuple(fitted["n_pca_modes"]), float(fitted["epsilon"]))

@@ -56,6 +56,7 @@ RUNS = {
                       "xeofs-linear,kpca-linear,kpca-hilbert,kpca-extended"], None),
     "bench_flat_spectrum": (["--n", "2000", "--m", "300"], None),
     "bench_syrk_rate": (["--m", "300", "--rows", "100,400", "--repeats", "1"], None),
+    "bench_coupled": (["--n", "4000", "--m", "50", "--chunk-rows", "1000"], None),
 }
 
 #: Environment a run adds. bench_sampling_read writes its store with ``kpca-dask generate``

@@ -44,8 +44,9 @@ def field_kernel(X: da.Array, landmarks: np.ndarray, kernel, params: dict, refer
 
 
 def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: FieldKernel,
-                         dtype=np.float64) -> CoupledStatistics:
-    """Both fields' statistics and their cross sums, from one read of each.
+                         dtype=np.float64, *, within: bool = True) -> CoupledStatistics:
+    """Both fields' statistics and their cross sums, from one read of each; each field's G
+    (m x m) only when ``within`` (a 0 x 0 array otherwise: MCA needs none).
 
     Examples
     --------
@@ -58,7 +59,8 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
     X = one_feature_chunk(X, stacklevel=3)
     Y = one_feature_chunk(Y, stacklevel=3).rechunk({0: X.chunks[0]})
     m_x, m_y = len(side_x.reference), len(side_y.reference)
-    plan = pass_plan(X, int(np.ceil(np.sqrt(m_x**2 + m_y**2 + m_x * m_y))))
+    words = m_x * m_y + (m_x**2 + m_y**2 if within else 0)
+    plan = pass_plan(X, int(np.ceil(np.sqrt(words))))
     # The landmark arrays every task reads, shared once per graph (not copied into each task).
     shared = shared_values(X, side_x.landmarks, side_y.landmarks)
     # The sides travel without their landmarks, which each task is given as shared values.
@@ -69,7 +71,7 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
     add = dask.delayed(_add_block, pure=True)
     heads = chain_heads(len(blocks_x), plan.chains, lambda running, i: add(
         running, blocks_x[i], blocks_y[i], int(offsets[i]), *shared, sides[0], sides[1],
-        dtype, plan.blas_threads, plan.block_bytes))
+        dtype, plan.blas_threads, plan.block_bytes, within))
     merge = dask.delayed(merge_coupled, pure=True)
     while len(heads) > 1:
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
@@ -85,10 +87,11 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
 
 
 def _add_block(running, block_x, block_y, row_offset, landmarks_x, landmarks_y,
-               side_x: FieldKernel, side_y: FieldKernel, dtype, blas_threads, block_bytes):
+               side_x: FieldKernel, side_y: FieldKernel, dtype, blas_threads, block_bytes,
+               within):
     """One task of a chain: the sides given their shared landmark arrays back."""
     return coupled_statistics_of_block(
         running, block_x, block_y, row_offset,
         FieldKernel(landmarks_x, side_x.kernel, side_x.params, side_x.reference, side_x.origin),
         FieldKernel(landmarks_y, side_y.kernel, side_y.params, side_y.reference, side_y.origin),
-        dtype, blas_threads, block_bytes)
+        dtype, blas_threads, block_bytes, within)

@@ -48,21 +48,19 @@ class CoupledSolution:
     singular_values: np.ndarray  # s_k (MCA: covariances; CCA: canonical correlations), (q,)
     total_squared: float  # sum of every squared singular value of the small matrix
     pca_modes: tuple[int, int] | None = None  # CCA: d_x, d_y kept per field
-    field_variances: tuple[float, float] = (0.0, 0.0)  # trace(C_xx), trace(C_yy)
+    field_variances: tuple[float, float] | None = None  # CCA: trace(C_xx), trace(C_yy)
 
 
-def _mean_and_scatter_whitened(stats: PassStatistics, factor: LandmarkFactor):
-    """mu = W^T (s / n + r) and W^T S for S = G - s s^T / n (m x m), as (r,), (r, m)."""
-    n = stats.n_samples
-    s = stats.column_sums
-    mean = factor.whiten((s / n + stats.reference)[:, None])[:, 0]
-    scatter = stats.gram - np.outer(s, s) / n
-    return mean, factor.whiten(scatter)
+def _mean_feature(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
+    """mu = W^T (s / n + r), (r,)."""
+    return factor.whiten((stats.column_sums / stats.n_samples + stats.reference)[:, None])[:, 0]
 
 
-def _covariance(whitened_scatter: np.ndarray, factor: LandmarkFactor, n: int) -> np.ndarray:
-    """W^T S W / (n - 1) from W^T S, made exactly symmetric."""
-    C = factor.whiten(np.ascontiguousarray(whitened_scatter.T)).T / (n - 1)
+def _covariance(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
+    """C = W^T S W / (n - 1) with S = G - s s^T / n, made exactly symmetric."""
+    n, s = stats.n_samples, stats.column_sums
+    whitened = factor.whiten(stats.gram - np.outer(s, s) / n)
+    C = factor.whiten(np.ascontiguousarray(whitened.T)).T / (n - 1)
     return (C + C.T) / 2
 
 
@@ -107,7 +105,8 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
     >>> X = np.random.default_rng(0).normal(size=(30, 3))
     >>> side = field_kernel(da.from_array(X), X, "linear", {}, reference_row(X, "linear", {}),
     ...                     np.float64)
-    >>> stats = compute_coupled_pass(da.from_array(X), da.from_array(X), side, side)
+    >>> stats = compute_coupled_pass(da.from_array(X), da.from_array(X), side, side,
+    ...                              within=False)  # MCA needs the cross sums alone
     >>> factor = factor_landmarks(X, "linear", {}, 1e-10)
     >>> solution = solve_coupled(stats, factor, factor, method="mca", n_modes=2)
     >>> Xc = X - X.mean(axis=0)
@@ -118,14 +117,13 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}.")
     n = stats.n_samples
-    mean_x, scatter_x = _mean_and_scatter_whitened(stats.x, factor_x)
-    mean_y, scatter_y = _mean_and_scatter_whitened(stats.y, factor_y)
-    C_xx = _covariance(scatter_x, factor_x, n)
-    C_yy = _covariance(scatter_y, factor_y, n)
+    mean_x, mean_y = _mean_feature(stats.x, factor_x), _mean_feature(stats.y, factor_y)
     cross = stats.cross - np.outer(stats.x.column_sums, stats.y.column_sums) / n
     C_xy = factor_y.whiten(np.ascontiguousarray(factor_x.whiten(cross).T)).T / (n - 1)
-    pca_modes = None
+    pca_modes = variances = None
     if method == "cca":
+        C_xx, C_yy = _covariance(stats.x, factor_x), _covariance(stats.y, factor_y)
+        variances = (float(np.trace(C_xx)), float(np.trace(C_yy)))
         T_x = _whitening(C_xx, n_pca_modes[0], epsilon)
         T_y = _whitening(C_yy, n_pca_modes[1], epsilon)
         pca_modes = (T_x.shape[1], T_y.shape[1])
@@ -142,4 +140,4 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
         projection_x=P_x * signs, offset_x=(A_x.T @ mean_x) * signs,
         projection_y=P_y * signs, offset_y=(A_y.T @ mean_y) * signs,
         singular_values=values[:q], total_squared=float(np.sum(values**2)),
-        pca_modes=pca_modes, field_variances=(float(np.trace(C_xx)), float(np.trace(C_yy))))
+        pca_modes=pca_modes, field_variances=variances)
