@@ -1,6 +1,6 @@
 """Row blocks of the coupled pass, in numpy: two fields' kernel rows and their cross sums.
 
-Two fields x and y share their samples (docs/design.md §19). For a block of
+Two fields x and y share their samples (docs/design.md §20). For a block of
 rows, with D_x = k_x(X_b, Z_x) - 1 r_x^T and D_y likewise (each field's
 kernel rows against its own landmarks, shifted by its reference row)::
 

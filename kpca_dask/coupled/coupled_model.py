@@ -1,4 +1,4 @@
-"""The fitted model of two coupled fields, and how one fit makes it (docs/design.md §19).
+"""The fitted model of two coupled fields, and how one fit makes it (docs/design.md §20).
 
 A coupled fit chooses each field's kernel parameters and landmarks as a
 :class:`~kpca_dask.KernelPCA` fit of that field would

@@ -1,4 +1,4 @@
-"""Kernel MCA and kernel CCA of two fields that share their samples (docs/design.md §19).
+"""Kernel MCA and kernel CCA of two fields that share their samples (docs/design.md §20).
 
 Both estimators take each field's kernel parameters as a kernel PCA does, one
 value for both fields or a pair ``(for X, for Y)``, make one pass over the two
@@ -221,7 +221,7 @@ class KernelMCA(_CoupledEstimator):
 
     Each field is mapped to its Nyström features (its own kernel and landmarks);
     the pairs of modes are the singular vectors of the features' cross-covariance
-    (docs/design.md §19). With ``kernel="linear"`` and every sample a landmark the
+    (docs/design.md §20). With ``kernel="linear"`` and every sample a landmark the
     result is linear MCA (xeofs' ``xeofs.cross.MCA`` with ``use_pca=False``).
 
     Parameters
@@ -312,7 +312,7 @@ class KernelCCA(_CoupledEstimator):
     Each field's Nyström features are cut to their leading ``n_pca_modes`` kernel
     PCs (as xeofs' PCA pre-truncation) and whitened, optionally regularised by
     ``epsilon``; the canonical correlations are the singular values of the
-    whitened cross-covariance (docs/design.md §19). With ``kernel="linear"`` and
+    whitened cross-covariance (docs/design.md §20). With ``kernel="linear"`` and
     every sample a landmark the result is linear CCA on d PCs of each field
     (xeofs' ``xeofs.cross.CCA``, whose correlations and scores carry a factor
     n/(n - 1) and sqrt(n/(n - 1)): it whitens with 1/n and correlates with 1/(n - 1)).

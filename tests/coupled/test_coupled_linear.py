@@ -1,5 +1,5 @@
 """Kernel MCA and CCA with a linear kernel and every sample a landmark are xeofs' linear MCA
-and CCA (docs/design.md §19): singular values, fractions, scores and maps to 1e-8."""
+and CCA (docs/design.md §20): singular values, fractions, scores and maps to 1e-8."""
 
 from __future__ import annotations
 

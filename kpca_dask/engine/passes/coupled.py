@@ -5,7 +5,7 @@ Each row block of x and the same rows of y go to one task
 both fields' own sums and their cross sums S_xy into the running sums of its
 chain; chains and their pairwise merge are those of the single pass
 (:mod:`kpca_dask.engine.passes.nystrom`), planned for the m_x^2 + m_y^2 +
-m_x m_y words a chain holds (docs/design.md §19). y is cut into x's row
+m_x m_y words a chain holds (docs/design.md §20). y is cut into x's row
 blocks first, so the two are read side by side whatever their stored chunks.
 """
 

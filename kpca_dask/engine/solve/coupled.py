@@ -1,7 +1,7 @@
 """The small problem of coupled fields: kernel MCA and kernel CCA from the coupled pass.
 
 With each field's factor W (W W^T = K_mm^+, :mod:`kpca_dask.engine.solve.landmark_factor`)
-and the sums of :mod:`kpca_dask.engine.passes.coupled` (docs/design.md §19)::
+and the sums of :mod:`kpca_dask.engine.passes.coupled` (docs/design.md §20)::
 
     mu_x = W_x^T (s_x / n + r_x)                         the mean feature
     C_xx = W_x^T (G_x - s_x s_x^T / n) W_x / (n - 1)     each field's covariance
