@@ -26,6 +26,7 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 
 import dask
 import dask.array as da
@@ -86,8 +87,8 @@ def main(argv: list[str] | None = None) -> str:
     figures = {}
     with dask.config.set(scheduler="threads"):
         for name, (data, Z, params, reference) in zip(("X pass", "Y pass"), singles):
-            figures[name] = timed(lambda: compute_pass(data, Z, "rbf", params, np.float32,
-                                                       reference))
+            figures[name] = timed(partial(compute_pass, data, Z, "rbf", params, np.float32,
+                                          reference))
         figures["MCA pass"] = timed(lambda: compute_coupled_pass(X, Y, *sides, np.float32,
                                                                  within=False))
         figures["CCA pass"] = timed(lambda: compute_coupled_pass(X, Y, *sides, np.float32,
