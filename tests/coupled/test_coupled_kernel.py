@@ -142,3 +142,16 @@ def test_refusals_say_what_is_wrong():
     assert not hasattr(KernelMCA(n_landmarks=20), "model_")
     with pytest.raises(InvalidInputError, match="transform needs"):
         model.transform()
+
+
+def test_the_fit_reads_each_block_of_each_field_once():
+    """With the landmarks and gamma given, the fit's one pass is its only read: each row block
+    of X and of Y once (Y stored in other blocks is cut into X's as it is read)."""
+    from _counting import CountingRows
+
+    X, Y, _ = _linked(600)
+    rows_x, rows_y = CountingRows(X), CountingRows(Y)
+    mca = KernelMCA(2, gamma=0.05, landmarks=(X[::10], Y[::10]), n_landmarks=60)
+    mca.fit(da.from_array(rows_x, chunks=(100, -1)), da.from_array(rows_y, chunks=(150, -1)))
+    assert set(rows_x.row_ranges().values()) == {1} and len(rows_x.row_ranges()) == 6
+    assert set(rows_y.row_ranges().values()) == {1} and len(rows_y.row_ranges()) == 4
