@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import dask.array as da
@@ -28,10 +29,11 @@ from ..engine.solve.landmark_factor import factor_landmarks, reference_row
 from ..engine.solve.landmark_memory import refuse_landmarks_beyond_memory
 from ..io.fields import FeatureLayout
 from ..model.fitting import sampled_landmarks
+from ..model.inputs import method_input
 from ..model.parameters import rcond_for
 from ..validation import check_n_features
 
-__all__ = ["CoupledField", "CoupledFit", "fit_coupled", "FIELDS"]
+__all__ = ["CoupledField", "CoupledFit", "fit_coupled", "field_rows", "FIELDS"]
 
 #: The two fields' names, in the order every pair is given.
 FIELDS = ("X", "Y")
@@ -92,6 +94,24 @@ class CoupledFit:
         P, c = self.projection(which)
         return project(rows, field.landmarks, P, c, field.kernel, field.kernel_params,
                        np.dtype(self.dtype))
+
+
+def field_rows(model: CoupledFit, which: int, data, *, weighted: bool = True):
+    """``data`` as rows of field ``which``'s features (its layout and feature names), as
+    :func:`~kpca_dask.model.inputs.method_input` gives them.
+
+    Examples
+    --------
+    >>> from kpca_dask import KernelMCA
+    >>> X = np.random.default_rng(0).normal(size=(30, 3))
+    >>> model = KernelMCA(kernel="linear", n_landmarks=30).fit(X, X[:, :2]).model_
+    >>> field_rows(model, 1, X[:, :2]).data.shape
+    (30, 2)
+    """
+    field = model.fields[which]
+    names = SimpleNamespace() if field.feature_names is None else SimpleNamespace(
+        feature_names_in_=field.feature_names)
+    return method_input(names, field.layout, data, weighted=weighted)
 
 
 def _field(params: dict, X: da.Array, rng, rcond: float):

@@ -16,7 +16,8 @@ import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
+from ..blocks.replicate_counts import DrawnCounts
+from ..coupled.coupled_model import CoupledFit
 from ..engine.passes.replicates import ReplicateSpectra, replicate_pass, solve_replicates
 from ..engine.solve.landmark_factor import landmark_kernel_panels
 from ..errors import InvalidInputError, InvalidParameterError
@@ -25,22 +26,20 @@ from ..io.labelled import MODE_DIM, modes
 from ..model.fitted import FittedModel
 from ..model.inputs import method_input
 from ..model.precomputed import PRECOMPUTED
+from .bootstrap_rules import (
+    REPLICATE_DIM,
+    SIGNIFICANCE_RULE,
+    check_levels,
+    intervals_apart,
+    replicate_counts_of,
+    result_attributes,
+)
 from .complex_bootstrap import hilbert_landmark_replicates
+from .coupled_bootstrap import coupled_bootstrap
 from .exact_bootstrap import check_replicate_memory, exact_replicates, hilbert_replicates
 from .hilbert_model import HilbertFit
 
 __all__ = ["bootstrap", "SIGNIFICANCE_RULE", "REPLICATE_DIM"]
-
-#: The replicates' dimension, as xeofs' ``EOFBootstrapper`` names it.
-REPLICATE_DIM = "n"
-
-#: How ``significant`` is decided (also in the result's ``attrs["rule"]``).
-SIGNIFICANCE_RULE = (
-    "a mode is significant when its explained-variance interval (the replicates' central "
-    "`confidence` quantiles) overlaps neither the previous mode's nor the next mode's, and "
-    "the median congruence of its replicates' patterns with the fit's is at least "
-    "`min_congruence`")
-
 
 def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
               indices=None, n_modes: int | None = None, confidence: float = 0.95,
@@ -80,12 +79,15 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
 
     Parameters
     ----------
-    estimator : KernelPCA, ExactKernelPCA, HilbertKernelEOF or ExtendedKernelEOF
+    estimator : KernelPCA, ExactKernelPCA, HilbertKernelEOF, ExtendedKernelEOF, KernelMCA
+        or KernelCCA
         A fitted estimator; its landmarks (or its kernel matrix), kernel and
         parameters are used.
     X : array-like, dask array, DataArray, Dataset or store
         The data the estimator was fitted on (or other data of its
-        features), any input its ``transform`` takes; read once.
+        features), any input its ``transform`` takes; read once. For KernelMCA and
+        KernelCCA, the pair of fields ``(X, Y)``: each replicate draws pairs of samples,
+        and the result is :func:`~kpca_dask.eof.coupled_bootstrap.coupled_bootstrap`'s.
     n_bootstraps : int, default=100
         B, the number of replicates (ignored with ``indices``).
     seed : int, optional
@@ -125,6 +127,11 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
     >>> boot["explained_variance"].dims, boot["significant"].values.tolist()
     (('n', 'mode'), [True, True, True])
     """
+    check_is_fitted(estimator)
+    if isinstance(getattr(estimator, "model_", None), CoupledFit):  # KernelMCA, KernelCCA
+        return coupled_bootstrap(estimator, X, n_bootstraps, seed=seed, indices=indices,
+                                 n_modes=n_modes, confidence=confidence,
+                                 min_congruence=min_congruence)
     stage = getattr(estimator, "kpca_", None)
     if stage is not None:  # an extended EOF: its kernel stage, on the embedded samples
         check_is_fitted(estimator)
@@ -132,15 +139,15 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
                          indices=indices, n_modes=n_modes, confidence=confidence,
                          min_congruence=min_congruence)
     model, k = _checked_estimator(estimator, n_modes)
-    _check_levels(confidence, min_congruence)
+    check_levels(confidence, min_congruence)
     if isinstance(model, (ExactFit, HilbertFit)):
-        counts, seed = _counts(indices, n_bootstraps, seed, model.n_samples)
+        counts, seed = replicate_counts_of(indices, n_bootstraps, seed, model.n_samples)
         solve = (exact_replicates if isinstance(model, ExactFit)
                  else hilbert_replicates if model.solver == "gram"
                  else hilbert_landmark_replicates)
         replicates = solve(estimator, X, counts, k)
         B = replicates.traces.size
-        attrs = _attributes(B, seed, confidence, min_congruence, replicates.memory_bytes,
+        attrs = result_attributes(B, seed, confidence, min_congruence, replicates.memory_bytes,
                             model.n_samples, replicates.n_landmarks)
         return _result(estimator, replicates.eigenvalues, replicates.ratios,
                        replicates.traces, replicates.congruence, model.n_samples, k, attrs)
@@ -151,7 +158,7 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
             f"X has {rows.shape[1]} features, but the model was fitted on "
             f"{model.n_features}: bootstrap the data the model was fitted on.")
     n = int(rows.shape[0])
-    counts, seed = _counts(indices, n_bootstraps, seed, n)
+    counts, seed = replicate_counts_of(indices, n_bootstraps, seed, n)
     B = counts.n_replicates if isinstance(counts, DrawnCounts) else counts.shape[0]
     _check_memory(rows, B, len(model.landmarks))
     landmarks = np.asarray(model.landmarks)
@@ -159,7 +166,7 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
                           np.dtype(model.settings.dtype))
     spectra = solve_replicates(sums, landmarks, model.kernel, model.kernel_params,
                                model.settings.rcond, k, np.dtype(model.settings.dtype))
-    attrs = _attributes(B, seed, confidence, min_congruence, sums.memory_bytes, n,
+    attrs = result_attributes(B, seed, confidence, min_congruence, sums.memory_bytes, n,
                         len(landmarks))
     congruence, signs = _congruence(model, spectra, k)
     signed = {"projection": ((REPLICATE_DIM, "landmark", MODE_DIM),
@@ -170,15 +177,6 @@ def bootstrap(estimator, X, n_bootstraps: int = 100, *, seed: int | None = None,
 
 
 bootstrap.__doc__ = bootstrap.__doc__.replace("{rule}", SIGNIFICANCE_RULE)
-
-
-def _attributes(n_replicates, seed, confidence, min_congruence, memory_bytes, n_samples,
-                n_landmarks) -> dict:
-    """The result's ``attrs`` (see :func:`bootstrap`)."""
-    return {"n_bootstraps": int(n_replicates), "seed": seed, "confidence": float(confidence),
-            "min_congruence": float(min_congruence), "rule": SIGNIFICANCE_RULE,
-            "memory_bytes": int(memory_bytes), "n_samples": int(n_samples),
-            "n_landmarks": int(n_landmarks)}
 
 
 def _checked_estimator(estimator, n_modes):
@@ -200,42 +198,6 @@ def _checked_estimator(estimator, n_modes):
         raise InvalidParameterError(
             f"n_modes must be an int from 1 to {q} (the fit's components); got {n_modes!r}.")
     return model, int(k)
-
-
-def _check_levels(confidence, min_congruence) -> None:
-    if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
-        raise InvalidParameterError(
-            f"confidence must be a number between 0 and 1 (e.g. 0.95); got {confidence!r}.")
-    if not (isinstance(min_congruence, numbers.Real) and 0 <= min_congruence <= 1):
-        raise InvalidParameterError(
-            f"min_congruence must be a number from 0 to 1 (e.g. 0.9); got {min_congruence!r}.")
-
-
-def _counts(indices, n_bootstraps, seed, n: int):
-    """The replicates' counts: drawn from ``seed``, or those of ``indices``; and the seed."""
-    if indices is not None:
-        indices = np.asarray(indices)
-        if indices.ndim != 2 or indices.shape[1] != n or indices.shape[0] < 1:
-            raise InvalidParameterError(
-                f"indices must have shape (B, n) = (B, {n}): one row of {n} resampled row "
-                f"indices per replicate; got shape {indices.shape}.")
-        if not np.issubdtype(indices.dtype, np.integer):
-            raise InvalidParameterError(
-                f"indices must be integers (row numbers); got dtype {indices.dtype}.")
-        if indices.min() < 0 or indices.max() >= n:
-            raise InvalidParameterError(
-                f"indices must be row numbers from 0 to {n - 1}; got values from "
-                f"{indices.min()} to {indices.max()}.")
-        return counts_of_indices(indices, n), None
-    if not (isinstance(n_bootstraps, numbers.Integral) and not isinstance(n_bootstraps, bool)
-            and n_bootstraps >= 1):
-        raise InvalidParameterError(
-            f"n_bootstraps must be an int >= 1 (e.g. 100); got {n_bootstraps!r}.")
-    if seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
-    if not (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0):
-        raise InvalidParameterError(f"seed must be an int >= 0 or None; got {seed!r}.")
-    return DrawnCounts(int(seed), int(n_bootstraps), n), int(seed)
 
 
 def _check_memory(rows, n_replicates: int, m: int) -> None:
@@ -274,9 +236,8 @@ def _result(estimator, eigenvalues: np.ndarray, ratios: np.ndarray, traces: np.n
     low, high = (1 - confidence) / 2, (1 + confidence) / 2
     lower, upper = np.quantile(variance, [low, high], axis=0)
     median_congruence = np.median(congruence, axis=0)
-    apart_next = lower[:k] > upper[1:k + 1]
-    apart_previous = np.concatenate([[True], upper[1:k] < lower[:k - 1]])
-    significant = apart_next & apart_previous & (median_congruence >= attrs["min_congruence"])
+    significant = (intervals_apart(lower, upper, k)
+                   & (median_congruence >= attrs["min_congruence"]))
     ratio_lower, ratio_upper = np.quantile(ratios[:, :k], [low, high], axis=0)
     rep, mode = (REPLICATE_DIM, MODE_DIM), (MODE_DIM,)
     data = {

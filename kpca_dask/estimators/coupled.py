@@ -9,7 +9,6 @@ Their outputs are pairs: the scores of X and of Y, the maps of X and of Y.
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -17,11 +16,11 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import computed
-from ..coupled.coupled_model import FIELDS, CoupledFit, fit_coupled
+from ..coupled.coupled_model import FIELDS, CoupledFit, field_rows, fit_coupled
 from ..eof.patterns import patterns_of
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.labelled import label_embedding
-from ..model.inputs import check_same_samples, fit_input, method_input
+from ..model.inputs import check_same_samples, fit_input
 from ..model.outputs import one_sample_of
 from ..model.parameters import check_params
 from .base import FittedModelBase
@@ -119,10 +118,7 @@ class _CoupledEstimator(FittedModelBase):
     # -- outputs -----------------------------------------------------------------------
 
     def _rows(self, which: int, data, *, weighted: bool = True):
-        field = self.model_.fields[which]
-        names = SimpleNamespace() if field.feature_names is None else SimpleNamespace(
-            feature_names_in_=field.feature_names)
-        return method_input(names, field.layout, data, weighted=weighted)
+        return field_rows(self.model_, which, data, weighted=weighted)
 
     def _scores(self, which: int, data):
         rows = self._rows(which, data)
