@@ -21,6 +21,7 @@ import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ..coupled.coupled_model import CoupledFit
 from ..engine.exact.cross_moments import pattern_maps
 from ..engine.orthomax import (
     Rotation,
@@ -37,6 +38,7 @@ from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, modes
 from ..model.inputs import method_input
 from ..model.outputs import embedding
+from .coupled_rotation import rotate_coupled
 from .hilbert_model import HilbertFit
 from .patterns import patterns_of
 
@@ -72,10 +74,13 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
 
     Parameters
     ----------
-    estimator : KernelPCA, ExactKernelPCA or HilbertKernelEOF
-        A fitted estimator. A :class:`~kpca_dask.HilbertKernelEOF`'s complex modes
-        are rotated as xeofs' ``HilbertEOFRotator`` rotates them, from the
-        loadings its fit keeps (``X`` may be left out), into a
+    estimator : KernelPCA, ExactKernelPCA, HilbertKernelEOF or KernelMCA
+        A fitted estimator. A :class:`~kpca_dask.KernelMCA`'s pairs are rotated together, as
+        xeofs' ``MCARotator`` rotates them, from both fields (``X`` the pair ``(X, Y)``),
+        into a :class:`~kpca_dask.eof.coupled_rotation.RotatedMCA`. A
+        :class:`~kpca_dask.HilbertKernelEOF`'s complex modes are rotated as xeofs'
+        ``HilbertEOFRotator`` rotates them, from the loadings its fit keeps (``X`` may be
+        left out), into a
         :class:`~kpca_dask.eof.hilbert_rotation.RotatedHilbertEOF`.
     X : the data the estimator was fitted on, optional
         Any input its ``patterns`` takes (a field, several fields, an array);
@@ -104,6 +109,9 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     ((60, 3), True)
     """
     check_is_fitted(estimator)
+    if isinstance(getattr(estimator, "model_", None), CoupledFit):  # KernelMCA's pairs
+        return rotate_coupled(estimator, X, method=method, power=power,
+                              n_components=n_components, max_iter=max_iter, rtol=rtol)
     if getattr(estimator, "kpca_", None) is not None:  # an extended EOF: by its kernel stage
         from .extended_rotation import rotate_extended
 

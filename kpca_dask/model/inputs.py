@@ -50,7 +50,7 @@ __all__ = ["Rows", "FitInput", "is_xarray", "weights_allowed", "fit_input",
            "fit_rows", "method_input", "model_rows", "embedding_input", "first_batch",
            "batch_input", "table_rows", "require_table", "in_memory_fit_input", "in_memory_input",
            "labels_of", "row_range", "lazy_rows", "lazy_or_none", "holds_sparse_rows",
-           "check_same_samples"]
+           "check_same_samples", "relabelled"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,21 @@ def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool
     names = frame_feature_names(X)  # before the pass: mixed-type names raise now
     X, layout = fit_rows(X, sample_dim, weights, precomputed=precomputed)
     return FitInput(_as_fit_array(X, what=what), layout, names)
+
+
+def relabelled(like: Any, values: np.ndarray) -> Any:
+    """``values`` laid out as ``like``: a DataArray keeps its dimensions, coordinates, name
+    and attributes; an array is ``values`` itself.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> relabelled(xr.DataArray([1.0, 2.0], dims="mode"), np.array([3.0, 4.0])).dims
+    ('mode',)
+    >>> relabelled(np.ones(2), np.zeros(2))
+    array([0., 0.])
+    """
+    return like.copy(data=values) if is_xarray(like) else values
 
 
 def check_same_samples(X: Any, Y: Any, given: tuple[FitInput, FitInput] | list) -> None:

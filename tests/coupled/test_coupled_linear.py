@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+import kpca_dask
 from kpca_dask import KernelCCA, KernelMCA
 
 xe = pytest.importorskip("xeofs")
@@ -125,3 +126,46 @@ def test_lazy_and_chunked_input_give_the_same_modes():
     scores = lazy.transform(Y=da.from_array(Ys, chunks=(50, -1)))
     assert isinstance(scores, da.Array)
     np.testing.assert_allclose(scores.compute(), eager.transform(Y=Ys), atol=1e-10)
+
+
+@pytest.mark.parametrize("method, power", [("varimax", 1), ("promax", 4)])
+def test_rotated_mca_is_xeofs_mca_rotator(mca_pair, method, power):
+    """Explained covariances, components and scores of the rotated pairs, ordered and signed
+    as xeofs' MCARotator gives them."""
+    X, Y, ours, theirs = mca_pair
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rotator = xe.cross.MCARotator(n_modes=3, power=power).fit(theirs)
+    before = ours.singular_values_
+    rotated = kpca_dask.rotate(ours, (X, Y), method=method, power=power)
+    np.testing.assert_allclose(rotated.singular_values_,
+                               np.sqrt(rotator.data["squared_covariance"].values), rtol=1e-8)
+    for mine, their in zip(rotated.components(), rotator.components()):
+        assert mine.dims == their.dims
+        np.testing.assert_allclose(mine.values, their.values, atol=1e-8)
+    for mine, their in zip(rotated.transform(X, Y), rotator.scores()):
+        np.testing.assert_allclose(mine.values, their.transpose(*mine.dims).values, atol=1e-8)
+    np.testing.assert_array_equal(ours.singular_values_, before)  # the fit is unchanged
+
+
+def test_only_mca_pairs_are_rotated():
+    X, Y = _fields(nan_box=False)
+    cca = KernelCCA(2, kernel="linear", n_landmarks=N, n_pca_modes=4).fit(X, Y)
+    with pytest.raises(kpca_dask.InvalidParameterError, match="KernelCCA"):
+        kpca_dask.rotate(cca, (X, Y))
+    mca = KernelMCA(2, kernel="linear", n_landmarks=N).fit(X, Y)
+    with pytest.raises(kpca_dask.InvalidInputError, match="pair"):
+        kpca_dask.rotate(mca, X)
+
+
+def test_rotation_of_plain_arrays_gives_arrays():
+    X, Y = _fields(nan_box=False)
+    Xs, Ys = X.values.reshape(N, -1), Y.values
+    rotated = kpca_dask.rotate(KernelMCA(3, kernel="linear", n_landmarks=N).fit(Xs, Ys),
+                               (Xs, Ys), n_components=2)
+    u, v = rotated.components()
+    assert isinstance(u, np.ndarray) and u.shape == (2, 12) and v.shape == (2, 10)
+    np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0)
+    a, b = rotated.transform(Xs, Ys)
+    np.testing.assert_allclose(np.cov(a[:, 0], b[:, 0])[0, 1], rotated.singular_values_[0],
+                               rtol=1e-10)
