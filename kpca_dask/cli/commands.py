@@ -23,6 +23,7 @@ from ..errors import KPCAError
 from ..estimators.exact import ExactKernelPCA
 from ..estimators.kernel_pca import KernelPCA
 from .compute import check_parameters, compute_context
+from .coupled_fits import COUPLED_METHODS, fit_coupled, refuse_field_option
 from .eof_fits import fit_eof, refuse_eof_options
 from .inputs import fit_weights, open_data
 from .parser import LIBRARY_DEFAULTS, PROG, UNSET, CommandError
@@ -129,8 +130,9 @@ def _fit(args) -> None:
     method = _method(args)
     refuse_eof_options(args, method)
     X = open_data(args)
-    if method in ("hilbert", "extended"):
-        model = fit_eof(args, X, method)
+    if method in ("hilbert", "extended", "mca", "cca"):
+        model = (fit_coupled(args, X, method) if method in COUPLED_METHODS
+                 else fit_eof(args, X, method))
         print(f"wrote {args.model}")
         print_summary(summary(model, args.model))
         return
@@ -232,6 +234,8 @@ def _write_model_output(args, method: str) -> None:
     # Built lazily before any worker starts, so that a wrong file or shape fails at once.
     started = time.perf_counter()
     if out_format == "parquet":
+        if refuse_field_option(args, model) is not None:
+            raise CommandError("A coupled model's scores are written to Zarr (--out NAME.zarr).")
         if type(model).__name__ == "HilbertKernelEOF":
             raise CommandError("A Hilbert EOF's scores are complex, which Parquet does not "
                                "hold: write them to Zarr (--out NAME.zarr).")
@@ -243,7 +247,9 @@ def _write_model_output(args, method: str) -> None:
         with warnings.catch_warnings():
             # A table's columns were matched to the model's names above; the array has none.
             warnings.filterwarnings("ignore", message="X does not have valid feature names")
-            result = getattr(model, method)(open_data(args))
+            field = refuse_field_option(args, model)
+            result = (getattr(model, method)(open_data(args)) if field is None
+                      else model.transform(**{field: open_data(args)}))
             if np.iscomplexobj(result):  # a Hilbert EOF's scores: complex128 (Zarr)
                 if args.out_dtype is not None:
                     raise CommandError(f"{args.model} gives complex scores, written as "

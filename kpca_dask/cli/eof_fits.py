@@ -26,7 +26,9 @@ __all__ = ["eof_params", "fit_eof", "refuse_eof_options", "eof_summary", "eof_ro
 #: --sample-dim (their command-line names).
 _OWN = {"hilbert": ("solver", "padding", "decay_factor", "n_landmarks", "landmarks", "seed"),
         "extended": ("solver", "tau", "embedding", "n_pca_modes", "n_landmarks", "landmarks",
-                     "seed", "tol", "dtype", "nu")}
+                     "seed", "tol", "dtype", "nu"),
+        "mca": ("n_landmarks", "landmarks", "seed", "dtype", "nu"),
+        "cca": ("n_pca_modes", "epsilon", "n_landmarks", "landmarks", "seed", "dtype", "nu")}
 #: The options no EOF estimator takes, with their defaults.
 _NONE_TAKES = {"remove_zero_eig": False, "fit_inverse_transform": False, "alpha": 1.0,
                "checkpoint": None, "eigen_solver": "auto"}
@@ -57,6 +59,9 @@ def refuse_eof_options(args: argparse.Namespace, method: str) -> None:
     kpca_dask.cli.parser.CommandError: --tau is an option of --method extended, not of ...
     """
     defaults, own = _defaults(), _OWN.get(method)
+    if getattr(args, "with_data", None) is not None and method not in ("mca", "cca"):
+        raise CommandError(f"--with names the second field of --method mca or cca, not of "
+                           f"--method {method}: leave it out.")
     for name in (*EOF_DEFAULTS, *(_NONE_TAKES if own is not None else ())):
         if (own is not None and name in own) or getattr(args, name, None) == defaults[name]:
             continue

@@ -57,8 +57,8 @@ LANDMARK_STRATEGIES = ("kmeans", "rpcholesky", "uniform")
 #: kpca_dask.model.parameters.EIGEN_SOLVERS
 EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
 #: The estimators ``fit --method`` makes: KernelPCA, ExactKernelPCA, HilbertKernelEOF,
-#: ExtendedKernelEOF.
-METHODS = ("nystrom", "exact", "hilbert", "extended")
+#: ExtendedKernelEOF, and of two fields KernelMCA and KernelCCA.
+METHODS = ("nystrom", "exact", "hilbert", "extended", "mca", "cca")
 #: kpca_dask.model.parameters.SOLVERS (the Hilbert and extended EOF's ways)
 SOLVERS = ("auto", "gram", "nystrom")
 #: kpca_dask.engine.hilbert.analytic_signal.PADDINGS
@@ -66,7 +66,8 @@ PADDINGS = ("exp", "none")
 #: The defaults of the options that only the Hilbert and extended EOF take, as their
 #: estimators' (HilbertKernelEOF, ExtendedKernelEOF).
 EOF_DEFAULTS = MappingProxyType({"solver": "auto", "padding": "exp", "decay_factor": 0.2,
-                                 "tau": 1, "embedding": 2, "n_pca_modes": None})
+                                 "tau": 1, "embedding": 2, "n_pca_modes": None,
+                                 "epsilon": 0.0})
 
 #: Scheduler names that run in this process instead of on a distributed client.
 LOCAL_SCHEDULERS = ("threads", "synchronous")
@@ -288,8 +289,8 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
 
 
 def _add_output_command(commands, name: str, help: str, *, data: tuple[str, str], out: str,
-                        model_help: str = _MODEL_HELP) -> None:
-    """A subcommand that applies a model to a data set and writes one output."""
+                        model_help: str = _MODEL_HELP) -> argparse.ArgumentParser:
+    """A subcommand that applies a model to a data set and writes one output; returns it."""
     sub = commands.add_parser(name, help=help)
     sub.add_argument("model", metavar="MODEL.zarr", help=model_help)
     sub.add_argument("data", metavar=data[0], help=data[1])
@@ -299,6 +300,7 @@ def _add_output_command(commands, name: str, help: str, *, data: tuple[str, str]
     _add_input_options(sub)
     _add_output_options(sub)
     _add_compute_options(sub)
+    return sub
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -353,8 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "(ExactKernelPCA, as --exact); hilbert: complex modes of the "
                           "analytic signal (HilbertKernelEOF, linear kernel unless --kernel "
                           "says otherwise); extended: modes of the delay-embedded samples "
-                          "(ExtendedKernelEOF, linear kernel unless --kernel says otherwise) "
-                          "(default: %(default)s)")
+                          "(ExtendedKernelEOF, linear kernel unless --kernel says otherwise); "
+                          "mca, cca: kernel MCA or CCA of DATA and the field --with names "
+                          "(KernelMCA, KernelCCA) (default: %(default)s)")
+    fit.add_argument("--with", dest="with_data", metavar="DATA_Y",
+                     help="with --method mca or cca: the second field, the same samples as "
+                          "DATA in the same order (default: none)")
     fit.add_argument("--exact", action="store_true",
                      help="exact kernel PCA (ExactKernelPCA), no landmarks: the n x n matrix "
                           "while it fits in memory, matrix-free beyond (then --n-components "
@@ -379,7 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--n-pca-modes", type=_positive_int, default=eof["n_pca_modes"],
                      metavar="P", help="with --method extended: embed the scores of the "
                                        "field's P leading linear EOFs (default: none, the "
-                                       "field itself)")
+                                       "field itself); with --method cca: each field's P "
+                                       "leading kernel PCs (default: none, those explaining "
+                                       "0.999 of each field's variance)")
+    fit.add_argument("--epsilon", type=float, default=eof["epsilon"], metavar="E",
+                     help="with --method cca: the ridge on each field's kept PCs, relative "
+                          "to their mean variance (default: %(default)s)")
     fit.add_argument("--eigen-solver", choices=EIGEN_SOLVERS, default="auto",
                      help="with --exact: 'dense' (the n x n matrix), 'matrix-free' (products "
                           "with it, one pass over the data each) or 'auto' (default: auto)")
@@ -387,8 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input_options(fit)
     _add_compute_options(fit)
 
-    _add_output_command(commands, "transform", "project a data set and write the embedding",
-                        data=("DATA", _DATA_HELP), out="EMBEDDING.zarr|.parquet")
+    transform = _add_output_command(commands, "transform",
+                                    "project a data set and write the embedding",
+                                    data=("DATA", _DATA_HELP), out="EMBEDDING.zarr|.parquet")
+    transform.add_argument("--field", choices=("X", "Y"), default=None,
+                           help="with a KernelMCA or KernelCCA model: the field DATA is "
+                                "(default: X)")
     _add_output_command(commands, "inverse-transform",
                         "map an embedding back to input space (pre-images)",
                         data=("EMBEDDING", "a Zarr, Parquet or CSV embedding"),

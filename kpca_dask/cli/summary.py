@@ -33,6 +33,10 @@ def summary(model, path: str | os.PathLike) -> dict:
         from .eof_fits import eof_summary
 
         return eof_summary(model, path)
+    if type(model).__name__ in ("KernelMCA", "KernelCCA"):
+        from .coupled_fits import coupled_summary
+
+        return coupled_summary(model, path)
     if isinstance(model.model_, ExactFit):
         return _exact_summary(model, path)
     ratio = np.asarray(model.explained_variance_ratio_)
@@ -198,21 +202,12 @@ def print_summary(s: dict) -> None:
     """
     from ..model.provenance import describe
 
-    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
-                       for k, v in s["kernel_params"].items())
-    if s.get("estimator") in ("HilbertKernelEOF", "ExtendedKernelEOF"):
-        from .eof_fits import eof_rows
-
-        for label, text in [("kernel", f"{s['kernel']}({params})"), *eof_rows(s)]:
+    own = _estimator_rows(s)
+    if own is not None:
+        for label, text in own:
             print(f"{label:<12} {text}")
         return
-    if s.get("estimator") == "ExactKernelPCA":
-        rows = [("kernel", f"{s['kernel']}({params})"), *_exact_rows(s)]
-        if s.get("field"):
-            rows[3:3] = _field_rows(s["field"])
-        for label, text in rows:
-            print(f"{label:<12} {text}")
-        return
+    params = _kernel_params(s)
     rows = [
         ("kernel", f"{s['kernel']}({params})"),
         ("landmarks", f"m = {s['n_landmarks']} ({s['landmarks']}), rank {s['landmark_rank']}, "
@@ -253,6 +248,30 @@ def print_summary(s: dict) -> None:
                  for i, line in enumerate(describe(s["row_provenance"]))]
     for label, text in rows:
         print(f"{label:<12} {text}")
+
+
+def _kernel_params(s: dict) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in s["kernel_params"].items())
+
+
+def _estimator_rows(s: dict) -> list[tuple[str, str]] | None:
+    """The lines of the estimators ``info`` describes their own way (None: KernelPCA's)."""
+    estimator = s.get("estimator")
+    if estimator in ("KernelMCA", "KernelCCA"):
+        from .coupled_fits import coupled_rows
+
+        return coupled_rows(s)
+    if estimator in ("HilbertKernelEOF", "ExtendedKernelEOF"):
+        from .eof_fits import eof_rows
+
+        return [("kernel", f"{s['kernel']}({_kernel_params(s)})"), *eof_rows(s)]
+    if estimator == "ExactKernelPCA":
+        rows = [("kernel", f"{s['kernel']}({_kernel_params(s)})"), *_exact_rows(s)]
+        if s.get("field"):
+            rows[3:3] = _field_rows(s["field"])
+        return rows
+    return None
 
 
 def shown_components(n_components: int | float | None) -> str:

@@ -99,7 +99,7 @@ def test_the_walk_reaches_every_subcommand():
 def test_the_parsers_copies_equal_the_librarys_tables():
     """The names and defaults the parser offers, written there so that it imports none of
     the library, are the library's own."""
-    from kpca_dask import ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
+    from kpca_dask import ExtendedKernelEOF, HilbertKernelEOF, KernelCCA, KernelPCA
     from kpca_dask.blocks.kernels import KERNEL_NAMES
     from kpca_dask.dask_client import LOCAL_CLUSTER
     from kpca_dask.datasets import DATASETS
@@ -126,6 +126,8 @@ def test_the_parsers_copies_equal_the_librarys_tables():
         assert {name: defaults[name] for name in cli_parser.EOF_DEFAULTS if name in defaults} \
             == {name: cli_parser.EOF_DEFAULTS[name] for name in cli_parser.EOF_DEFAULTS
                 if name in defaults}
+    assert cli_parser.EOF_DEFAULTS["epsilon"] == inspect.signature(
+        KernelCCA).parameters["epsilon"].default
     assert LOCAL_CLUSTER not in cli_parser.LOCAL_SCHEDULERS
 
 
