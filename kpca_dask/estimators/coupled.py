@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+from scipy import special
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import computed
@@ -163,29 +164,38 @@ class _CoupledEstimator(FittedModelBase):
                 for i, data in enumerate((X, Y))]
 
     def homogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
-                             = "correlation"):
+                             = "correlation", *, pvalues: bool = False):
         """Each field's maps against its own scores: X with the scores of X, Y with Y's
-        (xeofs' homogeneous patterns, without p-values).
+        (xeofs' homogeneous patterns).
 
         ``kind="correlation"`` (Pearson, per feature) or ``"covariance"`` (with the scores
         at unit variance, in the field's units). One lazy pass over each field; lazy in,
         lazy out. Returns ``(maps of X, maps of Y)``, each (mode, features) or laid out
-        on the field's own dimensions.
+        on the field's own dimensions; with ``pvalues=True`` (correlations only),
+        ``((maps of X, maps of Y), (p-values of X, p-values of Y))`` as xeofs returns them:
+        two-sided, for no correlation, of n samples taken as independent (scipy's
+        ``pearsonr``), not corrected for the many features tested.
         """
         check_is_fitted(self)
-        _check_pattern_kind(kind)
+        _check_pattern_kind(kind, pvalues)
         a, b = self._pair_scores(X, Y)
-        return self._maps(0, X, a, kind), self._maps(1, Y, b, kind)
+        return self._with_pvalues((self._maps(0, X, a, kind), self._maps(1, Y, b, kind)),
+                                  pvalues)
 
     def heterogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
-                               = "correlation"):
+                               = "correlation", *, pvalues: bool = False):
         """Each field's maps against the other field's scores: X with the scores of Y, Y
-        with X's (xeofs' heterogeneous patterns, without p-values). See
-        :meth:`homogeneous_patterns`."""
+        with X's (xeofs' heterogeneous patterns). See :meth:`homogeneous_patterns`."""
         check_is_fitted(self)
-        _check_pattern_kind(kind)
+        _check_pattern_kind(kind, pvalues)
         a, b = self._pair_scores(X, Y)
-        return self._maps(0, X, b, kind), self._maps(1, Y, a, kind)
+        return self._with_pvalues((self._maps(0, X, b, kind), self._maps(1, Y, a, kind)),
+                                  pvalues)
+
+    def _with_pvalues(self, maps: tuple, pvalues: bool):
+        if not pvalues:
+            return maps
+        return maps, tuple(correlation_pvalues(m, self.model_.n_samples) for m in maps)
 
     # -- the spectrum ------------------------------------------------------------------
 
@@ -206,10 +216,29 @@ class _CoupledEstimator(FittedModelBase):
         return tuple(field.n_landmarks for field in self.model_.fields)
 
 
-def _check_pattern_kind(kind: str) -> None:
+def _check_pattern_kind(kind: str, pvalues: bool = False) -> None:
     if kind not in ("correlation", "covariance"):
         raise InvalidParameterError(
             f"kind must be 'correlation' or 'covariance'; got {kind!r}.")
+    if pvalues and kind != "correlation":
+        raise InvalidParameterError(
+            "pvalues=True tests correlations: ask for kind='correlation'.")
+
+
+def correlation_pvalues(r, n: int):
+    """Two-sided p-values of Pearson correlations ``r`` of ``n`` samples, for no correlation
+    (scipy's ``pearsonr``, and xeofs'): 2 I_{(1 - |r|)/2}(n/2 - 1, n/2 - 1). Elementwise:
+    a DataArray, a dask array (lazily) or numpy in, the same out.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> r = stats.pearsonr([1.0, 2.0, 3.0, 5.0], [1.0, 3.0, 2.0, 4.0])
+    >>> bool(np.isclose(correlation_pvalues(np.array(r.statistic), 4), r.pvalue))
+    True
+    """
+    a = n / 2 - 1
+    return 2 * special.betainc(a, a, (1 - abs(r)) / 2)
 
 
 class KernelMCA(_CoupledEstimator):

@@ -114,6 +114,12 @@ def test_labelled_fields_give_labelled_scores_and_maps():
     lazy = mca.transform(Y=Yd.chunk({"time": 100}))
     assert lazy.chunks is not None
     np.testing.assert_allclose(lazy.values, b.values, atol=1e-12)
+    (_, lazy_y), (_, p_y) = mca.heterogeneous_patterns(Xd.chunk({"time": 100}),
+                                                       Yd.chunk({"time": 100}), pvalues=True)
+    assert p_y.chunks is not None and p_y.dims == lazy_y.dims
+    assert float(p_y.min()) >= 0.0 and float(p_y.max()) <= 1.0
+    with pytest.raises(InvalidParameterError, match="pvalues=True tests correlations"):
+        mca.homogeneous_patterns(Xd, Yd, kind="covariance", pvalues=True)
 
 
 def test_refusals_say_what_is_wrong():

@@ -78,14 +78,21 @@ def test_mca_scores_and_maps_are_xeofs(mca_pair):
     assert a.dims == ("time", "mode") and a["mode"].values.tolist() == [1, 2, 3]
     for mine, their in zip((a, b), theirs.scores()):
         np.testing.assert_allclose(mine.values, _aligned(mine, their).values, atol=1e-8)
+    homogeneous, heterogeneous = (ours.homogeneous_patterns(X, Y, pvalues=True),
+                                  ours.heterogeneous_patterns(X, Y, pvalues=True))
     for ours_maps, their_maps in (
             (ours.components(X, Y), theirs.components()),
-            (ours.homogeneous_patterns(X, Y), theirs.homogeneous_patterns()[0]),
-            (ours.heterogeneous_patterns(X, Y), theirs.heterogeneous_patterns()[0])):
+            (homogeneous[0], theirs.homogeneous_patterns()[0]),
+            (heterogeneous[0], theirs.heterogeneous_patterns()[0])):
         for mine, their in zip(ours_maps, their_maps):
             assert set(mine.dims) == set(their.dims)
             assert np.isnan(mine.values).sum() == np.isnan(their.values).sum()
             np.testing.assert_allclose(mine.values, _aligned(mine, their).values, atol=1e-8)
+    for mine, their in ((homogeneous[1], theirs.homogeneous_patterns()[1]),
+                        (heterogeneous[1], theirs.heterogeneous_patterns()[1])):
+        for p_mine, p_their in zip(mine, their):  # p-values have no sign to align
+            np.testing.assert_allclose(p_mine.values, p_their.transpose(*p_mine.dims).values,
+                                       rtol=1e-8, atol=1e-14)
 
 
 @pytest.mark.parametrize("n_pca_modes", [(10, 9), (11, None)])
