@@ -42,7 +42,8 @@ _PUBLIC = {
         "ConcurrentWriteError", "NoStatisticsError", "ModelMismatchError",
         "OverlappingRowsError", "NotInvertibleError", "ZeroEigenvalueWarning",
         "NotPositiveSemidefiniteError", "NegativeEigenvalueWarning",
-        "SlowKernelWarning", "ParametersChangedWarning", "RepeatedRowsWarning",
+        "SlowKernelWarning", "CanonicalOverfitWarning", "ParametersChangedWarning",
+        "RepeatedRowsWarning",
         "NonSymmetricKernelWarning", "ShortRecordWarning")},
 }
 
@@ -130,6 +131,7 @@ __all__ = [
     "ZeroEigenvalueWarning",
     "NegativeEigenvalueWarning",
     "SlowKernelWarning",
+    "CanonicalOverfitWarning",
     "ParametersChangedWarning",
     "RepeatedRowsWarning",
     "NonSymmetricKernelWarning",

@@ -39,6 +39,7 @@ __all__ = [
     "ZeroEigenvalueWarning",
     "NegativeEigenvalueWarning",  # noqa: F822 - made on first use, by __getattr__ below
     "SlowKernelWarning",
+    "CanonicalOverfitWarning",
     "NotInvertibleError",  # noqa: F822 - made on first use, by __getattr__ below
 ]
 
@@ -183,6 +184,16 @@ class ShortRecordWarning(UserWarning):
     On eofs' SST example (√cos(latitude) weights, 4 modes), the last 10 of 50 winters
     transformed as a record of their own differed from the fit's scores for the same
     winters by 29-51 % per mode (padding "exp"; 38-65 % without padding).
+    """
+
+
+class CanonicalOverfitWarning(UserWarning):
+    """A CCA on so many PCs for its samples that independent fields would show a large
+    leading canonical correlation: its correlations are biased toward 1.
+
+    With d_x and d_y PCs of n samples of independent fields, the leading sample canonical
+    correlation lies near sqrt(p (1 - q)) + sqrt(q (1 - p)), p = d_x / n, q = d_y / n (the
+    upper edge of Wachter's law, Johnstone 2008): 0.6 for 5 and 5 PCs of 50 samples.
     """
 
 

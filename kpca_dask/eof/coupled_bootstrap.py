@@ -118,7 +118,7 @@ def coupled_bootstrap(estimator, fields, n_bootstraps: int = 100, *, seed=None, 
     for b in range(B):
         solution = solve_coupled(sums.replicate(b), *factors, method=model.method,
                                  n_modes=k + 1, n_pca_modes=model.n_pca_modes,
-                                 epsilon=model.epsilon)
+                                 epsilon=model.epsilon, warn=False)
         got = solution.singular_values.size
         values[b, :got], totals[b] = solution.singular_values, solution.total_squared
         P[0][b, :, :min(got, k)] = solution.projection_x[:, :k]

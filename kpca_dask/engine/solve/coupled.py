@@ -20,6 +20,7 @@ fixed per pair of modes: the largest entry of each column of P_x positive.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +29,10 @@ from scipy import linalg
 from ...blocks.cross_sums import CoupledStatistics
 from ...blocks.signs import fix_signs
 from ...blocks.statistics import PassStatistics
-from ...errors import InvalidParameterError
+from ...errors import CanonicalOverfitWarning, InvalidParameterError
 from .landmark_factor import LandmarkFactor
 
-__all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "METHODS"]
+__all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "null_correlation", "METHODS"]
 
 #: The coupled analyses.
 METHODS = ("mca", "cca")
@@ -92,10 +93,39 @@ def _whitening(C: np.ndarray, n_pca_modes, epsilon: float) -> np.ndarray:
     return vectors[:, :d] / np.sqrt(kept + epsilon * kept.mean())
 
 
+def null_correlation(d_x: int, d_y: int, n: int) -> float:
+    """Where the leading sample canonical correlation of d_x and d_y PCs of n samples of
+    independent fields lies: sqrt(p (1 - q)) + sqrt(q (1 - p)), p = d_x / n, q = d_y / n
+    (the upper edge of Wachter's law; :class:`~kpca_dask.errors.CanonicalOverfitWarning`).
+
+    Examples
+    --------
+    >>> round(null_correlation(5, 5, 50), 3), round(null_correlation(10, 10, 1500), 3)
+    (0.6, 0.163)
+    """
+    p, q = min(d_x / n, 1.0), min(d_y / n, 1.0)
+    return float(min(1.0, np.sqrt(p * (1 - q)) + np.sqrt(q * (1 - p))))
+
+
+#: A CCA warns when independent fields' leading canonical correlation would exceed this.
+OVERFIT_CORRELATION = 0.5
+
+
+def _warn_if_overfit(d_x: int, d_y: int, n: int, epsilon: float) -> None:
+    level = null_correlation(d_x, d_y, n)
+    if epsilon == 0 and level > OVERFIT_CORRELATION:
+        warnings.warn(
+            f"CCA on {d_x} and {d_y} PCs of {n} samples: independent fields would show a "
+            f"leading canonical correlation near {level:.2f}, so these correlations are biased "
+            "toward 1. Keep fewer PCs (n_pca_modes=int) or add a ridge (epsilon > 0).",
+            CanonicalOverfitWarning, stacklevel=5)
+
+
 def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: LandmarkFactor,
                   *, method: str, n_modes: int, n_pca_modes=(None, None),
-                  epsilon: float = 0.0) -> CoupledSolution:
-    """The coupled modes of ``stats`` (see the module docstring).
+                  epsilon: float = 0.0, warn: bool = True) -> CoupledSolution:
+    """The coupled modes of ``stats`` (see the module docstring); a CCA on many PCs for its
+    samples warns (``warn``; :class:`~kpca_dask.errors.CanonicalOverfitWarning`).
 
     Examples
     --------
@@ -127,6 +157,8 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
         T_x = _whitening(C_xx, n_pca_modes[0], epsilon)
         T_y = _whitening(C_yy, n_pca_modes[1], epsilon)
         pca_modes = (T_x.shape[1], T_y.shape[1])
+        if warn:
+            _warn_if_overfit(*pca_modes, n, epsilon)
         U, values, Vt = linalg.svd(T_x.T @ C_xy @ T_y, full_matrices=False)
         A_x, A_y = T_x @ U, T_y @ Vt.T
     else:
