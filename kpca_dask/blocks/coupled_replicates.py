@@ -47,6 +47,7 @@ class CoupledReplicateSums:
     n_samples: int = 0
     n_nonfinite: int = 0
     first_nonfinite_row: int = -1
+    nonfinite_field: str = "X"  # the field of the first NaN or infinity
 
     @classmethod
     def empty(cls, sides: tuple[FieldKernel, FieldKernel], n_replicates: int,
@@ -65,8 +66,9 @@ class CoupledReplicateSums:
         self.cross += other.cross
         self.n_samples += other.n_samples
         self.n_nonfinite += other.n_nonfinite
-        rows = [row for row in (self.first_nonfinite_row, other.first_nonfinite_row) if row >= 0]
-        self.first_nonfinite_row = min(rows) if rows else -1
+        mine, theirs = self.first_nonfinite_row, other.first_nonfinite_row
+        if theirs >= 0 and (mine < 0 or theirs < mine):
+            self.first_nonfinite_row, self.nonfinite_field = theirs, other.nonfinite_field
         return self
 
     def finished(self) -> "CoupledReplicateSums":
@@ -107,13 +109,13 @@ def coupled_replicates_of_block(running, block_x, block_y, row_offset, counts, n
         running = CoupledReplicateSums.empty(sides, n_replicates, within)
     blocks = [as_block(block) for block in (block_x, block_y)]
     running.n_samples += blocks[0].shape[0]
-    for block in blocks:
+    for field, block in zip("XY", blocks):
         n_bad, first_bad = first_nonfinite(block)
         if n_bad:
             running.n_nonfinite += n_bad
             row = int(row_offset + first_bad)
-            running.first_nonfinite_row = (row if running.first_nonfinite_row < 0
-                                           else min(row, running.first_nonfinite_row))
+            if running.first_nonfinite_row < 0 or row < running.first_nonfinite_row:
+                running.first_nonfinite_row, running.nonfinite_field = row, field
             return running
     n = blocks[0].shape[0]
     if isinstance(counts, DrawnCounts):

@@ -1,7 +1,8 @@
 """``fit --method mca|cca --with DATA_Y``: kernel MCA and CCA of two fields on the command line.
 
 The first field is the fit's DATA, the second the one ``--with`` names; both are read with
-the same input options (``--sample-dim``, ``--weights``) and get the same kernel and landmark
+the same input options (``--array``, ``--format``, ``--sample-dim``, ``--no-decode-times``,
+``--weights``: a file of weights must suit both) and get the same kernel and landmark
 options (a pair of different ones is for Python: ``KernelMCA(kernel=("rbf", "linear"))``).
 ``--n-components`` is the number of pairs of modes. ``transform --field Y`` projects samples
 of the second field; ``info`` describes the pairs.
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..estimators.coupled import KernelCCA, KernelMCA
 from .compute import compute_context
-from .inputs import fit_weights
+from .inputs import fit_weights, open_data
 from .parser import CommandError
 
 __all__ = ["COUPLED_METHODS", "fit_coupled", "coupled_summary", "coupled_rows",
@@ -27,9 +28,9 @@ COUPLED_METHODS = {"mca": KernelMCA, "cca": KernelCCA}
 
 
 def _second_field(args: argparse.Namespace):
-    from ..io import open_array
-
-    return open_array(args.with_data, sample_dim=getattr(args, "sample_dim", None))
+    """The field ``--with`` names, read with DATA's input options (--array, --format,
+    --columns, --header, --no-decode-times, --sample-dim)."""
+    return open_data(argparse.Namespace(**{**vars(args), "data": args.with_data}))
 
 
 def coupled_params(args: argparse.Namespace, method: str) -> dict:

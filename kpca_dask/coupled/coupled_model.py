@@ -150,7 +150,7 @@ def fit_coupled(params: tuple[dict, dict], data: tuple[da.Array, da.Array], *, m
                                  within=method == "cca")
     factors = [factor_landmarks(c.points, k.function, k.params, rcond) for k, c, _ in chosen]
     solution = solve_coupled(stats, *factors, method=method, n_modes=n_modes,
-                             n_pca_modes=n_pca_modes, epsilon=epsilon)
+                             n_pca_modes=n_pca_modes, epsilon=epsilon, dtype=dtype)
     fields = tuple(
         CoupledField(k.function, dict(k.params), c.points, c.indices, f.rank, X.shape[1],
                      layout, names)

@@ -93,6 +93,11 @@ def coupled_bootstrap(estimator, fields, n_bootstraps: int = 100, *, seed=None, 
             raise InvalidInputError(
                 f"{FIELDS[which]} has {data.shape[1]} features, but the model was fitted on "
                 f"{field.n_features}: bootstrap the fields the model was fitted on.")
+    if not np.isfinite([rows[0].shape[0], rows[1].shape[0]]).all():
+        raise InvalidInputError(
+            "The fields' row counts are unknown (a dask array of unknown chunks): the "
+            "replicates draw samples by their global index. Call X.compute_chunk_sizes() "
+            "(and Y's) first.")
     if rows[0].shape[0] != rows[1].shape[0]:
         raise InvalidInputError(
             f"X has {rows[0].shape[0]} samples and Y has {rows[1].shape[0]}: the replicates "
@@ -118,7 +123,7 @@ def coupled_bootstrap(estimator, fields, n_bootstraps: int = 100, *, seed=None, 
     for b in range(B):
         solution = solve_coupled(sums.replicate(b), *factors, method=model.method,
                                  n_modes=k + 1, n_pca_modes=model.n_pca_modes,
-                                 epsilon=model.epsilon, warn=False)
+                                 epsilon=model.epsilon, warn=False, dtype=dtype)
         got = solution.singular_values.size
         values[b, :got], totals[b] = solution.singular_values, solution.total_squared
         P[0][b, :, :min(got, k)] = solution.projection_x[:, :k]

@@ -5,7 +5,7 @@ features and scaled by √s, are rotated together, L = [U_x; U_y] diag(√s), L 
 Each rotated pair's "explained covariance" is ‖Q_x,k‖ ‖Q_y,k‖, its components Q / ‖Q‖, and
 its scores the unrotated ones scaled to 1/√s, turned by R^{-T} and scaled by ‖Q‖ (R itself
 for varimax). The pairs are ordered by their explained covariance and signed so that each
-stacked column's largest entry is positive (docs/design.md §20). Both fields' singular
+stacked column's largest-magnitude entry is positive (docs/design.md §20). Both fields' singular
 vectors are read from their data (:meth:`KernelMCA.components
 <kpca_dask.KernelMCA.components>`); the rotated scores of any samples are one more
 projection of each field, with the projection and offset of the fit turned the same way.
@@ -13,6 +13,7 @@ projection of each field, with the projection and offset of the fit turned the s
 
 from __future__ import annotations
 
+import dask
 import numpy as np
 from sklearn.base import clone
 
@@ -49,7 +50,8 @@ def rotate_coupled(estimator, fields, *, method: str = "varimax", power: int = 4
     r = rotated_count(model.n_modes, n_components, method, power)
     X, Y = fields
     s = model.solution.singular_values[:r]
-    maps = [m[:r] for m in estimator.components(X, Y)]  # (mode, ...): DataArray or array
+    # (mode, ...): DataArrays or arrays, computed together (each field read once for them).
+    maps = dask.compute(*[m[:r] for m in estimator.components(X, Y)])
     flat = [_flat(m) for m in maps]
     loadings = np.vstack(flat) * np.sqrt(s)
     if method == "varimax":

@@ -38,12 +38,13 @@ _SHARED = ("dtype", "rcond", "sample_dim")
 
 
 def _per_field(name: str, value: Any) -> tuple[Any, Any]:
-    """``value`` for X and for Y: a tuple (or list) of two is a pair, anything else both's."""
-    if isinstance(value, (tuple, list)):
+    """``value`` for X and for Y: a tuple of two is a pair, anything else (a list of several
+    fields' weights, an array of landmark points) is both fields'."""
+    if isinstance(value, tuple):
         if len(value) != 2:
             raise InvalidParameterError(
-                f"{name} is a sequence of {len(value)} values; give one value for both fields "
-                f"or a pair (for X, for Y), e.g. {name}=(a, b).")
+                f"{name} is a tuple of {len(value)} values; a tuple is a pair (for X, for Y): "
+                f"give one value for both fields, or {name}=(value_for_X, value_for_Y).")
         return value[0], value[1]
     return value, value
 
@@ -57,8 +58,17 @@ class _CoupledEstimator(FittedModelBase):
     #: The fitted model; absent before a fit.
     model_: CoupledFit
 
-    def _field_params(self) -> tuple[dict, dict]:
-        """Each field's parameters as a checked KernelPCA's."""
+    def field_params(self) -> tuple[dict, dict]:
+        """Each field's parameters, as a :class:`~kpca_dask.KernelPCA` of that field would
+        have them, checked (an invalid one raises
+        :class:`~kpca_dask.errors.InvalidParameterError`).
+
+        Examples
+        --------
+        >>> x, y = KernelMCA(kernel=("rbf", "linear"), n_landmarks=50).field_params()
+        >>> x["kernel"], y["kernel"], y["n_landmarks"]
+        ('rbf', 'linear', 50)
+        """
         params = self.get_params(deep=False)
         pairs = {name: _per_field(name, params[name]) for name in FIELD_PARAMETERS}
         fields = []
@@ -98,7 +108,7 @@ class _CoupledEstimator(FittedModelBase):
         started = time.perf_counter()
         self._check_common()
         extra = self._check_method()
-        params = self._field_params()
+        params = self.field_params()
         given = [fit_input(data, sample_dim=p["sample_dim"], weights=p["weights"], what=name)
                  for data, p, name in zip((X, Y), params, FIELDS)]
         check_same_samples(X, Y, given)
@@ -160,8 +170,14 @@ class _CoupledEstimator(FittedModelBase):
                            variances=variances)
 
     def _pair_scores(self, X, Y):
-        return [self.model_.scores(i, self._rows(i, data).data)
-                for i, data in enumerate((X, Y))]
+        rows = [self._rows(i, data).data for i, data in enumerate((X, Y))]
+        n = [r.shape[0] for r in rows]
+        if not (np.isfinite(n).all() and n[0] == n[1]):
+            raise InvalidInputError(
+                f"X has {n[0]} samples and Y has {n[1]}: the maps pair sample i of X with "
+                "sample i of Y; pass the same samples of both fields (with known row counts: "
+                "X.compute_chunk_sizes() for a dask array of unknown chunks).")
+        return [self.model_.scores(i, r) for i, r in enumerate(rows)]
 
     def homogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
                              = "correlation", *, pvalues: bool = False):
@@ -169,18 +185,20 @@ class _CoupledEstimator(FittedModelBase):
         (xeofs' homogeneous patterns).
 
         ``kind="correlation"`` (Pearson, per feature) or ``"covariance"`` (with the scores
-        at unit variance, in the field's units). One lazy pass over each field; lazy in,
-        lazy out. Returns ``(maps of X, maps of Y)``, each (mode, features) or laid out
-        on the field's own dimensions; with ``pvalues=True`` (correlations only),
-        ``((maps of X, maps of Y), (p-values of X, p-values of Y))`` as xeofs returns them:
-        two-sided, for no correlation, of n samples taken as independent (scipy's
-        ``pearsonr``), not corrected for the many features tested.
+        at unit variance, in the field's units). Lazy in, lazy out: the maps of X and of Y
+        computed together read each field once for these maps (the heterogeneous ones need
+        the other field's scores, so computed apart they read both fields). Returns
+        ``(maps of X, maps of Y)``, each (mode, features) or laid out on the field's own
+        dimensions; with ``pvalues=True`` (correlations only), ``((maps of X, maps of Y),
+        (p-values of X, p-values of Y))`` as xeofs returns them: two-sided, for no
+        correlation, of the n samples given taken as independent (scipy's ``pearsonr``),
+        not corrected for the many features tested.
         """
         check_is_fitted(self)
         _check_pattern_kind(kind, pvalues)
         a, b = self._pair_scores(X, Y)
         return self._with_pvalues((self._maps(0, X, a, kind), self._maps(1, Y, b, kind)),
-                                  pvalues)
+                                  pvalues, a.shape[0])
 
     def heterogeneous_patterns(self, X, Y, kind: Literal["correlation", "covariance"]
                                = "correlation", *, pvalues: bool = False):
@@ -190,12 +208,14 @@ class _CoupledEstimator(FittedModelBase):
         _check_pattern_kind(kind, pvalues)
         a, b = self._pair_scores(X, Y)
         return self._with_pvalues((self._maps(0, X, b, kind), self._maps(1, Y, a, kind)),
-                                  pvalues)
+                                  pvalues, a.shape[0])
 
-    def _with_pvalues(self, maps: tuple, pvalues: bool):
+    @staticmethod
+    def _with_pvalues(maps: tuple, pvalues: bool, n: int):
+        """The maps, and with ``pvalues`` their p-values for the ``n`` samples given."""
         if not pvalues:
             return maps
-        return maps, tuple(correlation_pvalues(m, self.model_.n_samples) for m in maps)
+        return maps, tuple(correlation_pvalues(m, int(n)) for m in maps)
 
     # -- the spectrum ------------------------------------------------------------------
 
@@ -252,10 +272,12 @@ class KernelMCA(_CoupledEstimator):
     Parameters
     ----------
     n_modes : int, default=2
-        The pairs of modes to keep.
+        The pairs of modes to keep, at most as many as the features' cross-covariance has
+        (``singular_values_`` holds those found).
     kernel, gamma, degree, coef0, kernel_params, n_landmarks, landmarks, weights
         Each field's, as :class:`~kpca_dask.KernelPCA` takes them: one value for both
-        fields, or a pair ``(for X, for Y)``.
+        fields, or a tuple ``(for X, for Y)`` (a list is one value: several fields' weights,
+        or landmark points).
     dtype : {"float64", "float32"}, default="float64"
         The kernel blocks' type (the sums are float64).
     rcond : float, default=None
@@ -346,8 +368,9 @@ class KernelCCA(_CoupledEstimator):
     ----------
     n_modes : int, default=2
     n_pca_modes : int, float, None or a pair, default=0.999
-        Each field's leading kernel PCs kept before the whitening: an int, a fraction of
-        the field's kernel variance, or None for every positive one.
+        Each field's leading kernel PCs kept before the whitening: an int, a share of the
+        variance of the field's Nyström features (of its kernel's variance when every
+        sample is a landmark), or None for every positive one.
     epsilon : float, default=0.0
         Ridge on each field's kept PCs, relative to their mean variance:
         (Lambda_d + epsilon mean(Lambda_d))^{-1/2}. 0 is plain CCA on the kept PCs.
@@ -357,7 +380,8 @@ class KernelCCA(_CoupledEstimator):
     Attributes
     ----------
     canonical_correlations_ : ndarray (n_modes,)
-        The correlations of the pairs of canonical variates (their scores, of unit variance).
+        The correlations of the pairs of canonical variates (their scores: of unit variance
+        at epsilon = 0, smaller with a ridge).
     n_pca_modes_ : tuple of int
         The PCs kept per field.
 
@@ -404,7 +428,7 @@ class KernelCCA(_CoupledEstimator):
             if not (value is None or (whole and value >= 1) or share):
                 raise InvalidParameterError(
                     "n_pca_modes must be a positive int (PCs kept), a float in (0, 1] (the "
-                    f"share of the field's kernel variance kept) or None (all); got {value!r}.")
+                    f"share of the field's feature variance kept) or None (all); got {value!r}.")
         epsilon = self.epsilon
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (
                 np.isfinite(epsilon) and epsilon >= 0):

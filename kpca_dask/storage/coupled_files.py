@@ -11,9 +11,14 @@ Layout (``format_version`` 1 of "kpca-dask-model", ``estimator`` the class's nam
       x_feature_kept, x_feature_weights   a field's kept positions and weights (and y_...)
       attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
                          unsaved_params, checksums, and fitted: method, n_samples, dtype,
+                         pairs (the parameters given as a pair, which JSON holds as lists),
                          total_squared, pca_modes, field_variances, n_pca_modes, epsilon,
-                         fields (each field's kernel, kernel_params, landmark_rank,
-                         n_features, feature_layout_, feature_names)
+                         fields (each field's kernel, kernel_params, landmark_strategy,
+                         landmark_rank, n_features, feature_layout_, feature_names)
+
+Parameters JSON cannot hold are listed in ``unsaved_params``; landmark points and an array
+fit's feature weights come back from the arrays, others (a numpy Generator seed, DataArray
+weights) as their defaults: give them again before a refit of a loaded model.
 
 Every chunk carries a crc32c checksum and every array and the attributes a digest,
 checked on loading with the shapes against each other (as every model file,
@@ -47,7 +52,8 @@ FORMAT_VERSION = 1
 _PREFIXES = ("x_", "y_")
 
 
-def _field_entries(field: CoupledField, prefix: str, arrays: dict, P, c) -> dict:
+def _field_entries(field: CoupledField, prefix: str, arrays: dict, P, c,
+                   strategy: str | None) -> dict:
     if not isinstance(field.kernel, str):
         raise InvalidParameterError(
             "A model with a callable kernel cannot be saved: a file holds no code. Fit with a "
@@ -57,6 +63,7 @@ def _field_entries(field: CoupledField, prefix: str, arrays: dict, P, c) -> dict
     own = {"landmarks": np.asarray(field.landmarks), "landmark_indices": indices,
            "projection": P, "offset": c}
     entry = {"kernel": field.kernel, "kernel_params": jsonable(field.kernel_params),
+             "landmark_strategy": strategy,
              "landmark_rank": int(field.landmark_rank), "n_features": int(field.n_features),
              "feature_names": (None if field.feature_names is None
                                else [str(name) for name in field.feature_names])}
@@ -76,9 +83,14 @@ def save_coupled(estimator, path: PathOrURL, *, overwrite: bool = False,
     fit: CoupledFit = estimator.model_
     solution = fit.solution
     arrays = {"singular_values": np.asarray(solution.singular_values, np.float64)}
-    fields = [_field_entries(field, prefix, arrays, *fit.projection(which))
+    strategies = [value if isinstance(value, str) else None for value in _pair(
+        estimator.landmarks)]
+    fields = [_field_entries(field, prefix, arrays, *fit.projection(which), strategies[which])
               for which, (field, prefix) in enumerate(zip(fit.fields, _PREFIXES))]
     fitted = {"method": fit.method, "n_samples": fit.n_samples, "dtype": fit.dtype,
+              # JSON has no tuples: the parameters given as a pair (for X, for Y)
+              "pairs": sorted(name for name, value in estimator.get_params(deep=False).items()
+                              if isinstance(value, tuple)),
               "total_squared": float(solution.total_squared),
               "pca_modes": None if solution.pca_modes is None else list(solution.pca_modes),
               "field_variances": (None if solution.field_variances is None
@@ -113,12 +125,37 @@ def load_coupled(path: PathOrURL, estimator_class: type, *,
         arrays = {key: read_checked(group, key) for key in sorted(group.array_keys())}
         check_written(attrs, arrays)
         try:
-            estimator = estimator_class(**dict(attrs.get("params", {})))
+            params = dict(attrs.get("params", {}))
+            params.update({name: tuple(params[name]) for name in fitted.get("pairs", [])
+                           if name in params})
+            estimator = estimator_class(**params)
             estimator.model_ = _fitted(arrays, fitted)
+            estimator.set_params(**_rebuilt_params(estimator, fitted,
+                                                   attrs.get("unsaved_params", [])))
+            estimator.field_params()  # the checks of a fit: an edited parameter is refused
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise damaged(
                 f"its arrays and attributes are not those a fit writes ({exc})") from None
         return estimator
+
+
+def _pair(value) -> tuple:
+    return value if isinstance(value, tuple) and len(value) == 2 else (value, value)
+
+
+def _rebuilt_params(estimator, fitted: dict, unsaved: list) -> dict:
+    """The parameters a file cannot hold as JSON but its arrays can give back: landmark
+    points (a field drawn by a strategy keeps its name) and an array fit's feature weights."""
+    rebuilt = {}
+    fields = estimator.model_.fields
+    if "landmarks" in unsaved:
+        rebuilt["landmarks"] = tuple(
+            entry.get("landmark_strategy") or field.landmarks
+            for entry, field in zip(fitted["fields"], fields))
+    if "weights" in unsaved and all(f.layout is None or not f.layout.dims for f in fields):
+        rebuilt["weights"] = tuple(None if f.layout is None else f.layout.weights
+                                   for f in fields)
+    return rebuilt
 
 
 def _field(arrays: dict, entry: dict, prefix: str, q: int) -> tuple[CoupledField, tuple]:

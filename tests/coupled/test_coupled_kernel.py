@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -77,6 +79,8 @@ def test_float32_blocks_agree_with_float64():
 
 
 @pytest.mark.parametrize("estimator", [KernelMCA(2, n_landmarks=80, random_state=0),
+                                       KernelMCA(2, kernel=("rbf", "linear"),
+                                                 n_landmarks=(80, 60), random_state=0),
                                        KernelCCA(2, n_landmarks=80, n_pca_modes=6,
                                                  random_state=0)])
 def test_save_and_load_give_the_same_scores(tmp_path, estimator):
@@ -161,3 +165,49 @@ def test_the_fit_reads_each_block_of_each_field_once():
     mca.fit(da.from_array(rows_x, chunks=(100, -1)), da.from_array(rows_y, chunks=(150, -1)))
     assert set(rows_x.row_ranges().values()) == {1} and len(rows_x.row_ranges()) == 6
     assert set(rows_y.row_ranges().values()) == {1} and len(rows_y.row_ranges()) == 4
+
+
+def test_float32_cca_reports_the_correlations_its_scores_have():
+    """Every PC kept (n_pca_modes=None) of independent fields in float32: PCs at float32's
+    rounding level are not whitened, so the canonical correlation is that of the scores."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(3000, 5)), rng.normal(size=(3000, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kpca_dask.CanonicalOverfitWarning)
+        cca = KernelCCA(1, n_landmarks=200, n_pca_modes=None, dtype="float32",
+                        random_state=0).fit(X, Y)
+    a, b = cca.transform(X, Y)
+    assert abs(np.corrcoef(a[:, 0], b[:, 0])[0, 1] - cca.canonical_correlations_[0]) < 0.01
+    assert abs(a[:, 0].std(ddof=1) - 1.0) < 0.01
+
+
+def test_p_values_are_of_the_samples_given():
+    from scipy import stats
+
+    X, Y, _ = _linked(400)
+    mca = KernelMCA(2, n_landmarks=40, random_state=0).fit(X, Y)
+    (maps_x, _), (p_x, _) = mca.homogeneous_patterns(X[:30], Y[:30], pvalues=True)
+    a, _ = mca.transform(X[:30], Y[:30])
+    expected = stats.pearsonr(X[:30, 0], a[:, 0])
+    np.testing.assert_allclose([maps_x[0, 0], p_x[0, 0]],
+                               [expected.statistic, expected.pvalue], rtol=1e-8)
+
+
+def test_a_constant_field_is_refused_in_words():
+    X, _, _ = _linked(300)
+    for estimator in (KernelCCA(2, kernel="linear", n_landmarks=50, n_pca_modes=None),
+                      KernelMCA(2, kernel="linear", n_landmarks=50)):
+        with pytest.raises(InvalidInputError, match="constant field"):
+            estimator.fit(X, np.ones((300, 3)))
+
+
+def test_a_loaded_model_refits_as_it_was_fitted(tmp_path):
+    """Landmark points and array weights, which a file's JSON cannot hold, come back from its
+    arrays: a refit of the loaded estimator is the fit's."""
+    X, Y, _ = _linked(400)
+    fitted = KernelMCA(2, landmarks=(X[:20], "kmeans"), n_landmarks=30,
+                       weights=(np.linspace(1, 2, 20), None), random_state=0).fit(X, Y)
+    loaded = kpca_dask.load(fitted.save(tmp_path / "m.zarr"))
+    assert loaded.landmarks[1] == "kmeans"
+    np.testing.assert_allclose(loaded.fit(X, Y).singular_values_, fitted.singular_values_,
+                               rtol=1e-12)

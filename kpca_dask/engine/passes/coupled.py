@@ -101,7 +101,7 @@ def compute_coupled_replicates(X: da.Array, Y: da.Array, side_x: FieldKernel,
     words = n_replicates * _words(side_x, side_y, within)
     sums = _chained(X, Y, (side_x, side_y), words, task, _merge_replicates,
                     _finish_replicates)
-    raise_if_nonfinite(sums.replicate(0).x, "X")
+    raise_if_nonfinite(sums.replicate(0).x, sums.nonfinite_field)
     return sums
 
 
@@ -117,7 +117,7 @@ def _chained(X, Y, sides, words: int, task, merge, finish):
     ``task(running, block_x, block_y, start, rows, landmarks, sides, plan)`` makes one
     chain task (a Delayed) of a row block."""
     X = one_feature_chunk(X, stacklevel=4)
-    Y = one_feature_chunk(Y, stacklevel=4).rechunk({0: X.chunks[0]})
+    Y = one_feature_chunk(Y, "Y", stacklevel=4).rechunk({0: X.chunks[0]})
     plan = pass_plan(X, int(np.ceil(np.sqrt(words))))
     # The landmark arrays every task reads, shared once per graph (not copied into each
     # task); the sides travel without them.

@@ -9,13 +9,14 @@ and the sums of :mod:`kpca_dask.engine.passes.coupled` (docs/design.md §20)::
 
 - **MCA**: C_xy = U S V^T; the scores a = A_x^T (z_x - mu_x) with A_x = U_q, b with
   A_y = V_q; squared covariance fractions s_k^2 / sum_j s_j^2 over every singular value.
-- **CCA**: each field's leading d PCs of C_xx, whitened, T_x = E_d (Lambda_d + eps)^{-1/2};
-  the canonical correlations are the singular values of T_x^T C_xy T_y = U R V^T and
-  A_x = T_x U_q, A_y = T_y V_q, so that the canonical variates have unit variance.
+- **CCA**: each field's leading d PCs of C_xx, whitened,
+  T_x = E_d (Lambda_d + eps mean(Lambda_d))^{-1/2}; the canonical correlations are the
+  singular values of T_x^T C_xy T_y = U R V^T and A_x = T_x U_q, A_y = T_y V_q, so that the
+  canonical variates have unit variance (at eps = 0).
 
 Every score is y(x) = P^T k_m(x) - c with P = W A and c = A^T mu: one kernel block
 and one small product per row block, as a kernel PCA's projection. The signs are
-fixed per pair of modes: the largest entry of each column of P_x positive.
+fixed per pair of modes: the largest-magnitude entry of each column of P_x positive.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from scipy import linalg
 from ...blocks.cross_sums import CoupledStatistics
 from ...blocks.signs import fix_signs
 from ...blocks.statistics import PassStatistics
-from ...errors import CanonicalOverfitWarning, InvalidParameterError
+from ...errors import CanonicalOverfitWarning, InvalidInputError, InvalidParameterError
 from .landmark_factor import LandmarkFactor
 
-__all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "null_correlation", "METHODS"]
+__all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "null_correlation",
+           "relative_cutoff", "METHODS"]
 
 #: The coupled analyses.
 METHODS = ("mca", "cca")
@@ -65,9 +67,11 @@ def _covariance(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
     return (C + C.T) / 2
 
 
-def pca_mode_count(eigenvalues: np.ndarray, n_pca_modes: int | float | None) -> int:
-    """How many leading PCs of a field a CCA keeps: all positive ones for None, an int as
-    given (at most those), a float in (0, 1] the fewest that explain that fraction.
+def pca_mode_count(eigenvalues: np.ndarray, n_pca_modes: int | float | None,
+                   cutoff: float = 1e-12) -> int:
+    """How many leading PCs of a field a CCA keeps: all positive ones (above ``cutoff`` of
+    the largest) for None, an int as given (at most those), a float in (0, 1] the fewest
+    that explain that share of the field's feature variance.
 
     Examples
     --------
@@ -75,20 +79,44 @@ def pca_mode_count(eigenvalues: np.ndarray, n_pca_modes: int | float | None) -> 
     >>> pca_mode_count(lam, None), pca_mode_count(lam, 2), pca_mode_count(lam, 0.9)
     (3, 2, 2)
     """
-    positive = int(np.sum(eigenvalues > eigenvalues[0] * 1e-12)) if eigenvalues.size else 0
+    positive = int(np.sum(eigenvalues > eigenvalues[0] * cutoff)) if (
+        eigenvalues.size and eigenvalues[0] > 0) else 0
+    if positive == 0:
+        return 0
     if n_pca_modes is None:
         return positive
     if isinstance(n_pca_modes, (int, np.integer)):
         return max(1, min(int(n_pca_modes), positive))
-    shares = np.cumsum(eigenvalues[:positive]) / max(eigenvalues[:positive].sum(), 1e-300)
+    shares = np.cumsum(eigenvalues[:positive]) / eigenvalues[:positive].sum()
     return max(1, min(positive, int(np.searchsorted(shares, n_pca_modes * (1 - 1e-12)) + 1)))
 
 
-def _whitening(C: np.ndarray, n_pca_modes, epsilon: float) -> np.ndarray:
+def relative_cutoff(dtype) -> float:
+    """The smallest PC variance, relative to the largest, a CCA whitens. A float32 pass sums
+    its products in float32 within a block, and whitening PCs at that rounding's level gave
+    correlations that its own scores did not have (independent rbf fields, n = 3000, m = 200,
+    every PC: 1.03 reported against 0.26 measured below 1e-5; 0.520 against 0.521 at 1e-3,
+    float32's landmark cut-off, kept here).
+
+    Examples
+    --------
+    >>> relative_cutoff(np.float64), relative_cutoff(np.float32)
+    (1e-12, 0.001)
+    """
+    return 1e-12 if np.dtype(dtype) == np.float64 else 1e-3
+
+
+def _whitening(C: np.ndarray, n_pca_modes, epsilon: float, cutoff: float,
+               field: str) -> np.ndarray:
     """T = E_d (Lambda_d + eps mean(Lambda_d))^{-1/2}: the field's leading d PCs whitened."""
     eigenvalues, vectors = linalg.eigh(C)
     eigenvalues, vectors = eigenvalues[::-1], vectors[:, ::-1]
-    d = pca_mode_count(eigenvalues, n_pca_modes)
+    d = pca_mode_count(eigenvalues, n_pca_modes, cutoff)
+    if d == 0:
+        raise InvalidInputError(
+            f"Field {field} has no variance in its kernel features (a constant field, or a "
+            "kernel constant on it): there is nothing to correlate. Check the field, or "
+            "the kernel's gamma.")
     kept = eigenvalues[:d]
     return vectors[:, :d] / np.sqrt(kept + epsilon * kept.mean())
 
@@ -123,7 +151,7 @@ def _warn_if_overfit(d_x: int, d_y: int, n: int, epsilon: float) -> None:
 
 def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: LandmarkFactor,
                   *, method: str, n_modes: int, n_pca_modes=(None, None),
-                  epsilon: float = 0.0, warn: bool = True) -> CoupledSolution:
+                  epsilon: float = 0.0, warn: bool = True, dtype=np.float64) -> CoupledSolution:
     """The coupled modes of ``stats`` (see the module docstring); a CCA on many PCs for its
     samples warns (``warn``; :class:`~kpca_dask.errors.CanonicalOverfitWarning`).
 
@@ -154,8 +182,9 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
     if method == "cca":
         C_xx, C_yy = _covariance(stats.x, factor_x), _covariance(stats.y, factor_y)
         variances = (float(np.trace(C_xx)), float(np.trace(C_yy)))
-        T_x = _whitening(C_xx, n_pca_modes[0], epsilon)
-        T_y = _whitening(C_yy, n_pca_modes[1], epsilon)
+        cutoff = relative_cutoff(dtype)
+        T_x = _whitening(C_xx, n_pca_modes[0], epsilon, cutoff, "X")
+        T_y = _whitening(C_yy, n_pca_modes[1], epsilon, cutoff, "Y")
         pca_modes = (T_x.shape[1], T_y.shape[1])
         if warn:
             _warn_if_overfit(*pca_modes, n, epsilon)
@@ -164,6 +193,11 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
     else:
         A_x, values, Vt = linalg.svd(C_xy, full_matrices=False)
         A_y = Vt.T
+    if not np.sum(values**2) > 0:
+        raise InvalidInputError(
+            "The two fields have no covariance in their kernel features (a constant field, "
+            "or a kernel constant on one): there are no coupled modes. Check the fields, or "
+            "the kernels' gamma.")
     q = min(int(n_modes), len(values))
     A_x, A_y = A_x[:, :q], A_y[:, :q]
     P_x, P_y = factor_x.unwhiten(A_x), factor_y.unwhiten(A_y)
