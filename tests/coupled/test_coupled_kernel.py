@@ -64,11 +64,21 @@ def test_kernel_cca_finds_the_link_with_its_own_kernel_per_field():
 
 
 def test_the_modes_do_not_depend_on_the_chunks():
+    """Blocks of whole chunks of both fields (100 and 150 rows: blocks of 300), or Y cut
+    into X's blocks where the chunkings rarely meet (70 and 130), with a warning."""
+    from dask.array.core import PerformanceWarning
+
     X, Y, _ = _linked(600)
-    fits = [KernelMCA(2, n_landmarks=100, landmarks="uniform", random_state=3).fit(
-        da.from_array(X, chunks=(rows, -1)), da.from_array(Y, chunks=(other, -1)))
-        for rows, other in ((600, 600), (70, 130))]
-    np.testing.assert_allclose(fits[0].singular_values_, fits[1].singular_values_, rtol=1e-10)
+
+    def fit(rows, other):
+        return KernelMCA(2, n_landmarks=100, landmarks="uniform", random_state=3).fit(
+            da.from_array(X, chunks=(rows, -1)), da.from_array(Y, chunks=(other, -1)))
+
+    with pytest.warns(PerformanceWarning, match="rarely end together"):
+        rarely = fit(70, 130)
+    for fitted in (fit(100, 150), rarely):
+        np.testing.assert_allclose(fitted.singular_values_, fit(600, 600).singular_values_,
+                                   rtol=1e-10)
 
 
 def test_float32_blocks_agree_with_float64():

@@ -16,14 +16,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """Two fields of 4000 samples sharing a signal, in Zarr stores of different chunks."""
+    """Two fields of 4000 samples sharing a signal, in Zarr stores of different chunks: the
+    pass reads blocks of 1000 rows, two chunks of X and one of Y."""
     rng = np.random.default_rng(0)
     t = rng.normal(size=4000)
     X = np.outer(t, rng.normal(size=30)) + 0.3 * rng.normal(size=(4000, 30))
     Y = np.outer(t**2 - 1, rng.normal(size=20)) + 0.3 * rng.normal(size=(4000, 20))
     folder = tmp_path_factory.mktemp("coupled")
     paths = []
-    for name, values, rows in (("x", X, 500), ("y", Y, 800)):
+    for name, values, rows in (("x", X, 500), ("y", Y, 1000)):
         path = str(folder / f"{name}.zarr")
         with dask.config.set(scheduler="threads"):
             da.from_array(values, chunks=(rows, -1)).to_zarr(path)

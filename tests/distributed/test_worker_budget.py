@@ -326,3 +326,33 @@ def test_command_line_fit_and_transform(budget, data, fitted, tmp_path):
     np.testing.assert_allclose(open_array(out)[:1000].compute(),
                                fitted.transform(open_array(data)[:1000]).compute(),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method, y_rows", [("mca", ROWS_PER_CHUNK),
+                                            ("cca", 3 * ROWS_PER_CHUNK // 2)])
+def test_coupled_fit_of_two_fields(budget, data, method, y_rows):
+    """Kernel MCA or CCA of the data (X) and every other feature of it (Y), Y stored in row
+    chunks of its own: the pass reads blocks of whole chunks of both and holds them, its
+    chain's cross sums (and CCA's m x m sums) and both fields' landmarks, never chunks read
+    ahead of the chains."""
+    from kpca_dask import KernelCCA, KernelMCA
+
+    estimator = {"mca": KernelMCA(3, n_landmarks=N_LANDMARKS, landmarks="uniform",
+                                  dtype="float32", random_state=0),
+                 "cca": KernelCCA(3, n_landmarks=N_LANDMARKS, landmarks="uniform",
+                                  n_pca_modes=20, dtype="float32", random_state=0)}[method]
+
+    def fields():
+        X = open_array(data)
+        return X, X[:, ::2].rechunk({0: y_rows})
+
+    # The pass's blocks are whole chunks of both fields: 24 576 rows for Y's 12 288.
+    rows = int(np.lcm(ROWS_PER_CHUNK, y_rows))
+    sums = 8 * N_LANDMARKS**2 * (3 if method == "cca" else 1)
+    held = (4 * rows * (N_FEATURES + N_FEATURES // 2) * 4 + sums
+            + 8 * N_LANDMARKS * N_FEATURES * 2)
+    model = budget.run(f"coupled fit ({method}), Y in blocks of {y_rows} rows",
+                       estimator.fit, *fields(), held_at_most=held)
+    with dask.config.set(scheduler="threads"):
+        threaded = type(estimator)(**estimator.get_params()).fit(*fields())
+    np.testing.assert_allclose(model.singular_values_, threaded.singular_values_, rtol=1e-6)

@@ -5,17 +5,20 @@ Each row block of x and the same rows of y go to one task
 both fields' own sums and their cross sums S_xy into the running sums of its
 chain; chains and their pairwise merge are those of the single pass
 (:mod:`kpca_dask.engine.passes.nystrom`), planned for the m_x^2 + m_y^2 +
-m_x m_y words a chain holds (docs/design.md §20). y is cut into x's row
-blocks first, so the two are read side by side whatever their stored chunks.
+m_x m_y words a chain holds (docs/design.md §20). Both fields are cut into common row
+blocks of whole stored chunks first (:func:`row_groups`), so the two are read side
+by side, each chunk once and inside the task that adds it, whatever their stored chunks.
 """
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import dask
 import dask.array as da
 import numpy as np
+from dask.array.core import PerformanceWarning
 
 from ..._memory import release_freed_memory
 from ...blocks.coupled_replicates import CoupledReplicateSums, coupled_replicates_of_block
@@ -27,12 +30,14 @@ from ...blocks.cross_sums import (
     merge_coupled,
 )
 from ...blocks.replicate_counts import DrawnCounts
+from ...blocks.sparse_rows import is_sparse
 from ...blocks.statistics import kernel_origin
 from ...validation import one_feature_chunk
 from ..graph_values import shared_values
 from .nystrom import chain_heads, pass_plan, pass_threads, raise_if_nonfinite, reads_inlined
 
-__all__ = ["compute_coupled_pass", "compute_coupled_replicates", "field_kernel"]
+__all__ = ["compute_coupled_pass", "compute_coupled_replicates", "field_kernel",
+           "row_groups"]
 
 
 def field_kernel(X: da.Array, landmarks: np.ndarray, kernel, params: dict, reference,
@@ -60,10 +65,10 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
     >>> stats.n_samples, stats.cross.tolist() == stats.x.gram.tolist()
     (3, True)
     """
-    def task(running, block_x, block_y, start, rows, landmarks, sides, plan):
+    def task(running, parts_x, parts_y, start, rows, landmarks, sides, plan):
         return dask.delayed(_add_block, pure=True)(
-            running, block_x, block_y, start, *landmarks, *sides, dtype, plan.blas_threads,
-            plan.block_bytes, within)
+            running, start, *landmarks, *sides, dtype, plan.blas_threads, plan.block_bytes,
+            within, len(parts_x), *parts_x, *parts_y)
 
     stats = _chained(X, Y, (side_x, side_y), _words(side_x, side_y, within), task,
                      merge_coupled, finish_coupled)
@@ -91,18 +96,71 @@ def compute_coupled_replicates(X: da.Array, Y: da.Array, side_x: FieldKernel,
     add = partial(coupled_replicates_of_block, n_replicates=n_replicates, dtype=dtype,
                   within=within)
 
-    def task(running, block_x, block_y, start, rows, landmarks, sides, plan):
+    def task(running, parts_x, parts_y, start, rows, landmarks, sides, plan):
         given = (counts if isinstance(counts, DrawnCounts)
                  else np.ascontiguousarray(counts[:, start:start + rows]))
         return dask.delayed(_add_replicates, pure=True)(
-            add, running, block_x, block_y, start, given, *landmarks, *sides,
-            plan.blas_threads, plan.block_bytes)
+            add, running, start, given, *landmarks, *sides, plan.blas_threads,
+            plan.block_bytes, len(parts_x), *parts_x, *parts_y)
 
     words = n_replicates * _words(side_x, side_y, within)
     sums = _chained(X, Y, (side_x, side_y), words, task, _merge_replicates,
                     _finish_replicates)
     raise_if_nonfinite(sums.replicate(0).x, sums.nonfinite_field)
     return sums
+
+
+#: The most rows of a block of whole chunks of both fields, in their largest chunks: past
+#: it, Y is cut into X's blocks instead (and warned about).
+COMMON_BLOCK_CHUNKS = 4
+
+
+def row_groups(X: da.Array, Y: da.Array) -> tuple[da.Array, list[tuple[list, list]]]:
+    """Y (cut into X's row blocks where the two chunkings rarely meet) and the pass's
+    blocks: for each, the indices of the chunks of X and of Y it is made of.
+
+    A block ends where a chunk of X and a chunk of Y both end, so each stored chunk is
+    read by one task, inside it (:func:`~kpca_dask.engine.passes.nystrom.reads_inlined`),
+    which stacks the chunks it is given: Y cut into X's blocks instead makes a chunk of Y
+    feed two tasks, read as a task of its own and ahead of the chains (measured: a worker
+    held 94 MiB of chunks where its pass's model is 58). Where the chunkings meet only
+    rarely (blocks of more than :data:`COMMON_BLOCK_CHUNKS` of the larger chunks), Y is
+    cut into X's blocks, with a warning that says how to store it.
+
+    Examples
+    --------
+    >>> X, Y = da.zeros((12, 2), chunks=(2, 2)), da.zeros((12, 1), chunks=(3, 1))
+    >>> row_groups(X, Y)[1]
+    [([0, 1, 2], [0, 1]), ([3, 4, 5], [2, 3])]
+    """
+    ends_x, ends_y = np.cumsum(X.chunks[0]).tolist(), np.cumsum(Y.chunks[0]).tolist()
+    common = sorted(set(ends_x) & set(ends_y))
+    largest = max(max(X.chunks[0]), max(Y.chunks[0]))
+    if max(np.diff([0, *common])) > COMMON_BLOCK_CHUNKS * largest:
+        warnings.warn(
+            f"X and Y are stored in row chunks that rarely end together ({X.chunks[0][0]} and "
+            f"{Y.chunks[0][0]} rows): Y is cut into X's blocks, and its chunks are read "
+            "ahead of the pass. Store both fields with the same row chunks (e.g. "
+            "Y.rechunk({0: X.chunks[0]}).to_zarr(...)).", PerformanceWarning, stacklevel=6)
+        Y = Y.rechunk({0: X.chunks[0]})
+        return Y, [([i], [i]) for i in range(len(X.chunks[0]))]
+    groups, first_x, first_y = [], 0, 0
+    for end in common:
+        last_x, last_y = ends_x.index(end), ends_y.index(end)
+        groups.append((list(range(first_x, last_x + 1)), list(range(first_y, last_y + 1))))
+        first_x, first_y = last_x + 1, last_y + 1
+    return Y, groups
+
+
+def _stacked(parts):
+    """One row block from the chunks a task is given, in order."""
+    if len(parts) == 1:
+        return parts[0]
+    if is_sparse(parts[0]):
+        from scipy import sparse  # noqa: PLC0415 - sparse rows only
+
+        return sparse.vstack(parts, format="csr")
+    return np.concatenate([np.asarray(part) for part in parts])
 
 
 def _words(side_x: FieldKernel, side_y: FieldKernel, within: bool) -> int:
@@ -112,22 +170,27 @@ def _words(side_x: FieldKernel, side_y: FieldKernel, within: bool) -> int:
 
 
 def _chained(X, Y, sides, words: int, task, merge, finish):
-    """Chains of tasks over the row blocks of X and the same rows of Y, merged pairwise and
-    finished, computed on the plan's threads; each block read inside the task that adds it.
-    ``task(running, block_x, block_y, start, rows, landmarks, sides, plan)`` makes one
-    chain task (a Delayed) of a row block."""
+    """Chains of tasks over blocks of whole chunks of X and of Y (:func:`row_groups`),
+    merged pairwise and finished, computed on the plan's threads; each chunk read inside the
+    task that adds it. ``task(running, parts_x, parts_y, start, rows, landmarks, sides,
+    plan)`` makes one chain task (a Delayed) of a block from its chunks of each field."""
     X = one_feature_chunk(X, stacklevel=4)
-    Y = one_feature_chunk(Y, "Y", stacklevel=4).rechunk({0: X.chunks[0]})
+    Y, groups = row_groups(X, one_feature_chunk(Y, "Y", stacklevel=4))
     plan = pass_plan(X, int(np.ceil(np.sqrt(words))))
     # The landmark arrays every task reads, shared once per graph (not copied into each
     # task); the sides travel without them.
     landmarks = shared_values(X, *(side.landmarks for side in sides))
     bare = [FieldKernel(None, s.kernel, s.params, s.reference, s.origin) for s in sides]
     blocks_x, blocks_y = X.to_delayed().ravel(), Y.to_delayed().ravel()
-    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
-    heads = chain_heads(len(blocks_x), plan.chains, lambda running, i: task(
-        running, blocks_x[i], blocks_y[i], int(offsets[i]), int(X.chunks[0][i]), landmarks,
-        bare, plan))
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+
+    def add_to(running, i: int):
+        in_x, in_y = groups[i]
+        start = int(starts[in_x[0]])
+        return task(running, [blocks_x[j] for j in in_x], [blocks_y[j] for j in in_y], start,
+                    int(starts[in_x[-1] + 1]) - start, landmarks, bare, plan)
+
+    heads = chain_heads(len(groups), plan.chains, add_to)
     merge = dask.delayed(merge, pure=True)
     while len(heads) > 1:
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
@@ -144,21 +207,22 @@ def _with_landmarks(side: FieldKernel, landmarks) -> FieldKernel:
     return FieldKernel(landmarks, side.kernel, side.params, side.reference, side.origin)
 
 
-def _add_block(running, block_x, block_y, row_offset, landmarks_x, landmarks_y,
-               side_x: FieldKernel, side_y: FieldKernel, dtype, blas_threads, block_bytes,
-               within):
-    """One task of a chain: the sides given their shared landmark arrays back."""
+def _add_block(running, row_offset, landmarks_x, landmarks_y, side_x: FieldKernel,
+               side_y: FieldKernel, dtype, blas_threads, block_bytes, within, n_x, *parts):
+    """One task of a chain: its chunks of X (the first ``n_x`` parts) and of Y stacked, the
+    sides given their shared landmark arrays back."""
     return coupled_statistics_of_block(
-        running, block_x, block_y, row_offset, _with_landmarks(side_x, landmarks_x),
-        _with_landmarks(side_y, landmarks_y), dtype, blas_threads, block_bytes, within)
+        running, _stacked(parts[:n_x]), _stacked(parts[n_x:]), row_offset,
+        _with_landmarks(side_x, landmarks_x), _with_landmarks(side_y, landmarks_y), dtype,
+        blas_threads, block_bytes, within)
 
 
-def _add_replicates(add, running, block_x, block_y, row_offset, counts, landmarks_x,
-                    landmarks_y, side_x, side_y, blas_threads, block_bytes):
-    """One task of a replicate chain: the sides given their shared landmark arrays back."""
+def _add_replicates(add, running, row_offset, counts, landmarks_x, landmarks_y, side_x,
+                    side_y, blas_threads, block_bytes, n_x, *parts):
+    """One task of a replicate chain, as :func:`_add_block`."""
     sides = (_with_landmarks(side_x, landmarks_x), _with_landmarks(side_y, landmarks_y))
-    return add(running, block_x, block_y, row_offset, counts, sides=sides,
-               blas_threads=blas_threads, block_bytes=block_bytes)
+    return add(running, _stacked(parts[:n_x]), _stacked(parts[n_x:]), row_offset, counts,
+               sides=sides, blas_threads=blas_threads, block_bytes=block_bytes)
 
 
 def _merge_replicates(*chains: CoupledReplicateSums) -> CoupledReplicateSums:
