@@ -21,7 +21,7 @@ import numpy as np
 from .._parallel import blas_limit
 from .cross_sums import CoupledStatistics, FieldKernel
 from .landmark_kernel import LandmarkKernel
-from .replicate_counts import DrawnCounts
+from .replicate_counts import DrawnCounts, FoldCounts
 from .sparse_rows import as_block, first_nonfinite
 from .statistics import (
     PassStatistics,
@@ -44,6 +44,7 @@ class CoupledReplicateSums:
     column_sums: tuple[np.ndarray, np.ndarray]  # s_x,b (B, m_x), s_y,b (B, m_y)
     grams: tuple[np.ndarray, np.ndarray]  # G_x,b (B, m_x, m_x) or (B, 0, 0); G_y,b
     cross: np.ndarray  # S_xy,b (B, m_x, m_y)
+    counted: np.ndarray | None = None  # sum_i c_bi, (B,): n for a bootstrap, a fold's rows
     n_samples: int = 0
     n_nonfinite: int = 0
     first_nonfinite_row: int = -1
@@ -57,13 +58,14 @@ class CoupledReplicateSums:
                    tuple(np.zeros((n_replicates, m)) for m in sizes),
                    tuple(np.zeros((n_replicates, m, m) if within else (n_replicates, 0, 0))
                          for m in sizes),
-                   np.zeros((n_replicates, *sizes)))
+                   np.zeros((n_replicates, *sizes)), np.zeros(n_replicates))
 
     def add(self, other: "CoupledReplicateSums") -> "CoupledReplicateSums":
         """Add another chain's sums to these, in place; returns self."""
         for mine, theirs in zip(self.column_sums + self.grams, other.column_sums + other.grams):
             mine += theirs
         self.cross += other.cross
+        self.counted += other.counted
         self.n_samples += other.n_samples
         self.n_nonfinite += other.n_nonfinite
         mine, theirs = self.first_nonfinite_row, other.first_nonfinite_row
@@ -84,7 +86,8 @@ class CoupledReplicateSums:
 
     def replicate(self, b: int) -> CoupledStatistics:
         """Replicate ``b``'s sums, as the coupled pass over its drawn samples gives them."""
-        fields = [PassStatistics(self.n_samples, sums[b], gram[b], 0.0, self.n_nonfinite,
+        fields = [PassStatistics(int(round(self.counted[b])), sums[b], gram[b], 0.0,
+                                 self.n_nonfinite,
                                  self.first_nonfinite_row, reference)
                   for sums, gram, reference in zip(self.column_sums, self.grams,
                                                    self.references)]
@@ -102,8 +105,9 @@ def coupled_replicates_of_block(running, block_x, block_y, row_offset, counts, n
                                 blas_threads=None, block_bytes=None) -> CoupledReplicateSums:
     """Add one row block's weighted sums to ``running`` (None: start a chain) and return it.
 
-    ``counts`` is a :class:`~kpca_dask.blocks.replicate_counts.DrawnCounts` (the block draws
-    its own) or the block's given counts, (B, rows).
+    ``counts`` is a :class:`~kpca_dask.blocks.replicate_counts.DrawnCounts` or
+    :class:`~kpca_dask.blocks.replicate_counts.FoldCounts` (the block makes its own) or the
+    block's given counts, (B, rows).
     """
     if running is None:
         running = CoupledReplicateSums.empty(sides, n_replicates, within)
@@ -118,9 +122,10 @@ def coupled_replicates_of_block(running, block_x, block_y, row_offset, counts, n
                 running.first_nonfinite_row, running.nonfinite_field = row, field
             return running
     n = blocks[0].shape[0]
-    if isinstance(counts, DrawnCounts):
+    if isinstance(counts, (DrawnCounts, FoldCounts)):
         counts = counts.block(int(row_offset), int(row_offset) + n)
     weights = np.asarray(counts, dtype=np.float64)
+    running.counted += weights.sum(axis=1)
     x, y = (shifted_to_origin(block, side.origin).astype(dtype, copy=False)
             for block, side in zip(blocks, sides))
     sizes = [len(side.reference) for side in sides]

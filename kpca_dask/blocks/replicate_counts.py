@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LEAF_ROWS", "DrawnCounts", "replicate_counts", "counts_of_indices"]
+__all__ = ["LEAF_ROWS", "DrawnCounts", "FoldCounts", "replicate_counts", "counts_of_indices"]
 
 #: Rows of a leaf of the tree: its draws are spread over them in one call. Small
 #: enough that a block reads few rows outside its own, large enough that a
@@ -82,6 +82,28 @@ class DrawnCounts:
         """The counts of rows ``start..stop-1``, one row per replicate: (B, stop - start)."""
         return np.stack([replicate_counts(self.seed, b, self.n_samples, start, stop,
                                           self.leaf_rows) for b in range(self.n_replicates)])
+
+
+@dataclass(frozen=True)
+class FoldCounts:
+    """``n_replicates`` contiguous folds of ``n_samples`` rows as 0/1 counts: fold f counts
+    rows [f n / K, (f + 1) n / K) once, so "replicate" f's sums are the fold's own. Contiguous
+    folds keep neighbouring samples of a series together (a held-out fold is not its
+    training folds' neighbours interleaved). Same interface as :class:`DrawnCounts`.
+
+    Examples
+    --------
+    >>> FoldCounts(n_replicates=3, n_samples=6).block(1, 5).tolist()
+    [[1, 0, 0, 0], [0, 1, 1, 0], [0, 0, 0, 1]]
+    """
+
+    n_replicates: int
+    n_samples: int
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        """The 0/1 counts of rows ``start..stop-1`` in each fold: (K, stop - start)."""
+        fold = np.arange(start, stop) * self.n_replicates // max(self.n_samples, 1)
+        return (fold[None, :] == np.arange(self.n_replicates)[:, None]).astype(np.int64)
 
 
 def counts_of_indices(indices: np.ndarray, n_samples: int) -> np.ndarray:

@@ -11,6 +11,7 @@ of the second field; ``info`` describes the pairs.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 
 import numpy as np
@@ -30,7 +31,9 @@ COUPLED_METHODS = {"mca": KernelMCA, "cca": KernelCCA}
 def _second_field(args: argparse.Namespace):
     """The field ``--with`` names, read with DATA's input options (--array, --format,
     --columns, --header, --no-decode-times, --sample-dim)."""
-    return open_data(argparse.Namespace(**{**vars(args), "data": args.with_data}))
+    second = copy.copy(args)
+    second.data = args.with_data
+    return open_data(second)
 
 
 def coupled_params(args: argparse.Namespace, method: str) -> dict:

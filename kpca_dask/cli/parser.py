@@ -303,6 +303,16 @@ def _add_output_command(commands, name: str, help: str, *, data: tuple[str, str]
     return sub
 
 
+def _epsilon(text: str):
+    """--epsilon: a number, or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kpca-dask`` (exposed for documentation and tests).
 
@@ -388,9 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "field itself); with --method cca: each field's P "
                                        "leading kernel PCs (default: none, those explaining "
                                        "0.999 of each field's variance)")
-    fit.add_argument("--epsilon", type=float, default=eof["epsilon"], metavar="E",
+    fit.add_argument("--epsilon", type=_epsilon, default=eof["epsilon"], metavar="E|auto",
                      help="with --method cca: the ridge on each field's kept PCs, relative "
-                          "to their mean variance (default: %(default)s)")
+                          "to their mean variance, or 'auto' (chosen on held-out folds) "
+                          "(default: %(default)s)")
     fit.add_argument("--eigen-solver", choices=EIGEN_SOLVERS, default="auto",
                      help="with --exact: 'dense' (the n x n matrix), 'matrix-free' (products "
                           "with it, one pass over the data each) or 'auto' (default: auto)")

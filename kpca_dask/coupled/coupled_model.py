@@ -20,11 +20,14 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from ..blocks.replicate_counts import FoldCounts
 from ..engine.kernel_params import kernel_function
-from ..engine.passes.coupled import compute_coupled_pass, field_kernel
+from ..engine.passes.coupled import compute_coupled_pass, compute_coupled_replicates, field_kernel
 from ..engine.passes.nystrom import project
+from ..engine.passes.replicates import check_replicate_memory
 from ..engine.sampling import as_generator, independent_generators
 from ..engine.solve.coupled import CoupledSolution, solve_coupled
+from ..engine.solve.held_out import N_FOLDS, HeldOutRidge, choose_epsilon, summed
 from ..engine.solve.landmark_factor import factor_landmarks, reference_row
 from ..engine.solve.landmark_memory import refuse_landmarks_beyond_memory
 from ..io.fields import FeatureLayout
@@ -67,8 +70,9 @@ class CoupledFit:
     n_samples: int
     dtype: str
     n_pca_modes: tuple = (None, None)
-    epsilon: float = 0.0
+    epsilon: float = 0.0  # the ridge the CCA used (chosen on held-out folds for "auto")
     fit_seconds: float = 0.0
+    held_out: HeldOutRidge | None = None  # the held-out choice of the ridge, if made
 
     def replace(self, **changes) -> "CoupledFit":
         return dataclasses.replace(self, **changes)
@@ -146,9 +150,16 @@ def fit_coupled(params: tuple[dict, dict], data: tuple[da.Array, da.Array], *, m
     chosen = [_field(p, X, rng, rcond) for p, X, rng in zip(params, data, streams)]
     sides = [field_kernel(X, c.points, k.function, k.params, r, np.dtype(dtype))
              for X, (k, c, r) in zip(data, chosen)]
-    stats = compute_coupled_pass(data[0], data[1], *sides, dtype=np.dtype(dtype),
-                                 within=method == "cca")
-    factors = [factor_landmarks(c.points, k.function, k.params, rcond) for k, c, _ in chosen]
+    held_out = None
+    if epsilon == "auto":  # CCA: the folds' sums apart, the ridge chosen on them
+        stats, factors, held_out = _held_out_pass(data, sides, chosen, rcond, dtype,
+                                                  n_pca_modes)
+        epsilon = held_out.epsilon
+    else:
+        stats = compute_coupled_pass(data[0], data[1], *sides, dtype=np.dtype(dtype),
+                                     within=method == "cca")
+        factors = [factor_landmarks(c.points, k.function, k.params, rcond)
+                   for k, c, _ in chosen]
     solution = solve_coupled(stats, *factors, method=method, n_modes=n_modes,
                              n_pca_modes=n_pca_modes, epsilon=epsilon, dtype=dtype)
     fields = tuple(
@@ -156,4 +167,20 @@ def fit_coupled(params: tuple[dict, dict], data: tuple[da.Array, da.Array], *, m
                      layout, names)
         for (k, c, _), f, X, layout, names in zip(chosen, factors, data, layouts, feature_names))
     return CoupledFit(method, fields, solution, int(stats.n_samples), dtype,
-                      tuple(n_pca_modes), float(epsilon), time.perf_counter() - started)
+                      tuple(n_pca_modes), float(epsilon), time.perf_counter() - started,
+                      held_out)
+
+
+def _held_out_pass(data, sides, chosen, rcond: float, dtype, n_pca_modes):
+    """One pass adding each of :data:`~kpca_dask.engine.solve.held_out.N_FOLDS` contiguous
+    folds' sums apart; their total, the factors and the ridge chosen on them."""
+    folds_memory = N_FOLDS * sum(len(side.reference) for side in sides) ** 2
+    check_replicate_memory(data[0], N_FOLDS, int(np.ceil(np.sqrt(folds_memory))),
+                           what="folds (epsilon='auto')")
+    sums = compute_coupled_replicates(data[0], data[1], *sides,
+                                      FoldCounts(N_FOLDS, int(data[0].shape[0])),
+                                      np.dtype(dtype), within=True)
+    folds = [sums.replicate(f) for f in range(N_FOLDS)]
+    factors = [factor_landmarks(c.points, k.function, k.params, rcond) for k, c, _ in chosen]
+    choice = choose_epsilon(folds, *factors, n_pca_modes=n_pca_modes, dtype=dtype)
+    return summed(folds), factors, choice

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from .._memory import memory_budget, process_room_bytes
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.exact.gram import inner_products
 from ..engine.hilbert.complex_gram import hermitian_gram, hermitian_kernel
+from ..engine.passes.replicates import check_replicate_memory
 from ..errors import InsufficientMemoryError, InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import DENSE_WORDS, dense_fits
 from ..model.inputs import in_memory_input, method_input
@@ -112,23 +112,6 @@ def check_fitted_shape(shape: tuple, n_samples: int, n_features: int) -> int:
             f"X has {n} samples of {p} features, but the model was fitted on {n_samples} of "
             f"{n_features}: bootstrap the data the model was fitted on.")
     return n
-
-
-def check_replicate_memory(rows, n_replicates: int, m: int, word_bytes: int = 8) -> int:
-    """The bytes of ``n_replicates`` replicates' m x m sums of ``word_bytes`` words, or
-    InsufficientMemoryError (before any read) where they do not fit this process, or a
-    merge of two of them half a process of the pass."""
-    need = word_bytes * n_replicates * (m * m + m + 1)
-    budget = memory_budget(rows)
-    for room, where in ((process_room_bytes(), "this process has free"),
-                        (budget.process_bytes // 2, f"half {budget.where}")):
-        if need > room:
-            raise InsufficientMemoryError(
-                f"{n_replicates} replicates of {m} landmarks hold {need / 2**30:.2f} GiB of "
-                f"sums ({word_bytes} B m^2 bytes), more than the {room / 2**30:.2f} GiB "
-                f"{where}. Ask for fewer replicates, or bootstrap in several calls with "
-                "different seeds.")
-    return need
 
 
 def _replicates(K: np.ndarray, directions: np.ndarray, counts, k: int) -> ExactReplicates:

@@ -371,9 +371,13 @@ class KernelCCA(_CoupledEstimator):
         Each field's leading kernel PCs kept before the whitening: an int, a share of the
         variance of the field's Nyström features (of its kernel's variance when every
         sample is a landmark), or None for every positive one.
-    epsilon : float, default=0.0
+    epsilon : float or "auto", default=0.0
         Ridge on each field's kept PCs, relative to their mean variance:
         (Lambda_d + epsilon mean(Lambda_d))^{-1/2}. 0 is plain CCA on the kept PCs.
+        ``"auto"`` chooses it among 0, 0.001, 0.01, 0.1, 1 and 10 by the leading pair's
+        correlation on held-out samples: five contiguous folds, their sums added apart in the
+        fit's one pass, each fold's correlation measured with the pair found on the other
+        four (``held_out_correlations_``; docs/design.md §20).
     kernel, gamma, ..., sample_dim
         As :class:`KernelMCA`.
 
@@ -384,6 +388,8 @@ class KernelCCA(_CoupledEstimator):
         at epsilon = 0, smaller with a ridge).
     n_pca_modes_ : tuple of int
         The PCs kept per field.
+    epsilon_ : float
+        The ridge used (the one chosen, for ``epsilon="auto"``).
 
     Examples
     --------
@@ -430,11 +436,14 @@ class KernelCCA(_CoupledEstimator):
                     "n_pca_modes must be a positive int (PCs kept), a float in (0, 1] (the "
                     f"share of the field's feature variance kept) or None (all); got {value!r}.")
         epsilon = self.epsilon
+        if epsilon == "auto":
+            return {"n_pca_modes": pair, "epsilon": "auto"}
         if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or not (
                 np.isfinite(epsilon) and epsilon >= 0):
             raise InvalidParameterError(
                 f"epsilon must be a finite float >= 0 (the ridge on each field's PCs, "
-                f"relative to their mean variance); got {epsilon!r}.")
+                f"relative to their mean variance) or 'auto' (chosen on held-out folds); "
+                f"got {epsilon!r}.")
         return {"n_pca_modes": pair, "epsilon": float(epsilon)}
 
     @property
@@ -442,6 +451,23 @@ class KernelCCA(_CoupledEstimator):
         """The correlations of the pairs of canonical variates (with epsilon > 0, of the
         regularised problem), descending."""
         return self.singular_values_
+
+    @property
+    def epsilon_(self) -> float:
+        """The ridge the fit used: ``epsilon``, or the one ``epsilon="auto"`` chose."""
+        check_is_fitted(self)
+        return self.model_.epsilon
+
+    @property
+    def held_out_correlations_(self) -> pd.Series | None:
+        """With ``epsilon="auto"``: each ridge tried and its mean held-out correlation of the
+        leading pair over the folds (None otherwise)."""
+        check_is_fitted(self)
+        held_out = self.model_.held_out
+        if held_out is None:
+            return None
+        return pd.Series(held_out.correlations, index=pd.Index(held_out.grid, name="epsilon"),
+                         name="held_out_correlation")
 
     @property
     def n_pca_modes_(self) -> tuple[int, int]:

@@ -12,7 +12,8 @@ Layout (``format_version`` 1 of "kpca-dask-model", ``estimator`` the class's nam
       attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
                          unsaved_params, checksums, and fitted: method, n_samples, dtype,
                          pairs (the parameters given as a pair, which JSON holds as lists),
-                         total_squared, pca_modes, field_variances, n_pca_modes, epsilon,
+                         total_squared, pca_modes, field_variances, n_pca_modes, epsilon
+                         (the ridge used), held_out (epsilon="auto"'s grid and scores),
                          fields (each field's kernel, kernel_params, landmark_strategy,
                          landmark_rank, n_features, feature_layout_, feature_names)
 
@@ -36,6 +37,7 @@ from .._json import jsonable
 from ..checkpoints.file_checks import damaged
 from ..coupled.coupled_model import FIELDS, CoupledField, CoupledFit
 from ..engine.solve.coupled import CoupledSolution
+from ..engine.solve.held_out import HeldOutRidge
 from ..errors import InvalidParameterError, about
 from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import read_checked
@@ -96,6 +98,9 @@ def save_coupled(estimator, path: PathOrURL, *, overwrite: bool = False,
               "field_variances": (None if solution.field_variances is None
                                   else list(solution.field_variances)),
               "n_pca_modes": jsonable(list(fit.n_pca_modes)), "epsilon": fit.epsilon,
+              "held_out": None if fit.held_out is None else {
+                  "grid": list(fit.held_out.grid),
+                  "correlations": [float(v) for v in fit.held_out.correlations]},
               "fields": fields}
     name = type(estimator).__name__
     attrs = with_checksums(header_attributes(estimator, name, FORMAT_VERSION, fitted),
@@ -188,5 +193,9 @@ def _fitted(arrays: dict, fitted: dict) -> CoupledFit:
     solution = CoupledSolution(P_x, c_x, P_y, c_y, values, float(fitted["total_squared"]),
                                None if modes is None else tuple(int(d) for d in modes),
                                None if variances is None else tuple(map(float, variances)))
+    held = fitted.get("held_out")
+    held_out = None if held is None else HeldOutRidge(
+        float(fitted["epsilon"]), tuple(held["grid"]), np.asarray(held["correlations"]))
     return CoupledFit(fitted["method"], (x, y), solution, int(fitted["n_samples"]),
-                      fitted["dtype"], tuple(fitted["n_pca_modes"]), float(fitted["epsilon"]))
+                      fitted["dtype"], tuple(fitted["n_pca_modes"]), float(fitted["epsilon"]),
+                      held_out=held_out)

@@ -83,3 +83,13 @@ def test_refusals(stores, tmp_path, capsys):
                     capsys=capsys)
         assert done.returncode != 0 and message in done.stderr, done.stderr
     assert not model.exists()
+
+
+def test_epsilon_takes_a_number_or_auto():
+    from kpca_dask.cli.coupled_fits import coupled_params
+    from kpca_dask.cli.parser import build_parser
+
+    argv = ["fit", "x.zarr", "--with", "y.zarr", "--model", "m.zarr", "--method", "cca",
+            "--n-components", "2", "--epsilon"]
+    assert coupled_params(build_parser().parse_args([*argv, "auto"]), "cca")["epsilon"] == "auto"
+    assert coupled_params(build_parser().parse_args([*argv, "0.5"]), "cca")["epsilon"] == 0.5

@@ -29,7 +29,7 @@ from ...blocks.cross_sums import (
     finish_coupled,
     merge_coupled,
 )
-from ...blocks.replicate_counts import DrawnCounts
+from ...blocks.replicate_counts import DrawnCounts, FoldCounts
 from ...blocks.sparse_rows import is_sparse
 from ...blocks.statistics import kernel_origin
 from ...validation import one_feature_chunk
@@ -80,8 +80,9 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
 def compute_coupled_replicates(X: da.Array, Y: da.Array, side_x: FieldKernel,
                                side_y: FieldKernel, counts, dtype=np.float64, *,
                                within: bool = True) -> CoupledReplicateSums:
-    """The coupled pass's sums for every bootstrap replicate at once, in one read of each
-    field; ``counts`` a :class:`~kpca_dask.blocks.replicate_counts.DrawnCounts` or (B, n).
+    """The coupled pass's sums for every bootstrap replicate (or fold) at once, in one read of
+    each field; ``counts`` a :class:`~kpca_dask.blocks.replicate_counts.DrawnCounts`,
+    :class:`~kpca_dask.blocks.replicate_counts.FoldCounts` or (B, n).
 
     Examples
     --------
@@ -92,13 +93,13 @@ def compute_coupled_replicates(X: da.Array, Y: da.Array, side_x: FieldKernel,
     >>> sums.n_replicates, sums.cross.shape
     (4, (4, 2, 2))
     """
-    n_replicates = counts.n_replicates if isinstance(counts, DrawnCounts) else len(counts)
+    made = isinstance(counts, (DrawnCounts, FoldCounts))  # counts each block makes its own
+    n_replicates = counts.n_replicates if made else len(counts)
     add = partial(coupled_replicates_of_block, n_replicates=n_replicates, dtype=dtype,
                   within=within)
 
     def task(running, parts_x, parts_y, start, rows, landmarks, sides, plan):
-        given = (counts if isinstance(counts, DrawnCounts)
-                 else np.ascontiguousarray(counts[:, start:start + rows]))
+        given = counts if made else np.ascontiguousarray(counts[:, start:start + rows])
         return dask.delayed(_add_replicates, pure=True)(
             add, running, start, given, *landmarks, *sides, plan.blas_threads,
             plan.block_bytes, len(parts_x), *parts_x, *parts_y)

@@ -20,6 +20,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from ..._memory import memory_budget, process_room_bytes
 from ..._parallel import local_threads, single_blas_thread
 from ...blocks.replicate_counts import DrawnCounts
 from ...blocks.replicate_statistics import (
@@ -27,13 +28,14 @@ from ...blocks.replicate_statistics import (
     replicate_statistics_of_block,
 )
 from ...blocks.statistics import finish_statistics, kernel_origin, merge_running
+from ...errors import InsufficientMemoryError
 from ...validation import one_feature_chunk
 from ..graph_values import shared_values
 from ..solve.landmark_factor import reference_row
 from ..solve.nystrom import solve_small_problem
 from .nystrom import pass_plan, pass_threads, raise_if_nonfinite, reads_inlined, row_offsets
 
-__all__ = ["replicate_pass", "solve_replicates", "ReplicateSpectra"]
+__all__ = ["replicate_pass", "solve_replicates", "ReplicateSpectra", "check_replicate_memory"]
 
 
 def replicate_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, counts,
@@ -139,3 +141,27 @@ def solve_replicates(sums: ReplicateSums, landmarks, kernel, params: dict, rcond
         projections[b, :, :k] = solution.projection[:, :k]
         offsets[b, :k] = solution.offset[:k]
     return ReplicateSpectra(values, ratios, traces, projections, offsets)
+
+
+def check_replicate_memory(rows, n_replicates: int, m: int, word_bytes: int = 8,
+                           what: str = "replicates") -> int:
+    """The bytes of ``n_replicates`` replicates' (or folds') m x m sums of ``word_bytes``
+    words, or InsufficientMemoryError (before any read) where they do not fit this process,
+    or a merge of two of them half a process of the pass.
+
+    Examples
+    --------
+    >>> check_replicate_memory(da.zeros((10, 2)), 4, 10)
+    3552
+    """
+    need = word_bytes * n_replicates * (m * m + m + 1)
+    budget = memory_budget(rows)
+    for room, where in ((process_room_bytes(), "this process has free"),
+                        (budget.process_bytes // 2, f"half {budget.where}")):
+        if need > room:
+            raise InsufficientMemoryError(
+                f"{n_replicates} {what} of {m} landmarks hold {need / 2**30:.2f} GiB of "
+                f"sums ({word_bytes} B m^2 bytes), more than the {room / 2**30:.2f} GiB "
+                f"{where}. Ask for fewer replicates, or bootstrap in several calls with "
+                "different seeds.")
+    return need

@@ -34,7 +34,8 @@ from ...errors import CanonicalOverfitWarning, InvalidInputError, InvalidParamet
 from .landmark_factor import LandmarkFactor
 
 __all__ = ["CoupledSolution", "solve_coupled", "pca_mode_count", "null_correlation",
-           "relative_cutoff", "METHODS"]
+           "relative_cutoff", "feature_covariance", "cross_covariance", "leading_pcs",
+           "whitening", "METHODS"]
 
 #: The coupled analyses.
 METHODS = ("mca", "cca")
@@ -59,7 +60,7 @@ def _mean_feature(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
     return factor.whiten((stats.column_sums / stats.n_samples + stats.reference)[:, None])[:, 0]
 
 
-def _covariance(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
+def feature_covariance(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
     """C = W^T S W / (n - 1) with S = G - s s^T / n, made exactly symmetric."""
     n, s = stats.n_samples, stats.column_sums
     whitened = factor.whiten(stats.gram - np.outer(s, s) / n)
@@ -106,9 +107,9 @@ def relative_cutoff(dtype) -> float:
     return 1e-12 if np.dtype(dtype) == np.float64 else 1e-3
 
 
-def _whitening(C: np.ndarray, n_pca_modes, epsilon: float, cutoff: float,
-               field: str) -> np.ndarray:
-    """T = E_d (Lambda_d + eps mean(Lambda_d))^{-1/2}: the field's leading d PCs whitened."""
+def leading_pcs(C: np.ndarray, n_pca_modes, cutoff: float, field: str):
+    """The variances and directions of the field's d leading PCs (``n_pca_modes``), or an
+    error naming a field without variance."""
     eigenvalues, vectors = linalg.eigh(C)
     eigenvalues, vectors = eigenvalues[::-1], vectors[:, ::-1]
     d = pca_mode_count(eigenvalues, n_pca_modes, cutoff)
@@ -117,8 +118,21 @@ def _whitening(C: np.ndarray, n_pca_modes, epsilon: float, cutoff: float,
             f"Field {field} has no variance in its kernel features (a constant field, or a "
             "kernel constant on it): there is nothing to correlate. Check the field, or "
             "the kernel's gamma.")
-    kept = eigenvalues[:d]
-    return vectors[:, :d] / np.sqrt(kept + epsilon * kept.mean())
+    return eigenvalues[:d], vectors[:, :d]
+
+
+def whitening(pcs, epsilon: float) -> np.ndarray:
+    """T = E_d (Lambda_d + eps mean(Lambda_d))^{-1/2} of :func:`leading_pcs`' ``pcs``."""
+    kept, vectors = pcs
+    return vectors / np.sqrt(kept + epsilon * kept.mean())
+
+
+def cross_covariance(stats: CoupledStatistics, factor_x: LandmarkFactor,
+                     factor_y: LandmarkFactor) -> np.ndarray:
+    """C_xy = W_x^T (S_xy - s_x s_y^T / n) W_y / (n - 1)."""
+    n = stats.n_samples
+    cross = stats.cross - np.outer(stats.x.column_sums, stats.y.column_sums) / n
+    return factor_y.whiten(np.ascontiguousarray(factor_x.whiten(cross).T)).T / (n - 1)
 
 
 def null_correlation(d_x: int, d_y: int, n: int) -> float:
@@ -176,15 +190,14 @@ def solve_coupled(stats: CoupledStatistics, factor_x: LandmarkFactor, factor_y: 
         raise InvalidParameterError(f"method must be one of {METHODS}; got {method!r}.")
     n = stats.n_samples
     mean_x, mean_y = _mean_feature(stats.x, factor_x), _mean_feature(stats.y, factor_y)
-    cross = stats.cross - np.outer(stats.x.column_sums, stats.y.column_sums) / n
-    C_xy = factor_y.whiten(np.ascontiguousarray(factor_x.whiten(cross).T)).T / (n - 1)
+    C_xy = cross_covariance(stats, factor_x, factor_y)
     pca_modes = variances = None
     if method == "cca":
-        C_xx, C_yy = _covariance(stats.x, factor_x), _covariance(stats.y, factor_y)
+        C_xx, C_yy = feature_covariance(stats.x, factor_x), feature_covariance(stats.y, factor_y)
         variances = (float(np.trace(C_xx)), float(np.trace(C_yy)))
         cutoff = relative_cutoff(dtype)
-        T_x = _whitening(C_xx, n_pca_modes[0], epsilon, cutoff, "X")
-        T_y = _whitening(C_yy, n_pca_modes[1], epsilon, cutoff, "Y")
+        T_x = whitening(leading_pcs(C_xx, n_pca_modes[0], cutoff, "X"), epsilon)
+        T_y = whitening(leading_pcs(C_yy, n_pca_modes[1], cutoff, "Y"), epsilon)
         pca_modes = (T_x.shape[1], T_y.shape[1])
         if warn:
             _warn_if_overfit(*pca_modes, n, epsilon)
