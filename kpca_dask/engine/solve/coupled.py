@@ -159,7 +159,8 @@ def _warn_if_overfit(d_x: int, d_y: int, n: int, epsilon: float) -> None:
         warnings.warn(
             f"CCA on {d_x} and {d_y} PCs of {n} samples: independent fields would show a "
             f"leading canonical correlation near {level:.2f}, so these correlations are biased "
-            "toward 1. Keep fewer PCs (n_pca_modes=int) or add a ridge (epsilon > 0).",
+            "toward 1. Keep fewer PCs (n_pca_modes=int), add a ridge (epsilon > 0), or let "
+            "the fit choose one on held-out samples (epsilon='auto').",
             CanonicalOverfitWarning, stacklevel=5)
 
 
