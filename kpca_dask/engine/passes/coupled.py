@@ -30,14 +30,13 @@ from ...blocks.cross_sums import (
     merge_coupled,
 )
 from ...blocks.replicate_counts import DrawnCounts, FoldCounts
-from ...blocks.sparse_rows import is_sparse
 from ...blocks.statistics import kernel_origin
 from ...validation import one_feature_chunk
 from ..graph_values import shared_values
 from .nystrom import chain_heads, pass_plan, pass_threads, raise_if_nonfinite, reads_inlined
 
 __all__ = ["compute_coupled_pass", "compute_coupled_replicates", "field_kernel",
-           "row_groups"]
+           "row_groups", "aligned_pieces"]
 
 
 def field_kernel(X: da.Array, landmarks: np.ndarray, kernel, params: dict, reference,
@@ -122,11 +121,11 @@ def row_groups(X: da.Array, Y: da.Array) -> tuple[da.Array, list[tuple[list, lis
 
     A block ends where a chunk of X and a chunk of Y both end, so each stored chunk is
     read by one task, inside it (:func:`~kpca_dask.engine.passes.nystrom.reads_inlined`),
-    which stacks the chunks it is given: Y cut into X's blocks instead makes a chunk of Y
-    feed two tasks, read as a task of its own and ahead of the chains (measured: a worker
-    held 94 MiB of chunks where its pass's model is 58). Where the chunkings meet only
-    rarely (blocks of more than :data:`COMMON_BLOCK_CHUNKS` of the larger chunks), Y is
-    cut into X's blocks, with a warning that says how to store it.
+    which adds them run by run (:func:`aligned_pieces`): Y cut into X's blocks instead
+    makes a chunk of Y feed two tasks, read as a task of its own and ahead of the chains
+    (measured: a worker held 94 MiB of chunks where its pass's model is 58). Where the
+    chunkings meet only rarely (blocks of more than :data:`COMMON_BLOCK_CHUNKS` of the
+    larger chunks), Y is cut into X's blocks, with a warning that says how to store it.
 
     Examples
     --------
@@ -153,15 +152,30 @@ def row_groups(X: da.Array, Y: da.Array) -> tuple[da.Array, list[tuple[list, lis
     return Y, groups
 
 
-def _stacked(parts):
-    """One row block from the chunks a task is given, in order."""
-    if len(parts) == 1:
-        return parts[0]
-    if is_sparse(parts[0]):
-        from scipy import sparse  # noqa: PLC0415 - sparse rows only
+def aligned_pieces(parts_x, parts_y):
+    """``(offset, x, y)`` for each run of rows that lies in one chunk of X and one of Y, in
+    order: a block's chunks cut where either field's end, never stacked, so a task holds its
+    chunks and one chunk's worth of work at a time.
 
-        return sparse.vstack(parts, format="csr")
-    return np.concatenate([np.asarray(part) for part in parts])
+    Examples
+    --------
+    >>> x, y = [np.zeros((2, 1)), np.ones((2, 1))], [np.zeros((3, 1)), np.ones((1, 1))]
+    >>> [(offset, len(a), len(b)) for offset, a, b in aligned_pieces(x, y)]
+    [(0, 2, 2), (2, 1, 1), (3, 1, 1)]
+    """
+    starts = [np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])]).astype(int)
+              for parts in (parts_x, parts_y)]
+    cuts = sorted(set(starts[0][1:].tolist()) | set(starts[1][1:].tolist()))
+    begin, i, j = 0, 0, 0
+    for end in cuts:
+        while starts[0][i + 1] <= begin:
+            i += 1
+        while starts[1][j + 1] <= begin:
+            j += 1
+        x = parts_x[i][begin - starts[0][i]:end - starts[0][i]]
+        y = parts_y[j][begin - starts[1][j]:end - starts[1][j]]
+        yield begin, x, y
+        begin = end
 
 
 def _words(side_x: FieldKernel, side_y: FieldKernel, within: bool) -> int:
@@ -210,20 +224,25 @@ def _with_landmarks(side: FieldKernel, landmarks) -> FieldKernel:
 
 def _add_block(running, row_offset, landmarks_x, landmarks_y, side_x: FieldKernel,
                side_y: FieldKernel, dtype, blas_threads, block_bytes, within, n_x, *parts):
-    """One task of a chain: its chunks of X (the first ``n_x`` parts) and of Y stacked, the
-    sides given their shared landmark arrays back."""
-    return coupled_statistics_of_block(
-        running, _stacked(parts[:n_x]), _stacked(parts[n_x:]), row_offset,
-        _with_landmarks(side_x, landmarks_x), _with_landmarks(side_y, landmarks_y), dtype,
-        blas_threads, block_bytes, within)
+    """One task of a chain: its chunks of X (the first ``n_x`` parts) and of Y added run by
+    run (:func:`aligned_pieces`), the sides given their shared landmark arrays back."""
+    sides = (_with_landmarks(side_x, landmarks_x), _with_landmarks(side_y, landmarks_y))
+    for offset, x, y in aligned_pieces(parts[:n_x], parts[n_x:]):
+        running = coupled_statistics_of_block(running, x, y, row_offset + offset, *sides,
+                                              dtype, blas_threads, block_bytes, within)
+    return running
 
 
 def _add_replicates(add, running, row_offset, counts, landmarks_x, landmarks_y, side_x,
                     side_y, blas_threads, block_bytes, n_x, *parts):
-    """One task of a replicate chain, as :func:`_add_block`."""
+    """One task of a replicate chain, as :func:`_add_block`; given counts are the block's."""
     sides = (_with_landmarks(side_x, landmarks_x), _with_landmarks(side_y, landmarks_y))
-    return add(running, _stacked(parts[:n_x]), _stacked(parts[n_x:]), row_offset, counts,
-               sides=sides, blas_threads=blas_threads, block_bytes=block_bytes)
+    made = isinstance(counts, (DrawnCounts, FoldCounts))
+    for offset, x, y in aligned_pieces(parts[:n_x], parts[n_x:]):
+        given = counts if made else counts[:, offset:offset + x.shape[0]]
+        running = add(running, x, y, row_offset + offset, given, sides=sides,
+                      blas_threads=blas_threads, block_bytes=block_bytes)
+    return running
 
 
 def _merge_replicates(*chains: CoupledReplicateSums) -> CoupledReplicateSums:
