@@ -37,8 +37,7 @@ from .statistics import (
     shifted_to_origin,
 )
 
-__all__ = ["FieldKernel", "CoupledStatistics", "CoupledRunning", "coupled_statistics_of_block",
-           "merge_coupled", "finish_coupled"]
+__all__ = ["FieldKernel", "CoupledStatistics", "CoupledRunning", "coupled_statistics_of_block"]
 
 
 @dataclass(frozen=True)
@@ -86,10 +85,17 @@ class CoupledRunning:
                    np.zeros((len(side_x.reference), len(side_y.reference))))
 
     def add(self, other: "CoupledRunning") -> "CoupledRunning":
+        """Add another chain's sums to these, in place; returns self."""
         self.x.add(other.x)
         self.y.add(other.y)
         self.cross += other.cross
         return self
+
+    def finished(self) -> CoupledStatistics:
+        """Each field's finished statistics and the cross sums (the pass's tree finishes
+        and merges these with :func:`.statistics.finish_statistics` and
+        :func:`.statistics.merge_running`, as the single pass's)."""
+        return CoupledStatistics(self.x.finished(), self.y.finished(), self.cross)
 
 
 def _prepared(block, running: RunningStatistics, side: FieldKernel, row_offset: int, dtype):
@@ -147,15 +153,3 @@ def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: F
                 add_gram(running.y.gram, D_y)
             running.cross += D_x.T @ D_y
     return running
-
-
-def merge_coupled(*chains: CoupledRunning) -> CoupledRunning:
-    """Several chains' sums added into the first, in place: a node of the pass's tree."""
-    for chain in chains[1:]:
-        chains[0].add(chain)
-    return chains[0]
-
-
-def finish_coupled(running: CoupledRunning) -> CoupledStatistics:
-    """The pass's result: each field's finished statistics and the cross sums."""
-    return CoupledStatistics(running.x.finished(), running.y.finished(), running.cross)

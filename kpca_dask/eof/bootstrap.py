@@ -19,7 +19,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..blocks.replicate_counts import DrawnCounts
 from ..coupled.coupled_model import CoupledFit
 from ..engine.passes.replicates import ReplicateSpectra, replicate_pass, solve_replicates
-from ..engine.solve.landmark_factor import landmark_kernel_panels
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_model import ExactFit
 from ..io.labelled import MODE_DIM, modes
@@ -30,6 +29,7 @@ from .bootstrap_rules import (
     REPLICATE_DIM,
     SIGNIFICANCE_RULE,
     check_levels,
+    feature_space_cosines,
     intervals_apart,
     replicate_counts_of,
     result_attributes,
@@ -209,18 +209,8 @@ def _check_memory(rows, n_replicates: int, m: int) -> None:
 def _congruence(model, spectra: ReplicateSpectra, k: int) -> tuple[np.ndarray, np.ndarray]:
     """|cos| of each replicate's mode with the fit's in the kernel's feature space, and the
     sign that makes it positive: p_b^T K_mm p / (|p_b| |p|), |p|^2 = p^T K_mm p."""
-    landmarks = np.asarray(model.landmarks)
-    K = np.empty((len(landmarks), len(landmarks)))
-    landmark_kernel_panels(landmarks, model.kernel, model.kernel_params, out=K)
-    P = model.solution.projection[:, :k]
-    KP = K @ P
-    fit_norms = np.sqrt(np.clip(np.einsum("mk,mk->k", P, KP), 0, None))
-    inner = np.einsum("bmk,mk->bk", spectra.projections, KP)
-    own = np.einsum("bmk,bmk->bk", spectra.projections,
-                    np.einsum("ml,blk->bmk", K, spectra.projections))
-    norms = np.sqrt(np.clip(own, 0, None)) * fit_norms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosine = np.where(norms > 0, inner / norms, 0.0)
+    cosine = feature_space_cosines(model.landmarks, model.kernel, model.kernel_params,
+                                   model.solution.projection[:, :k], spectra.projections)
     signs = np.where(cosine < 0, -1.0, 1.0)
     return np.clip(np.abs(cosine), 0.0, 1.0), signs
 

@@ -12,10 +12,11 @@ import numbers
 import numpy as np
 
 from ..blocks.replicate_counts import DrawnCounts, counts_of_indices
+from ..engine.solve.landmark_factor import landmark_kernel_panels
 from ..errors import InvalidParameterError
 
 __all__ = ["REPLICATE_DIM", "SIGNIFICANCE_RULE", "replicate_counts_of", "check_levels",
-           "result_attributes", "intervals_apart"]
+           "result_attributes", "intervals_apart", "feature_space_cosines"]
 
 #: The replicates' dimension, as xeofs' ``EOFBootstrapper`` names it.
 REPLICATE_DIM = "n"
@@ -26,6 +27,30 @@ SIGNIFICANCE_RULE = (
     "`confidence` quantiles) overlaps neither the previous mode's nor the next mode's, and "
     "the median congruence of its replicates' patterns with the fit's is at least "
     "`min_congruence`")
+
+
+def feature_space_cosines(landmarks, kernel, params: dict, P_fit: np.ndarray,
+                          P: np.ndarray) -> np.ndarray:
+    """The cosine of each replicate's mode (B, m, k) with the fit's (m, k) in the kernel's
+    feature space, y = P^T k_m(x): p_b^T K_mm p / (|p_b| |p|), |p|^2 = p^T K_mm p (0 where
+    either is 0).
+
+    Examples
+    --------
+    >>> Z = np.eye(2)
+    >>> feature_space_cosines(Z, "linear", {}, np.eye(2), -np.eye(2)[None]).tolist()
+    [[-1.0, -1.0]]
+    """
+    landmarks = np.asarray(landmarks)
+    K = np.empty((len(landmarks), len(landmarks)))
+    landmark_kernel_panels(landmarks, kernel, params, out=K)
+    KP = K @ P_fit
+    inner = np.einsum("bmk,mk->bk", P, KP)
+    own = np.einsum("bmk,bmk->bk", P, np.einsum("ml,blk->bmk", K, P))
+    norms = np.sqrt(np.clip(own, 0, None)) * np.sqrt(
+        np.clip(np.einsum("mk,mk->k", P_fit, KP), 0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > 0, inner / norms, 0.0)
 
 
 def intervals_apart(lower: np.ndarray, upper: np.ndarray, k: int) -> np.ndarray:

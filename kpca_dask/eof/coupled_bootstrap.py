@@ -22,17 +22,14 @@ from ..blocks.replicate_counts import DrawnCounts
 from ..coupled.coupled_model import FIELDS, CoupledFit, field_rows
 from ..engine.passes.coupled import compute_coupled_replicates, field_kernel
 from ..engine.solve.coupled import solve_coupled
-from ..engine.solve.landmark_factor import (
-    factor_landmarks,
-    landmark_kernel_panels,
-    reference_row,
-)
+from ..engine.solve.landmark_factor import factor_landmarks, reference_row
 from ..errors import InvalidInputError, InvalidParameterError
 from ..io.labelled import MODE_DIM, modes
 from ..model.parameters import rcond_for
 from .bootstrap_rules import (
     REPLICATE_DIM,
     check_levels,
+    feature_space_cosines,
     intervals_apart,
     replicate_counts_of,
     result_attributes,
@@ -57,18 +54,6 @@ def _modes(model: CoupledFit, n_modes) -> int:
         raise InvalidParameterError(
             f"n_modes must be an int from 1 to {q} (the fit's pairs); got {n_modes!r}.")
     return int(k)
-
-
-def _congruence(P_fit: np.ndarray, P: np.ndarray, K: np.ndarray) -> np.ndarray:
-    """|cos| and sign of each replicate's mode (B, m, k) with the fit's (m, k) in the field's
-    feature space: p_b^T K_mm p / (|p_b| |p|)."""
-    KP = K @ P_fit
-    inner = np.einsum("bmk,mk->bk", P, KP)
-    own = np.einsum("bmk,bmk->bk", P, np.einsum("ml,blk->bmk", K, P))
-    norms = np.sqrt(np.clip(own, 0, None)) * np.sqrt(
-        np.clip(np.einsum("mk,mk->k", P_fit, KP), 0, None))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(norms > 0, inner / norms, 0.0)
 
 
 def coupled_bootstrap(estimator, fields, n_bootstraps: int = 100, *, seed=None, indices=None,
@@ -128,11 +113,9 @@ def coupled_bootstrap(estimator, fields, n_bootstraps: int = 100, *, seed=None, 
         values[b, :got], totals[b] = solution.singular_values, solution.total_squared
         P[0][b, :, :min(got, k)] = solution.projection_x[:, :k]
         P[1][b, :, :min(got, k)] = solution.projection_y[:, :k]
-    cosines = []
-    for which, field in enumerate(model.fields):
-        K = np.empty((field.n_landmarks, field.n_landmarks))
-        landmark_kernel_panels(field.landmarks, field.kernel, field.kernel_params, out=K)
-        cosines.append(_congruence(model.projection(which)[0][:, :k], P[which], K))
+    cosines = [feature_space_cosines(field.landmarks, field.kernel, field.kernel_params,
+                                     model.projection(which)[0][:, :k], P[which])
+               for which, field in enumerate(model.fields)]
     # A pair's two columns flip together: the sign is X's, the congruence the lower one.
     congruence = np.clip(np.minimum(np.abs(cosines[0]), np.abs(cosines[1])), 0.0, 1.0)
     attrs = result_attributes(B, seed, confidence, min_congruence, 8 * B * words, n,

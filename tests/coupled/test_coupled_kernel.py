@@ -159,7 +159,10 @@ def test_refusals_say_what_is_wrong():
     with pytest.raises(NonFiniteInputError, match="Y contains 1 NaN.*row 17"):
         KernelMCA(n_landmarks=20, landmarks="uniform", random_state=0).fit(X, bad)
     model = KernelMCA(2, n_landmarks=20, random_state=0).fit(X, Y)
-    assert not hasattr(KernelMCA(n_landmarks=20), "model_")
+    fitted = model.model_
+    with pytest.raises(InvalidInputError, match="150"):  # a refit that fails changes nothing
+        model.fit(X, Y[:150])
+    assert model.model_ is fitted
     with pytest.raises(InvalidInputError, match="transform needs"):
         model.transform()
 

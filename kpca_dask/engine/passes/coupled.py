@@ -26,11 +26,9 @@ from ...blocks.cross_sums import (
     CoupledStatistics,
     FieldKernel,
     coupled_statistics_of_block,
-    finish_coupled,
-    merge_coupled,
 )
 from ...blocks.replicate_counts import DrawnCounts, FoldCounts
-from ...blocks.statistics import kernel_origin
+from ...blocks.statistics import finish_statistics, kernel_origin, merge_running
 from ...validation import one_feature_chunk
 from ..graph_values import shared_values
 from .nystrom import chain_heads, pass_plan, pass_threads, raise_if_nonfinite, reads_inlined
@@ -70,7 +68,7 @@ def compute_coupled_pass(X: da.Array, Y: da.Array, side_x: FieldKernel, side_y: 
             within, len(parts_x), *parts_x, *parts_y)
 
     stats = _chained(X, Y, (side_x, side_y), _words(side_x, side_y, within), task,
-                     merge_coupled, finish_coupled)
+                     merge_running, finish_statistics)
     raise_if_nonfinite(stats.x, "X")
     raise_if_nonfinite(stats.y, "Y")
     return stats
@@ -104,8 +102,7 @@ def compute_coupled_replicates(X: da.Array, Y: da.Array, side_x: FieldKernel,
             plan.block_bytes, len(parts_x), *parts_x, *parts_y)
 
     words = n_replicates * _words(side_x, side_y, within)
-    sums = _chained(X, Y, (side_x, side_y), words, task, _merge_replicates,
-                    _finish_replicates)
+    sums = _chained(X, Y, (side_x, side_y), words, task, merge_running, finish_statistics)
     raise_if_nonfinite(sums.replicate(0).x, sums.nonfinite_field)
     return sums
 
@@ -243,13 +240,3 @@ def _add_replicates(add, running, row_offset, counts, landmarks_x, landmarks_y, 
         running = add(running, x, y, row_offset + offset, given, sides=sides,
                       blas_threads=blas_threads, block_bytes=block_bytes)
     return running
-
-
-def _merge_replicates(*chains: CoupledReplicateSums) -> CoupledReplicateSums:
-    for chain in chains[1:]:
-        chains[0].add(chain)
-    return chains[0]
-
-
-def _finish_replicates(sums: CoupledReplicateSums) -> CoupledReplicateSums:
-    return sums.finished()
