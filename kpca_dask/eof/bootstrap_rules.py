@@ -32,7 +32,7 @@ SIGNIFICANCE_RULE = (
 def feature_space_cosines(landmarks, kernel, params: dict, P_fit: np.ndarray,
                           P: np.ndarray) -> np.ndarray:
     """The cosine of each replicate's mode (B, m, k) with the fit's (m, k) in the kernel's
-    feature space, y = P^T k_m(x): p_b^T K_mm p / (|p_b| |p|), |p|^2 = p^T K_mm p (0 where
+    feature space, y = P^T k_m(x): p_b^T K_mm p / (‖p_b‖ ‖p‖), ‖p‖^2 = p^T K_mm p (0 where
     either is 0).
 
     Examples
