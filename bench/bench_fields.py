@@ -14,6 +14,8 @@ whole process tree every 50 ms:
 - ``kpca-linear`` / ``kpca-rbf``: ``ExactKernelPCA(kernel=...)``, the Gram way, then its
   maps, ``patterns(X, kind="eof")`` (xeofs' fit ends with its components, the
   Hilbert fits with their maps: every method here does);
+- ``kpca-default``: ``KernelPCA()`` as a new user writes it (rbf, ``solver="auto"``,
+  which takes the Gram way for such a field), then its maps;
 - ``xeofs-hilbert``: ``xeofs.single.HilbertEOF(use_coslat=True, padding="none")``,
   which refuses Dask input, so the field is loaded first (skipped beyond
   ``--hilbert-most`` GB of field);
@@ -50,7 +52,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS, machine, write_results  # noqa: E402
 
-METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "xeofs-hilbert", "kpca-hilbert",
+METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "kpca-default", "xeofs-hilbert",
+           "kpca-hilbert",
            "kpca-hilbert-rbf", "xeofs-extended", "kpca-extended")
 #: Which xeofs method each kpca-dask one is compared with (its ratios, and its cost).
 PEERS = {"kpca-linear": "xeofs-linear", "kpca-hilbert": "xeofs-hilbert",
@@ -147,7 +150,7 @@ def measure(spec: dict) -> dict:
                 X.load(), "time")
         ratios = model.explained_variance_ratio().values
     else:
-        from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF
+        from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
 
         kernel = "rbf" if method.endswith("rbf") else "linear"
         if method == "kpca-extended":  # its components are computed in its fit
@@ -159,8 +162,12 @@ def measure(spec: dict) -> dict:
                                      sample_dim="time").fit(X)
             out["solver"] = model.solver_
         else:
-            model = ExactKernelPCA(n_components=q, kernel=kernel, weights=weights,
-                                   sample_dim="time").fit(X)
+            if method == "kpca-default":
+                model = KernelPCA(n_components=q, weights=weights, sample_dim="time").fit(X)
+                out["solver"] = model.solver_
+            else:
+                model = ExactKernelPCA(n_components=q, kernel=kernel, weights=weights,
+                                       sample_dim="time").fit(X)
             # xeofs' fit ends with its components; the Hilbert fit with its maps: these too.
             out["maps_shape"] = list(model.patterns(X, kind="eof").compute().shape)
         ratios = model.explained_variance_ratio_

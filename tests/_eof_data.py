@@ -44,7 +44,8 @@ def linear_estimators(n_components: int) -> dict:
 
     return {
         "KernelPCA": lambda **kw: KernelPCA(n_components=n_components, kernel="linear",
-                                            n_landmarks=50, landmarks="uniform", **kw),
+                                            n_landmarks=50, landmarks="uniform",
+                                            solver="nystrom", **kw),
         "ExactKernelPCA": lambda **kw: ExactKernelPCA(n_components=n_components,
                                                       kernel="linear", **kw),
     }

@@ -147,7 +147,8 @@ def _fit(args) -> None:
     if os.path.exists(landmarks) or "://" in landmarks:
         params["landmarks"] = np.asarray(open_array(landmarks).compute(scheduler="threads"))
     params["weights"] = fit_weights(args.weights, X)
-    kpca = KernelPCA(**params)
+    # --method nystrom is the landmark way by its name; the Gram way is --method exact.
+    kpca = KernelPCA(**params, solver="nystrom")
     check_parameters(kpca, X.shape[1])
     names = _table_names(args)
     with compute_context(args):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Literal
 
+import dask.array as da
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import linalg
@@ -270,6 +271,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         else:
             kernel, params = exact_kernel(self.get_params(deep=False), given.data)
             X, lazy, K = points_gram(given.data, given.is_lazy, kernel, params)
+            if not lazy and X is data:  # the caller's own array: changing it after the fit
+                X = X.copy()            # must change no transform (scikit-learn's copy_X)
         n = K.shape[0]
         symmetrise_in_place(K)
         column_means, grand_mean = centre_in_place(K)
@@ -339,7 +342,10 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         rows = self._input_rows(X)
         known = (self.model_.training_key is not None
                  and self._rows_key(X) == self.model_.training_key)
-        Y = training_embedding(self.model_) if known else transform_rows(self.model_, rows.data)
+        if known:  # lazy rows, so lazy scores: known already, cut as the rows are
+            Y = da.from_array(training_embedding(self.model_), chunks=(rows.data.chunks[0], -1))
+        else:
+            Y = transform_rows(self.model_, rows.data)
         Y = scaled_scores(Y, self.explained_variance_, pcscaling)
         return Y if rows.like is None else one_sample_of(
             label_embedding(Y, rows.like, self._output_attrs()), rows)

@@ -362,7 +362,8 @@ trace_error_
             return ExactKernelPCA(n_components, **kernel, sample_dim=sample_dim,
                                   weights=weights, eigen_solver="dense")
         return KernelPCA(n_components, **kernel, landmarks=landmarks, sample_dim=sample_dim,
-                         weights=weights, **{name: getattr(self, name) for name in _SHARED})
+                         weights=weights, solver="nystrom",
+                         **{name: getattr(self, name) for name in _SHARED})
 
     @property
     def eigenvalues_(self) -> np.ndarray:

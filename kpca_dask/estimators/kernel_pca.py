@@ -46,6 +46,7 @@ from ..model.parameters import check_params
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
 from ..model.provenance import recorded_rows, with_rows
 from ..validation import check_n_features
+from . import gram_way
 from .base import FittedModelEstimator
 
 __all__ = ["KernelPCA"]
@@ -165,9 +166,22 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         coordinate (xeofs' ``use_coslat=True``;
         :func:`kpca_dask.io.latitude.field_coslat_weights`), or one weight per
         feature of an array; finite and >= 0.
+    solver : {"auto", "gram", "nystrom"}, default="auto"
+        ``"nystrom"``: landmarks, memory O(chunk m + m^2). ``"gram"``: exact, by
+        the n x n kernel matrix in one read (wide data: few time steps, many grid
+        points); the model is an :class:`ExactKernelPCA`'s, so ``partial_fit``,
+        ``merge``, ``set_n_components`` and pre-images are refused. ``"auto"``:
+        the Gram way for wide data whose n x n work fits and costs no more than
+        the landmark pass (n <= 2 ``n_landmarks``), with a kernel of inner
+        products or squared distances and no pre-image map or landmark points or
+        search asked for; else landmarks (docs/design.md §19).
 
     Attributes
     ----------
+    solver_ : {"gram", "nystrom"}
+        The way the fit took (see ``solver``). A Gram-way model holds an
+        :class:`~kpca_dask.exact.exact_model.ExactFit` and has the attributes
+        of an :class:`ExactKernelPCA`; the landmark ones below are absent.
     model_ : FittedModel
         The fitted model as one immutable object
         (:class:`~kpca_dask.model.fitted.FittedModel`): every fit,
@@ -347,6 +361,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         alpha: float | Literal["auto"] = 1.0,
         sample_dim: str | None = None,
         weights=None,
+        solver: Literal["auto", "gram", "nystrom"] = "auto",
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -366,6 +381,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         self.alpha = alpha
         self.sample_dim = sample_dim
         self.weights = weights
+        self.solver = solver
 
     # -- fit ---------------------------------------------------------------
 
@@ -391,6 +407,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         -------
         self : KernelPCA
         """
+        return self._fit(X, checkpoint=checkpoint)
+
+    def _fit(self, X, *, checkpoint=None, growing: bool = False) -> "KernelPCA":
+        """:meth:`fit`; ``growing``: the first batch of :meth:`partial_fit`, by landmarks."""
         started = time.perf_counter()
         params = self.get_params(deep=False)
         check_params(params)
@@ -400,6 +420,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         # read) and the points' (the kernels sum over them, docs/design.md §12).
         given = fit_input(X, sample_dim=params["sample_dim"], weights=params["weights"],
                           precomputed=precomputed)
+        if not growing and gram_way.chosen_solver(params, given) == "gram":  # exact: n x n
+            self.model_ = gram_way.exact_fit(params, X)
+            return self
         model = fit(params, given.data, feature_names=given.feature_names,
                     checkpoint=checkpoint, started=started)
         model = model.replace(layout=given.layout)
@@ -480,9 +503,11 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         True
         """
         started = time.perf_counter()
+        gram_way.refuse(self, "add rows (partial_fit)")
         if getattr(self, "model_", None) is None:  # the first batch: a fit on it
+            gram_way.refuse_growing(self.solver)
             batch, provenance = first_batch(X, rows)
-            self.fit(batch)
+            self._fit(batch, growing=True)
             if provenance is not None:  # a field's samples are chosen with X.isel
                 self.model_ = self.model_.replace(row_provenance=provenance)
             return self
@@ -545,6 +570,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         (300, 22)
         """
         check_params({"n_components": n_components})
+        gram_way.refuse(self, "re-solve for another n_components without reading the data")
         statistics = require_statistics(self, "re-solve")
         self.model_ = solved(self.model_, statistics, n_components=n_components)
         self.n_components = n_components
@@ -576,6 +602,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
             ``attrs``.
         """
         check_is_fitted(self)
+        if gram_way.is_gram_model(self):
+            return gram_way.exact_view(self).transform(X, pcscaling=pcscaling)
         pcscaling = check_scaling(pcscaling, "pcscaling")
         rows = method_input(self, self.model_.layout, X)
         return scaled_scores(transformed(self.model_, rows, columns=self.get_feature_names_out(),
@@ -630,6 +658,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         True
         """
         check_is_fitted(self)
+        gram_way.refuse(self, "inverse_transform: fit_inverse_transform=True needs landmarks")
         check_invertible(self.model_)
         return preimages(self.model_, embedding_input(Y), n_components=n_components)
 
@@ -663,6 +692,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         True
         """
         check_is_fitted(self)
+        if gram_way.is_gram_model(self):
+            return gram_way.exact_view(self).reconstruction_error(X)
         rows = method_input(self, self.model_.layout, X)
         return reconstruction_errors(self.model_, rows, name=type(self).__name__)
 
@@ -674,6 +705,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         :meth:`reconstruction_error`.
         """
         check_is_fitted(self)
+        if gram_way.is_gram_model(self):
+            return gram_way.exact_view(self).score_samples(X)
         rows = method_input(self, self.model_.layout, X)
         return -reconstruction_errors(self.model_, rows, name=type(self).__name__,
                                       series_name="score_samples")
@@ -726,6 +759,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         array([1.  , 0.01, 0.09])
         """
         check_is_fitted(self)
+        if gram_way.is_gram_model(self):
+            return gram_way.exact_view(self).patterns(X, kind, pcscaling=pcscaling,
+                                                      eofscaling=eofscaling)
         check_kind(kind, pcscaling, eofscaling)
         model = self.model_
         rows = method_input(self, model.layout, X, weighted=False)
@@ -733,6 +769,20 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
                            embedding=partial(embedding, model, name=type(self).__name__),
                            variances=self.explained_variance_, pcscaling=pcscaling,
                            eofscaling=eofscaling)
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """As the base's ``save``; a Gram-way model is written as its :class:`ExactKernelPCA`."""
+        owner = gram_way.exact_view(self) if gram_way.is_gram_model(self) else super()
+        return owner.save(path, overwrite=overwrite, storage_options=storage_options)
+
+    @property
+    def solver_(self) -> str:
+        """The way the fit took: ``"gram"`` or ``"nystrom"`` (see ``solver``)."""
+        check_is_fitted(self)
+        return "gram" if gram_way.is_gram_model(self) else "nystrom"
+
+    #: A fitted attribute of a Gram-way model comes from the exact model it holds.
+    __getattr__ = gram_way.forwarded
 
     #: The base's, named here so that the Attributes section's entry links to it.
     sample_dim_ = FittedModelEstimator.sample_dim_

@@ -126,6 +126,10 @@ def _is_random_state(value) -> bool:
             or isinstance(value, (np.random.Generator, np.random.RandomState)))
 
 
+#: The values of KernelPCA's and the EOF estimators' ``solver``: chosen from the shape and
+#: the memory, the Gram matrix (exact), or landmarks (docs/design.md §19).
+SOLVERS = ("auto", "gram", "nystrom")
+
 #: One entry per constructor parameter of KernelPCA, in the constructor's order.
 CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     "n_components": Constraint(_is_n_components, "None, an int >= 1 or a float in (0, 1)"),
@@ -159,15 +163,14 @@ CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
                                            "'coslat' (√cos(latitude) of X's latitude), a 1-D "
                                            "array of one weight per feature, or for several "
                                            "fields a list or dict of those"),
+    "solver": Constraint(lambda v: isinstance(v, str) and v in SOLVERS,
+                         f"one of {', '.join(map(repr, SOLVERS))}"),
 })
 
 
 #: The values of ``ExactKernelPCA(eigen_solver=...)`` (docs/design.md §13).
 EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
 
-#: The values of the EOF estimators' ``solver``: chosen from the shape and the memory, the
-#: field's Gram matrix (exact), or landmarks (docs/design.md §19).
-SOLVERS = ("auto", "gram", "nystrom")
 
 #: The parameters of :class:`~kpca_dask.ExactKernelPCA`: KernelPCA's rules for those it takes,
 #: and its own solver's.

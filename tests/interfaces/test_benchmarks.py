@@ -53,7 +53,7 @@ RUNS = {
                     "--chunk-columns", "1000", "--exact-n", "100", "--exact-p", "2e3"], None),
     "bench_exact": (["--sizes", "1500", "--dense-check", "--dense-most", "2000"], None),
     "bench_fields": (["--sizes", "60x6x12", "--chunk", "20", "--methods",
-                      "xeofs-linear,kpca-linear,kpca-hilbert,kpca-extended"], None),
+                      "xeofs-linear,kpca-linear,kpca-default,kpca-hilbert,kpca-extended"], None),
     "bench_flat_spectrum": (["--n", "2000", "--m", "300"], None),
     "bench_syrk_rate": (["--m", "300", "--rows", "100,400", "--repeats", "1"], None),
     "bench_coupled": (["--n", "4000", "--m", "50", "--chunk-rows", "1000"], None),

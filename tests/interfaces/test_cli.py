@@ -218,7 +218,8 @@ def test_fit_defaults_are_the_librarys():
     args = cli.build_parser().parse_args(["fit", "data.zarr", "--model", "model.zarr"])
     params = fit_params(args)
     defaults = kpca_dask.KernelPCA().get_params(deep=False)
-    assert set(defaults) - set(params) == {"max_landmarks", "rcond"}  # no option
+    # no option (--method nystrom is the landmark way: KernelPCA(solver="nystrom"))
+    assert set(defaults) - set(params) == {"max_landmarks", "rcond", "solver"}
     assert params == {name: defaults[name] for name in params}
 
 

@@ -47,7 +47,7 @@ def _close(got, expected, rtol=1e-10):
 
 def _kpca(**params):
     settings = {"n_components": 3, "kernel": "rbf", "gamma": 0.02, "n_landmarks": 20,
-                "random_state": 0, **params}
+                "random_state": 0, "solver": "nystrom", **params}
     return KernelPCA(**settings)
 
 

@@ -20,7 +20,8 @@ from kpca_dask.errors import (
 )
 
 ESTIMATORS = [
-    lambda **kw: KernelPCA(n_landmarks=40, landmarks="uniform", random_state=0, **kw),
+    lambda **kw: KernelPCA(n_landmarks=40,
+                           solver="nystrom", landmarks="uniform", random_state=0, **kw),
     lambda **kw: ExactKernelPCA(**kw),
 ]
 ESTIMATOR_IDS = ["KernelPCA", "ExactKernelPCA"]
@@ -58,7 +59,7 @@ def test_field_equals_its_stacked_rows(make):
 def test_mask_is_recorded_and_embedding_keeps_the_sample_coordinate():
     """The two all-NaN positions are dropped; the embedding is a lazy DataArray over time."""
     field = _field()
-    kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
+    kpca = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0).fit(field)
     assert kpca.n_features_in_ == 6 * 8 - 2
     assert kpca.feature_layout_.dims == ("lat", "lon")
     assert sorted(kpca.feature_layout_.masked.tolist()) == [0, 47]
@@ -70,7 +71,8 @@ def test_mask_is_recorded_and_embedding_keeps_the_sample_coordinate():
 def test_inverse_transform_gives_the_field_back_with_nan_on_the_mask():
     """Pre-images come back over (time, lat, lon) with the fit's coordinates, NaN on the mask."""
     field = _field()
-    kpca = KernelPCA(n_components=5, kernel="linear", n_landmarks=40, landmarks="uniform",
+    kpca = KernelPCA(n_components=5, kernel="linear", n_landmarks=40,
+                     solver="nystrom", landmarks="uniform",
                      fit_inverse_transform=True, alpha=1e-8, weights=_weights(field))
     X_hat = kpca.fit(field).inverse_transform(kpca.transform(field))
     assert X_hat.dims == ("time", "lat", "lon")
@@ -87,14 +89,14 @@ def test_fit_of_a_field_reads_each_chunk_once_but_the_first():
     field = xr.DataArray(da.from_array(source, chunks=(10, 6, 8), asarray=True, fancy=False),
                          dims=("time", "lat", "lon"))
     landmarks = np.random.default_rng(1).normal(size=(5, 46))
-    KernelPCA(2, landmarks=landmarks, n_landmarks=5).fit(field)
+    KernelPCA(2, landmarks=landmarks, n_landmarks=5, solver="nystrom").fit(field)
     assert source.reads == collections.Counter({0: 2, 10: 1, 20: 1, 30: 1})
 
 
 def test_model_file_keeps_the_layout(tmp_path):
     """Dims, coordinates, mask and weights come back from a model file; transform is equal."""
     field = _field()
-    kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0,
+    kpca = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0,
                      weights=_weights(field)).fit(field)
     loaded = kpca_dask.load(kpca.save(tmp_path / "model.zarr"))
     for name in ("sample_dim", "dims", "shape", "weight_dims"):
@@ -110,7 +112,7 @@ def test_info_shows_the_field_and_its_weights(capsys):
     from kpca_dask.cli.summary import print_summary, summary
 
     field = _field()
-    kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0,
+    kpca = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0,
                      weights=_weights(field)).fit(field)
     shown = summary(kpca, "model.zarr")["field"]
     assert shown["sample_dim"] == "time" and shown["dims"] == ["lat", "lon"]
@@ -127,9 +129,11 @@ def test_field_from_netcdf_and_zarr_equals_the_field_in_memory(tmp_path):
     field = _field().compute()
     field.to_dataset().to_netcdf(tmp_path / "field.nc")
     field.to_dataset().to_zarr(tmp_path / "field.zarr", zarr_format=3, consolidated=False)
-    expected = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit_transform(field)
+    expected = KernelPCA(n_components=2, n_landmarks=20,
+                         solver="nystrom", random_state=0).fit_transform(field)
     for path in (tmp_path / "field.nc", tmp_path / "field.zarr"):
-        kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(str(path))
+        kpca = KernelPCA(n_components=2, n_landmarks=20,
+                         solver="nystrom", random_state=0).fit(str(path))
         assert kpca.feature_layout_.dims == ("lat", "lon")
         np.testing.assert_allclose(np.asarray(kpca.transform(str(path))),
                                    expected.values, atol=1e-10)
@@ -138,12 +142,15 @@ def test_field_from_netcdf_and_zarr_equals_the_field_in_memory(tmp_path):
 def test_sample_dim_picks_the_sample_dimension():
     """sample_dim="time" on a (lat, time, lon) field is the same fit as time first."""
     field = _field().compute()
-    expected = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit_transform(field)
+    expected = KernelPCA(n_components=2, n_landmarks=20,
+                         solver="nystrom", random_state=0).fit_transform(field)
     moved = field.transpose("lat", "time", "lon")
-    kpca = KernelPCA(n_components=2, n_landmarks=20, random_state=0, sample_dim="time")
+    kpca = KernelPCA(n_components=2, n_landmarks=20,
+                     solver="nystrom", random_state=0, sample_dim="time")
     Y = kpca.fit_transform(moved.transpose("time", "lat", "lon"))
     np.testing.assert_allclose(Y.values, expected.values)
-    assert KernelPCA(n_components=2, n_landmarks=20, random_state=0, sample_dim="time").fit(
+    assert KernelPCA(n_components=2, n_landmarks=20,
+                     solver="nystrom", random_state=0, sample_dim="time").fit(
         moved).feature_layout_.dims == ("lat", "lon")
 
 
@@ -163,7 +170,8 @@ def test_weights_of_an_array_multiply_its_columns(make):
 @pytest.fixture(scope="module")
 def fitted():
     field = _field()
-    return field, KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
+    return field, KernelPCA(n_components=2, n_landmarks=20,
+                            solver="nystrom", random_state=0).fit(field)
 
 
 def test_feature_dimensions_in_another_order_are_refused(fitted):
@@ -196,7 +204,7 @@ def test_bad_weights_are_refused(bad, match):
     """Weights over the sample dimension, negative, NaN or on another grid: one error each."""
     field = _field()
     with pytest.raises(InvalidParameterError, match=match):
-        KernelPCA(n_landmarks=10, weights=bad(field)).fit(field)
+        KernelPCA(n_landmarks=10, solver="nystrom", weights=bad(field)).fit(field)
 
 
 def test_an_all_nan_sample_is_refused_by_its_coordinate():
@@ -204,7 +212,7 @@ def test_an_all_nan_sample_is_refused_by_its_coordinate():
     field = _field().compute()
     field[7] = np.nan
     with pytest.raises(NonFiniteInputError, match="sample time=2007 is NaN at every position"):
-        KernelPCA(n_landmarks=10, random_state=0).fit(field.chunk({"time": 10}))
+        KernelPCA(n_landmarks=10, solver="nystrom", random_state=0).fit(field.chunk({"time": 10}))
 
 
 def test_a_nan_that_is_not_fixed_is_named_by_its_coordinates():
@@ -213,7 +221,7 @@ def test_a_nan_that_is_not_fixed_is_named_by_its_coordinates():
     field[12, 2, 3] = np.nan
     with pytest.raises(NonFiniteInputError,
                        match=r"NaN at time=2012, lat=-10.0, lon=30.0, a position that holds"):
-        KernelPCA(n_landmarks=10, random_state=0).fit(field.chunk({"time": 10}))
+        KernelPCA(n_landmarks=10, solver="nystrom", random_state=0).fit(field.chunk({"time": 10}))
 
 
 def test_a_masked_position_with_a_value_later_is_refused():
@@ -222,7 +230,7 @@ def test_a_masked_position_with_a_value_later_is_refused():
     field[:30, 1, 1] = np.nan
     with pytest.raises(NonFiniteInputError, match=r"NaN at lat=-30.0, lon=10.0 in its first "
                                                   r"samples but holds a value at time=2030"):
-        KernelPCA(n_landmarks=10, random_state=0).fit(field.chunk({"time": 10}))
+        KernelPCA(n_landmarks=10, solver="nystrom", random_state=0).fit(field.chunk({"time": 10}))
 
 
 def test_non_numeric_fields_are_refused():
@@ -235,8 +243,8 @@ def test_non_numeric_fields_are_refused():
 def test_partial_fit_of_a_field_adds_its_samples():
     """Two batches of time steps give the model of the whole field (same landmarks)."""
     field = _field()
-    whole = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
-    grown = KernelPCA(n_components=2, landmarks=whole.landmarks_, n_landmarks=20)
+    whole = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0).fit(field)
+    grown = KernelPCA(n_components=2, landmarks=whole.landmarks_, n_landmarks=20, solver="nystrom")
     grown.partial_fit(field.isel(time=slice(0, 20))).partial_fit(field.isel(time=slice(20, 40)))
     assert grown.n_samples_fit_ == 40 and grown.feature_layout_.dims == ("lat", "lon")
     np.testing.assert_allclose(grown.eigenvalues_, whole.eigenvalues_, rtol=1e-10)
@@ -245,8 +253,8 @@ def test_partial_fit_of_a_field_adds_its_samples():
 def test_models_of_other_weights_are_not_merged():
     """merge refuses models whose features are weighted differently."""
     field = _field()
-    a = KernelPCA(n_components=2, n_landmarks=20, random_state=0).fit(field)
-    b = KernelPCA(n_components=2, landmarks=a.landmarks_, n_landmarks=20,
+    a = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0).fit(field)
+    b = KernelPCA(n_components=2, landmarks=a.landmarks_, n_landmarks=20, solver="nystrom",
                   weights=_weights(field)).fit(field)
     with pytest.raises(kpca_dask.errors.ModelMismatchError, match="weights its features"):
         kpca_dask.merge([a, b])
@@ -270,7 +278,8 @@ def test_a_plain_array_is_taken_as_the_stacked_field(fitted):
 def test_bad_weights_of_an_array_are_refused(weights, match):
     """Weights of an array: one per column, and not a DataArray."""
     with pytest.raises(InvalidParameterError, match=match):
-        KernelPCA(n_landmarks=10, weights=weights).fit(np.random.default_rng(0).normal(
+        KernelPCA(n_landmarks=10,
+                  solver="nystrom", weights=weights).fit(np.random.default_rng(0).normal(
             size=(20, 4)))
 
 
@@ -297,7 +306,7 @@ def _without_digests(path):
 def test_an_edited_layout_in_a_model_file_is_refused(tmp_path, edit, match):
     """Weights, kept positions and the field's shape are checked as a model file is read."""
     field = _field()
-    path = KernelPCA(n_components=2, n_landmarks=20, random_state=0,
+    path = KernelPCA(n_components=2, n_landmarks=20, solver="nystrom", random_state=0,
                      weights=_weights(field)).fit(field).save(tmp_path / "model.zarr")
     edit(_without_digests(path))
     with pytest.raises(kpca_dask.errors.ModelFormatError, match=match):

@@ -23,7 +23,7 @@ CHANGES = {
     "kernel_params": {"gamma": 2.0}, "remove_zero_eig": True, "n_landmarks": 7,
     "landmarks": "uniform", "tol": 0.5, "max_landmarks": 9, "dtype": "float32",
     "rcond": 0.1, "random_state": 5, "fit_inverse_transform": False, "alpha": 100.0,
-    "sample_dim": "time", "weights": np.array([1.0, 2.0, 0.5, 3.0]),
+    "sample_dim": "time", "weights": np.array([1.0, 2.0, 0.5, 3.0]), "solver": "gram",
 }
 
 

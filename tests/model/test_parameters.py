@@ -47,6 +47,7 @@ BAD_VALUES = {
     "alpha": -1.0,
     "sample_dim": 0,
     "weights": "cos(lat)",
+    "solver": "dense",
     "eigen_solver": "arpack",
 }
 

@@ -45,6 +45,7 @@ MODEL_ATTRIBUTES = (
     "params.gamma", "params.kernel", "params.kernel_params", "params.landmarks",
     "params.max_landmarks", "params.n_components", "params.n_landmarks", "params.random_state",
     "params.rcond", "params.remove_zero_eig", "params.tol", "params.sample_dim", "params.weights",
+    "params.solver",
     "fitted.kernel_", "fitted.kernel_params_", "fitted.gamma_", "fitted.n_landmarks_",
     "fitted.landmark_rank_", "fitted.n_components_", "fitted.trace_error_",
     "fitted.trace_error_std_",
