@@ -11,6 +11,8 @@ then the symmetric update or the product with P.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .._parallel import blas_limit, task_blas_limit
@@ -18,7 +20,8 @@ from ..errors import NonFiniteInputError
 from .feature_sums import diagonal_from_norms, kernel_from_sums
 from .statistics import RunningStatistics, add_gram, even_block_rows, kernel_block_rows
 
-__all__ = ["statistics_of_sums", "project_sums", "error_of_sums", "nonfinite_rows"]
+__all__ = ["statistics_of_sums", "project_sums", "error_of_sums", "nonfinite_rows",
+           "moments_total", "with_feature_moments"]
 
 
 def nonfinite_rows(sums: np.ndarray, m: int) -> tuple[int, int]:
@@ -63,6 +66,29 @@ def statistics_of_sums(running, sums, row_offset, norms, kernel, params, dtype, 
             add_gram(running.gram, D)
     running.diagonal_sum += float(diagonal_from_norms(sums[:, m], kernel, params).sum())
     return running
+
+
+def moments_total(moments: np.ndarray, feature_chunks: tuple) -> tuple[np.ndarray, float]:
+    """``(sum_i x_i, sum_i |x_i|^2)`` from the added moments of every feature chunk (each
+    chunk's column sums, then its sum of squares).
+
+    Examples
+    --------
+    >>> moments_total(np.array([1.0, 2.0, 5.0, 3.0, 9.0]), (2, 1))
+    (array([1., 2., 3.]), 14.0)
+    """
+    ends = np.cumsum([c + 1 for c in feature_chunks]) - 1
+    keep = np.ones(moments.size, bool)
+    keep[ends] = False
+    return moments[keep], float(moments[ends].sum())
+
+
+def with_feature_moments(stats, moments: np.ndarray, feature_chunks: tuple):
+    """The pass's statistics of a linear kernel with the rows' float64 moments added in the
+    same read: sum_i x_i, and t = sum_i |x_i|^2 in float64 in place of the products'
+    dtype's, so the centred trace t - |sum x|^2 / n is exact (docs/design.md §2)."""
+    sums, squares = moments_total(np.asarray(moments), feature_chunks)
+    return dataclasses.replace(stats, feature_sums=sums, diagonal_sum=squares)
 
 
 def _raise_if_nonfinite(sums, m, block_info, doing: str) -> None:

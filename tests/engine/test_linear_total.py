@@ -3,8 +3,10 @@
 The pass adds up the rows beside the kernel's sums, so trace(J K J) = t - |sum x|^2 / n is
 known exactly: ``centred_trace_`` equals numpy's sum of squared deviations to 1e-10 for
 float64 and float32 rows far from the origin, dense or sparse, whatever the chunking and the
-scheduler, fitted at once or batch by batch; the variance fractions are shares of it, and a
-saved model keeps it. Other kernels keep the Nyström estimate.
+scheduler, fitted at once or batch by batch, and for rows stored in chunks of features (the
+wide pass adds each chunk's column sums and float64 squares in the task that reads it); the
+variance fractions are shares of it, and a saved model keeps it. Other kernels keep the
+Nyström estimate.
 """
 
 from __future__ import annotations
@@ -64,6 +66,29 @@ def test_the_total_does_not_depend_on_chunks_scheduler_or_batches(rows):
     for start in range(0, N, 200):
         batched.partial_fit(rows[start:start + 200])
     np.testing.assert_allclose(batched.centred_trace_, _deviations(rows), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_rows_chunked_along_their_features(rows, dtype):
+    """The wide pass (docs/design.md §12): the same exact total from feature chunks, each
+    chunk read once."""
+    from _counting import CountingRows
+
+    X = rows.astype(dtype)
+    source = CountingRows(X)
+    lazy = da.from_array(source, chunks=(150, 5), asarray=True, fancy=False)
+    given = {"n_components": 3, "kernel": "linear", "landmarks": X[:M], "dtype": dtype}
+    kpca = KernelPCA(**given).fit(lazy)  # given landmarks: the pass is the only read
+    np.testing.assert_allclose(kpca.centred_trace_, _deviations(X), rtol=1e-10)
+    assert kpca.total_variance_kind_ == "exact"
+    np.testing.assert_allclose(kpca.explained_variance_ratio_,
+                               kpca.eigenvalues_ / kpca.centred_trace_, rtol=1e-12)
+    chunks = source.count(lambda key: (key[0].start, key[1].start))
+    assert len(chunks) == 4 * 3 and max(chunks.values()) == 1  # every chunk, once
+    row_way = KernelPCA(**given).fit(da.from_array(X, chunks=(150, P)))
+    # the same model as from whole rows, to the products' float32 rounding at mean 100
+    np.testing.assert_allclose(kpca.eigenvalues_, row_way.eigenvalues_,
+                               rtol=1e-10 if dtype == "float64" else 1e-4)
 
 
 def test_sparse_rows_and_a_saved_model(rows, tmp_path):

@@ -39,7 +39,7 @@ from ...blocks.statistics import (
     merge_running,
     statistics_of_block,
 )
-from ...blocks.wide_rows import project_sums, statistics_of_sums
+from ...blocks.wide_rows import project_sums, statistics_of_sums, with_feature_moments
 from ...errors import InvalidParameterError, NonFiniteInputError
 from ...validation import one_feature_chunk
 from ..graph_values import shared_values
@@ -143,13 +143,18 @@ def pass_statistics(
         reference = reference_row(landmarks, kernel, params)
     plan = plan or pass_plan(X, len(landmarks))
     chosen = slice(None) if blocks is None else blocks
+    moments = None
     if is_wide(X, kernel):
-        wide = WideTerms(X, landmarks, kernel, dtype, plan.block_bytes)
+        wide = WideTerms(X, landmarks, kernel, dtype, plan.block_bytes, moments=True)
         shared = shared_values(X, wide.norms, np.asarray(reference, np.float64))
-        blocks_of = wide.terms.to_delayed().ravel()
         reads = set(wide.source_keys)
         offsets = np.concatenate([[0], np.cumsum(wide.row_chunks)[:-1]]).astype(np.int64)
         chosen = split_slice(wide.parts, chosen)  # the blocks of X, once split
+        blocks_of = wide.terms.to_delayed().ravel()
+        if wide.moments is not None:  # unoptimised: fusion would make each chunk's pair twice
+            blocks_of = wide.terms.to_delayed(optimize_graph=False).ravel()
+            total = wide.moments[chosen].sum(axis=(0, 2)).rechunk(-1)
+            moments = total.to_delayed(optimize_graph=False).ravel()[0]
         add = dask.delayed(statistics_of_sums, pure=True)
         rest = (shared[0], kernel, params, dtype, shared[1], plan.blas_threads,
                 plan.block_bytes)
@@ -172,6 +177,8 @@ def pass_statistics(
     while len(heads) > 1:  # pairwise: a node holds two chains' sums, not all of them
         heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
     result = dask.delayed(finish_statistics, pure=True)(heads[0])
+    if moments is not None:  # the linear kernel's exact total
+        result = dask.delayed(with_feature_moments, pure=True)(result, moments, X.chunks[1])
     return reads_inlined(result, reads)
 
 

@@ -27,11 +27,12 @@ import numpy as np
 from ..._memory import memory_budget
 from ..._parallel import task_blas_limit
 from ...blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
+from ...blocks.kernels import kernel_name
 from ...blocks.statistics import kernel_origin
 from ..graph_values import shared_values
 
 __all__ = ["WideTerms", "is_wide", "landmark_panels", "split_row_blocks",
-           "split_parts", "chunk_terms_at", "split_slice"]
+           "split_parts", "chunk_terms_at", "chunk_terms_and_moments_at", "split_slice"]
 
 
 def is_wide(X: da.Array, kernel) -> bool:
@@ -63,6 +64,18 @@ def chunk_terms_at(block, panels, origins, measure, products_dtype, block_info=N
     with task_blas_limit():  # dask threads x BLAS threads <= cores
         return chunk_sums(block, panels[j], None if origins is None else origins[j], measure,
                           products_dtype)
+
+
+def chunk_terms_and_moments_at(block, panels, origins, measure, products_dtype,
+                               block_info=None):
+    """:func:`chunk_terms_at` and the chunk's float64 column sums and sum of squares, as a
+    pair: the linear kernel's exact total (docs/design.md §2) from the same read."""
+    terms = chunk_terms_at(block, panels, origins, measure, products_dtype, block_info)
+    x = np.asarray(block)
+    moments = np.empty((1, x.shape[1] + 1))
+    moments[0, :-1] = x.sum(axis=0, dtype=np.float64)
+    moments[0, -1] = np.einsum("ij,ij->", x, x, dtype=np.float64)
+    return terms, moments
 
 
 def split_row_blocks(X: da.Array, width: int, most_bytes: int) -> da.Array:
@@ -111,7 +124,7 @@ class WideTerms:
     """
 
     def __init__(self, X: da.Array, landmarks: np.ndarray, kernel, dtype,
-                 block_bytes: int | None = None) -> None:
+                 block_bytes: int | None = None, moments: bool = False) -> None:
         measure = feature_sum(kernel)
         if measure is None:
             raise ValueError(f"the kernel {kernel!r} is not a sum over features")
@@ -125,14 +138,37 @@ class WideTerms:
         origins = (None if origin is None
                    else shared_values(X, *[panel[0] for panel in landmark_panels(X, origin[None])]))
         nf = X.numblocks[1]
-        chunk_terms = X.map_blocks(
-            chunk_terms_at, panels=panels, origins=origins, measure=measure,
-            products_dtype=np.dtype(dtype), new_axis=2,
-            chunks=(X.chunks[0], (1,) * nf, (m + 2,)), dtype=np.float64,
-            meta=np.empty((0, 0, 0), np.float64))
+        terms_chunks = (X.chunks[0], (1,) * nf, (m + 2,))
+        options = dict(panels=panels, origins=origins, measure=measure,
+                       products_dtype=np.dtype(dtype))
+        self.moments = None
+        if moments and kernel_name(kernel) == "linear":
+            # One task per chunk makes both (its read inlined there, docs/design.md §2); the
+            # terms and the moments are then taken apart from the pair.
+            pairs = X.map_blocks(chunk_terms_and_moments_at, **options, new_axis=2,
+                                 chunks=terms_chunks, dtype=object,
+                                 meta=np.empty((0, 0, 0), object))
+            chunk_terms = pairs.map_blocks(_first, chunks=terms_chunks, dtype=np.float64,
+                                           meta=np.empty((0, 0, 0), np.float64))
+            # (row block, each chunk's p_c + 1 moments, 1): the blocks of the pairs, unjoined
+            self.moments = pairs.map_blocks(
+                _second, chunks=((1,) * X.numblocks[0], tuple(c + 1 for c in X.chunks[1]),
+                                 (1,)), dtype=np.float64, meta=np.empty((0, 0, 0), np.float64))
+        else:
+            chunk_terms = X.map_blocks(chunk_terms_at, **options, new_axis=2,
+                                       chunks=terms_chunks, dtype=np.float64,
+                                       meta=np.empty((0, 0, 0), np.float64))
         self.terms = chunk_terms.sum(axis=1, dtype=np.float64)
         self.row_chunks = X.chunks[0]
         self.source_keys = [key for row in X.__dask_keys__() for key in row]
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1][:, :, None]
 
 
 def split_slice(parts: list[int], blocks: slice) -> slice:
