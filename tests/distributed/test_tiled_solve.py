@@ -161,6 +161,19 @@ def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):
                                reference.explained_variance_ratio_, rtol=1e-8)
 
 
+def test_a_linear_fit_on_tiles_has_the_exact_total(client):
+    """The tiled pass adds up the rows for the linear kernel, as the row pass does: the
+    centred trace equals numpy's sum of squared deviations of rows of mean 100 to 1e-10."""
+    X = _data() + 100.0
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model = KernelPCA(3, kernel="linear", n_landmarks=100, random_state=0,
+                          solver="nystrom").fit(X)
+    values = X.compute()
+    expected = float(((values - values.mean(axis=0)) ** 2).sum())
+    assert model.total_variance_kind_ == "exact"
+    np.testing.assert_allclose(model.centred_trace_, expected, rtol=1e-10)
+
+
 def test_tiles_refuse_data_chunked_along_the_features_with_the_fix(client):
     """The tiles' block function takes whole rows: feature chunks are refused, naming the
     rechunk and the one-worker way, before the pass."""

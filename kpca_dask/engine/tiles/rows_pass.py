@@ -43,13 +43,14 @@ import numpy as np
 
 from ..._memory import MemoryBudget, memory_budget
 from ..._parallel import blas_limit, compute_held, distributed_client, persisted_on
-from ...blocks.kernels import kernel_diagonal
+from ...blocks.kernels import kernel_diagonal, kernel_name
 from ...blocks.landmark_kernel import LandmarkKernel
 from ...blocks.sparse_rows import as_block, first_nonfinite
 from ...blocks.statistics import (
     PANEL_BYTES,
     PassStatistics,
     RunningStatistics,
+    add_feature_sums,
     even_block_rows,
     kernel_origin,
     kernel_rows_into,
@@ -255,6 +256,9 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
     n_bad, first_bad = first_nonfinite(x)
     if n_bad:
         return running.count_nonfinite(n_bad, int(row_offset + first_bad))
+    linear = kernel_name(kernel) == "linear"
+    if linear:  # the exact total, as the row pass adds it (docs/design.md §2)
+        add_feature_sums(running, x)
     x = shifted_to_origin(x, origin).astype(dtype, copy=False)
     rows = even_block_rows(x.shape[0], block_rows)
     buffer = np.empty((min(rows, x.shape[0]), stop), dtype)
@@ -265,7 +269,8 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - first)],
                                  x[first:first + rows], kernel_rows, shift, running.column_sums)
             add_tile_row(running.gram, D, start)
-    running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
+    if not linear:
+        running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
     return running
 
 
@@ -313,7 +318,8 @@ def panel_summary(panel: RunningStatistics) -> PassStatistics:
     finite = bool(np.isfinite(panel.gram.sum(axis=0)).all())
     return PassStatistics(panel.n_samples, panel.column_sums,
                           np.full((1, 1), 0.0 if finite else np.nan), panel.diagonal_sum,
-                          panel.n_nonfinite, panel.first_nonfinite_row, panel.reference)
+                          panel.n_nonfinite, panel.first_nonfinite_row, panel.reference,
+                          panel.feature_sums)
 
 
 def _checked(summaries: list[PassStatistics], gram: da.Array) -> PassStatistics:
