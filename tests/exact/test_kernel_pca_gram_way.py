@@ -14,6 +14,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
+from scipy import sparse
 
 import kpca_dask
 from kpca_dask import ExactKernelPCA, KernelPCA
@@ -82,6 +83,7 @@ def test_auto_takes_landmarks_where_they_are_needed_or_better(wide):
     assert way(wide, n_landmarks=N // 2) == "gram"  # n^2 p / 2 = n m p: no dearer
     assert way(wide, n_landmarks=N // 2 - 1) == "nystrom"  # fewer landmarks: cheaper
     assert way(wide, solver="nystrom") == "nystrom"
+    assert way(sparse.csr_matrix(wide)) == "nystrom"  # sparse rows keep landmarks
     with dask.config.set({"kpca-dask.memory-limit": "30 KiB"}):  # n x n beyond the memory
         assert way(da.from_array(wide, chunks=(10, 60)), n_landmarks=10,
                    landmarks="uniform") == "nystrom"
