@@ -90,7 +90,7 @@ def batch_of(model: FittedModel, X: Any, rows: tuple[int, int] | None) -> Batch:
     Examples
     --------
     >>> from kpca_dask import KernelPCA
-    >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6)).model_
+    >>> model = KernelPCA(n_components=1, n_landmarks=5, solver="nystrom").fit(np.eye(6)).model_
     >>> batch = batch_of(model, np.eye(6), (1, 4))
     >>> batch.rows.shape, batch.start, batch.stop, batch.repeatable
     ((3, 6), 1, 4, False)
@@ -115,7 +115,7 @@ def partial_fitted(model: FittedModel, batch: da.Array, statistics: PassStatisti
     --------
     >>> import time
     >>> from kpca_dask import KernelPCA
-    >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6)).model_
+    >>> model = KernelPCA(n_components=1, n_landmarks=5, solver="nystrom").fit(np.eye(6)).model_
     >>> grown = partial_fitted(model, da.from_array(np.eye(6)[:2]), model.statistics, None,
     ...                        started=time.perf_counter())
     >>> grown.n_samples
@@ -138,7 +138,7 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     Examples
     --------
     >>> from kpca_dask import KernelPCA
-    >>> model = KernelPCA(n_components=1, n_landmarks=5).fit(np.eye(6))
+    >>> model = KernelPCA(n_components=1, n_landmarks=5, solver="nystrom").fit(np.eye(6))
     >>> require_statistics(model, "merge").n_samples
     6
     """

@@ -125,7 +125,8 @@ def file_entries(model: FittedModel) -> tuple[dict[str, np.ndarray], dict[str, A
     Examples
     --------
     >>> from kpca_dask import KernelPCA
-    >>> kpca = KernelPCA(n_components=2, n_landmarks=10, landmarks="kmeans", random_state=0)
+    >>> kpca = KernelPCA(n_components=2, n_landmarks=10, landmarks="kmeans", random_state=0,
+    ...                  solver="nystrom")
     >>> arrays, attributes = file_entries(kpca.fit(np.eye(12)).model_)
     >>> sorted(arrays)[:3], attributes["landmark_indices_"], attributes["n_components_"]
     (['eigenvalue_residuals', 'eigenvalues', 'explained_variance_ratio'], None, 2)
@@ -166,7 +167,8 @@ def model_from_entries(arrays: dict[str, np.ndarray], attributes: dict[str, Any]
     Examples
     --------
     >>> from kpca_dask import KernelPCA
-    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0).fit(np.eye(12)).model_
+    >>> model = KernelPCA(n_components=2, n_landmarks=10, random_state=0,
+    ...                   solver="nystrom").fit(np.eye(12)).model_
     >>> arrays, attributes = file_entries(model)
     >>> model_from_entries(arrays, attributes, model.statistics).n_components
     2
