@@ -15,7 +15,8 @@ whole process tree every 50 ms:
   maps, ``patterns(X, kind="eof")`` (xeofs' fit ends with its components, the
   Hilbert fits with their maps: every method here does);
 - ``kpca-default``: ``KernelPCA()`` as a new user writes it (rbf, ``solver="auto"``,
-  which takes the Gram way for such a field), then its maps;
+  which takes the Gram way for such a field), then its maps; ``kpca-nystrom`` the same
+  with ``solver="nystrom"`` (1000 k-means landmarks), the way it took before;
 - ``xeofs-hilbert``: ``xeofs.single.HilbertEOF(use_coslat=True, padding="none")``,
   which refuses Dask input, so the field is loaded first (skipped beyond
   ``--hilbert-most`` GB of field);
@@ -52,9 +53,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS, machine, write_results  # noqa: E402
 
-METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "kpca-default", "xeofs-hilbert",
-           "kpca-hilbert",
-           "kpca-hilbert-rbf", "xeofs-extended", "kpca-extended")
+METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "kpca-default", "kpca-nystrom",
+           "xeofs-hilbert", "kpca-hilbert", "kpca-hilbert-rbf", "xeofs-extended",
+           "kpca-extended")
 #: Which xeofs method each kpca-dask one is compared with (its ratios, and its cost).
 PEERS = {"kpca-linear": "xeofs-linear", "kpca-hilbert": "xeofs-hilbert",
          "kpca-extended": "xeofs-extended"}
@@ -162,8 +163,10 @@ def measure(spec: dict) -> dict:
                                      sample_dim="time").fit(X)
             out["solver"] = model.solver_
         else:
-            if method == "kpca-default":
-                model = KernelPCA(n_components=q, weights=weights, sample_dim="time").fit(X)
+            if method in ("kpca-default", "kpca-nystrom"):
+                solver = "nystrom" if method == "kpca-nystrom" else "auto"
+                model = KernelPCA(n_components=q, weights=weights, sample_dim="time",
+                                  solver=solver).fit(X)
                 out["solver"] = model.solver_
             else:
                 model = ExactKernelPCA(n_components=q, kernel=kernel, weights=weights,
