@@ -85,8 +85,9 @@ def moments_total(moments: np.ndarray, feature_chunks: tuple) -> tuple[np.ndarra
 
 def with_feature_moments(stats, moments: np.ndarray, feature_chunks: tuple):
     """The pass's statistics of a linear kernel with the rows' float64 moments added in the
-    same read: sum_i x_i, and t = sum_i |x_i|^2 in float64 in place of the products'
-    dtype's, so the centred trace t - |sum x|^2 / n is exact (docs/design.md §2)."""
+    same read: ``sum_i x_i``, and ``t = sum_i ||x_i||^2`` in float64 in place of the
+    products' dtype's, so the centred trace ``t - ||sum x||^2 / n`` is exact
+    (docs/design.md §2)."""
     sums, squares = moments_total(np.asarray(moments), feature_chunks)
     return dataclasses.replace(stats, feature_sums=sums, diagonal_sum=squares)
 

@@ -311,6 +311,13 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         Y : ndarray of shape (n_samples, ``n_components_``)
         """
         self.fit(X)
+        return self._fitted_scores(X)
+
+    def _fitted_scores(self, X):
+        """The scores of the rows ``X`` just fitted, A_q Lambda_q^{1/2}, labelled like them:
+        no product (``KernelPCA``'s Gram way answers its ``fit_transform`` with them too)."""
+        if self.eigen_solver_ == "dense" and self.model_.training_key is not None:
+            return self.transform(X)  # the known lazy training rows: the same, lazy
         Y = self.eigenvectors_ * np.sqrt(self.eigenvalues_)
         if self.eigen_solver_ == "matrix-free" and not self._lazy_input(X):
             Y = np.asarray(Y)  # A_q is in this process's memory: nothing is read

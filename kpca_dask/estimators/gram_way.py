@@ -17,19 +17,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from dask.utils import format_bytes
 from sklearn.exceptions import NotFittedError
 
 from ..blocks.feature_sums import CITYBLOCK, feature_sum
+from ..blocks.kernels import kernel_name
 from ..errors import InsufficientMemoryError, InvalidParameterError
 from ..exact.exact_fitting import DENSE_WORDS, dense_fits
 from ..exact.exact_model import ExactFit
-from ..model.inputs import FitInput, holds_sparse_rows
+from ..model.inputs import FitInput, holds_sparse_rows, method_input
 from ..model.precomputed import PRECOMPUTED
 from .exact import ExactKernelPCA
 
 __all__ = ["chosen_solver", "exact_fit", "is_gram_model", "exact_view", "refuse", "forwarded",
-           "refuse_growing", "EXACT_PARAMS"]
+           "refuse_growing", "in_fit_dtype", "EXACT_PARAMS"]
 
 #: KernelPCA's parameters that an ExactKernelPCA takes as they are.
 EXACT_PARAMS = ("n_components", "kernel", "gamma", "degree", "coef0", "kernel_params",
@@ -65,16 +67,32 @@ def chosen_solver(params: dict, given: FitInput) -> str:
     if solver == "auto":
         kernel = params["kernel"]
         named = isinstance(kernel, str) and kernel != PRECOMPUTED
-        sums = named and feature_sum(kernel) not in (None, CITYBLOCK)
+        # sigmoid is not positive semi-definite: landmarks fit it with a warning, the
+        # whole kernel matrix is refused
+        sums = (named and feature_sum(kernel) not in (None, CITYBLOCK)
+                and kernel_name(kernel) != "sigmoid")
         m = params["n_landmarks"]
         landmarks_chosen = not isinstance(params["landmarks"], str) or m == "auto"
         # The Gram matrix costs n^2 p / 2 multiply-adds, the pass with m landmarks n m p:
         # at n <= 2m the exact way costs no more than the approximation asked for.
-        # Sparse rows keep landmarks: the exact fit of a stored sparse file (.npz) fails.
+        # Tables keep landmarks (their column names, lazy frames out), and sparse rows (the
+        # exact fit of a stored sparse file fails).
         way = (sums and not params["fit_inverse_transform"] and not landmarks_chosen
-               and not holds_sparse_rows(given.data)
+               and not given.is_table and not holds_sparse_rows(given.data)
                and p >= n and n <= 2 * m and dense_fits(n, given.data))
         return "gram" if way else "nystrom"
+    _check_gram(params, given)
+    return "gram"
+
+
+def _check_gram(params: dict, given: FitInput) -> None:
+    """Refuse what ``solver="gram"`` cannot do, saying what to use instead."""
+    n = given.data.shape[0]
+    if given.is_table or holds_sparse_rows(given.data):
+        raise InvalidParameterError(
+            'solver="gram" takes arrays and fields; a table keeps its column names and lazy '
+            'frame outputs, and sparse rows their sparsity, by landmarks: use '
+            'solver="nystrom" (or "auto", which takes them for these).')
     if params["fit_inverse_transform"]:
         raise InvalidParameterError(
             'solver="gram" learns no pre-image map; fit_inverse_transform=True needs '
@@ -88,14 +106,18 @@ def chosen_solver(params: dict, given: FitInput) -> str:
             f'solver="gram" holds about {format_bytes(int(DENSE_WORDS * 8 * n * n))} of n x n '
             f'arrays for {n} samples, more than the memory at hand. Use solver="nystrom" '
             "(landmarks, memory O(m^2)).")
-    return "gram"
 
 
 def exact_fit(params: dict, X) -> ExactFit:
     """The model of ``ExactKernelPCA`` fitted on ``X`` with KernelPCA's ``params`` (the dense
     solver: :func:`chosen_solver` takes this way only where it fits)."""
-    exact = {name: params[name] for name in EXACT_PARAMS}
-    return ExactKernelPCA(**exact, eigen_solver="dense").fit(X).model_
+    return _exact_estimator(params).fit(X).model_
+
+
+def _exact_estimator(params: dict) -> ExactKernelPCA:
+    """The ExactKernelPCA of KernelPCA's ``params``, with the dense solver."""
+    return ExactKernelPCA(**{name: params[name] for name in EXACT_PARAMS},
+                          eigen_solver="dense")
 
 
 def is_gram_model(estimator) -> bool:
@@ -106,20 +128,27 @@ def is_gram_model(estimator) -> bool:
 def exact_view(estimator) -> ExactKernelPCA:
     """The :class:`~kpca_dask.ExactKernelPCA` of ``estimator``'s parameters holding its
     model: what a Gram-way KernelPCA answers with (a new object; nothing is copied)."""
-    params = estimator.get_params(deep=False)
-    view = ExactKernelPCA(**{name: params[name] for name in EXACT_PARAMS}, eigen_solver="dense")
+    view = _exact_estimator(estimator.get_params(deep=False))
     view.model_ = estimator.model_
     return view
 
 
-def refuse(estimator, what: str) -> None:
-    """Raise InvalidParameterError for ``what``, which a Gram-way model cannot do."""
+def refuse(estimator, what: str, error: type = InvalidParameterError) -> None:
+    """Raise ``error`` for ``what``, which a Gram-way model cannot do."""
     if not is_gram_model(estimator):
         return
-    raise InvalidParameterError(
+    raise error(
         f"{type(estimator).__name__} was fitted by the Gram way (solver_ = 'gram'), which "
         f"keeps the n x n kernel matrix's eigenvectors and no landmark sums, so it cannot "
         f"{what}. Fit with solver=\"nystrom\" for that.")
+
+
+def in_fit_dtype(estimator, X, Y):
+    """The scores ``Y`` (float64 from the exact model) in float32 where the landmark way
+    gives float32: for float32 rows or ``dtype="float32"`` (scikit-learn's float32 kept)."""
+    rows = method_input(estimator, estimator.model_.layout, X)
+    single = estimator.dtype == "float32" or rows.data.dtype == np.float32
+    return Y.astype(np.float32) if single else Y
 
 
 def refuse_growing(solver: str) -> None:
@@ -149,7 +178,8 @@ def forwarded(estimator, name: str) -> Any:
     except (AttributeError, NotFittedError):
         raise AttributeError(
             f"{type(estimator).__name__} fitted by the Gram way (solver_ = 'gram') has no "
-            f"{name}: it holds no landmarks. Fit with solver=\"nystrom\" for it.") from None
+            f"{name}: it holds the exact model (an ExactKernelPCA's), not landmarks and their "
+            f"sums. Fit with solver=\"nystrom\" for it.") from None
 
 
 def _model_of(estimator):

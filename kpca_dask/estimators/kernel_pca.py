@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..eof.patterns import check_kind, patterns_of
 from ..eof.scalings import check_scaling, scaled_scores
+from ..errors import NotInvertibleError
 from ..io.frames import check_feature_names
 from ..model.fitted import FittedModel, fitted_attribute
 from ..model.fitting import fit_model, solved
@@ -401,7 +402,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
             call resumes from it and recomputes no finished segment. A
             checkpoint of other data or parameters is refused with
             :class:`~kpca_dask.errors.CheckpointMismatchError`. See
-            :mod:`kpca_dask.checkpoints.fit_checkpoint`.
+            :mod:`kpca_dask.checkpoints.fit_checkpoint`. The Gram way keeps none.
 
         Returns
         -------
@@ -435,7 +436,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         With ``fit_inverse_transform=True`` the fit makes one more pass for the
         pre-image map.
         """
-        return self.fit(X, **fit_params).transform(X)
+        self.fit(X, **fit_params)
+        if gram_way.is_gram_model(self):  # the scores the fit holds, A_q Lambda_q^(1/2)
+            return gram_way.in_fit_dtype(self, X, gram_way.exact_view(self)._fitted_scores(X))
+        return self.transform(X)
 
     # -- growing: more rows, another number of components (kpca_dask.model.growing) --
 
@@ -603,7 +607,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         """
         check_is_fitted(self)
         if gram_way.is_gram_model(self):
-            return gram_way.exact_view(self).transform(X, pcscaling=pcscaling)
+            return gram_way.in_fit_dtype(
+                self, X, gram_way.exact_view(self).transform(X, pcscaling=pcscaling))
         pcscaling = check_scaling(pcscaling, "pcscaling")
         rows = method_input(self, self.model_.layout, X)
         return scaled_scores(transformed(self.model_, rows, columns=self.get_feature_names_out(),
@@ -658,7 +663,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         True
         """
         check_is_fitted(self)
-        gram_way.refuse(self, "inverse_transform: fit_inverse_transform=True needs landmarks")
+        gram_way.refuse(self, "inverse_transform: fit_inverse_transform=True needs landmarks",
+                        NotInvertibleError)
         check_invertible(self.model_)
         return preimages(self.model_, embedding_input(Y), n_components=n_components)
 
@@ -781,8 +787,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         check_is_fitted(self)
         return "gram" if gram_way.is_gram_model(self) else "nystrom"
 
-    #: A fitted attribute of a Gram-way model comes from the exact model it holds.
-    __getattr__ = gram_way.forwarded
+    __getattr__ = gram_way.forwarded  # a Gram-way model's attributes: the exact model's
 
     #: The base's, named here so that the Attributes section's entry links to it.
     sample_dim_ = FittedModelEstimator.sample_dim_

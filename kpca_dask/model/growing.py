@@ -143,11 +143,12 @@ def require_statistics(model, action: str, name: str = "this model") -> PassStat
     6
     """
     check_is_fitted(model)
-    if not isinstance(model.model_, FittedModel):  # KernelPCA(solver="gram"): an exact model
+    if not isinstance(model.model_, FittedModel):  # an exact model (KernelPCA's Gram way)
         raise NoStatisticsError(
-            f"Cannot {action} {name}: it was fitted by the Gram way (solver_ = 'gram'), which "
-            "keeps the n x n kernel matrix's eigenvectors, not landmark sums. Fit it with "
-            'solver="nystrom" to add rows, merge or re-solve.')
+            f"Cannot {action} {name}: it is an exact model (ExactKernelPCA, or KernelPCA "
+            "fitted by the Gram way, solver_ = 'gram'), which keeps the n x n kernel "
+            'matrix\'s eigenvectors, not landmark sums. Fit KernelPCA(solver="nystrom") to '
+            "add rows, merge or re-solve.")
     check_fitted_estimator(model, name)
     stats = live_statistics(model.model_, action, name)
     if stats is None:

@@ -76,12 +76,14 @@ class Rows:
 @dataclass(frozen=True)
 class FitInput:
     """The rows a fit reads, their feature layout (None for plain arrays) and the
-    feature names of a table (None otherwise); ``is_lazy`` as in :class:`Rows`."""
+    feature names of a table (None otherwise); ``is_lazy`` as in :class:`Rows`;
+    ``is_table``: the rows came from a table (pandas or dask DataFrame)."""
 
     data: Any
     layout: FeatureLayout | None
     feature_names: Any = None
     is_lazy: bool = True
+    is_table: bool = False
 
 
 def is_xarray(X: Any) -> bool:
@@ -136,8 +138,9 @@ def fit_input(X: Any, *, sample_dim: str | None, weights: Any, precomputed: bool
     ((2, 2), None, None)
     """
     names = frame_feature_names(X)  # before the pass: mixed-type names raise now
+    table = is_frame(X)
     X, layout = fit_rows(X, sample_dim, weights, precomputed=precomputed)
-    return FitInput(_as_fit_array(X, what=what), layout, names)
+    return FitInput(_as_fit_array(X, what=what), layout, names, is_table=table)
 
 
 def relabelled(like: Any, values: np.ndarray) -> Any:

@@ -91,6 +91,16 @@ def test_rows_chunked_along_their_features(rows, dtype):
                                rtol=1e-10 if dtype == "float64" else 1e-4)
 
 
+def test_rows_chunked_along_their_features_in_checkpointed_segments(rows, tmp_path):
+    """A checkpointed fit adds the pass in segments of row blocks (``blocks=``): each
+    segment's moments are its own rows', and the total is still exact."""
+    lazy = da.from_array(rows, chunks=(50, 5))
+    kpca = KernelPCA(n_components=3, kernel="linear", landmarks=rows[:M]).fit(
+        lazy, checkpoint=str(tmp_path / "pass.zarr"))
+    np.testing.assert_allclose(kpca.centred_trace_, _deviations(rows), rtol=1e-10)
+    assert kpca.total_variance_kind_ == "exact"
+
+
 def test_sparse_rows_and_a_saved_model(rows, tmp_path):
     kept = np.where(np.abs(rows - 100.0) > 1.0, rows, 0.0)
     kpca = _fit(sparse.csr_matrix(kept))

@@ -12,13 +12,19 @@ from __future__ import annotations
 import dask
 import dask.array as da
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from scipy import sparse
 
 import kpca_dask
 from kpca_dask import ExactKernelPCA, KernelPCA
-from kpca_dask.errors import InsufficientMemoryError, InvalidParameterError, NoStatisticsError
+from kpca_dask.errors import (
+    InsufficientMemoryError,
+    InvalidParameterError,
+    NoStatisticsError,
+    NotInvertibleError,
+)
 
 N, P, Q = 40, 120, 4
 KERNELS = [("linear", {}), ("rbf", {"gamma": 0.004}), ("polynomial", {"gamma": 0.01}),
@@ -74,7 +80,8 @@ def test_auto_takes_landmarks_where_they_are_needed_or_better(wide):
 
     assert way(wide) == "gram"
     assert way(da.from_array(wide, chunks=(10, 60))) == "gram"
-    assert way(wide.T[:, :N]) == "nystrom"  # as many samples as features: still wide
+    assert way(wide[:, :N]) == "gram"  # as many samples as features: still wide
+    assert way(wide[:, :N - 1]) == "nystrom"  # fewer features than samples
     assert way(np.vstack([wide] * 4)) == "nystrom"  # more samples than features
     assert way(wide, kernel="laplacian") == "nystrom"  # no function of the Gram matrix
     assert way(wide, fit_inverse_transform=True) == "nystrom"  # a pre-image map
@@ -84,6 +91,8 @@ def test_auto_takes_landmarks_where_they_are_needed_or_better(wide):
     assert way(wide, n_landmarks=N // 2 - 1) == "nystrom"  # fewer landmarks: cheaper
     assert way(wide, solver="nystrom") == "nystrom"
     assert way(sparse.csr_matrix(wide)) == "nystrom"  # sparse rows keep landmarks
+    assert way(pd.DataFrame(wide)) == "nystrom"  # a table keeps its names and frames
+    assert way(wide, kernel="sigmoid") == "nystrom"  # not positive semi-definite
     with dask.config.set({"kpca-dask.memory-limit": "30 KiB"}):  # n x n beyond the memory
         assert way(da.from_array(wide, chunks=(10, 60)), n_landmarks=10,
                    landmarks="uniform") == "nystrom"
@@ -108,16 +117,36 @@ def test_gram_refuses_what_it_cannot_do_and_keeps_the_estimator(wide, params, re
         KernelPCA(2, solver="dense").fit(wide)
     with pytest.raises(InvalidParameterError, match="partial_fit"):
         KernelPCA(2, solver="gram").partial_fit(wide)
+    with pytest.raises(InvalidParameterError, match="a table"):
+        KernelPCA(2, solver="gram").fit(pd.DataFrame(wide))
+
+
+def test_scores_as_the_landmark_way_gives_them(wide):
+    """fit_transform is the fit's own scores, float32 kept for float32 rows or dtype, lazy
+    for lazy rows."""
+    kpca = KernelPCA(Q)
+    Y = kpca.fit_transform(wide)
+    np.testing.assert_allclose(Y, kpca.transform(wide), atol=1e-10 * np.abs(Y).max())
+    assert Y.dtype == np.float64
+    assert KernelPCA(Q).fit(wide.astype(np.float32)).transform(wide).dtype == np.float64
+    single = KernelPCA(Q).fit(wide.astype(np.float32))
+    assert single.transform(wide.astype(np.float32)).dtype == np.float32
+    assert KernelPCA(Q, dtype="float32").fit_transform(wide).dtype == np.float32
+    lazy = da.from_array(wide, chunks=(10, 60))
+    scores = KernelPCA(Q).fit_transform(lazy)
+    assert isinstance(scores, da.Array) and scores.chunks[0] == lazy.chunks[0]
+    np.testing.assert_allclose(scores.compute(), Y, atol=1e-10 * np.abs(Y).max())
 
 
 def test_a_gram_model_refuses_the_landmark_ways_by_name(wide):
     kpca = KernelPCA(Q).fit(wide)
     before = kpca.model_
     for call, words in [(lambda: kpca.partial_fit(wide), "add rows"),
-                        (lambda: kpca.set_n_components(2), "re-solve"),
-                        (lambda: kpca.inverse_transform(np.zeros((1, Q))), "inverse_transform")]:
+                        (lambda: kpca.set_n_components(2), "re-solve")]:
         with pytest.raises(InvalidParameterError, match=words):
             call()
+    with pytest.raises(NotInvertibleError, match="inverse_transform"):
+        kpca.inverse_transform(np.zeros((1, Q)))
     with pytest.raises(NoStatisticsError, match="Gram way"):
         kpca_dask.merge([kpca, kpca])
     with pytest.raises(AttributeError, match="no landmarks_"):

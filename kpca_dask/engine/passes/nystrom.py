@@ -150,8 +150,9 @@ def pass_statistics(
         reads = set(wide.source_keys)
         offsets = np.concatenate([[0], np.cumsum(wide.row_chunks)[:-1]]).astype(np.int64)
         chosen = split_slice(wide.parts, chosen)  # the blocks of X, once split
-        blocks_of = wide.terms.to_delayed().ravel()
-        if wide.moments is not None:  # unoptimised: fusion would make each chunk's pair twice
+        if wide.moments is None:
+            blocks_of = wide.terms.to_delayed().ravel()
+        else:  # unoptimised: fusion would make each chunk's pair twice
             blocks_of = wide.terms.to_delayed(optimize_graph=False).ravel()
             total = wide.moments[chosen].sum(axis=(0, 2)).rechunk(-1)
             moments = total.to_delayed(optimize_graph=False).ravel()[0]
