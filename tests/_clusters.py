@@ -34,6 +34,18 @@ def resident_bytes(dask_worker=None) -> int:
     return psutil.Process().memory_info().rss
 
 
+def load_library(dask_worker=None) -> None:
+    """Load what a task loads (numba's runtime and the compiled kernels, the readers of
+    stored fields), so that a baseline measured after it includes a worker's code, which
+    the memory model counts apart (run on each worker with ``client.run``)."""
+    import xarray  # noqa: F401
+    import zarr  # noqa: F401
+
+    from kpca_dask.blocks import epilogue
+
+    epilogue.compile_all()
+
+
 def assert_within_model(what: str, workers: dict, baselines: dict) -> None:
     """Each watched worker's peak within the model of docs/design.md §14.
 

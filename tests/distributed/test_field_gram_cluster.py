@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
-from _clusters import assert_within_model, process_client, resident_bytes
+from _clusters import assert_within_model, load_library, process_client, resident_bytes
 
 from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF
 from kpca_dask.diagnostics import watch_workers
@@ -84,6 +84,7 @@ def test_gram_way_on_worker_processes_equals_threads(store, tmp_path):
     with dask.config.set(scheduler="threads"):
         expected = _fits(store)
     with process_client(memory_limit="1.25 GiB", local_directory=str(tmp_path)) as client:
+        client.run(load_library)  # a worker's code is modelled apart from its growth
         baselines = client.run(resident_bytes)
         with watch_workers(client) as workers:
             models = _fits(store)

@@ -9,6 +9,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from _clusters import load_library
 
 from kpca_dask import KernelPCA
 
@@ -31,11 +32,6 @@ def _process_id() -> int:
     return os.getpid()
 
 
-def _load_library() -> None:
-    """Load what a fit task loads (run on the worker), so the data spill against it."""
-    from kpca_dask.blocks import epilogue
-
-    epilogue.compile_all()
 
 
 def _data():
@@ -59,7 +55,7 @@ def test_fit_completes_under_a_small_worker_memory_limit(tmp_path):
                          memory_limit=MEMORY_LIMIT, dashboard_address=None,
                          local_directory=str(tmp_path)) as cluster, Client(cluster) as client:
         processes_before = client.run(_process_id)
-        client.run(_load_library)
+        client.run(load_library)
         X = _data().persist()
         wait(X)
         assert sum(client.run(_spilled_to_disk).values()) > 0, "no memory pressure"

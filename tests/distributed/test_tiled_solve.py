@@ -20,7 +20,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from _clusters import assert_within_model, process_client, resident_bytes
+from _clusters import assert_within_model, load_library, process_client, resident_bytes
 from distributed import Client
 
 from kpca_dask import KernelPCA, load
@@ -46,15 +46,10 @@ def _single_process(X=None, **params) -> KernelPCA:
         return KernelPCA(**{**PARAMS, **params}).fit(_data() if X is None else X)
 
 
-def _load_library() -> None:
-    """Load what a task loads (the compiled kernels), so that the baseline includes it."""
-    from kpca_dask.blocks import epilogue
-
-    epilogue.compile_all()
 
 
 def _baselines(client: Client) -> dict:
-    client.run(_load_library)
+    client.run(load_library)
     return client.run(resident_bytes)
 
 

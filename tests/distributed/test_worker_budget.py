@@ -33,7 +33,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from _clusters import assert_within_model, process_client, resident_bytes
+from _clusters import assert_within_model, load_library, process_client, resident_bytes
 from dask.utils import parse_bytes
 from distributed import Client
 
@@ -69,11 +69,6 @@ FIGURES: list[tuple] = []
 
 # -- what is watched ---------------------------------------------------------
 
-def _load_library() -> None:
-    """Load what a task loads (numba's runtime, compiled kernels) before measuring."""
-    from kpca_dask.blocks import epilogue
-
-    epilogue.compile_all()
 
 
 class _Budget:
@@ -169,10 +164,10 @@ def data(tmp_path_factory) -> str:
 def budget(tmp_path_factory, data):
     # Compiled here first, the kernels are loaded from numba's disk cache by the
     # workers: compiling in each worker leaves LLVM's memory there (~100 MiB).
-    _load_library()
+    load_library()
     with process_client(memory_limit=WORKER_LIMIT,
                         local_directory=str(tmp_path_factory.mktemp("workers"))) as client:
-        client.run(_load_library)
+        client.run(load_library)
         yield _Budget(client)
     if FIGURES:
         print(f"\nworkers 2 x {WORKER_LIMIT / 2**30:.2f} GiB, data {DATA_BYTES / 2**30:.2f} GiB "
