@@ -23,18 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._parallel import blas_limit
-from .kernels import kernel_diagonal, kernel_name
 from .landmark_kernel import LandmarkKernel
-from .sparse_rows import as_block, first_nonfinite
 from .statistics import (
     PassStatistics,
     RunningStatistics,
-    add_feature_sums,
     add_gram,
+    counted_rows,
     even_block_rows,
     kernel_block_rows,
     kernel_rows_into,
-    shifted_to_origin,
 )
 
 __all__ = ["FieldKernel", "CoupledStatistics", "CoupledRunning", "coupled_statistics_of_block"]
@@ -98,22 +95,6 @@ class CoupledRunning:
         return CoupledStatistics(self.x.finished(), self.y.finished(), self.cross)
 
 
-def _prepared(block, running: RunningStatistics, side: FieldKernel, row_offset: int, dtype):
-    """A block's rows as its field's kernel sees them, or None if it holds NaN/inf."""
-    x = as_block(block)
-    running.n_samples += x.shape[0]
-    n_bad, first_bad = first_nonfinite(x)
-    if n_bad:
-        running.count_nonfinite(n_bad, int(row_offset + first_bad))
-        return None
-    if kernel_name(side.kernel) == "linear":  # the exact centred trace (docs/design.md §2)
-        add_feature_sums(running, x)
-    else:
-        running.diagonal_sum += float(
-            kernel_diagonal(x, side.kernel, **side.params).sum(dtype=np.float64))
-    return shifted_to_origin(x, side.origin).astype(dtype, copy=False)
-
-
 def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: FieldKernel,
                                 side_y: FieldKernel, dtype, blas_threads=None,
                                 block_bytes=None, within: bool = True) -> CoupledRunning:
@@ -130,8 +111,10 @@ def coupled_statistics_of_block(running, block_x, block_y, row_offset, side_x: F
     """
     if running is None:
         running = CoupledRunning.empty(side_x, side_y, within)
-    x = _prepared(block_x, running.x, side_x, row_offset, dtype)
-    y = _prepared(block_y, running.y, side_y, row_offset, dtype)
+    x = counted_rows(running.x, block_x, row_offset, side_x.kernel, side_x.params,
+                     side_x.origin, dtype)
+    y = counted_rows(running.y, block_y, row_offset, side_y.kernel, side_y.params,
+                     side_y.origin, dtype)
     if x is None or y is None:  # the fit stops at the error, which names the row
         return running
     m_x, m_y = len(side_x.reference), len(side_y.reference)

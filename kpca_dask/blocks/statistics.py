@@ -137,6 +137,40 @@ def add_feature_sums(running: "RunningStatistics", x) -> None:
     running.diagonal_sum += squares
 
 
+def counted_rows(running: "RunningStatistics", block, row_offset: int, kernel, params: dict,
+                 origin, dtype, *, totals: bool = True):
+    """A block's rows as the kernel sees them (shifted to ``origin``, in ``dtype``), with its
+    count, its NaN/inf rows and (``totals``) its part of t added to ``running``; None for a
+    block with a NaN or an infinity, which is not added.
+
+    t is the linear kernel's rows and float64 squares (its exact centred trace, before any
+    shift or cast), or any other kernel's diagonal of the rows as its blocks see them
+    (docs/design.md §2). The row pass, the tiled pass and the coupled pass start each block
+    here.
+
+    Examples
+    --------
+    >>> running = RunningStatistics.empty(np.zeros(1))
+    >>> counted_rows(running, np.ones((2, 3)), 0, "linear", {}, None, np.float64).shape
+    (2, 3)
+    >>> running.n_samples, running.diagonal_sum, running.feature_sums.tolist()
+    (2, 6.0, [2.0, 2.0, 2.0])
+    """
+    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
+    running.n_samples += x.shape[0]
+    n_bad, first_bad = first_nonfinite(x)
+    if n_bad:
+        running.count_nonfinite(n_bad, int(row_offset + first_bad))
+        return None
+    linear = kernel_name(kernel) == "linear"
+    if totals and linear:
+        add_feature_sums(running, x)
+    x = shifted_to_origin(x, origin).astype(dtype, copy=False)
+    if totals and not linear:
+        running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
+    return x
+
+
 def fill_upper(gram: np.ndarray) -> None:
     """Copy the lower triangle of a Fortran-ordered square array onto its upper, by panels
     (in place: no second m x m array).
@@ -168,15 +202,9 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     """
     if running is None:
         running = RunningStatistics.empty(reference)
-    x = as_block(block)  # scipy.sparse rows stay sparse (CSR)
-    running.n_samples += x.shape[0]
-    n_bad, first_bad = first_nonfinite(x)
-    if n_bad:
-        return running.count_nonfinite(n_bad, int(row_offset + first_bad))
-    linear = kernel_name(kernel) == "linear"
-    if linear:  # before any shift or cast: the rows as the kernel sees them
-        add_feature_sums(running, x)
-    x = shifted_to_origin(x, origin).astype(dtype, copy=False)
+    x = counted_rows(running, block, row_offset, kernel, params, origin, dtype)
+    if x is None:
+        return running
     m = landmarks.shape[0]
     shift = reference.astype(dtype, copy=False)
     # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
@@ -192,8 +220,6 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
                                   x[start : start + rows], kernel_rows, shift,
                                   running.column_sums)
             add_gram(running.gram, D)
-    if not linear:
-        running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
     return running
 
 

@@ -43,19 +43,16 @@ import numpy as np
 
 from ..._memory import MemoryBudget, memory_budget
 from ..._parallel import blas_limit, compute_held, distributed_client, persisted_on
-from ...blocks.kernels import kernel_diagonal, kernel_name
 from ...blocks.landmark_kernel import LandmarkKernel
-from ...blocks.sparse_rows import as_block, first_nonfinite
 from ...blocks.statistics import (
     PANEL_BYTES,
     PassStatistics,
     RunningStatistics,
-    add_feature_sums,
+    counted_rows,
     even_block_rows,
     kernel_origin,
     kernel_rows_into,
     merge_running,
-    shifted_to_origin,
 )
 from ...errors import InvalidParameterError
 from ..graph_values import shared_values
@@ -251,15 +248,11 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
     if running is None:
         running = RunningStatistics(np.asarray(reference[:stop], np.float64),
                                     np.zeros((stop - start, stop)), np.zeros(stop))
-    x = as_block(block)
-    running.n_samples += x.shape[0]
-    n_bad, first_bad = first_nonfinite(x)
-    if n_bad:
-        return running.count_nonfinite(n_bad, int(row_offset + first_bad))
-    linear = kernel_name(kernel) == "linear"
-    if linear:  # the exact total, as the row pass adds it (docs/design.md §2)
-        add_feature_sums(running, x)
-    x = shifted_to_origin(x, origin).astype(dtype, copy=False)
+    # t only in the last tile row: the pass's n, s and t are read from its panel alone
+    x = counted_rows(running, block, row_offset, kernel, params, origin, dtype,
+                     totals=stop == len(landmarks))
+    if x is None:
+        return running
     rows = even_block_rows(x.shape[0], block_rows)
     buffer = np.empty((min(rows, x.shape[0]), stop), dtype)
     kernel_rows = LandmarkKernel(landmarks[:stop], kernel, params, dtype)
@@ -269,8 +262,6 @@ def tile_row_of_block(running, block, row_offset, landmarks, kernel, params, dty
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - first)],
                                  x[first:first + rows], kernel_rows, shift, running.column_sums)
             add_tile_row(running.gram, D, start)
-    if not linear:
-        running.diagonal_sum += float(kernel_diagonal(x, kernel, **params).sum(dtype=np.float64))
     return running
 
 
