@@ -90,13 +90,21 @@ RUN_ALONE: list[tuple[str, str]] = [
 #: so that they do not share the cores and wait past their timeouts.
 CLUSTER_TESTS = ("tests/distributed/", "tests/faults/")
 
-#: Modules first in a parallel run: the longest ones, so that the last minute is not one
-#: process finishing a long module while the other is idle.
-LONGEST_FIRST = ("tests/faults/", "tests/distributed/", "tests/engine/test_large_m.py",
-                 "tests/engine/test_small_problem.py", "tests/interfaces/test_docs.py",
-                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_benchmarks.py",
-                 "tests/engine/test_nystrom_accuracy.py", "tests/engine/test_one_pass.py",
-                 "tests/engine/test_determinism.py")
+#: Modules first in a parallel run, longest first (their times in a full run on 2 cores):
+#: each test process always holds one module ahead of the one it runs, so a long module
+#: late in the run leaves the other process idle at the end (the file-damage module,
+#: alphabetically near the end, once left it idle for half a minute).
+LONGEST_FIRST = ("tests/faults/", "tests/distributed/",  # one unit: about 200 s
+                 "tests/interfaces/test_benchmarks.py", "tests/interfaces/test_doc_pages.py",
+                 "tests/interfaces/test_notebooks.py", "tests/interfaces/test_docs.py",
+                 "tests/checkpoints/test_checkpoints.py", "tests/interfaces/test_cli.py",
+                 "tests/io/test_concurrent_writers.py", "tests/storage/test_file_damage.py",
+                 "tests/deploy/test_tls_cluster.py", "tests/deploy/test_object_storage.py",
+                 "tests/engine/test_small_problem.py", "tests/engine/test_large_m.py",
+                 "tests/io/test_tables_object_storage.py", "tests/engine/test_determinism.py",
+                 "tests/interfaces/test_demo.py", "tests/interfaces/test_readme.py",
+                 "tests/coupled/test_coupled_kernel.py", "tests/engine/test_nystrom_accuracy.py",
+                 "tests/engine/test_one_pass.py")
 
 
 def pytest_collection_modifyitems(config, items):
