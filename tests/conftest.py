@@ -92,8 +92,8 @@ CLUSTER_TESTS = ("tests/distributed/", "tests/faults/")
 
 #: Modules first in a parallel run, longest first (their times in a full run on 2 cores):
 #: each test process always holds one module ahead of the one it runs, so a long module
-#: late in the run leaves the other process idle at the end (the file-damage module,
-#: alphabetically near the end, once left it idle for half a minute).
+#: late in the run can leave the other process idle at the end (the file-damage module,
+#: 20-40 s, comes alphabetically near the end).
 LONGEST_FIRST = ("tests/faults/", "tests/distributed/",  # one unit: about 200 s
                  "tests/interfaces/test_benchmarks.py", "tests/interfaces/test_doc_pages.py",
                  "tests/interfaces/test_notebooks.py", "tests/interfaces/test_docs.py",

@@ -71,14 +71,19 @@ def test_every_notebook_is_found():
     assert any("beyond_linear_eof" in n for n in names)
 
 
+def _started_kernel(folder: Path) -> KernelManager:
+    """A kernel started in ``folder`` with the notebooks' environment (small sizes, the
+    data folder)."""
+    manager = _kernel_manager(folder / "jupyter")
+    manager.start_kernel(cwd=str(folder), env={**os.environ, "KPCA_NOTEBOOK_SMALL": "1",
+                                               "KPCA_DASK_DATA": str(DATA)})
+    return manager
+
+
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    """One kernel for the notebooks of this test process, started with the notebooks'
-    environment (small sizes, the data folder) and shut down after the last."""
-    folder = tmp_path_factory.mktemp("kernel")
-    manager = _kernel_manager(folder / "jupyter")
-    environment = {**os.environ, "KPCA_NOTEBOOK_SMALL": "1", "KPCA_DASK_DATA": str(DATA)}
-    manager.start_kernel(cwd=str(folder), env=environment)
+    """One kernel for the notebooks of this test process, shut down after the last."""
+    manager = _started_kernel(tmp_path_factory.mktemp("kernel"))
     try:
         yield manager
     finally:
@@ -106,13 +111,14 @@ def _sets_the_environment(notebook: nbformat.NotebookNode) -> bool:
     forkserver have the environment of the moment it started, the first cluster's: such a
     notebook (the S3 credentials of the tables notebook) runs in a kernel of its own, where
     its cluster is the first."""
-    return any(re.search(r"os\.environ(\.update\(|\[[^]]+\]\s*=)", cell.source)
+    return any(re.search(r"os\.(putenv\(|environ(\.(update|setdefault)\(|\[[^]]+\]\s*=))",
+                         cell.source)
                for cell in notebook.cells if cell.cell_type == "code")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_notebook_runs_without_error(path, tmp_path, kernel, monkeypatch):
+def test_notebook_runs_without_error(path, tmp_path, kernel):
     """A notebook executes every cell at the small size; any cell error fails the test."""
     if _needs_mnist(path) and not all((DATA / "mnist" / f).is_file() for f in MNIST_FILES):
         pytest.skip(f"MNIST files not found in {DATA / 'mnist'}; set KPCA_DASK_DATA.")
@@ -122,17 +128,15 @@ def test_notebook_runs_without_error(path, tmp_path, kernel, monkeypatch):
     copy = tmp_path / path.name
     shutil.copyfile(path, copy)
     notebook = nbformat.read(copy, as_version=4)
-    if _sets_the_environment(notebook):
-        # A kernel of its own, started with the notebooks' environment, shut down after it.
-        monkeypatch.setenv("KPCA_NOTEBOOK_SMALL", "1")
-        monkeypatch.setenv("KPCA_DASK_DATA", str(DATA))
-        client = nbclient.NotebookClient(
-            notebook, km=_kernel_manager(tmp_path / "jupyter"), timeout=CELL_TIMEOUT_S,
-            resources={"metadata": {"path": str(tmp_path)}})
-    else:
-        notebook.cells.insert(0, _fresh_start(tmp_path))
-        client = nbclient.NotebookClient(notebook, km=kernel, timeout=CELL_TIMEOUT_S)
-    client.execute()  # raises CellExecutionError, naming the cell, on any error
+    notebook.cells.insert(0, _fresh_start(tmp_path))
+    own = _started_kernel(tmp_path) if _sets_the_environment(notebook) else None
+    try:
+        client = nbclient.NotebookClient(notebook, km=kernel if own is None else own,
+                                         timeout=CELL_TIMEOUT_S)
+        client.execute()  # raises CellExecutionError, naming the cell, on any error
+    finally:
+        if own is not None:
+            own.shutdown_kernel(now=True)
 
     errors = [output for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.get("outputs", []) if output.output_type == "error"]
