@@ -90,7 +90,12 @@ def floor_blocks(x, Z, inner_rows):
 
 
 def strict_floor(X, Z, rows_to_try, repeats: int) -> tuple[float, str]:
-    """The floor's products on all of ``X`` at the machine's best: the least seconds over
+    """The floor's products on all of ``X`` at the machine's best (:func:`at_best_blocks`)."""
+    return at_best_blocks(X, rows_to_try, repeats, lambda x, rows: floor_blocks(x, Z, rows))
+
+
+def at_best_blocks(X, rows_to_try, repeats: int, block) -> tuple[float, str]:
+    """``block(x, rows)`` over all of ``X`` at the machine's best: the least seconds over
     blocks of each of ``rows_to_try`` rows, one thread per core with one BLAS thread each or
     one thread with every core's; and how ("20000 rows, 2 x 1" threads x BLAS threads)."""
     cores = os.cpu_count() or 1
@@ -100,7 +105,7 @@ def strict_floor(X, Z, rows_to_try, repeats: int) -> tuple[float, str]:
         blocks = [X[start : start + rows] for start in range(0, len(X), rows)]
         for threads in sorted({cores, 1}):
             seconds, _ = best_of(repeats, lambda b=blocks, r=rows, t=threads: in_pool(
-                b, lambda x: floor_blocks(x, Z, r), t))
+                b, lambda x: block(x, r), t))
             best = min(best, (seconds, f"{rows} rows, {threads} x {cores // threads}"))
     return best
 
