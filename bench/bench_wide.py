@@ -19,11 +19,19 @@ columns, fitted by ``KernelPCA(n_landmarks=m, landmarks="uniform", dtype="float3
 - **peak**: the largest resident memory sampled during fit and transform,
   above what the process held before (goal: flat in p, <= 4 GiB at p = 10^6).
 
+``--data low-rank`` makes the rows as a user writes them instead:
+``L @ F + noise`` of ``dask.array.random.default_rng`` arrays (rank 10 plus
+unit noise) in the same chunks. dask makes each noise chunk as a task of its
+own and holds some ahead of their use (a row block's worth at n = 4000, as a
+plain ``X.sum(axis=1)`` does), so the peak a user measures is above the
+seeded data's.
+
 With ``--exact``, T-mode exact kernel PCA: ``ExactKernelPCA`` of an n x p
 float64 array generated the same way, its n x n Gram summed over feature chunks.
 
     python bench/bench_wide.py                                   # the table (minutes)
     python bench/bench_wide.py --p 1e4 --n 1000 --m 50 --exact-n 300 --exact-p 2e4   # quick
+    python bench/bench_wide.py --p 1e6 --no-exact --data low-rank   # as a user measures
 """
 
 from __future__ import annotations
@@ -61,6 +69,19 @@ def generated(n: int, p: int, chunk: tuple[int, int], dtype: str, seed: int = 0)
                          meta=np.empty((0, 0), dtype))
 
 
+def low_rank(n: int, p: int, chunk: tuple[int, int], dtype: str, rank: int = 10,
+             seed: int = 0) -> da.Array:
+    """n x p data as a user writes them: ``L @ F + noise`` of dask's own random arrays (rank
+    ``rank`` plus unit noise), in chunks of ``chunk``. dask makes the noise chunks as tasks of
+    their own, and holds some of them before they are used: what a user's fit then holds."""
+    rows, columns = chunk
+    rng = da.random.default_rng(seed)
+    L = rng.standard_normal((n, rank), chunks=(rows, rank), dtype=np.float32)
+    F = rng.standard_normal((rank, p), chunks=(rank, columns), dtype=np.float32)
+    noise = rng.standard_normal((n, p), chunks=(rows, columns), dtype=np.float32)
+    return (L @ F + noise).astype(dtype, copy=False)
+
+
 def floor_seconds(n: int, p: int, chunk: tuple[int, int], m: int, q: int) -> float:
     """The BLAS work of a fit and a transform, on blocks of the same shapes (float32)."""
     rows, columns = min(chunk[0], n), min(chunk[1], p)
@@ -91,7 +112,7 @@ def run_one(args) -> dict:
 
     n, p, m = int(args.n), int(args.p[0]), args.m
     chunk = (args.chunk_rows, int(args.chunk_columns))
-    X = generated(n, p, chunk, "float32")
+    X = (low_rank if args.data == "low-rank" else generated)(n, p, chunk, "float32")
     started = time.perf_counter()
     X.sum(axis=1).compute()
     generate = time.perf_counter() - started
@@ -145,16 +166,21 @@ def main(argv=None) -> None:
     parser.add_argument("--exact-n", type=float, default=3000)
     parser.add_argument("--exact-p", type=float, default=2e5)
     parser.add_argument("--no-exact", action="store_true")
+    parser.add_argument("--data", choices=["seeded", "low-rank"], default="seeded",
+                        help="seeded chunks made by map_blocks, or L @ F + noise of dask's "
+                        "random arrays, as a user writes them")
     parser.add_argument("--one", choices=["wide", "exact"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(args) if args.one == "wide" else run_exact(args)))
         return
     common = ["--n", str(args.n), "--m", str(args.m), "--q", str(args.q),
-              "--chunk-rows", str(args.chunk_rows), "--chunk-columns", str(args.chunk_columns)]
+              "--chunk-rows", str(args.chunk_rows), "--chunk-columns", str(args.chunk_columns),
+              "--data", args.data]
     lines = [machine(), "",
              f"n = {int(args.n)}, m = {args.m}, float32, chunks of "
-             f"({args.chunk_rows}, {int(args.chunk_columns)}), rbf, uniform landmarks", "",
+             f"({args.chunk_rows}, {int(args.chunk_columns)}), rbf, uniform landmarks, "
+             f"{args.data} data", "",
              "| p | generate (s) | fit (s) | fit + transform (s) | floor (s) | ratio | "
              "ratio without generate | peak (GiB) |",
              "|---|---|---|---|---|---|---|---|"]
