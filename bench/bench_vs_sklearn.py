@@ -6,8 +6,8 @@ SYRK pass and solves an m x m problem. Each method runs in its own fresh
 subprocess so that its peak memory (max RSS) is its own.
 
 The **floor** is the BLAS work kpca-dask's fit_transform cannot avoid, at the
-machine's best (``bench_floor.py``'s strict floor), timed in a third process on
-the same data: the pass's distance GEMM X_b Z^T and SYRK D_b^T D_b, plus the
+machine's best (``bench_floor.py``'s strict floor), timed after them in this
+process on the same data: the pass's distance GEMM X_b Z^T and SYRK D_b^T D_b, plus the
 transform's X_b Z^T and its product with the m x q projection, each at the
 least time over row blocks and over one thread per core or one thread with
 every core's BLAS threads. Two ratios: to scikit-learn and to the floor
@@ -57,7 +57,7 @@ def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
 
 
 def floor_of(data_path: str, m: int, q: int, repeats: int) -> dict:
-    """The fit_transform's floor on the saved data (runs in a subprocess): the pass's and
+    """The fit_transform's floor on the saved data: the pass's and
     the transform's products at the machine's best blocks, for m landmarks of the rows."""
     from bench_floor import at_best_blocks, floor_blocks, transform_floor_block
 
@@ -88,10 +88,8 @@ def main(argv=None) -> int:
     gamma = 1.0 / args.n_features
 
     if args.one:  # the child process
-        method, data = args.one
-        print(json.dumps(floor_of(data, args.n_landmarks, args.n_components, args.repeats)
-                         if method == "floor" else
-                         run_one(method, data, args.n_landmarks, args.n_components, gamma)))
+        print(json.dumps(run_one(args.one[0], args.one[1], args.n_landmarks,
+                                 args.n_components, gamma)))
         return 0
 
     from kpca_dask.datasets import make_dataset
@@ -101,18 +99,20 @@ def main(argv=None) -> int:
         data_path = str(Path(tmp) / "X.npy")
         np.save(data_path, X.compute())
         results = {}
-        for method in ("sklearn", "kpca_dask", "floor"):
+        for method in ("sklearn", "kpca_dask"):
             runs = []
-            # The floor takes the best of --repeats itself, in one process.
-            for _ in range(1 if method == "floor" else args.repeats):
+            for _ in range(args.repeats):
                 child = subprocess.run(
                     [sys.executable, __file__, "--one", method, data_path,
                      "--n-landmarks", str(args.n_landmarks),
                      "--n-components", str(args.n_components),
-                     "--n-features", str(args.n_features), "--repeats", str(args.repeats)],
+                     "--n-features", str(args.n_features)],
                     capture_output=True, text=True, check=True)
                 runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
             results[method] = min(runs, key=lambda r: r["seconds"])
+        # Times only, no memory: measured here, the best of --repeats.
+        results["floor"] = floor_of(data_path, args.n_landmarks, args.n_components,
+                                    args.repeats)
 
     sk, ours, floor = results["sklearn"], results["kpca_dask"], results["floor"]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
