@@ -59,7 +59,7 @@ def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
 def floor_of(data_path: str, m: int, q: int, repeats: int) -> dict:
     """The fit_transform's floor on the saved data: the pass's and
     the transform's products at the machine's best blocks, for m landmarks of the rows."""
-    from bench_floor import at_best_blocks, floor_blocks, transform_floor_block
+    from bench_floor import at_best_blocks, strict_floor, transform_floor_block
 
     from kpca_dask.blocks.statistics import kernel_block_rows
 
@@ -68,7 +68,7 @@ def floor_of(data_path: str, m: int, q: int, repeats: int) -> dict:
     Z = X[rng.choice(len(X), m, replace=False)]
     P = rng.standard_normal((m, q))
     rows = [kernel_block_rows(m), 5000, 20_000, 50_000]
-    fit, fit_how = at_best_blocks(X, rows, repeats, lambda x, r: floor_blocks(x, Z, r))
+    fit, fit_how = strict_floor(X, Z, rows, repeats)
     transform, transform_how = at_best_blocks(
         X, rows, repeats, lambda x, r: transform_floor_block(x, Z, P))
     return {"method": "floor", "seconds": fit + transform, "fit": fit, "fit_how": fit_how,
