@@ -67,14 +67,7 @@ def test_every_estimator_gives_its_spectrum_over_modes(fitted):
                                fitted.explained_variance_ratio_)
 
 
-def test_new_samples_give_lazy_scores_labelled_by_their_time(fitted, field, request):
-    if isinstance(fitted, ExactKernelPCA):
-        # Its dense model projects new rows against the training rows when asked (the row
-        # way: each training chunk read once for all new rows), so the scores come back
-        # computed; a block-by-block lazy graph would read the training field once per
-        # block of new rows. A loaded or matrix-free model is lazy.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="dense ExactKernelPCA "
-                                              "computes the scores of lazy new rows"))
+def test_new_samples_give_lazy_scores_labelled_by_their_time(fitted, field):
     new = field if isinstance(fitted, HilbertKernelEOF) else field[8:40]
     scores = fitted.transform(new)
     assert isinstance(scores, xr.DataArray)

@@ -24,6 +24,7 @@ from ..eof.patterns import check_kind, patterns_of
 from ..eof.scalings import check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
 from ..exact.exact_embedding import (
+    by_panels,
     embedding,
     kernel_rows,
     projected,
@@ -149,7 +150,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         The training data (float64; CSR for sparse input), needed by
         :meth:`transform`. Lazy input (dask, Zarr, xarray) stays lazy: the
         Gram matrix is summed over its feature chunks in one read (T-mode,
-        docs/design.md §12), and :meth:`transform` reads it once more. For the
+        docs/design.md §12), and :meth:`transform` of lazy rows is lazy too, by
+        panels of these rows (each read once for all the new rows). For the
         matrix-free solver, a dask array cut into row panels, which
         :meth:`transform` reads one panel per task.
         Absent for ``kernel="precomputed"``, whose matrix is decomposed in
@@ -376,6 +378,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         Returns
         -------
         errors : ndarray of shape (n_samples,)
+            Lazy (a dask array) for lazy rows when the training rows are lazy, or the
+            model is matrix-free or loaded.
 
         Examples
         --------
@@ -389,8 +393,9 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        if self.model_.by_panels is not None:
-            return applied(self.model_.by_panels, self, X, "reconstruction_error")
+        panels = by_panels(self.model_)  # lazy rows against lazy training rows: lazy errors
+        if self.model_.by_panels is not None or (panels is not None and self._lazy_input(X)):
+            return applied(panels, self, X, "reconstruction_error")
         rows = self._input_rows(X)
         like = rows.like
         Kx, diagonal = kernel_rows(self.model_, rows.data)

@@ -17,13 +17,14 @@ from dask.array.core import PerformanceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..engine.exact.gram import cross_kernel_by_panels
-from ..model.inputs import in_memory_input
+from ..model.inputs import holds_sparse_rows, in_memory_input, lazy_or_none
 from ..model.kernel_matrices import new_point_kernel_rows
 from ..model.precomputed import PRECOMPUTED
 from ..validation import check_n_features
-from .exact_model import ExactFit
+from .exact_model import ExactFit, ExactModel
 
-__all__ = ["embedding", "training_embedding", "transform_rows", "kernel_rows", "projected"]
+__all__ = ["embedding", "training_embedding", "transform_rows", "kernel_rows", "projected",
+           "by_panels"]
 
 _NAME = "ExactKernelPCA"
 
@@ -66,11 +67,29 @@ def projected(fit: ExactFit, Kx: np.ndarray) -> np.ndarray:
     return Kx @ scaled
 
 
-def transform_rows(fit: ExactFit, X) -> np.ndarray:
-    """The embedding of new rows in memory (kernel rows for ``kernel="precomputed"``)."""
+def transform_rows(fit: ExactFit, X) -> np.ndarray | da.Array:
+    """The embedding of new rows (kernel rows for ``kernel="precomputed"``): numpy for rows
+    in memory, lazy for lazy rows against lazy training rows (:func:`by_panels`)."""
     if fit.kernel == PRECOMPUTED:
         return projected(fit, new_point_kernel_rows(X, fit.n_samples))
+    lazy, panels = lazy_or_none(X), by_panels(fit)
+    if lazy is not None and panels is not None:
+        check_n_features(lazy, fit.n_features, _NAME)
+        return panels.transform(lazy)
     return projected(fit, kernel_rows(fit, X)[0])
+
+
+def by_panels(fit: ExactFit) -> ExactModel | None:
+    """The model that projects lazy rows against the training rows by panels: a matrix-free
+    fit's or a loaded model's own, and a dense fit's when its training rows are lazy (each
+    panel read once for every block of new rows, where a task per block projecting against
+    the whole training set would read it once per block); None for a dense fit on rows in
+    memory, which its tasks project against directly."""
+    if fit.by_panels is not None:
+        return fit.by_panels
+    if fit.lazy and not holds_sparse_rows(fit.rows):
+        return ExactModel.of_dense_fit(fit)
+    return None
 
 
 def embedding(fit: ExactFit, X: da.Array) -> da.Array:
@@ -79,13 +98,15 @@ def embedding(fit: ExactFit, X: da.Array) -> da.Array:
     stack level, and for :func:`kpca_dask.rotate`).
 
     The training rows given again take their known embedding; a model by panels (a
-    matrix-free fit or a loaded model) its panels; otherwise each task projects whole
-    rows, so rows chunked along the features are joined here, with a warning.
+    matrix-free fit, a loaded model, lazy training rows: :func:`by_panels`) its panels;
+    otherwise each task projects whole rows against the training rows in memory, so
+    rows chunked along the features are joined here, with a warning.
     """
     if X.name == fit.training_key:  # A_q is numpy after a dense solve, dask after matrix-free
         return da.asarray(training_embedding(fit)).rechunk((X.chunks[0], -1))
-    if fit.by_panels is not None:
-        return fit.by_panels.transform(X)
+    panels = by_panels(fit)
+    if panels is not None:
+        return panels.transform(X)
     if X.numblocks[1] > 1:
         warnings.warn(
             f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "

@@ -33,11 +33,12 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from .._memory import memory_budget
 from .._parallel import computed
 from ..blocks.kernels import kernel_diagonal
-from ..engine.exact.matrix_free import RowPanels, cross_kernel
+from ..engine.exact.matrix_free import RowPanels, cross_kernel, panel_rows
 from ..io.labelled import label_embedding, label_rows
-from ..model.inputs import method_input
+from ..model.inputs import lazy_or_none, lazy_rows, method_input
 from ..model.outputs import one_sample_of
 from ..validation import check_n_features
 
@@ -80,6 +81,34 @@ class ExactModel:
                    da.from_array(S, chunks=chunks), sums, row_sums @ S / n - grand_mean * sums,
                    grand_mean)
 
+    @classmethod
+    def of_dense_fit(cls, fit: "ExactFit") -> "ExactModel":
+        """The model of a dense fit's rows (numpy or lazy) by panels, with its centring
+        terms: what a model file holds, and how lazy new rows are projected, one task per
+        (block of new rows, training panel), each panel read once for all the blocks.
+
+        Examples
+        --------
+        >>> from kpca_dask import ExactKernelPCA
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> kpca = ExactKernelPCA(2, kernel="rbf", gamma=0.5).fit(X)
+        >>> Y = ExactModel.of_dense_fit(kpca.model_).transform(da.from_array(X[:5], chunks=2))
+        >>> bool(np.allclose(Y.compute(), kpca.transform(X[:5])))
+        True
+        """
+        X = fit.rows
+        n, p = X.shape
+        rows = panel_rows(n, p, 8, memory_budget(lazy_or_none(X)))
+        panels = RowPanels(lazy_rows(X).rechunk({0: rows, 1: -1}), fit.kernel,
+                           fit.kernel_params, np.dtype(np.float64), held=False)
+        A = np.asarray(fit.eigenvectors)
+        S = scaled_vectors(A, fit.eigenvalues)
+        sums, grand_mean = S.sum(axis=0), float(fit.grand_mean)
+        chunks = (panels.rows.chunks[0], (A.shape[1],))
+        return cls(panels, np.asarray(fit.eigenvalues), da.from_array(A, chunks),
+                   da.from_array(S, chunks), sums, fit.column_means @ S - grand_mean * sums,
+                   grand_mean)
+
     def _terms(self, X: da.Array) -> da.Array:
         """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily."""
         return cross_kernel(X, self.panels, self.weights)
@@ -94,9 +123,11 @@ class ExactModel:
     def reconstruction_error(self, X: da.Array) -> da.Array:
         """Squared feature-space distance of each row of ``X`` to the principal subspace."""
         X = X.rechunk({1: -1})
+        # A column, not a vector: map_blocks lines its blocks up with the terms' rows (a
+        # vector would be lined up with their columns, as numpy broadcasts).
         diagonal = X.map_blocks(diagonal_of_rows, kernel=self.panels.kernel,
-                                params=self.panels.params, drop_axis=1, dtype=np.float64,
-                                meta=np.empty((0,), np.float64))
+                                params=self.panels.params, chunks=(X.chunks[0], (1,)),
+                                dtype=np.float64, meta=np.empty((0, 0), np.float64))
         return da.map_blocks(errors_of_terms, self._terms(X), diagonal, n=self.n_samples,
                              sums=self.sums, offset=self.offset, grand_mean=self.grand_mean,
                              drop_axis=1, dtype=np.float64, meta=np.empty((0,), np.float64))
@@ -222,14 +253,16 @@ def embedded_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarr
 
 def errors_of_terms(terms: np.ndarray, diagonal: np.ndarray, n: int, sums: np.ndarray,
                     offset: np.ndarray, grand_mean: float) -> np.ndarray:
-    """A block of :meth:`ExactModel.reconstruction_error`."""
+    """A block of :meth:`ExactModel.reconstruction_error` (``diagonal`` a column)."""
     Y = embedded_terms(terms, n, sums, offset)
+    diagonal = diagonal[:, 0]
     return diagonal - 2.0 * terms[:, -1] / n + grand_mean - np.einsum("ij,ij->i", Y, Y)
 
 
 def diagonal_of_rows(x: np.ndarray, kernel, params: dict) -> np.ndarray:
-    """k(x, x) of each row of a block, float64."""
-    return np.asarray(kernel_diagonal(np.asarray(x), kernel, **params), dtype=np.float64)
+    """k(x, x) of each row of a block, float64, as a column."""
+    return np.asarray(kernel_diagonal(np.asarray(x), kernel, **params), dtype=np.float64
+                      )[:, None]
 
 
 def applied(model: ExactModel, estimator, X, method: str, attrs: dict | None = None):

@@ -41,11 +41,10 @@ import zarr
 from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
-from .._memory import memory_budget
 from ..blocks.kernels import canonical_kernel_name
 from ..checkpoints.file_checks import damaged
 from ..checkpoints.statistics_files import file_digest
-from ..engine.exact.matrix_free import RowPanels, panel_rows
+from ..engine.exact.matrix_free import RowPanels
 from ..engine.kernel_params import resolve_kernel_params
 from ..errors import InvalidParameterError, about
 from ..exact.exact_model import ExactFit, ExactModel, scaled_vectors
@@ -55,7 +54,7 @@ from ..io.checksums import (
     digest_of_rows,
     read_checked,
 )
-from ..model.inputs import holds_sparse_rows, lazy_or_none, lazy_rows
+from ..model.inputs import holds_sparse_rows
 from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from .file_headers import check_header, header_attributes, layout_entries, with_checksums
 from .layout_files import layout_from_attribute
@@ -83,7 +82,7 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
     check_is_fitted(estimator)
     _check_savable(estimator)
     fit = estimator.model_
-    model = fit.by_panels or _model_of_dense_fit(fit)
+    model = fit.by_panels or ExactModel.of_dense_fit(fit)
     arrays = {"rows": model.panels.rows, "eigenvectors": model.eigenvectors,
               "eigenvalues": model.eigenvalues,
               "explained_variance_ratio": np.asarray(estimator.explained_variance_ratio_),
@@ -115,23 +114,6 @@ def _check_savable(estimator) -> None:
         raise InvalidParameterError(
             "A model fitted on scipy.sparse rows cannot be saved (a model file holds dense "
             "arrays); fit it on X.toarray() to save it.")
-
-
-def _model_of_dense_fit(fit: ExactFit) -> ExactModel:
-    """The :class:`ExactModel` of a dense fit: its rows by panels and its centring terms."""
-    X = fit.rows
-    n, p = X.shape
-    rows = panel_rows(n, p, 8, memory_budget(lazy_or_none(X)))
-    X = lazy_rows(X)
-    panels = RowPanels(X.rechunk({0: rows, 1: -1}), fit.kernel, fit.kernel_params,
-                       np.dtype(np.float64), held=False)
-    A = np.asarray(fit.eigenvectors)
-    S = scaled_vectors(A, fit.eigenvalues)
-    sums, grand_mean = S.sum(axis=0), float(fit.grand_mean)
-    chunks = (panels.rows.chunks[0], (A.shape[1],))
-    return ExactModel(panels, np.asarray(fit.eigenvalues), da.from_array(A, chunks),
-                      da.from_array(S, chunks), sums,
-                      fit.column_means @ S - grand_mean * sums, grand_mean)
 
 
 def array_digest(value) -> str:

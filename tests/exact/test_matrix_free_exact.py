@@ -58,6 +58,10 @@ def test_matrix_free_equals_the_dense_solver(X, new, kernel, params):
     np.testing.assert_allclose(free.transform(new), dense.transform(new), atol=1e-9 * scale)
     np.testing.assert_allclose(free.reconstruction_error(new), dense.reconstruction_error(new),
                                atol=1e-9 * scale**2)
+    # Lazy rows in several blocks: each block's errors with its own rows' k(x, x).
+    lazy = free.reconstruction_error(da.from_array(new, chunks=max(1, len(new) // 3)))
+    np.testing.assert_allclose(lazy.compute(), dense.reconstruction_error(new),
+                               atol=1e-9 * scale**2)
     assert free.eigenvalue_residuals_.max() <= 1e-10 * free.eigenvalues_[0]
 
 

@@ -3,7 +3,8 @@ the fit's known embedding A_q Lambda_q^(1/2) instead of a second n x n product.
 
 Each result equals the one of the general path (the training rows projected by panels, the
 model without its ``training_key``) to 1e-10; the maps of the training field read each of
-its chunks once; other data, a part of the training field included, take the general path.
+its chunks once; other data, a part of the training field included, take the general path,
+lazy new rows by panels of the training rows, each read once.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def test_rotation_of_the_training_field(values):
 
 
 def test_maps_of_the_training_field_read_each_chunk_once(values):
-    """The maps' pass reads the field once; the general path reads it for every row block."""
+    """The maps' pass reads the field once."""
     stored = CountingRows(values)
     X = xr.DataArray(da.from_array(stored, chunks=(CHUNK, NLAT, NLON)),
                      dims=("time", "lat", "lon"))
@@ -88,10 +89,28 @@ def test_maps_of_the_training_field_read_each_chunk_once(values):
     with dask.config.set(scheduler="threads"):
         model.patterns(X, kind="eof").compute()
     assert stored.total() == len(X.chunks[0])
+
+
+def test_new_lazy_rows_read_the_training_field_once(values):
+    """Lazy new rows give lazy scores; computing them reads each training chunk once however
+    many blocks the new rows have (one task per block and training panel), and they equal
+    the scores of the same rows in memory; so do the maps and the reconstruction errors."""
+    stored = CountingRows(values)
+    dims = ("time", "lat", "lon")
+    X = xr.DataArray(da.from_array(stored, chunks=(CHUNK, NLAT, NLON)), dims=dims)
+    model = ExactKernelPCA(n_components=2, kernel="rbf", gamma=0.05, sample_dim="time").fit(X)
+    new = xr.DataArray(da.from_array(values[::-1].copy(), chunks=(10, NLAT, NLON)), dims=dims)
     stored.clear()
+    scores = model.transform(new)
+    assert dask.is_dask_collection(scores) and stored.total() == 0
     with dask.config.set(scheduler="threads"):
-        _general(model).patterns(X, kind="eof").compute()
-    assert stored.total() > 2 * len(X.chunks[0])
+        computed = scores.compute()
+    assert new.data.numblocks[0] == 9 and stored.total() == len(X.chunks[0])
+    _close(computed, model.transform(new.compute()))
+    _close(model.patterns(new).compute(), _general(model).patterns(new.compute()).compute())
+    errors = model.reconstruction_error(new)
+    assert dask.is_dask_collection(errors)
+    _close(errors.compute(), model.reconstruction_error(new.compute()))
 
 
 def test_other_data_take_the_general_path(values):
