@@ -24,10 +24,8 @@ from ..eof.patterns import check_kind, patterns_of
 from ..eof.scalings import check_scaling, scaled_scores
 from ..errors import InvalidParameterError, NotInvertibleError
 from ..exact.exact_embedding import (
-    by_panels,
     embedding,
-    kernel_rows,
-    projected,
+    reconstruction_errors,
     training_embedding,
     transform_rows,
 )
@@ -393,15 +391,11 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
             raise InvalidParameterError(
                 'reconstruction_error needs k(x, x) of each new point, which kernel="precomputed" '
                 "does not give; fit with the kernel itself (a name or a callable) instead.")
-        panels = by_panels(self.model_)  # lazy rows against lazy training rows: lazy errors
-        if self.model_.by_panels is not None or (panels is not None and self._lazy_input(X)):
-            return applied(panels, self, X, "reconstruction_error")
+        if self.model_.by_panels is not None:
+            return applied(self.model_.by_panels, self, X, "reconstruction_error")
         rows = self._input_rows(X)
         like = rows.like
-        Kx, diagonal = kernel_rows(self.model_, rows.data)
-        distance = diagonal - 2.0 * Kx.mean(axis=1) + self.model_.grand_mean
-        Y = projected(self.model_, Kx)
-        errors = distance - np.sum(Y * Y, axis=1)
+        errors = reconstruction_errors(self.model_, rows.data)
         return errors if like is None else label_rows(errors, like, name="reconstruction_error")
 
     def inverse_transform(self, Y: ArrayLike):

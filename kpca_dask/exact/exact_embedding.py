@@ -10,21 +10,24 @@ estimator's own state.
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.array.core import PerformanceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
-from ..engine.exact.gram import cross_kernel_by_panels
-from ..model.inputs import holds_sparse_rows, in_memory_input, lazy_or_none
+from ..engine.exact.gram import cross_kernel_by_panels, gram_hold_bytes, panel_bytes
+from ..engine.exact.matrix_free import PanelReader
+from ..model.inputs import in_memory_input, lazy_or_none
 from ..model.kernel_matrices import new_point_kernel_rows
 from ..model.precomputed import PRECOMPUTED
 from ..validation import check_n_features
-from .exact_model import ExactFit, ExactModel
+from .exact_model import ExactFit
 
 __all__ = ["embedding", "training_embedding", "transform_rows", "kernel_rows", "projected",
-           "by_panels"]
+           "reconstruction_errors", "by_runs"]
 
 _NAME = "ExactKernelPCA"
 
@@ -69,27 +72,81 @@ def projected(fit: ExactFit, Kx: np.ndarray) -> np.ndarray:
 
 def transform_rows(fit: ExactFit, X) -> np.ndarray | da.Array:
     """The embedding of new rows (kernel rows for ``kernel="precomputed"``): numpy for rows
-    in memory, lazy for lazy rows against lazy training rows (:func:`by_panels`)."""
+    in memory; lazy for lazy rows against lazy training rows (:func:`by_runs`)."""
     if fit.kernel == PRECOMPUTED:
         return projected(fit, new_point_kernel_rows(X, fit.n_samples))
-    lazy, panels = lazy_or_none(X), by_panels(fit)
-    if lazy is not None and panels is not None:
-        check_n_features(lazy, fit.n_features, _NAME)
-        return panels.transform(lazy)
+    lazy = lazy_or_none(X)
+    if lazy is not None and fit.lazy:
+        return by_runs(fit, lazy, _embedding_of_rows, fit.n_components)
+    return _embedding_of_rows(fit, X)
+
+
+def reconstruction_errors(fit: ExactFit, X) -> np.ndarray | da.Array:
+    """Squared feature-space distances of new rows to the principal subspace (docs/design.md
+    §6), numpy or lazy as :func:`transform_rows` gives their embedding."""
+    lazy = lazy_or_none(X)
+    if lazy is not None and fit.lazy:
+        return by_runs(fit, lazy, _errors_of_rows, None)
+    return _errors_of_rows(fit, X)
+
+
+def _embedding_of_rows(fit: ExactFit, X) -> np.ndarray:
     return projected(fit, kernel_rows(fit, X)[0])
 
 
-def by_panels(fit: ExactFit) -> ExactModel | None:
-    """The model that projects lazy rows against the training rows by panels: a matrix-free
-    fit's or a loaded model's own, and a dense fit's when its training rows are lazy (each
-    panel read once for every block of new rows, where a task per block projecting against
-    the whole training set would read it once per block); None for a dense fit on rows in
-    memory, which its tasks project against directly."""
-    if fit.by_panels is not None:
-        return fit.by_panels
-    if fit.lazy and not holds_sparse_rows(fit.rows):
-        return ExactModel.of_dense_fit(fit)
-    return None
+def _errors_of_rows(fit: ExactFit, X) -> np.ndarray:
+    Kx, diagonal = kernel_rows(fit, X)
+    distance = diagonal - 2.0 * Kx.mean(axis=1) + fit.grand_mean
+    Y = projected(fit, Kx)
+    return distance - np.sum(Y * Y, axis=1)
+
+
+def by_runs(fit: ExactFit, X: da.Array, of_rows: Callable, columns: int | None, *,
+            run_rows: int | None = None) -> da.Array:
+    """``of_rows(fit, rows)`` of lazy rows ``X`` against lazy training rows, lazily.
+
+    ``X`` is cut into runs of rows as long as the row way of a Gram pass holds
+    (:func:`~kpca_dask.engine.exact.gram.gram_hold_bytes`, at most an eighth of
+    a worker's memory), and each run is a task that gives ``of_rows`` of its
+    rows as a transform of rows in memory does: their kernel rows in one read
+    of the training rows, the way that reads them fewer times
+    (:func:`kernel_rows`). Inside the task both
+    are read by dask's synchronous scheduler, and the runs go one after
+    another, so that one run's working memory is held at a time. Few new rows
+    (a run) read the training rows once; a task per block of ``X``, each
+    projecting against the whole training set, would read them once per block.
+    ``run_rows`` sets the rows of a run instead.
+
+    Examples
+    --------
+    >>> from kpca_dask import ExactKernelPCA
+    >>> X = da.from_array(np.random.default_rng(0).normal(size=(40, 3)), chunks=10)
+    >>> fit = ExactKernelPCA(2, kernel="rbf", gamma=0.5).fit(X).model_
+    >>> Y = by_runs(fit, X[:9], _embedding_of_rows, 2, run_rows=4)
+    >>> Y.chunks, bool(np.allclose(Y, _embedding_of_rows(fit, X[:9].compute())))
+    (((9,), (2,)), True)
+    """
+    check_n_features(X, fit.n_features, _NAME)
+    X = X.rechunk({1: -1})
+    most = min(gram_hold_bytes(X), panel_bytes(X)) // max(1, X.shape[1] * X.dtype.itemsize)
+    run = max(1, min(int(run_rows or most), X.shape[0]))
+    task = dask.delayed(_run_of_rows, pure=False)
+    held, previous, parts = _Held(fit), None, []
+    for start in range(0, X.shape[0], run):
+        stop = min(start + run, X.shape[0])
+        previous = task(PanelReader(X[start:stop]), held, of_rows, previous)
+        shape = (stop - start,) if columns is None else (stop - start, columns)
+        parts.append(da.from_delayed(previous, shape, dtype=np.float64,
+                                     meta=np.empty((0,) * len(shape), np.float64)))
+    return da.concatenate(parts, axis=0).rechunk({0: X.chunks[0]})
+
+
+def _run_of_rows(rows: PanelReader, held: "_Held", of_rows: Callable, after) -> np.ndarray:
+    """A task of :func:`by_runs` (``after``, the previous run's result, orders the runs):
+    ``of_rows`` reads the run's rows as it reads those of the training rows, by runs of
+    their chunks in their dtype."""
+    with dask.config.set(scheduler="sync"):
+        return of_rows(held.fit, rows.rows)
 
 
 def embedding(fit: ExactFit, X: da.Array) -> da.Array:
@@ -98,15 +155,17 @@ def embedding(fit: ExactFit, X: da.Array) -> da.Array:
     stack level, and for :func:`kpca_dask.rotate`).
 
     The training rows given again take their known embedding; a model by panels (a
-    matrix-free fit, a loaded model, lazy training rows: :func:`by_panels`) its panels;
-    otherwise each task projects whole rows against the training rows in memory, so
-    rows chunked along the features are joined here, with a warning.
+    matrix-free fit or a loaded model) its panels; lazy training rows are read by runs
+    of ``X`` (:func:`by_runs`); otherwise each task projects whole rows against the
+    training rows in memory, so rows chunked along the features are joined here, with a
+    warning.
     """
     if X.name == fit.training_key:  # A_q is numpy after a dense solve, dask after matrix-free
         return da.asarray(training_embedding(fit)).rechunk((X.chunks[0], -1))
-    panels = by_panels(fit)
-    if panels is not None:
-        return panels.transform(X)
+    if fit.by_panels is not None:
+        return fit.by_panels.transform(X)
+    if fit.lazy:
+        return by_runs(fit, X, transform_rows, fit.n_components)
     if X.numblocks[1] > 1:
         warnings.warn(
             f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "

@@ -84,8 +84,7 @@ class ExactModel:
     @classmethod
     def of_dense_fit(cls, fit: "ExactFit") -> "ExactModel":
         """The model of a dense fit's rows (numpy or lazy) by panels, with its centring
-        terms: what a model file holds, and how lazy new rows are projected, one task per
-        (block of new rows, training panel), each panel read once for all the blocks.
+        terms: what a model file holds, and what a loaded model transforms with.
 
         Examples
         --------
