@@ -23,38 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidParameterError
-
-__all__ = ["COMPLEX_KERNELS", "check_complex_kernel", "complex_kernel", "kernel_diagonal"]
+__all__ = ["COMPLEX_KERNELS", "complex_kernel", "kernel_diagonal"]
 
 #: The kernels :func:`complex_kernel` evaluates.
 COMPLEX_KERNELS = ("linear", "rbf", "poly")
-
-
-def check_complex_kernel(kernel: str, gamma, degree, coef0) -> None:
-    """Raise :class:`~kpca_dask.errors.InvalidParameterError` for a kernel or parameter
-    these kernels do not take.
-
-    Examples
-    --------
-    >>> check_complex_kernel("rbf", None, 3, 1.0)
-    >>> check_complex_kernel("sigmoid", None, 3, 1.0)
-    Traceback (most recent call last):
-    ...
-    kpca_dask.errors.InvalidParameterError: kernel must be one of ('linear', 'rbf', 'poly') \
-for complex rows; got 'sigmoid'.
-    """
-    if kernel not in COMPLEX_KERNELS:
-        raise InvalidParameterError(
-            f"kernel must be one of {COMPLEX_KERNELS} for complex rows; got {kernel!r}.")
-    if gamma is not None and not (isinstance(gamma, (int, float, np.floating))
-                                  and not isinstance(gamma, bool) and gamma > 0):
-        raise InvalidParameterError(f"gamma must be a number > 0 or None; got {gamma!r}.")
-    if kernel == "poly" and not (isinstance(degree, (int, np.integer)) and degree >= 1
-                                 and coef0 >= 0):
-        raise InvalidParameterError(
-            "The complex poly kernel is positive semi-definite for an int degree >= 1 and "
-            f"coef0 >= 0; got degree={degree!r}, coef0={coef0!r}.")
 
 
 def complex_kernel(Z: np.ndarray, W: np.ndarray, kernel: str, gamma: float = 1.0,

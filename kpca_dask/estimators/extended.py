@@ -28,8 +28,9 @@ from ..exact.exact_fitting import dense_fits
 from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
 from ..io.fields import resolved_sample_dim
 from ..io.latitude import is_coslat
+from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
-from ..model.parameters import SOLVERS
+from ..model.parameters import check_params
 from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
 
@@ -230,11 +231,9 @@ trace_error_
         self : ExtendedKernelEOF
         """
         started = time.perf_counter()
+        check_params(self.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
+                     estimator=type(self).__name__)
         tau, embedding = check_delay(self.tau, self.embedding)
-        if self.solver not in SOLVERS:
-            raise InvalidParameterError(
-                f"solver must be one of {SOLVERS} (chosen from the shape and the memory, the "
-                f"field's Gram matrix, or landmarks); got {self.solver!r}.")
         sample_dim, n_samples, n_features = _shape(X, self.sample_dim)
         kept = n_embedded(n_samples, tau, embedding)
         pca = None

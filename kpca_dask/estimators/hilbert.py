@@ -17,7 +17,6 @@ is ``kpca_dask.rotate`` (:mod:`kpca_dask.eof.hilbert_rotation`).
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import dask
@@ -27,10 +26,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._memory import memory_budget
 from .._parallel import capped_blas, computed
-from ..blocks.complex_kernels import check_complex_kernel, complex_kernel
+from ..blocks.complex_kernels import complex_kernel
 from ..engine.bandwidth import pair_distances
 from ..engine.exact.gram import inner_products
-from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows, check_padding
+from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..engine.hilbert.complex_gram import (
     analytic_operator,
     gram_bytes,
@@ -62,9 +61,10 @@ from ..errors import (
     InvalidParameterError,
     ShortRecordWarning,
 )
+from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
-from ..model.parameters import SOLVERS
+from ..model.parameters import check_params
 from .base import FittedModelEstimator
 
 __all__ = ["HilbertKernelEOF"]
@@ -296,25 +296,14 @@ class HilbertKernelEOF(FittedModelEstimator):
                                   GramState(X, train_sums, train_total, norms))
 
     def _check_params(self) -> None:
-        q = self.n_components
-        if not (isinstance(q, numbers.Integral) and not isinstance(q, bool) and q >= 1):
-            raise InvalidParameterError(f"n_components must be an int >= 1; got {q!r}.")
-        m = self.n_landmarks
-        if not (isinstance(m, numbers.Integral) and not isinstance(m, bool) and m >= q):
+        check_params(self.get_params(deep=False), constraints=HILBERT_CONSTRAINTS,
+                     estimator=type(self).__name__)
+        if self.n_landmarks < self.n_components:
             raise InvalidParameterError(
-                f"n_landmarks must be an int >= n_components; got {m!r}.")
-        check_padding(self.padding, self.decay_factor)
-        if self.solver not in SOLVERS:
-            raise InvalidParameterError(
-                f"solver must be one of {SOLVERS} (the Gram matrix of the field, exact, or "
-                f"landmarks); got {self.solver!r}.")
-        check_complex_kernel(self.kernel, self.gamma, self.degree, self.coef0)
+                f"n_landmarks must be an int >= n_components; got {self.n_landmarks!r}.")
 
     def _landmark_indices(self, n: int) -> np.ndarray:
-        if isinstance(self.landmarks, str):
-            if self.landmarks != "uniform":
-                raise InvalidParameterError(
-                    f"landmarks must be 'uniform' or sample indices; got {self.landmarks!r}.")
+        if isinstance(self.landmarks, str):  # "uniform", as its constraint holds
             m = min(int(self.n_landmarks), n)
             if m == n:
                 return np.arange(n)

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from ..checkpoints.file_checks import damaged
-from ..errors import about
+from ..errors import InvalidParameterError, about
 from ..io import PathOrURL, open_group
 from ..io.atomic import INCOMPLETE, WRITE_STATE_ATTR, staged_output
 from ..io.checksums import (
@@ -42,6 +42,8 @@ from ..io.checksums import (
     read_checked,
 )
 from ..io.delay_embedding import lags
+from ..model.eof_parameters import EXTENDED_CONSTRAINTS
+from ..model.parameters import check_params
 from .file_headers import check_header, header_attributes, with_checksums
 from .layout_files import coordinate_attribute, coordinate_values
 from .model_files import check_written
@@ -134,8 +136,12 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
         fitted = attrs["fitted"]
         try:
             estimator = estimator_class(**attrs.get("params", {}))
+            check_params(estimator.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
+                         estimator=ESTIMATOR)
             components = _labelled(values, fitted["components"])
             tau, embedding = (int(value) for value in fitted["delay"])
+        except InvalidParameterError as exc:
+            raise damaged(f"a parameter is invalid: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise damaged(f"its attributes are not those a fit writes ({exc})") from None
         _check_stages(group, fitted, estimator)

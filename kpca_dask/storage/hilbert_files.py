@@ -43,9 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from .._parallel import computed
-from ..blocks.complex_kernels import check_complex_kernel
 from ..checkpoints.file_checks import damaged
-from ..engine.hilbert.analytic_signal import check_padding
 from ..engine.hilbert.complex_solve import ComplexSolution
 from ..eof.hilbert_model import GramState, HilbertFit
 from ..errors import InvalidParameterError, about
@@ -53,6 +51,8 @@ from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import (
     read_checked,
 )
+from ..model.eof_parameters import HILBERT_CONSTRAINTS
+from ..model.parameters import check_params
 from .exact_files import array_digest, stored_digest
 from .file_headers import check_header, header_attributes, layout_entries, with_checksums
 from .layout_files import (
@@ -165,9 +165,8 @@ def _rebuilt(group: zarr.Group, attrs: dict, estimator_class: type):
     params = dict(attrs.get("params", {}))
     try:
         estimator = estimator_class(**params)
-        check_padding(estimator.padding, estimator.decay_factor)
-        check_complex_kernel(estimator.kernel, estimator.gamma, estimator.degree,
-                             estimator.coef0)
+        check_params(estimator.get_params(deep=False), constraints=HILBERT_CONSTRAINTS,
+                     estimator=ESTIMATOR)
     except (InvalidParameterError, TypeError) as exc:
         raise damaged(f"a parameter is invalid: {exc}") from None
     rows = da.from_zarr(group["rows"], chunks=group["rows"].chunks) if gram else None

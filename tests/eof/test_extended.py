@@ -174,11 +174,12 @@ def test_transform_of_a_new_series_projects_its_lagged_rows():
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(tau=0), "tau=0 must be an int >= 1"),
-    (dict(embedding=1.5), "embedding=1.5 must be an int >= 1"),
+    (dict(tau=0), r"tau must be an int >= 1 \(the delay .*; got 0\."),
+    (dict(embedding=1.5), r"embedding must be an int >= 1 .*; got 1\.5\."),
     (dict(tau=20, embedding=5), r"\(embedding - 1\) \* tau <= n_samples - 2"),
     (dict(n_pca_modes=16), r"min\(n_samples, n_features\) = 15"),
-    (dict(n_pca_modes=0), "n_pca_modes=0 must be an int"),
+    (dict(n_pca_modes=0), "n_pca_modes must be None .* or an int >= 1"),
+    (dict(gamma="wide"), "gamma='wide' is not a rule"),
     (dict(solver="dense"), "solver must be one of"),
 ])
 def test_parameters_out_of_range_are_refused(params, match):

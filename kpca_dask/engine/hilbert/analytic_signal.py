@@ -25,9 +25,9 @@ import dask.array as da
 import numpy as np
 from scipy.signal import hilbert
 
-from ...errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
+from ...errors import InvalidInputError, NonFiniteInputError
 
-__all__ = ["PADDINGS", "check_padding", "analytic_signal", "analytic_rows",
+__all__ = ["PADDINGS", "analytic_signal", "analytic_rows",
            "feature_chunk_width"]
 
 #: The paddings :func:`analytic_signal` applies before the Hilbert transform.
@@ -39,28 +39,6 @@ CHUNK_BYTES = 64 * 2**20
 
 #: The fewest samples a record may have: the Hilbert transform and a line fit need a few.
 MIN_SAMPLES = 4
-
-
-def check_padding(padding: str, decay_factor: float) -> None:
-    """Raise :class:`~kpca_dask.errors.InvalidParameterError` for an unknown padding or a
-    decay factor outside (0, 1].
-
-    Examples
-    --------
-    >>> check_padding("exp", 0.2)
-    >>> check_padding("zero", 0.2)
-    Traceback (most recent call last):
-    ...
-    kpca_dask.errors.InvalidParameterError: padding must be 'exp' or 'none'; got 'zero'.
-    """
-    if padding not in PADDINGS:
-        raise InvalidParameterError(f"padding must be 'exp' or 'none'; got {padding!r}.")
-    if padding == "exp" and not (isinstance(decay_factor, (int, float, np.floating))
-                                 and not isinstance(decay_factor, bool)
-                                 and 0 < decay_factor <= 1):
-        raise InvalidParameterError(
-            "decay_factor must be a number in (0, 1] (the e-folding length of the padding "
-            f"as a share of the record; 0.05 to 0.2 is usual); got {decay_factor!r}.")
 
 
 def _padded(y: np.ndarray, decay_factor: float) -> np.ndarray:
