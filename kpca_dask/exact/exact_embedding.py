@@ -127,7 +127,6 @@ def by_runs(fit: ExactFit, X: da.Array, of_rows: Callable, columns: int | None, 
     (((9,), (2,)), True)
     """
     check_n_features(X, fit.n_features, _NAME)
-    X = X.rechunk({1: -1})
     most = min(gram_hold_bytes(X), panel_bytes(X)) // max(1, X.shape[1] * X.dtype.itemsize)
     run = max(1, min(int(run_rows or most), X.shape[0]))
     task = dask.delayed(_run_of_rows, pure=False)
