@@ -85,8 +85,7 @@ def test_chunked_field_exact_model(chunks):
     """ExactKernelPCA of a chunked field sums its Gram matrix over the kept positions of each
     chunk and equals the whole-row model. Its patterns of the training field take the fit's
     embedding; those of other data are read by runs of rows in their chunks, as the fit read
-    the training field, with no warning; a model of rows in memory joins them into whole rows,
-    with a PerformanceWarning."""
+    the training field, with no warning."""
     field = _field()
     chunked = field.chunk(chunks)
     expected = ExactKernelPCA(n_components=3, gamma=0.02, weights=_weights(field)).fit(field)
@@ -99,9 +98,6 @@ def test_chunked_field_exact_model(chunks):
         warnings.simplefilter("error", PerformanceWarning)
         maps = model.patterns(2 * chunked)
         _close(maps, expected.patterns(2 * field))
-    # A model of rows in memory projects whole rows in its tasks: the chunks are joined.
-    with pytest.warns(PerformanceWarning, match="ExactKernelPCA projects whole rows"):
-        _close(expected.patterns(2 * chunked), expected.patterns(2 * field))
 
 
 def test_fully_masked_chunks_are_joined_to_a_neighbour():
