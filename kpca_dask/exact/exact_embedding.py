@@ -12,14 +12,13 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-import dask
 import dask.array as da
 import numpy as np
 from dask.array.core import PerformanceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..engine.exact.gram import cross_kernel_by_panels, gram_hold_bytes, panel_bytes
-from ..engine.exact.matrix_free import PanelReader
+from ..engine.exact.runs import chained_runs, run_rows
 from ..model.inputs import in_memory_input, lazy_or_none
 from ..model.kernel_matrices import new_point_kernel_rows
 from ..model.precomputed import PRECOMPUTED
@@ -102,7 +101,7 @@ def _errors_of_rows(fit: ExactFit, X) -> np.ndarray:
 
 
 def by_runs(fit: ExactFit, X: da.Array, of_rows: Callable, columns: int | None, *,
-            run_rows: int | None = None) -> da.Array:
+            rows_per_run: int | None = None) -> da.Array:
     """``of_rows(fit, rows)`` of lazy rows ``X`` against lazy training rows, lazily.
 
     ``X`` is cut into runs of rows as long as the row way of a Gram pass holds
@@ -115,37 +114,20 @@ def by_runs(fit: ExactFit, X: da.Array, of_rows: Callable, columns: int | None, 
     another, so that one run's working memory is held at a time. Few new rows
     (a run) read the training rows once; a task per block of ``X``, each
     projecting against the whole training set, would read them once per block.
-    ``run_rows`` sets the rows of a run instead.
+    ``rows_per_run`` sets the rows of a run instead.
 
     Examples
     --------
     >>> from kpca_dask import ExactKernelPCA
     >>> X = da.from_array(np.random.default_rng(0).normal(size=(40, 3)), chunks=10)
     >>> fit = ExactKernelPCA(2, kernel="rbf", gamma=0.5).fit(X).model_
-    >>> Y = by_runs(fit, X[:9], _embedding_of_rows, 2, run_rows=4)
+    >>> Y = by_runs(fit, X[:9], _embedding_of_rows, 2, rows_per_run=4)
     >>> Y.chunks, bool(np.allclose(Y, _embedding_of_rows(fit, X[:9].compute())))
     (((9,), (2,)), True)
     """
     check_n_features(X, fit.n_features, _NAME)
-    most = min(gram_hold_bytes(X), panel_bytes(X)) // max(1, X.shape[1] * X.dtype.itemsize)
-    run = max(1, min(int(run_rows or most), X.shape[0]))
-    task = dask.delayed(_run_of_rows, pure=False)
-    held, previous, parts = _Held(fit), None, []
-    for start in range(0, X.shape[0], run):
-        stop = min(start + run, X.shape[0])
-        previous = task(PanelReader(X[start:stop]), held, of_rows, previous)
-        shape = (stop - start,) if columns is None else (stop - start, columns)
-        parts.append(da.from_delayed(previous, shape, dtype=np.float64,
-                                     meta=np.empty((0,) * len(shape), np.float64)))
-    return da.concatenate(parts, axis=0).rechunk({0: X.chunks[0]})
-
-
-def _run_of_rows(rows: PanelReader, held: "_Held", of_rows: Callable, after) -> np.ndarray:
-    """A task of :func:`by_runs` (``after``, the previous run's result, orders the runs):
-    ``of_rows`` reads the run's rows as it reads those of the training rows, by runs of
-    their chunks in their dtype."""
-    with dask.config.set(scheduler="sync"):
-        return of_rows(held.fit, rows.rows)
+    rows = rows_per_run or run_rows(X, min(gram_hold_bytes(X), panel_bytes(X)))
+    return chained_runs(X, rows, of_rows, columns, fit)
 
 
 def embedding(fit: ExactFit, X: da.Array) -> da.Array:
@@ -164,7 +146,7 @@ def embedding(fit: ExactFit, X: da.Array) -> da.Array:
     if fit.by_panels is not None:
         return fit.by_panels.transform(X)
     if fit.lazy:
-        return by_runs(fit, X, transform_rows, fit.n_components)
+        return by_runs(fit, X, _embedding_of_rows, fit.n_components)
     if X.numblocks[1] > 1:
         warnings.warn(
             f"X has {X.numblocks[1]} chunks along the features; ExactKernelPCA projects "

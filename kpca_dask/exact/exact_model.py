@@ -36,7 +36,9 @@ import numpy as np
 from .._memory import memory_budget
 from .._parallel import computed
 from ..blocks.kernels import kernel_diagonal
+from ..engine.exact.gram import gram_hold_bytes, panel_bytes
 from ..engine.exact.matrix_free import RowPanels, cross_kernel, panel_rows
+from ..engine.exact.runs import chained_runs, panel_terms, run_rows
 from ..io.labelled import label_embedding, label_rows
 from ..model.inputs import lazy_or_none, lazy_rows, method_input
 from ..model.outputs import one_sample_of
@@ -109,8 +111,14 @@ class ExactModel:
                    grand_mean)
 
     def _terms(self, X: da.Array) -> da.Array:
-        """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily."""
-        return cross_kernel(X, self.panels, self.weights)
+        """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily: a task per (block of X,
+        panel) when the panels are held where the tasks run, else run by run
+        (:mod:`kpca_dask.engine.exact.runs`), each run's float64 rows within what a Gram
+        pass holds, the panels read inside its task."""
+        if self.panels.held:
+            return cross_kernel(X, self.panels, self.weights)
+        rows = run_rows(X, min(gram_hold_bytes(X), panel_bytes(X)), itemsize=8)
+        return chained_runs(X, rows, _run_terms, self.weights.shape[1] + 1, self)
 
     def transform(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X`` (dask, any row chunks), lazily, chunked like them."""
@@ -242,6 +250,11 @@ def scaled_vectors(eigenvectors: np.ndarray, eigenvalues: np.ndarray) -> np.ndar
     positive = eigenvalues > 0
     scale[positive] = 1.0 / np.sqrt(eigenvalues[positive])
     return eigenvectors * scale
+
+
+def _run_terms(model: ExactModel, rows: da.Array) -> np.ndarray:
+    """A task of :meth:`ExactModel._terms`: one run's terms, the panels read in turn."""
+    return panel_terms(model.panels, model.weights, rows)
 
 
 def embedded_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarray

@@ -54,6 +54,22 @@ def test_a_dense_model_of_lazy_rows_round_trips(tmp_path, X, new):
                                model.reconstruction_error(new), atol=1e-12)
 
 
+def test_a_loaded_model_projects_lazy_rows_run_by_run(tmp_path, X, new):
+    """Lazy new rows in several blocks against the file's row panels: lazy scores and errors,
+    made by one task per run of new rows (the panels read inside it), equal to those of the
+    rows in memory."""
+    model = ExactKernelPCA(n_components=3, gamma=0.2).fit(da.from_array(X, chunks=(100, 4)))
+    loaded = kpca_dask.load(model.save(tmp_path / "dense.zarr"))
+    assert loaded.X_fit_.numblocks[0] > 1  # several training panels
+    lazy = da.from_array(new, chunks=(5, 4))
+    scores, errors = loaded.transform(lazy), loaded.reconstruction_error(lazy)
+    assert isinstance(scores, da.Array) and isinstance(errors, da.Array)
+    runs = [key for key in dict(scores.__dask_graph__()) if str(key).startswith("_run-")]
+    assert len(runs) == 1  # the 20 rows are one run, whatever their 4 blocks
+    np.testing.assert_allclose(scores.compute(), model.transform(new), atol=1e-12)
+    np.testing.assert_allclose(errors.compute(), model.reconstruction_error(new), atol=1e-12)
+
+
 def test_a_field_model_keeps_its_layout(tmp_path):
     """A weighted DataArray fit: the loaded model takes the field and labels its output."""
     field = xr.DataArray(np.random.default_rng(2).normal(size=(80, 3, 2)),
