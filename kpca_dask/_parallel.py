@@ -17,6 +17,39 @@ from threadpoolctl import ThreadpoolController, threadpool_limits
 _LOCAL_SCHEDULERS = (dask.threaded.get, dask.local.get_sync, dask.multiprocessing.get)
 
 
+_THIS_THREAD = threading.local()
+
+
+@contextlib.contextmanager
+def reading_in_this_thread():
+    """Within: the library's reads in this thread (:func:`read_scheduler`) compute by dask's
+    synchronous scheduler, as a task that reads its own rows needs (docs/design.md §13:
+    nothing submitted from a task, safe on a distributed worker). Other threads keep
+    theirs: dask's configuration is the process's, so setting its scheduler would reach
+    every thread, and two such tasks ending in turn could leave it set.
+
+    Examples
+    --------
+    >>> with reading_in_this_thread():
+    ...     read_scheduler()
+    'sync'
+    >>> read_scheduler() is None
+    True
+    """
+    previous = getattr(_THIS_THREAD, "scheduler", None)
+    _THIS_THREAD.scheduler = "sync"
+    try:
+        yield
+    finally:
+        _THIS_THREAD.scheduler = previous
+
+
+def read_scheduler() -> str | None:
+    """The scheduler the library's reads name in this thread: ``"sync"`` within
+    :func:`reading_in_this_thread`, else None (dask's default)."""
+    return getattr(_THIS_THREAD, "scheduler", None)
+
+
 def distributed_client(collection=None):
     """The ``distributed.Client`` that will compute ``collection``, or None for a local scheduler.
 

@@ -110,7 +110,13 @@ def test_new_lazy_rows_read_the_training_field_once(values):
     _close(model.patterns(new).compute(), _general(model).patterns(new.compute()).compute())
     errors = model.reconstruction_error(new)
     assert dask.is_dask_collection(errors)
-    _close(errors.compute(), model.reconstruction_error(new.compute()))
+    # Two chains of runs at once, on two threads: each names its reads' scheduler for its
+    # own thread, and dask's configuration is left as it was.
+    with dask.config.set(scheduler="threads"):
+        together = dask.compute(scores, errors)
+    assert dask.config.get("scheduler", None) is None
+    _close(together[0], computed)
+    _close(together[1], model.reconstruction_error(new.compute()))
 
 
 def test_other_data_take_the_general_path(values):

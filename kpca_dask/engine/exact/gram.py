@@ -29,6 +29,7 @@ from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 
 from ..._memory import memory_budget, process_room_bytes, release_freed_memory
+from ..._parallel import read_scheduler
 from ...blocks.feature_sums import (
     CITYBLOCK,
     INNER,
@@ -480,7 +481,8 @@ def _read_rows_of(X: da.Array, first: int, stop: int, starts: np.ndarray) -> np.
     out = np.empty((int(starts[stop] - starts[first]), X.shape[1]), X.dtype)
     at = 0
     for a in range(first, stop, _READ_AT_ONCE):
-        chunks = dask.compute(*(X.blocks[k] for k in range(a, min(stop, a + _READ_AT_ONCE))))
+        chunks = dask.compute(*(X.blocks[k] for k in range(a, min(stop, a + _READ_AT_ONCE))),
+                              scheduler=read_scheduler())
         for chunk in chunks:
             out[at:at + chunk.shape[0]] = chunk
             at += chunk.shape[0]

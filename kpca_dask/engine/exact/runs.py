@@ -7,7 +7,8 @@ until every block has used them, and make each panel's kernel tiles once per
 block (on a 2000 x 50 000 field: twice the time of a transform in memory and
 +0.9 GiB). Here each run of new rows is one task that reads its rows and the
 training rows inside itself, by dask's synchronous scheduler (safe on a
-distributed worker: nothing is submitted from a task), and the runs are
+distributed worker: nothing is submitted from a task; the scheduler is named
+for this thread's reads only, :func:`~kpca_dask._parallel.reading_in_this_thread`), and the runs are
 chained, each task taking the previous one's result, so one run's working
 memory is held at a time.
 """
@@ -21,6 +22,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from ..._parallel import reading_in_this_thread
 from ...blocks.kernel_tiles import cross_products
 from ..sampling import read_rows
 from .matrix_free import PanelReader, RowPanels
@@ -75,7 +77,7 @@ def chained_runs(X: da.Array, rows: int, of_run: Callable, columns: int | None,
 
 def _run(rows: PanelReader, held: Held, of_run: Callable, after) -> np.ndarray:
     """A task of :func:`chained_runs` (``after``, the previous run's result, orders them)."""
-    with dask.config.set(scheduler="sync"):
+    with reading_in_this_thread():
         result = of_run(held.value, rows.rows)
     if dask.is_dask_collection(result):  # an of_run that is lazy for lazy rows
         raise TypeError(f"{getattr(of_run, '__name__', of_run)} gave a dask collection; "
@@ -94,12 +96,18 @@ def panel_terms(panels: RowPanels, weights: da.Array, rows: da.Array) -> np.ndar
     # The next panel is read (decompressed) in a thread while this one's products are
     # made: the reads are done one at a time, so they overlap the BLAS work instead.
     with ThreadPoolExecutor(1) as reader:
-        coming = reader.submit(read_rows, panels.rows[bounds[0][0]:bounds[0][1]])
+        coming = reader.submit(_read_here, panels.rows[bounds[0][0]:bounds[0][1]])
         for k, (start, stop) in enumerate(bounds):
             panel = coming.result()
             if k + 1 < len(bounds):
-                coming = reader.submit(read_rows, panels.rows[bounds[k + 1][0]:bounds[k + 1][1]])
+                coming = reader.submit(_read_here, panels.rows[bounds[k + 1][0]:bounds[k + 1][1]])
             terms += cross_products(x, panel, W[start:stop], panels.kernel, panels.params,
                                     panels.dtype)
             del panel
     return terms
+
+
+def _read_here(rows: da.Array) -> np.ndarray:
+    """``rows`` read by dask's synchronous scheduler in this (the reading) thread."""
+    with reading_in_this_thread():
+        return read_rows(rows)
