@@ -19,6 +19,7 @@ from kpca_dask.blocks.kernels import (
     pairwise_kernel,
 )
 from kpca_dask.errors import InvalidParameterError, ModelFormatError
+from kpca_dask.model.eof_parameters import EXTENDED_CONSTRAINTS, HILBERT_CONSTRAINTS
 from kpca_dask.model.parameters import (
     CONSTRAINTS,
     EXACT_CONSTRAINTS,
@@ -196,3 +197,36 @@ def test_whole_float_degree_becomes_an_int():
     """degree=2.0 is accepted as the integer 2 (scikit-learn's integer degree)."""
     params = resolve_kernel_params("polynomial", 3, degree=2.0)
     assert params["degree"] == 2 and isinstance(params["degree"], int)
+
+
+#: The EOF estimators' tables, and a value each of their own parameters refuses.
+EOF_TABLES = {"HilbertKernelEOF": HILBERT_CONSTRAINTS, "ExtendedKernelEOF": EXTENDED_CONSTRAINTS}
+EOF_BAD_VALUES = {"HilbertKernelEOF": {"kernel": "sigmoid", "landmarks": "kmeans",
+                                       "padding": "zero", "decay_factor": 0.0, "coef0": -1.0,
+                                       "degree": 0},
+                  "ExtendedKernelEOF": {"tau": 0, "embedding": 0, "n_pca_modes": 0}}
+
+
+@pytest.mark.parametrize("estimator", sorted(EOF_TABLES))
+def test_eof_constraints_cover_exactly_their_constructor_parameters(estimator):
+    """Each EOF table has one entry per constructor parameter, in the constructor's order,
+    and its defaults pass it."""
+    cls = getattr(kpca_dask, estimator)
+    assert list(EOF_TABLES[estimator]) == list(inspect.signature(cls).parameters)
+    defaults = {"n_components": 2} if estimator == "ExtendedKernelEOF" else {}
+    check_params(cls(**defaults).get_params(deep=False), constraints=EOF_TABLES[estimator])
+
+
+@pytest.mark.parametrize(("estimator", "name"), [
+    (estimator, name) for estimator, table in sorted(EOF_TABLES.items()) for name in table])
+def test_eof_estimators_refuse_a_bad_value_naming_it(X, estimator, name):
+    """A refused value of each parameter is an InvalidParameterError at fit that names it,
+    before anything is read; the estimator is left unfitted."""
+    value = EOF_BAD_VALUES[estimator].get(name, BAD_VALUES.get(name))
+    params = {"n_components": 2, **({"kernel": "poly"} if name in ("degree", "coef0") else {}),
+              name: value}
+    model = getattr(kpca_dask, estimator)(**params)
+    with pytest.raises(InvalidParameterError) as caught:
+        model.fit(X)
+    assert re.search(rf"\b{name}\b", str(caught.value)), str(caught.value)
+    assert not hasattr(model, "model_") and not hasattr(model, "kpca_")
