@@ -148,8 +148,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         The training data (float64; CSR for sparse input), needed by
         :meth:`transform`. Lazy input (dask, Zarr, xarray) stays lazy: the
         Gram matrix is summed over its feature chunks in one read (T-mode,
-        docs/design.md §12), and :meth:`transform` of lazy rows is lazy too, by
-        panels of these rows (each read once for all the new rows). For the
+        docs/design.md §12), and :meth:`transform` of lazy rows is lazy too, run
+        by run (these rows read once per run of new rows). For the
         matrix-free solver, a dask array cut into row panels, which
         :meth:`transform` reads one panel per task.
         Absent for ``kernel="precomputed"``, whose matrix is decomposed in

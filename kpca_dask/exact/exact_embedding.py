@@ -18,7 +18,7 @@ from dask.array.core import PerformanceWarning
 
 from ..blocks.kernels import kernel_diagonal, pairwise_kernel
 from ..engine.exact.gram import cross_kernel_by_panels, gram_hold_bytes, panel_bytes
-from ..engine.exact.runs import chained_runs, run_rows
+from ..engine.exact.runs import Held, chained_runs, run_rows
 from ..model.inputs import in_memory_input, lazy_or_none
 from ..model.kernel_matrices import new_point_kernel_rows
 from ..model.precomputed import PRECOMPUTED
@@ -153,24 +153,14 @@ def embedding(fit: ExactFit, X: da.Array) -> da.Array:
             "whole rows, one block of rows per task, so they are joined into whole rows "
             "(KernelPCA keeps them).", PerformanceWarning, stacklevel=4)
         X = X.rechunk({1: -1})
-    return X.map_blocks(transform_block, held=_Held(fit),
+    return X.map_blocks(transform_block, held=Held(fit),
                         chunks=(X.chunks[0], (fit.n_components,)), dtype=np.float64,
                         meta=np.empty((0, 0), np.float64))
 
 
-class _Held:
-    """The fitted model, handed to the tasks as it is: dask would read the dask arrays of a
-    dataclass given to ``map_blocks`` (the training rows) into every task."""
-
-    __slots__ = ("fit",)
-
-    def __init__(self, fit: ExactFit) -> None:
-        self.fit = fit
-
-
-def transform_block(block: np.ndarray, held: _Held) -> np.ndarray:
+def transform_block(block: np.ndarray, held: Held) -> np.ndarray:
     """The embedding of one block of rows by a fitted exact model (a task of
     :func:`embedding`)."""
-    fit = held.fit
+    fit = held.value
     rows = in_memory_input(None, block, keep_lazy=False, precomputed=fit.kernel == PRECOMPUTED)
     return transform_rows(fit, rows.data)

@@ -110,15 +110,24 @@ class ExactModel:
                    da.from_array(S, chunks), sums, fit.column_means @ S - grand_mean * sums,
                    grand_mean)
 
-    def _terms(self, X: da.Array) -> da.Array:
-        """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily: a task per (block of X,
-        panel) when the panels are held where the tasks run, else run by run
+    def _terms(self, X: da.Array, *, diagonal: bool = False) -> da.Array:
+        """[k(X, X_train) S, k(X, X_train) 1] of rows ``X``, lazily, chunked like their rows
+        (with ``diagonal``, k(x, x) as one more column): a task per (block of X, panel) when
+        the panels are held where the tasks run, else run by run
         (:mod:`kpca_dask.engine.exact.runs`), each run's float64 rows within what a Gram
-        pass holds, the panels read inside its task."""
-        if self.panels.held:
-            return cross_kernel(X, self.panels, self.weights)
-        rows = run_rows(X, min(gram_hold_bytes(X), panel_bytes(X)), itemsize=8)
-        return chained_runs(X, rows, _run_terms, self.weights.shape[1] + 1, self)
+        pass holds, the panels read inside its task, k(x, x) from the run read there."""
+        if not self.panels.held:
+            rows = run_rows(X, min(gram_hold_bytes(X), panel_bytes(X)), itemsize=8)
+            return chained_runs(X, rows, _run_terms,
+                                self.weights.shape[1] + 1 + diagonal, (self, diagonal))
+        terms = cross_kernel(X, self.panels, self.weights)
+        if not diagonal:
+            return terms
+        X = X.rechunk({1: -1})
+        own = X.map_blocks(diagonal_of_rows, kernel=self.panels.kernel,
+                           params=self.panels.params, chunks=(X.chunks[0], (1,)),
+                           dtype=np.float64, meta=np.empty((0, 0), np.float64))
+        return da.concatenate([terms, own], axis=1).rechunk({1: -1})
 
     def transform(self, X: da.Array) -> da.Array:
         """The embedding of the rows ``X`` (dask, any row chunks), lazily, chunked like them."""
@@ -129,15 +138,10 @@ class ExactModel:
 
     def reconstruction_error(self, X: da.Array) -> da.Array:
         """Squared feature-space distance of each row of ``X`` to the principal subspace."""
-        X = X.rechunk({1: -1})
-        # A column, not a vector: map_blocks lines its blocks up with the terms' rows (a
-        # vector would be lined up with their columns, as numpy broadcasts).
-        diagonal = X.map_blocks(diagonal_of_rows, kernel=self.panels.kernel,
-                                params=self.panels.params, chunks=(X.chunks[0], (1,)),
-                                dtype=np.float64, meta=np.empty((0, 0), np.float64))
-        return da.map_blocks(errors_of_terms, self._terms(X), diagonal, n=self.n_samples,
-                             sums=self.sums, offset=self.offset, grand_mean=self.grand_mean,
-                             drop_axis=1, dtype=np.float64, meta=np.empty((0,), np.float64))
+        return self._terms(X, diagonal=True).map_blocks(
+            errors_of_terms, n=self.n_samples, sums=self.sums, offset=self.offset,
+            grand_mean=self.grand_mean, drop_axis=1, dtype=np.float64,
+            meta=np.empty((0,), np.float64))
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,9 +256,10 @@ def scaled_vectors(eigenvectors: np.ndarray, eigenvalues: np.ndarray) -> np.ndar
     return eigenvectors * scale
 
 
-def _run_terms(model: ExactModel, rows: da.Array) -> np.ndarray:
+def _run_terms(state: tuple, rows: da.Array) -> np.ndarray:
     """A task of :meth:`ExactModel._terms`: one run's terms, the panels read in turn."""
-    return panel_terms(model.panels, model.weights, rows)
+    model, diagonal = state
+    return panel_terms(model.panels, model.weights, rows, diagonal)
 
 
 def embedded_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarray
@@ -263,12 +268,12 @@ def embedded_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarr
     return terms[:, :-1] - np.outer(terms[:, -1] / n, sums) - offset
 
 
-def errors_of_terms(terms: np.ndarray, diagonal: np.ndarray, n: int, sums: np.ndarray,
-                    offset: np.ndarray, grand_mean: float) -> np.ndarray:
-    """A block of :meth:`ExactModel.reconstruction_error` (``diagonal`` a column)."""
-    Y = embedded_terms(terms, n, sums, offset)
-    diagonal = diagonal[:, 0]
-    return diagonal - 2.0 * terms[:, -1] / n + grand_mean - np.einsum("ij,ij->i", Y, Y)
+def errors_of_terms(terms: np.ndarray, n: int, sums: np.ndarray, offset: np.ndarray,
+                    grand_mean: float) -> np.ndarray:
+    """A block of :meth:`ExactModel.reconstruction_error`: ``terms`` with k(x, x) last."""
+    Y = embedded_terms(terms[:, :-1], n, sums, offset)
+    return (terms[:, -1] - 2.0 * terms[:, -2] / n + grand_mean
+            - np.einsum("ij,ij->i", Y, Y))
 
 
 def diagonal_of_rows(x: np.ndarray, kernel, params: dict) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..._parallel import reading_in_this_thread
 from ...blocks.kernel_tiles import cross_products
+from ...blocks.kernels import kernel_diagonal
 from ..sampling import read_rows
 from .matrix_free import PanelReader, RowPanels
 
@@ -85,10 +86,12 @@ def _run(rows: PanelReader, held: Held, of_run: Callable, after) -> np.ndarray:
     return np.asarray(result, dtype=np.float64)
 
 
-def panel_terms(panels: RowPanels, weights: da.Array, rows: da.Array) -> np.ndarray:
+def panel_terms(panels: RowPanels, weights: da.Array, rows: da.Array,
+                diagonal: bool = False) -> np.ndarray:
     """``k(rows, X_train) [W, 1]`` (float64) of lazy ``rows``, read here with each training
     panel in turn (a task of :func:`chained_runs`): what
-    :func:`~kpca_dask.engine.exact.matrix_free.cross_kernel` gives, for one run."""
+    :func:`~kpca_dask.engine.exact.matrix_free.cross_kernel` gives, for one run; with
+    ``diagonal``, k(x, x) of each row as one more column, from the rows read here."""
     x = np.ascontiguousarray(read_rows(rows), dtype=panels.dtype)
     W = np.asarray(weights)
     terms = np.zeros((x.shape[0], W.shape[1] + 1))
@@ -104,6 +107,9 @@ def panel_terms(panels: RowPanels, weights: da.Array, rows: da.Array) -> np.ndar
             terms += cross_products(x, panel, W[start:stop], panels.kernel, panels.params,
                                     panels.dtype)
             del panel
+    if diagonal:
+        own = np.asarray(kernel_diagonal(x, panels.kernel, **panels.params), np.float64)
+        terms = np.column_stack([terms, own])
     return terms
 
 
