@@ -77,6 +77,20 @@ def test_new_samples_give_lazy_scores_labelled_by_their_time(fitted, field):
     assert dask.is_dask_collection(scores)
 
 
+def test_maps_computed_by_the_fit_are_one_array_and_one_field(fitted):
+    """Where the fit computes its maps (the Hilbert and extended EOFs), ``components()`` lays
+    them on the field and ``components_`` is the same maps as an ndarray over the features
+    fitted; the two kernel PCAs read their maps from the data (``patterns(X)``)."""
+    if not hasattr(fitted, "components"):
+        assert isinstance(fitted, (KernelPCA, ExactKernelPCA)) and hasattr(fitted, "patterns")
+        return
+    maps, flat = fitted.components(), fitted.components_
+    assert isinstance(maps, xr.DataArray) and isinstance(flat, np.ndarray)
+    assert maps.dims[0] == "mode" and maps.dims[-2:] == ("lat", "lon")
+    assert flat.shape[0] == Q and flat.shape[-1] == fitted.n_features_in_
+    np.testing.assert_array_equal(flat, maps.values.reshape(flat.shape))
+
+
 def test_every_estimator_saves_and_loads(fitted, tmp_path):
     loaded = kpca_dask.load(fitted.save(tmp_path / "model.zarr"))
     assert type(loaded) is type(fitted) and loaded.get_params() == fitted.get_params()

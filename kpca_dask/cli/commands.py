@@ -183,9 +183,8 @@ def _patterns(args) -> None:
     model = load(args.model)
     if not isinstance(model, (KernelPCA, ExactKernelPCA)):
         name = type(model).__name__
-        held = "components()" if name == "HilbertKernelEOF" else "components_"
         raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
-                           f"read them in Python, kpca_dask.load(path).{held}; patterns "
+                           "read them in Python, kpca_dask.load(path).components(); patterns "
                            "takes KernelPCA and ExactKernelPCA models.")
     _check_sample_dim(args, model)
     maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written

@@ -15,7 +15,8 @@ import xarray as xr
 
 from ..errors import InvalidParameterError
 
-__all__ = ["rotate_extended", "RotatedExtendedEOF", "space_time_maps", "PCA_MODE_DIM"]
+__all__ = ["rotate_extended", "RotatedExtendedEOF", "space_time_maps", "flat_space_time",
+           "PCA_MODE_DIM"]
 
 #: The dimension of the linear EOF scores a field is reduced to with ``n_pca_modes``.
 PCA_MODE_DIM = "pca_mode"
@@ -43,6 +44,42 @@ def space_time_maps(maps, linear, embedding: int):
     return maps if linear is None else np.einsum("klp,pf->klf", maps, np.asarray(linear))
 
 
+def flat_space_time(maps) -> np.ndarray:
+    """Space-time maps as an array (mode, embedding, features): a field's maps (mode,
+    embedding, field...) with the field's positions flattened in its order and those of
+    its mask (NaN in every map, :func:`kpca_dask.io.fields.as_field`) left out, so the
+    features are those the fit read, as the Hilbert EOF's ``components_`` are.
+
+    Examples
+    --------
+    >>> maps = xr.DataArray([[[1.0, np.nan, 2.0]]], dims=("mode", "embedding", "x"))
+    >>> flat_space_time(maps).tolist()
+    [[[1.0, 2.0]]]
+    """
+    if not isinstance(maps, xr.DataArray):
+        return np.asarray(maps)
+    values = np.asarray(maps.transpose("mode", "embedding", ...).values)
+    values = values.reshape(values.shape[0], values.shape[1], -1)
+    return values[:, :, ~np.isnan(values).all(axis=(0, 1))]
+
+
+def scaled_space_time(maps, eigenvalues: np.ndarray, normalized: bool):
+    """The maps as computed (``normalized``), or each mode's times its singular value
+    √(λ (n − 1)) = √eigenvalue (xeofs' ``components(normalized=False)``).
+
+    Examples
+    --------
+    >>> scaled_space_time(np.ones((2, 1, 1)), np.array([4.0, 9.0]), False).ravel().tolist()
+    [2.0, 3.0]
+    """
+    if normalized:
+        return maps
+    scale = np.sqrt(np.asarray(eigenvalues, dtype=np.float64))
+    if isinstance(maps, xr.DataArray):
+        return maps * xr.DataArray(scale, dims="mode", coords={"mode": maps["mode"]})
+    return maps * scale[:, None, None]
+
+
 def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEOF":
     """Rotate the leading space-time modes of a fitted extended EOF on the data ``X`` it was
     fitted on: ``rotate_stage`` (:func:`kpca_dask.rotate`, whose ``options`` these are) of
@@ -56,6 +93,8 @@ def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEO
     >>> rotated = kpca_dask.rotate(eeof, X, method="varimax")
     >>> rotated.components_.shape, rotated.transform(X).shape
     ((3, 2, 4), (79, 3))
+    >>> rotated.components().shape  # on the field for a field's fit
+    (3, 2, 4)
     """
     if X is None:
         raise InvalidParameterError(
@@ -77,16 +116,18 @@ class RotatedExtendedEOF:
     stage : RotatedEOF
         The rotation of the kernel stage on the embedded samples, which the
         variances, the rotation matrix and the scores are.
-    components_ : ndarray or DataArray of shape (r, embedding, ...)
+    components_ : ndarray of shape (r, embedding, n_features)
         The rotated space-time maps, each of unit norm over the embedded
-        features, on the field for a field's fit.
+        features, over the features fitted (:meth:`components` lays them on the
+        field).
     n_components_, explained_variance_, explained_variance_ratio_,
     field_variance_, field_variance_ratio_, rotation_matrix_, correlation_matrix_
         The stage's (see :class:`~kpca_dask.eof.rotation.RotatedEOF`).
     """
 
     def __init__(self, estimator, stage, components) -> None:
-        self.estimator, self.stage, self.components_ = estimator, stage, components
+        self.estimator, self.stage, self._maps = estimator, stage, components
+        self.components_ = flat_space_time(components)
         self.rotation = stage.rotation
         for name in ("n_components_", "explained_variance_", "explained_variance_ratio_",
                      "field_variance_", "field_variance_ratio_", "rotation_matrix_",
@@ -99,6 +140,11 @@ class RotatedExtendedEOF:
     def spectrum(self):
         """The rotated modes' variances over ``mode`` (the stage's :meth:`spectrum`)."""
         return self.stage.spectrum()
+
+    def components(self):
+        """The rotated space-time maps: for a field's fit a DataArray ``components`` (mode,
+        embedding, the field's dims), NaN on its mask; else ``components_``."""
+        return self._maps
 
     def transform(self, X):
         """The rotated scores of ``X``'s embedded samples (the extended EOF's ``transform``,

@@ -21,7 +21,12 @@ import xarray as xr
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..eof.extended_rotation import PCA_MODE_DIM, space_time_maps
+from ..eof.extended_rotation import (
+    PCA_MODE_DIM,
+    flat_space_time,
+    scaled_space_time,
+    space_time_maps,
+)
 from ..eof.scalings import EOFVarianceMixin
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import dense_fits
@@ -113,14 +118,14 @@ max_landmarks, dtype, rcond, random_state
         :class:`~kpca_dask.ExactKernelPCA` when it took the Gram way.
     solver_ : {"gram", "nystrom"}
         The way the stage that reads the field was fitted (see ``solver``).
-    components_ : ndarray of shape (``n_components_``, embedding, ``n_features_in_``), or DataArray
+    components_ : ndarray of shape (``n_components_``, embedding, ``n_features_in_``)
         The space-time EOF of each mode: cov(y_j, w x_emb) / ``explained_variance_``
         over the embedded rows, the unit EOFs for a linear kernel (xeofs'
         ``components()``), the regression of the lagged field on the mode for any
         kernel; with ``n_pca_modes``, those over the embedded scores times the
-        linear EOFs. For a field, a DataArray ``components`` with dims
-        (``mode`` 1..k, ``embedding``, the field's feature dims), ``embedding``
-        the lags 0, tau, ..., (L-1) tau, NaN on the field's mask.
+        linear EOFs. Over the features fitted (a field's positions off its mask,
+        in the field's order), as :class:`~kpca_dask.HilbertKernelEOF`'s
+        ``components_``; :meth:`components` lays them on the field.
     lags_ : ndarray of shape (embedding,)
         The lag of each copy in samples: 0, tau, ..., (L-1) tau.
     delay_ : (int, int)
@@ -164,6 +169,8 @@ trace_error_
     >>> scores = eeof.fit_transform(X)
     >>> scores.shape, eeof.components_.shape, eeof.lags_.tolist()
     ((194, 2), (2, 4, 6), [0, 2, 4, 6])
+    >>> eeof.components().shape  # a DataArray (mode, embedding, ...) for a field
+    (2, 4, 6)
     >>> round(float(eeof.explained_variance_ratio_.sum()), 2)  # a wave: one pair of modes
     0.98
     """
@@ -218,7 +225,7 @@ trace_error_
 
         Reads ``X`` in the passes of each stage's fit (the linear stage's with
         ``n_pca_modes``, then the kernel stage's), then once more for
-        ``components_``.
+        the components (:meth:`components`).
 
         Parameters
         ----------
@@ -258,7 +265,7 @@ trace_error_
                            landmarks=self.landmarks).fit(embedded)
         components = _components(kpca, pca, embedded, X, embedding)
         # Only now, with every step done, does the estimator change.
-        self.kpca_, self.pca_, self.components_ = kpca, pca, components
+        self.kpca_, self.pca_, self._components = kpca, pca, components
         self.solver_ = "gram" if gram else "nystrom"
         self.lags_, self.delay_ = lags(tau, embedding), (tau, embedding)
         # a field's features are its positions off the mask, as KernelPCA counts them
@@ -305,6 +312,31 @@ trace_error_
         lazy = dask.is_dask_collection(X.data if isinstance(X, xr.DataArray) else X)
         # The Gram way's stage (ExactKernelPCA) may give numpy where a landmark stage is lazy.
         return scores if lazy or not dask.is_dask_collection(scores) else scores.compute()
+
+    def components(self, normalized: bool = True):
+        """The space-time maps (xeofs' ``components``): for a field's fit a DataArray
+        ``components`` with dims (``mode`` 1..k, ``embedding``, the field's feature dims),
+        ``embedding`` the lags 0, tau, ..., (L-1) tau, NaN on the field's mask; else
+        ``components_``. ``normalized=False``: each mode's times its singular value
+        √``eigenvalues_`` (xeofs' ``normalized=False``).
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> field = xr.DataArray(np.random.default_rng(0).normal(size=(40, 3)),
+        ...                      dims=("time", "x"))
+        >>> ExtendedKernelEOF(2, tau=2, embedding=3).fit(field).components().dims
+        ('mode', 'embedding', 'x')
+        """
+        check_is_fitted(self)
+        return scaled_space_time(self._components, self.eigenvalues_, normalized)
+
+    @property
+    def components_(self) -> np.ndarray:
+        """The space-time maps over the features fitted (``n_components_``, embedding,
+        ``n_features_in_``): :meth:`components` without the field's layout."""
+        check_is_fitted(self)
+        return flat_space_time(self._components)
 
     def embedded(self, X):
         """The delay-embedded samples of ``X`` that the kernel stage ``kpca_`` reads, lazily.

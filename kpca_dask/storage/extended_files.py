@@ -60,7 +60,7 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     """Write a fitted ExtendedKernelEOF, its stages included, to a Zarr group at ``path``;
     returns the path. Nothing is left at ``path`` if a stage cannot be saved."""
     check_is_fitted(estimator)
-    maps = estimator.components_
+    maps = estimator.components()  # on the field for a field's fit: its labels are kept
     values = np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
     fitted = {"solver": estimator.solver_, "delay": list(estimator.delay_),
               "n_features_in": int(estimator.n_features_in_),
@@ -152,7 +152,7 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
                           f"{kernel.n_components_} modes and {embedding} lagged copies")
     # The attributes a fit sets (ExtendedKernelEOF.fit), from the file.
-    estimator.kpca_, estimator.pca_, estimator.components_ = kernel, linear, components
+    estimator.kpca_, estimator.pca_, estimator._components = kernel, linear, components
     estimator.solver_, estimator.delay_ = fitted["solver"], (tau, embedding)
     estimator.lags_ = lags(tau, embedding)
     estimator.n_features_in_ = int(fitted["n_features_in"])

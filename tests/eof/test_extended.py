@@ -63,7 +63,7 @@ def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes, solver):
                                rtol=1e-8)
     np.testing.assert_allclose(eeof.explained_variance_ratio_,
                                reference.explained_variance_ratio(), rtol=1e-8)
-    components = eeof.components_
+    components = eeof.components()
     assert components.name == "components"
     assert components.dims == ("mode", "embedding", "lat", "lon")
     assert components["mode"].values.tolist() == [1, 2, 3]
@@ -72,6 +72,13 @@ def test_linear_kernel_equals_xeofs_extended_eof(n_pca_modes, solver):
     signs = np.sign(np.einsum("kelo,kelo->k", components.values, expected))
     np.testing.assert_allclose(components.values * signs[:, None, None, None], expected,
                                atol=1e-8)
+    # components_: the same maps over the features fitted, an array as Hilbert's
+    assert isinstance(eeof.components_, np.ndarray)
+    np.testing.assert_array_equal(eeof.components_, components.values.reshape(3, EMBEDDING, -1))
+    # normalized=False: times the singular values (xeofs' normalized=False)
+    np.testing.assert_allclose(
+        eeof.components(normalized=False).values,
+        components.values * np.sqrt(eeof.eigenvalues_)[:, None, None, None], rtol=1e-12)
     scores = eeof.transform(X)
     assert scores.dims == ("time", "mode") and scores.name == "scores"
     np.testing.assert_array_equal(scores["time"], X["time"][:KEPT])
@@ -89,10 +96,11 @@ def test_array_input_is_the_stacked_field():
     rows = X.values.reshape(N, -1)
     field, flat = _exact_linear().fit(X), _exact_linear().fit(rows)
     assert flat.components_.shape == (3, EMBEDDING, 15)
-    signs = np.sign(np.einsum("kef,kef->k", flat.components_,
-                              field.components_.values.reshape(3, EMBEDDING, 15)))
-    np.testing.assert_allclose(flat.components_ * signs[:, None, None],
-                               field.components_.values.reshape(3, EMBEDDING, 15), atol=1e-10)
+    assert field.components_.shape == (3, EMBEDDING, 15)
+    signs = np.sign(np.einsum("kef,kef->k", flat.components_, field.components_))
+    np.testing.assert_allclose(flat.components_ * signs[:, None, None], field.components_,
+                               atol=1e-10)
+    np.testing.assert_array_equal(flat.components(), flat.components_)  # arrays: no layout
     scores = flat.transform(rows)
     assert isinstance(scores, np.ndarray) and scores.shape == (KEPT, 3)
     np.testing.assert_allclose(scores * signs, field.transform(X).values, atol=1e-10)
@@ -167,7 +175,7 @@ def test_transform_of_a_new_series_projects_its_lagged_rows():
     eeof = _exact_linear().fit(X)
     embedded = lagged_field(new, "time", TAU, EMBEDDING).values.reshape(30 - 6, -1)
     mean = lagged_field(X, "time", TAU, EMBEDDING).values.reshape(KEPT, -1).mean(axis=0)
-    expected = (embedded - mean) @ eeof.components_.values.reshape(3, -1).T
+    expected = (embedded - mean) @ eeof.components_.reshape(3, -1).T
     scores = eeof.transform(new)
     np.testing.assert_array_equal(scores["time"], new["time"][:24])
     np.testing.assert_allclose(scores.values, expected, atol=1e-10)
@@ -212,8 +220,11 @@ def test_a_masked_weighted_field_keeps_its_mask_and_weights_at_every_lag(n_pca_m
     np.testing.assert_allclose(weighted.eigenvalues_,
                                _exact_linear(**params).fit(X * weights).eigenvalues_, rtol=1e-10)
     assert weighted.n_features_in_ == 14 and weighted.sample_dim_ == "time"
-    mask = weighted.components_.isnull()
+    mask = weighted.components().isnull()
     assert mask.sel(lat=20, lon=30).all() and int(mask.sum()) == 3 * EMBEDDING
+    # components_ leaves the masked position out, as the features fitted
+    assert weighted.components_.shape == (3, EMBEDDING, 14)
+    assert np.isfinite(weighted.components_).all()
 
 
 def test_n_pca_modes_are_held_to_the_features_off_the_mask():
@@ -256,7 +267,7 @@ def test_gram_way_equals_landmarks_at_every_sample(n_pca_modes, kernel, gamma):
                                rtol=1e-8)
     np.testing.assert_allclose(gram.explained_variance_ratio_,
                                landmarks.explained_variance_ratio_, rtol=1e-8)
-    got, expected = gram.components_.values, landmarks.components_.values
+    got, expected = gram.components().values, landmarks.components().values
     signs = np.sign((got * expected).reshape(3, -1).sum(axis=1))
     np.testing.assert_allclose(got * signs[:, None, None, None], expected, atol=1e-8)
     np.testing.assert_allclose(gram.transform(X).values * signs, landmarks.transform(X).values,
@@ -299,7 +310,8 @@ def test_rotation_is_the_kernel_stages_on_the_embedded_samples(n_pca_modes):
                                rtol=1e-12)
     np.testing.assert_allclose(rotated.transform(X).values, stage.transform(
         eeof.embedded(X)).values, rtol=1e-10)
-    maps = rotated.components_
+    maps = rotated.components()
+    np.testing.assert_array_equal(rotated.components_, maps.values.reshape(2, EMBEDDING, -1))
     assert maps.dims == ("mode", "embedding", "lat", "lon") and maps.sizes["mode"] == 2
     # Unit maps over the embedded features: without n_pca_modes, the stage's own.
     if n_pca_modes is None:
