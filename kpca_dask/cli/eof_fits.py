@@ -95,9 +95,6 @@ def eof_params(args: argparse.Namespace, method: str) -> dict:
         kinds = "an int" if method == "hilbert" else "an int, or a fraction of variance"
         raise CommandError(f"--method {method} needs --n-components Q, the number of modes "
                            f"({kinds}).")
-    if isinstance(args.gamma, str) and method == "hilbert":
-        raise CommandError(f"--gamma {args.gamma} is a rule of the Nystrom fit; --method "
-                           f"{method} takes a number (or none: its own rule).")
     params = {"n_components": args.n_components, "kernel": args.kernel or "linear",
               "gamma": args.gamma, "degree": args.degree, "coef0": args.coef0,
               "n_landmarks": args.n_landmarks, "landmarks": args.landmarks,

@@ -246,7 +246,8 @@ def _add_fit_options(fit: argparse.ArgumentParser) -> None:
     fit.add_argument("--gamma", type=_gamma, default=default["gamma"], metavar="G",
                      help="kernel coefficient: a number, 'median' (median heuristic on a "
                           "sample: 2 / median squared distance) or 'scale' (1 / (n_features * "
-                          "variance)) (default: 1 / n_features)")
+                          "variance)) (default: 1 / n_features; --method hilbert: "
+                          "1 / median squared distance for rbf)")
     fit.add_argument("--degree", type=int, default=default["degree"],
                      help="degree of the polynomial kernel (default: %(default)s)")
     fit.add_argument("--coef0", type=float, default=default["coef0"],

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._memory import memory_budget
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import complex_kernel
-from ..engine.bandwidth import pair_distances
+from ..engine.bandwidth import median_heuristic_gamma_of, pair_distances
 from ..engine.exact.gram import inner_products
 from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..engine.hilbert.complex_gram import (
@@ -86,9 +86,16 @@ class HilbertKernelEOF(FittedModelEstimator):
     kernel : {"linear", "rbf", "poly"}, default="linear"
         A Hermitian kernel on the complex rows (docs/design.md §16): ``linear``
         is the complex EOF (xeofs' ``HilbertEOF``), ``rbf`` ROCK-PCA's Gaussian.
-    gamma : float, optional
-        The kernel's scale. None: for ``rbf`` 1 / the median squared distance
-        between landmarks, for ``poly`` 1 / their mean squared norm.
+    gamma : float, {"median", "scale"} or None, default=None
+        The kernel's scale, from the analytic signal of at most 1000 landmarks
+        spread over the record where not a number (docs/design.md §16).
+        ``"median"``: 2 / h, h the median squared distance |z − w|² of their
+        pairs, the rule of :class:`KernelPCA`'s ``gamma="median"`` (a pair at the
+        median distance has kernel e^{-2}; rbf only). ``"scale"``: 1 / their mean
+        squared norm, scikit-learn's 1 / (n_features Var X) of the rows' real and
+        imaginary parts, which are anomalies. None: 1 / h for ``rbf`` (half of
+        ``"median"``, a pair at the median distance has kernel e^{-1}), the
+        ``"scale"`` rule for ``poly``.
     degree : int, default=3
     coef0 : float, default=1.0
         The ``poly`` kernel's (γ⟨z, w⟩ + coef0)^degree.
@@ -298,6 +305,10 @@ class HilbertKernelEOF(FittedModelEstimator):
     def _check_params(self) -> None:
         check_params(self.get_params(deep=False), constraints=HILBERT_CONSTRAINTS,
                      estimator=type(self).__name__)
+        if self.gamma == "median" and self.kernel == "poly":
+            raise InvalidParameterError(
+                "gamma='median' sets the scale of a distance, which the 'poly' kernel does not "
+                "use; it applies to 'rbf'. Pass a number or gamma='scale' instead.")
         if self.n_landmarks < self.n_components:
             raise InvalidParameterError(
                 f"n_landmarks must be an int >= n_components; got {self.n_landmarks!r}.")
@@ -317,20 +328,21 @@ class HilbertKernelEOF(FittedModelEstimator):
                 f"[0, {n}); got {self.landmarks!r}.")
         return indices.astype(np.int64)
 
-    def _kernel_params(self, distances, mean_norm: float) -> dict:
-        """The kernel's parameters; gamma by its rule from the landmarks' (or samples')
-        pair ``distances`` (spread over the record) and ``mean_norm`` where not given."""
+    def _kernel_params(self, distances, n_rows: int, mean_norm: float) -> dict:
+        """The kernel's parameters; gamma by its rule (see the class) from the pair
+        ``distances`` of ``n_rows`` landmarks (or samples) spread over the record and their
+        ``mean_norm``, where not a number."""
         if self.kernel == "linear":
             return {"kernel": "linear"}
         gamma = self.gamma
-        if gamma is None:
-            if self.kernel == "rbf":
-                # The median squared distance of the pairs of at most 1000 landmarks spread
-                # over the record (the landmarks are in time order): |z - w|^2 is the real
-                # rows' distance of (Re z, Im z). Median, not bandwidth.py's 2 / median.
-                typical = float(np.median(distances)) if distances.size else 0.0
-            else:
-                typical = mean_norm
+        if gamma == "median":  # the family's rule (engine/bandwidth.py): 2 / median
+            gamma = median_heuristic_gamma_of(distances, n_rows)
+        elif gamma == "scale" or (gamma is None and self.kernel == "poly"):
+            gamma = 1.0 / mean_norm if mean_norm > 0 else 1.0
+        elif gamma is None:
+            # rbf: 1 / the median squared distance |z - w|^2 (the real rows' distance of
+            # (Re z, Im z)) of landmarks spread over the record (they are in time order).
+            typical = float(np.median(distances)) if distances.size else 0.0
             gamma = 1.0 / typical if typical > 0 else 1.0
         return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
                 "coef0": float(self.coef0)}
@@ -474,20 +486,20 @@ def _spread(n: int) -> np.ndarray:
     return np.linspace(0, n - 1, min(n, _SPREAD)).astype(int)
 
 
-def _landmark_spread(W: np.ndarray) -> tuple[np.ndarray, float]:
-    """The squared distances of the pairs of the landmarks :func:`_spread` picks, and the
-    landmarks' mean squared norm (the gamma rules' figures)."""
+def _landmark_spread(W: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """The squared distances of the pairs of the landmarks :func:`_spread` picks, their
+    number, and the landmarks' mean squared norm (the gamma rules' figures)."""
     spread = W[_spread(len(W))]
-    return (pair_distances(np.hstack([spread.real, spread.imag])),
+    return (pair_distances(np.hstack([spread.real, spread.imag])), len(spread),
             float(np.mean(np.sum(np.abs(W) ** 2, axis=1))))
 
 
-def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, float]:
+def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, int, float]:
     """:func:`_landmark_spread` with every sample a landmark, from the inner products ``H``:
     |z_i − z_j|² = |z_i|² + |z_j|² − 2 Re⟨z_i, z_j⟩."""
     spread = _spread(H.shape[0])
     distances = (norms[spread][:, None] + norms[spread][None, :]
                  - 2.0 * H[np.ix_(spread, spread)].real)
-    return distances[np.triu_indices(spread.size, k=1)], float(norms.mean())
+    return distances[np.triu_indices(spread.size, k=1)], spread.size, float(norms.mean())
 
 

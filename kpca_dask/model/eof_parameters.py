@@ -29,6 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from ..blocks.complex_kernels import COMPLEX_KERNELS
+from ..engine.bandwidth import BANDWIDTH_RULES
 from ..engine.hilbert.analytic_signal import PADDINGS
 from ..validation import Constraint, is_count, is_finite_real
 from .parameters import CONSTRAINTS
@@ -54,9 +55,11 @@ HILBERT_CONSTRAINTS: Mapping[str, Constraint] = MappingProxyType({
     "n_components": _COUNT,
     "kernel": Constraint(lambda v: isinstance(v, str) and v in COMPLEX_KERNELS,
                          f"one of {COMPLEX_KERNELS} for complex rows"),
-    "gamma": Constraint(lambda v: v is None or (is_finite_real(v) and v > 0),
-                        "a number > 0 or None (1 / the median squared distance of the "
-                        "landmarks for rbf, 1 / their mean squared norm for poly)"),
+    "gamma": Constraint(lambda v: v is None or (isinstance(v, str) and v in BANDWIDTH_RULES)
+                        or (is_finite_real(v) and v > 0),
+                        "a number > 0, 'median', 'scale' or None (1 / the median squared "
+                        "distance of the landmarks for rbf, 1 / their mean squared norm for "
+                        "poly)"),
     # The complex poly kernel (c + <z, w>)^d is positive semi-definite for these.
     "degree": Constraint(is_count, "an int >= 1 (the complex poly kernel's degree)"),
     "coef0": Constraint(lambda v: is_finite_real(v) and v >= 0,

@@ -122,6 +122,39 @@ def test_labelled_outputs(field):
     assert_labelled(model, field)
 
 
+@pytest.mark.parametrize("solver", ["nystrom", "gram"])
+def test_gamma_rules_are_the_familys(solver):
+    """gamma="median" is KernelPCA's rule, 2 / the median squared distance of the pairs of
+    landmarks (spread over the record), twice the default rbf gamma; gamma="scale" is
+    1 / their mean squared norm, the default poly gamma; both ways give the same, and a
+    model fitted with a rule saves and loads it."""
+    X = _waves(60, 8)
+    Z = analytic_signal(X - X.mean(axis=0), "exp", 0.2)
+    rows = np.hstack([Z.real, Z.imag])
+    distances = ((rows[:, None, :] - rows[None, :, :]) ** 2).sum(axis=-1)
+    h = np.median(distances[np.triu_indices(60, k=1)])
+    mean_norm = np.mean(np.sum(np.abs(Z) ** 2, axis=1))
+
+    def gamma(**settings):
+        return HilbertKernelEOF(2, n_landmarks=60, solver=solver, **settings).fit(X).gamma_
+
+    assert gamma(kernel="rbf") == pytest.approx(1.0 / h, rel=1e-10)
+    assert gamma(kernel="rbf", gamma="median") == pytest.approx(2.0 / h, rel=1e-10)
+    assert gamma(kernel="rbf", gamma="scale") == pytest.approx(1.0 / mean_norm, rel=1e-10)
+    assert gamma(kernel="poly") == pytest.approx(1.0 / mean_norm, rel=1e-10)
+    assert gamma(kernel="poly", gamma="scale") == gamma(kernel="poly")
+    assert gamma(kernel="linear", gamma="median") is None
+
+
+def test_a_model_of_a_gamma_rule_saves_and_loads(tmp_path):
+    X = _waves(60, 8)
+    model = HilbertKernelEOF(2, kernel="rbf", gamma="median", n_landmarks=30,
+                             random_state=0).fit(X)
+    loaded = kpca_dask.load(model.save(tmp_path / "model.zarr"))
+    assert loaded.gamma == "median" and loaded.gamma_ == model.gamma_
+    np.testing.assert_allclose(loaded.transform(X), model.transform(X), atol=1e-12)
+
+
 @pytest.mark.parametrize("settings, data, error, match", [
     (dict(padding="zero"), None, InvalidParameterError, "padding must be"),
     (dict(decay_factor=0.0), None, InvalidParameterError, "decay_factor must be"),
@@ -132,6 +165,10 @@ def test_labelled_outputs(field):
     (dict(landmarks=[0]), None, InvalidParameterError, "landmarks"),
     (dict(kernel="poly", degree=0), None, InvalidParameterError, "degree"),
     (dict(kernel="rbf", gamma=-1.0), None, InvalidParameterError, "gamma must be a number > 0"),
+    (dict(kernel="rbf", gamma="mean"), None, InvalidParameterError,
+     "gamma must be a number > 0, 'median', 'scale' or None"),
+    (dict(kernel="poly", gamma="median"), None, InvalidParameterError,
+     "gamma='median' sets the scale of a distance, which the 'poly' kernel does not use"),
     (dict(landmarks="kmeans"), None, InvalidParameterError,
      "landmarks must be 'uniform' or sample indices"),
     (dict(n_landmarks=True), None, InvalidParameterError, "n_landmarks must be an int >= 1"),

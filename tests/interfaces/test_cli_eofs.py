@@ -71,12 +71,28 @@ def test_fit_info_and_transform(field_store, tmp_path, capsys, method, options, 
     np.testing.assert_allclose(written.values, want.values, rtol=1e-8, atol=1e-10)
 
 
+def test_a_gamma_rule_fits_a_hilbert_eof(field_store, tmp_path, capsys):
+    """--gamma median means for --method hilbert what it means for the others: the family's
+    rule (2 / the median squared distance), as HilbertKernelEOF(gamma="median") fits it."""
+    field, path = field_store
+    model = tmp_path / "model.zarr"
+    done = main("fit", path, "--model", model, "--method", "hilbert", "--n-components", "2",
+                "--kernel", "rbf", "--gamma", "median", "--n-landmarks", "40", "--seed", "0",
+                "--sample-dim", "time", "--scheduler", "threads", capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    loaded = kpca_dask.load(model)
+    expected = HilbertKernelEOF(2, kernel="rbf", gamma="median", n_landmarks=40,
+                                random_state=0).fit(field)
+    assert loaded.gamma == "median" and loaded.gamma_ == pytest.approx(expected.gamma_)
+
+
 @pytest.mark.parametrize("argv, message", [
     (("--tau", "3"), "--tau is an option of --method extended"),
     (("--padding", "none", "--exact"), "--padding is an option of --method hilbert"),
     (("--method", "hilbert", "--exact"), "--exact asks for --method exact"),
     (("--method", "hilbert"), "--method hilbert needs --n-components Q"),
-    (("--method", "hilbert", "--n-components", "2", "--gamma", "median"), "--gamma median"),
+    (("--method", "hilbert", "--n-components", "2", "--kernel", "poly", "--gamma", "median"),
+     "gamma='median' sets the scale of a distance"),
     (("--method", "extended", "--n-components", "2", "--fit-inverse-transform"),
      "--fit-inverse-transform is an option of --method nystrom"),
     (("--method", "hilbert", "--n-components", "2", "--tol", "0.1"),
