@@ -1,8 +1,9 @@
 """Every estimator's fitted state is read through one protocol: ``estimator.model_``.
 
 KernelPCA holds a :class:`~kpca_dask.model.fitted.FittedModel`, ExactKernelPCA an
-:class:`~kpca_dask.exact.exact_model.ExactFit` and HilbertKernelEOF a
-:class:`~kpca_dask.eof.hilbert_model.HilbertFit`, each immutable, each with ``layout``,
+:class:`~kpca_dask.exact.exact_model.ExactFit`, HilbertKernelEOF a
+:class:`~kpca_dask.eof.hilbert_model.HilbertFit` and ExtendedKernelEOF an
+:class:`~kpca_dask.eof.extended_model.ExtendedFit`, each immutable, each with ``layout``,
 ``rotation`` and ``replace``. Library code never tells the estimators apart by
 ``hasattr(estimator, "model_")`` nor reads an instance's ``__dict__`` (or ``vars``);
 read with ``ast`` as tests/test_layout.py reads imports.
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from sklearn.utils.validation import check_is_fitted
 
-from kpca_dask import ExactKernelPCA, HilbertKernelEOF, KernelPCA
+from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
 from kpca_dask.errors import KPCAError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kpca_dask"
@@ -70,11 +71,12 @@ def test_exact_fitted_attributes_are_views_of_one_model(solver):
     assert exact.model_ is not model and exact.n_samples_fit_ == 30
 
 
-def test_both_estimators_answer_the_protocol():
-    """layout, rotation and replace are read the same way from either fitted model."""
+def test_every_estimator_answers_the_protocol():
+    """layout, rotation and replace are read the same way from every fitted model."""
     X = np.random.default_rng(0).normal(size=(40, 3))
     for estimator in (KernelPCA(2, gamma=0.5, n_landmarks=20, random_state=0),
-                      ExactKernelPCA(2, gamma=0.5), HilbertKernelEOF(2, padding="none")):
+                      ExactKernelPCA(2, gamma=0.5), HilbertKernelEOF(2, padding="none"),
+                      ExtendedKernelEOF(2, tau=1, embedding=2, n_landmarks=20)):
         model = estimator.fit(X).model_
         assert model.layout is None and model.rotation is None
         again = model.replace(rotation=None)

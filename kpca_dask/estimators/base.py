@@ -2,13 +2,13 @@
 
 Each estimator's ``fit`` makes one immutable fitted model, ``model_`` (a
 :class:`~kpca_dask.model.fitted.FittedModel`,
-:class:`~kpca_dask.exact.exact_model.ExactFit` or
-:class:`~kpca_dask.eof.hilbert_model.HilbertFit`); :class:`FittedModelEstimator`
+:class:`~kpca_dask.exact.exact_model.ExactFit`,
+:class:`~kpca_dask.eof.hilbert_model.HilbertFit` or
+:class:`~kpca_dask.eof.extended_model.ExtendedFit`); :class:`FittedModelEstimator`
 gives each the rest from it: ``save`` by the estimator's model-file writer,
 ``sample_dim_``, scikit-learn's fitted check, and the spectrum's variances
-(:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). The extended EOF, made of
-stages, answers the same names its own way. A base class rather than copies:
-the same few lines were written four times (docs/architecture.md).
+(:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). A base class rather than
+copies: the same few lines were written four times (docs/architecture.md).
 """
 
 from __future__ import annotations

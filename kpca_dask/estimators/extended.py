@@ -18,24 +18,25 @@ from typing import Callable, Literal
 import dask
 import numpy as np
 import xarray as xr
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..eof.extended_model import ExtendedFit
 from ..eof.extended_rotation import (
     PCA_MODE_DIM,
     flat_space_time,
     scaled_space_time,
     space_time_maps,
 )
-from ..eof.scalings import EOFVarianceMixin
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import dense_fits
-from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
+from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, n_embedded
 from ..io.fields import resolved_sample_dim
 from ..io.latitude import is_coslat
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
 from ..model.parameters import check_params
+from .base import FittedModelEstimator
 from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
 
@@ -46,8 +47,8 @@ __all__ = ["ExtendedKernelEOF"]
 _SHARED = ("n_landmarks", "tol", "max_landmarks", "dtype", "rcond", "random_state")
 
 
-class ExtendedKernelEOF(EOFVarianceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                        BaseEstimator):
+class ExtendedKernelEOF(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                        FittedModelEstimator):
     """Extended (time-lagged) kernel EOF: kernel PCA of delay-embedded samples.
 
     Each sample t becomes the embedded row ``[x_t, x_{t+tau}, ..., x_{t+(L-1)tau}]``
@@ -108,6 +109,12 @@ max_landmarks, dtype, rcond, random_state
 
     Attributes
     ----------
+    model_ : ExtendedFit
+        Everything the fit learnt, one immutable object
+        (:class:`~kpca_dask.eof.extended_model.ExtendedFit`): its stages, maps,
+        delay and way; the attributes below are views of it, and ``save`` writes
+        it (its stages as model files of their own inside one Zarr group,
+        :mod:`kpca_dask.storage.extended_files`).
     kpca_ : KernelPCA or ExactKernelPCA
         The kernel PCA of the embedded rows (or embedded linear EOF scores): its
         ``transform``, ``patterns``, ``save`` and :func:`kpca_dask.rotate` take
@@ -141,8 +148,6 @@ trace_error_
     n_features_in_ : int
         Features of one sample of the input, before embedding (a field's
         positions off its mask).
-    sample_dim_ : str or None
-        The sample dimension of a field's fit (None for arrays).
     fit_seconds_ : float
         Wall time of the fit, the components' pass included.
 
@@ -174,6 +179,9 @@ trace_error_
     >>> round(float(eeof.explained_variance_ratio_.sum()), 2)  # a wave: one pair of modes
     0.98
     """
+
+    #: Its model files (:mod:`kpca_dask.storage.extended_files`).
+    _model_file = ("..storage.extended_files", "save_extended")
 
     @explains_keywords
     def __init__(
@@ -264,13 +272,11 @@ trace_error_
                            coef0=self.coef0, kernel_params=self.kernel_params,
                            landmarks=self.landmarks).fit(embedded)
         components = _components(kpca, pca, embedded, X, embedding)
-        # Only now, with every step done, does the estimator change.
-        self.kpca_, self.pca_, self._components = kpca, pca, components
-        self.solver_ = "gram" if gram else "nystrom"
-        self.lags_, self.delay_ = lags(tau, embedding), (tau, embedding)
         # a field's features are its positions off the mask, as KernelPCA counts them
-        self.n_features_in_ = (kpca.n_features_in_ // embedding if pca is None
-                               else pca.n_features_in_)
+        n_features = kpca.n_features_in_ // embedding if pca is None else pca.n_features_in_
+        # Only now, with every step done, does the estimator change.
+        self.model_ = ExtendedFit(kpca, pca, components, "gram" if gram else "nystrom",
+                                  (tau, embedding), int(n_features))
         self.fit_seconds_ = time.perf_counter() - started
         return self
 
@@ -329,14 +335,14 @@ trace_error_
         ('mode', 'embedding', 'x')
         """
         check_is_fitted(self)
-        return scaled_space_time(self._components, self.eigenvalues_, normalized)
+        return scaled_space_time(self.model_.maps, self.eigenvalues_, normalized)
 
     @property
     def components_(self) -> np.ndarray:
         """The space-time maps over the features fitted (``n_components_``, embedding,
         ``n_features_in_``): :meth:`components` without the field's layout."""
         check_is_fitted(self)
-        return flat_space_time(self._components)
+        return flat_space_time(self.model_.maps)
 
     def embedded(self, X):
         """The delay-embedded samples of ``X`` that the kernel stage ``kpca_`` reads, lazily.
@@ -360,24 +366,6 @@ trace_error_
         sample_dim, n_samples, _ = _shape(X, self.sample_dim_)
         n_embedded(n_samples, tau, embedding)
         return _embedded(X, self.pca_, sample_dim, tau, embedding)
-
-    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Write the fitted model to a Zarr group at ``path`` (no pickle): its stages as model
-        files of their own inside it and its space-time maps; read it back with
-        :func:`kpca_dask.load` (:mod:`kpca_dask.storage.extended_files`).
-
-        Examples
-        --------
-        >>> import tempfile, numpy as np, kpca_dask
-        >>> X = np.random.default_rng(0).normal(size=(60, 4))
-        >>> model = ExtendedKernelEOF(2, tau=2, embedding=3).fit(X)
-        >>> loaded = kpca_dask.load(model.save(tempfile.mkdtemp() + "/eeof.zarr"))
-        >>> bool(np.allclose(loaded.transform(X), model.transform(X)))
-        True
-        """
-        from ..storage.extended_files import save_extended
-
-        return save_extended(self, path, overwrite=overwrite, storage_options=storage_options)
 
     def _gram_way(self, n: int, p: int, data) -> bool:
         """Whether the stage with ``n`` rows of ``p`` features takes the Gram way (see
@@ -441,17 +429,24 @@ trace_error_
         return getattr(self.kpca_, "trace_error_", 0.0)
 
     @property
-    def sample_dim_(self) -> str | None:
-        """The sample dimension of a field's fit (None for arrays)."""
-        check_is_fitted(self)
-        return self.kpca_.sample_dim_
-
-    @property
     def _n_features_out(self) -> int:
         return self.n_components_
 
-    def __sklearn_is_fitted__(self) -> bool:
-        return getattr(self, "kpca_", None) is not None
+    # -- views of the fitted model -------------------------------------------------------
+
+    kpca_ = property(lambda self: self.model_.kernel_stage,
+                     doc="The kernel PCA of the embedded samples (the kernel stage).")
+    pca_ = property(lambda self: self.model_.linear_stage,
+                    doc="The linear EOF stage of ``n_pca_modes``, or None.")
+    solver_ = property(lambda self: self.model_.solver,
+                       doc="The way the stage that read the field was fitted.")
+    delay_ = property(lambda self: self.model_.delay,
+                      doc="The ``(tau, embedding)`` of the fit.")
+    lags_ = property(lambda self: self.model_.lags,
+                     doc="The lag of each copy in samples: 0, tau, ..., (L-1) tau.")
+    n_features_in_ = property(lambda self: self.model_.n_features,
+                              doc="Features of one sample before embedding.")
+
 
 
 def _shape(X, sample_dim: str | None) -> tuple[str | None, int, int]:

@@ -89,7 +89,7 @@ class HilbertKernelEOF(FittedModelEstimator):
     gamma : float, {"median", "scale"} or None, default=None
         The kernel's scale, from the analytic signal of at most 1000 landmarks
         spread over the record where not a number (docs/design.md §16).
-        ``"median"``: 2 / h, h the median squared distance |z − w|² of their
+        ``"median"``: 2 / h, h the median squared distance ‖z − w‖² of their
         pairs, the rule of :class:`KernelPCA`'s ``gamma="median"`` (a pair at the
         median distance has kernel e^{-2}; rbf only). ``"scale"``: 1 / their mean
         squared norm, scikit-learn's 1 / (n_features Var X) of the rows' real and

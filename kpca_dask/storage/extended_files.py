@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from ..checkpoints.file_checks import damaged
+from ..eof.extended_model import ExtendedFit
 from ..errors import InvalidParameterError, about
 from ..io import PathOrURL, open_group
 from ..io.atomic import INCOMPLETE, WRITE_STATE_ATTR, staged_output
@@ -41,7 +42,6 @@ from ..io.checksums import (
     digest,
     read_checked,
 )
-from ..io.delay_embedding import lags
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.parameters import check_params
 from .file_headers import check_header, header_attributes, with_checksums
@@ -151,9 +151,7 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
         with about(where):
             raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
                           f"{kernel.n_components_} modes and {embedding} lagged copies")
-    # The attributes a fit sets (ExtendedKernelEOF.fit), from the file.
-    estimator.kpca_, estimator.pca_, estimator._components = kernel, linear, components
-    estimator.solver_, estimator.delay_ = fitted["solver"], (tau, embedding)
-    estimator.lags_ = lags(tau, embedding)
-    estimator.n_features_in_ = int(fitted["n_features_in"])
+    # The fitted model a fit makes (ExtendedKernelEOF.fit), from the file.
+    estimator.model_ = ExtendedFit(kernel, linear, components, fitted["solver"],
+                                   (tau, embedding), int(fitted["n_features_in"]))
     return estimator

@@ -1,0 +1,97 @@
+"""The fitted extended kernel EOF as one immutable object.
+
+:class:`ExtendedFit` is what :class:`~kpca_dask.ExtendedKernelEOF` learns
+(docs/design.md §17): its kernel stage (the kernel PCA of the delay-embedded
+samples), its linear stage (with ``n_pca_modes``), the space-time maps, the
+delay and the way the field was read. The estimator's attributes are views of
+it, as the other estimators' are of their ``model_``; a fit or a loader
+(:mod:`kpca_dask.storage.extended_files`) makes a new one.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..io.delay_embedding import lags
+
+__all__ = ["ExtendedFit"]
+
+
+@dataclass(frozen=True)
+class ExtendedFit:
+    """A fitted extended kernel EOF.
+
+    ``kernel_stage`` is the fitted kernel PCA of the embedded samples (a
+    :class:`~kpca_dask.KernelPCA` or, the Gram way, an
+    :class:`~kpca_dask.ExactKernelPCA`); ``linear_stage`` the linear EOFs the
+    field was reduced to first (``n_pca_modes``), or None; ``maps`` the
+    space-time maps, on the field for a field's fit (a DataArray ``components``
+    over mode, embedding and the field's dims) else an ndarray (mode,
+    embedding, features); ``solver`` the way the stage that read the field took;
+    ``delay`` the ``(tau, embedding)`` of the fit; ``n_features`` the features of
+    one sample before embedding (a field's positions off its mask).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kpca_dask import ExtendedKernelEOF
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> fit = ExtendedKernelEOF(2, tau=2, embedding=3).fit(X).model_
+    >>> fit.delay, fit.n_features, fit.maps.shape, fit.layout is None
+    ((2, 3), 3, (2, 3, 3), True)
+    """
+
+    kernel_stage: Any
+    linear_stage: Any
+    maps: Any
+    solver: str
+    delay: tuple[int, int]
+    n_features: int
+
+    @property
+    def layout(self):
+        """The layout of the rows the field-reading stage fitted (None for arrays): the
+        linear stage's field, or the kernel stage's embedded field (the lags, then the
+        field's dims); its ``sample_dim`` is the field's."""
+        stage = self.linear_stage if self.linear_stage is not None else self.kernel_stage
+        return stage.model_.layout
+
+    @property
+    def rotation(self):
+        """The last rotation of the space-time modes: its kernel stage's."""
+        return self.kernel_stage.model_.rotation
+
+    @property
+    def lags(self) -> np.ndarray:
+        """The lag of each copy in samples: 0, tau, ..., (embedding - 1) tau."""
+        return lags(*self.delay)
+
+    def replace(self, **changes) -> "ExtendedFit":
+        """A copy with ``changes``: the fit itself never changes. ``rotation`` is the kernel
+        stage's, so a new rotation gives a copy of that stage holding it (the stage of
+        this fit keeps its own).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import ExtendedKernelEOF
+        >>> fit = ExtendedKernelEOF(2).fit(np.random.default_rng(0).normal(size=(30, 3))).model_
+        >>> fit.replace(rotation=None).kernel_stage is fit.kernel_stage
+        False
+        """
+        rotation = changes.pop("rotation", _UNCHANGED)
+        fit = dataclasses.replace(self, **changes)
+        if rotation is _UNCHANGED:
+            return fit
+        stage = copy.copy(fit.kernel_stage)  # a new estimator over the same fitted arrays
+        stage.model_ = stage.model_.replace(rotation=rotation)
+        return dataclasses.replace(fit, kernel_stage=stage)
+
+
+#: No change asked for (``None`` is a rotation: none).
+_UNCHANGED = object()
