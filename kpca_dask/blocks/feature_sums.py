@@ -37,6 +37,9 @@ __all__ = ["FEATURE_SUMS", "INNER", "SQUARED", "CITYBLOCK", "feature_sum", "chun
 
 INNER, SQUARED, CITYBLOCK = "inner", "sqeuclidean", "cityblock"
 
+#: Columns of a feature chunk that :func:`chunk_sums` shifts and multiplies at a time.
+SHIFT_COLUMNS = 8192
+
 #: The sum over features each named kernel is a function of.
 FEATURE_SUMS = {"linear": INNER, "polynomial": INNER, "sigmoid": INNER, "cosine": INNER,
                 "rbf": SQUARED, "matern": SQUARED, "laplacian": CITYBLOCK}
@@ -76,15 +79,23 @@ def chunk_sums(block, panel, origin, measure: str, products_dtype) -> np.ndarray
     x = np.asarray(block)
     m = panel.shape[0]
     out = np.zeros((x.shape[0], 1, m + 2))
-    shifted = _shifted(x, origin, products_dtype)
-    z = _shifted(panel, origin, products_dtype)
-    if measure == CITYBLOCK:
-        out[:, 0, :m] = cdist(shifted, z, metric="cityblock")
-    else:
-        out[:, 0, :m] = shifted @ z.T
-    # Squared norms in the products' dtype, as the whole-row kernels make them; a NaN or
-    # an infinity anywhere in a row reaches its norm, so only such rows are counted.
-    out[:, 0, m] = np.einsum("ij,ij->i", shifted, shifted)
+    sums, norms = out[:, 0, :m], out[:, 0, m]
+    # By slices of SHIFT_COLUMNS columns: the shifted (or converted) copies of the rows and
+    # of the panel are of one slice, not of the chunk (two of a 500 x 50 000 float32 chunk
+    # and its 400-landmark panel were 0.17 GiB a task); each slice's products are added in
+    # float64. A chunk of at most SHIFT_COLUMNS columns is one slice, as before.
+    for start in range(0, x.shape[1], SHIFT_COLUMNS):
+        columns = slice(start, start + SHIFT_COLUMNS)
+        shift = None if origin is None else np.asarray(origin)[columns]
+        shifted = _shifted(x[:, columns], shift, products_dtype)
+        z = _shifted(panel[:, columns], shift, products_dtype)
+        if measure == CITYBLOCK:
+            sums += cdist(shifted, z, metric="cityblock")
+        else:
+            sums += shifted @ z.T
+        # Squared norms in the products' dtype, as the whole-row kernels make them; a NaN
+        # or an infinity anywhere in a row reaches its norm, so only such rows are counted.
+        norms += np.einsum("ij,ij->i", shifted, shifted)
     suspect = ~np.isfinite(out[:, 0, m])
     if suspect.any():
         out[suspect, 0, m + 1] = (~np.isfinite(x[suspect])).sum(axis=1)

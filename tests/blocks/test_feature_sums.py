@@ -58,6 +58,31 @@ def test_diagonal_from_norms_is_the_kernel_diagonal(kernel, params):
     np.testing.assert_allclose(got, kernel_diagonal(A, kernel, **params), rtol=1e-13)
 
 
+@pytest.mark.parametrize("measure", ["sqeuclidean", "cityblock", "inner"])
+def test_a_chunk_wider_than_a_slice_gives_the_sums_of_its_slices(measure, monkeypatch):
+    """A chunk of more than SHIFT_COLUMNS columns is shifted and multiplied slice by slice
+    (so a task never holds a shifted copy of the whole chunk): its terms are those of its
+    slices added, the last one shorter, and the float64 terms of the whole chunk to 1e-5
+    relative in float32 (1e-13 in float64); its non-finite count is the whole row's."""
+    from kpca_dask.blocks import feature_sums
+
+    monkeypatch.setattr(feature_sums, "SHIFT_COLUMNS", 7)
+    rng = np.random.default_rng(3)
+    A, Z = rng.normal(size=(6, 23)) + 3.0, rng.normal(size=(4, 23)) + 3.0
+    origin = Z.mean(axis=0)
+    for dtype, rtol in ((np.float64, 1e-13), (np.float32, 1e-5)):
+        got = chunk_sums(A.astype(dtype), Z.astype(dtype), origin, measure, dtype)[:, 0]
+        slices = sum(chunk_sums(A[:, a:a + 7].astype(dtype), Z[:, a:a + 7].astype(dtype),
+                                origin[a:a + 7], measure, dtype)[:, 0] for a in range(0, 23, 7))
+        np.testing.assert_array_equal(got, slices)
+        monkeypatch.setattr(feature_sums, "SHIFT_COLUMNS", 10**9)
+        whole = chunk_sums(A, Z, origin, measure, np.float64)[:, 0]
+        monkeypatch.setattr(feature_sums, "SHIFT_COLUMNS", 7)
+        np.testing.assert_allclose(got, whole, rtol=rtol)
+    A[2, 20] = np.nan
+    assert chunk_sums(A, Z, origin, measure, np.float64)[:, 0, -1].tolist() == [0, 0, 1, 0, 0, 0]
+
+
 def test_chunk_terms_count_nonfinite_values():
     """A row with NaN or inf has its count in the last column and no sums."""
     A = np.ones((3, 4))
