@@ -174,26 +174,42 @@ def _score(args) -> None:
 
 
 def _patterns(args) -> None:
-    """Write the covariance or correlation maps of a model's components over the data: a
-    field's maps (component, feature dims) as an xarray Zarr group, else a q x p array."""
+    """Write the covariance, correlation or EOF maps of a model's components: a field's maps
+    (component, feature dims) as an xarray Zarr group, else a q x p array. The two kernel
+    PCAs take them over DATA; a Hilbert or extended EOF writes the maps its fit computed."""
     from .. import load
     from ..io import check_can_write, write_array
 
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
-    if not isinstance(model, (KernelPCA, ExactKernelPCA)):
-        name = type(model).__name__
-        raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
-                           "read them in Python, kpca_dask.load(path).components(); patterns "
-                           "takes KernelPCA and ExactKernelPCA models.")
-    _check_sample_dim(args, model)
-    maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written
+    name = type(model).__name__
+    if isinstance(model, (KernelPCA, ExactKernelPCA)):
+        if args.data is None:
+            raise CommandError(f"patterns of a {name} model takes its maps over DATA (usually "
+                               "the data it was fitted on): kpca-dask patterns MODEL DATA ...")
+        _check_sample_dim(args, model)
+        maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written
+    else:
+        maps = _fitted_maps(args, model, name)
     with compute_context(args):
         started = time.perf_counter()
         write_array(maps, args.out, overwrite=args.overwrite)
         seconds = time.perf_counter() - started
     print(f"wrote {args.out}: {' x '.join(map(str, maps.shape))} {args.kind} maps, "
           f"in {seconds:.2f} s")
+
+
+def _fitted_maps(args, model, name: str):
+    """The maps a Hilbert or extended EOF's fit computed (``components()``): complex for the
+    Hilbert EOF, over (mode, embedding, ...) for the extended one; DATA is not read."""
+    if args.kind != "eof":
+        raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
+                           f"--kind eof writes them (components()); {args.kind} maps are of "
+                           "the KernelPCA and ExactKernelPCA models.")
+    if args.data is not None:
+        raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
+                           "leave DATA out (kpca-dask patterns MODEL --kind eof --out ...).")
+    return model.components()
 
 
 def _check_sample_dim(args, model) -> None:

@@ -425,13 +425,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "write each row's reconstruction error (a novelty score)",
                         data=("DATA", _DATA_HELP), out="ERRORS.zarr|.parquet")
 
-    pat = commands.add_parser("patterns", help="write each component's covariance or "
-                                               "correlation map over a data set's features")
+    pat = commands.add_parser("patterns", help="write each component's covariance, "
+                                               "correlation or EOF map over the features")
     pat.add_argument("model", metavar="MODEL.zarr", help=_MODEL_HELP)
-    pat.add_argument("data", metavar="DATA", help=_DATA_HELP)
-    pat.add_argument("--kind", choices=("covariance", "correlation"), default="covariance",
+    pat.add_argument("data", metavar="DATA", nargs="?",
+                     help=_DATA_HELP + "; the maps are taken over its rows (not given for a "
+                                       "Hilbert or extended EOF, whose fit computed its maps)")
+    pat.add_argument("--kind", choices=("covariance", "correlation", "eof"),
+                     default="covariance",
                      help="covariance with each score scaled to unit variance (eofs' "
-                          "eofsAsCovariance), or correlation (default: covariance)")
+                          "eofsAsCovariance), correlation, or eof: the unit EOFs (eofs' "
+                          "eofs(); a Hilbert or extended EOF's own maps, components(), the "
+                          "only kind they have) (default: covariance)")
     pat.add_argument("--out", required=True, metavar="MAPS.zarr",
                      help="where to write the maps (Zarr)")
     pat.add_argument("--overwrite", action="store_true", help="replace an existing output")

@@ -105,6 +105,24 @@ def test_options_of_another_method_are_refused(field_store, tmp_path, capsys, ar
     assert not (tmp_path / "m.zarr").exists()
 
 
+@pytest.mark.parametrize("estimator", [
+    HilbertKernelEOF(2, padding="none"),
+    ExtendedKernelEOF(2, tau=2, embedding=3, n_landmarks=60, landmarks="uniform")])
+def test_patterns_writes_the_maps_their_fit_computed(field_store, tmp_path, capsys, estimator):
+    """patterns --kind eof of a Hilbert or extended EOF model writes components(), on the
+    field (complex for the Hilbert EOF, over the lags for the extended one), without DATA."""
+    field, _ = field_store
+    model = estimator.fit(field).save(tmp_path / "model.zarr")
+    done = main("patterns", model, "--kind", "eof", "--out", tmp_path / "maps.zarr",
+                capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    written = xr.open_zarr(tmp_path / "maps.zarr", consolidated=False)
+    written = written[list(written.data_vars)[0]]
+    expected = kpca_dask.load(model).components()
+    assert written.dims == expected.dims and written.dtype == expected.dtype
+    np.testing.assert_array_equal(written.values, expected.values)
+
+
 def test_what_these_models_cannot_do_is_refused(field_store, tmp_path, capsys):
     field, path = field_store
     model = HilbertKernelEOF(2, padding="none").fit(field).save(tmp_path / "h.zarr")
@@ -112,8 +130,11 @@ def test_what_these_models_cannot_do_is_refused(field_store, tmp_path, capsys):
     assert done.returncode == 2 and "keeps no statistics to re-solve from" in done.stderr
     done = main("transform", model, path, "--out", tmp_path / "y.parquet", capsys=capsys)
     assert done.returncode == 2 and "complex, which Parquet does not hold" in done.stderr
-    done = main("patterns", model, path, "--out", tmp_path / "maps.zarr", capsys=capsys)
-    assert done.returncode == 2 and "kpca_dask.load(path).components()" in done.stderr
+    done = main("patterns", model, "--out", tmp_path / "maps.zarr", capsys=capsys)
+    assert done.returncode == 2 and "--kind eof writes them (components())" in done.stderr
+    done = main("patterns", model, path, "--kind", "eof", "--out", tmp_path / "maps.zarr",
+                capsys=capsys)
+    assert done.returncode == 2 and "leave DATA out" in done.stderr
     assert not (tmp_path / "maps.zarr").exists()
     for command, extra, message in (
             ("score", (path, "--out", tmp_path / "s.zarr"), "has no reconstruction_error"),

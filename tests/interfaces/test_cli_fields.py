@@ -86,6 +86,15 @@ def test_patterns_writes_the_maps_of_the_field(field_file, tmp_path, capsys):
                                               kind="correlation")
     assert written.dims == ("mode", "lat", "lon")
     np.testing.assert_allclose(written.values, expected.values, rtol=1e-10, equal_nan=True)
+    done = main("patterns", model, path, "--kind", "eof", "--out", tmp_path / "eofs.zarr",
+                "--scheduler", "threads", capsys=capsys)
+    assert done.returncode == 0, done.stderr
+    written = xr.open_zarr(tmp_path / "eofs.zarr", consolidated=False)
+    expected = kpca_dask.load(model).patterns(field.transpose("time", "lat", "lon"), kind="eof")
+    np.testing.assert_allclose(written[list(written.data_vars)[0]].values, expected.values,
+                               rtol=1e-10, equal_nan=True)
+    done = main("patterns", model, "--out", tmp_path / "none.zarr", capsys=capsys)
+    assert done.returncode == 2 and "takes its maps over DATA" in done.stderr
 
 
 def test_update_adds_time_steps_of_a_field(tmp_path, capsys):
