@@ -101,8 +101,10 @@ def test_every_estimator_rotates(fitted, field):
     rotated = kpca_dask.rotate(fitted, field, method="varimax", max_iter=20_000)
     assert rotated.n_components_ == Q
     assert rotated.transform(field).sizes["mode"] == Q
-    stage = fitted.kpca_ if isinstance(fitted, ExtendedKernelEOF) else fitted
-    assert stage.model_.rotation is not None
+    # The estimator rotated is not changed; the result's estimator (or stage) holds it.
+    assert fitted.model_.rotation is None
+    held = rotated.stage.estimator if isinstance(fitted, ExtendedKernelEOF) else rotated.estimator
+    assert held.model_.rotation is rotated.rotation
 
 
 def test_every_estimator_bootstraps_its_modes(fitted, field):

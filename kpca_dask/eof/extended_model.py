@@ -10,7 +10,6 @@ it, as the other estimators' are of their ``model_``; a fit or a loader
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..io.delay_embedding import lags
+from .estimator_copies import holding
 
 __all__ = ["ExtendedFit"]
 
@@ -88,9 +88,8 @@ class ExtendedFit:
         fit = dataclasses.replace(self, **changes)
         if rotation is _UNCHANGED:
             return fit
-        stage = copy.copy(fit.kernel_stage)  # a new estimator over the same fitted arrays
-        stage.model_ = stage.model_.replace(rotation=rotation)
-        return dataclasses.replace(fit, kernel_stage=stage)
+        return dataclasses.replace(fit, kernel_stage=holding(fit.kernel_stage,
+                                                             rotation=rotation))
 
 
 #: No change asked for (``None`` is a rotation: none).

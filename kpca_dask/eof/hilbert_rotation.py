@@ -24,6 +24,7 @@ from ..engine.orthomax import (
 from ..errors import InvalidInputError
 from ..model.inputs import method_input
 from ..validation import check_n_features
+from .estimator_copies import holding
 from .hilbert_model import map_output, record_scores, score_output
 
 __all__ = ["rotate_hilbert", "RotatedHilbertEOF"]
@@ -59,9 +60,8 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     loadings = fit.solution.loadings[:r]
     rotation = complex_rotation_of(loadings, fit.solution.field_total_variance, method, power,
                                    max_iter=max_iter, rtol=rtol)
-    # As KernelPCA's model keeps its rotation (not written to a Hilbert model's file).
-    estimator.model_ = fit.replace(rotation=rotation)
-    return RotatedHilbertEOF(estimator, rotation)
+    # A copy holds the rotation, as for KernelPCA: the estimator given is not changed.
+    return RotatedHilbertEOF(holding(estimator, rotation=rotation), rotation)
 
 
 class RotatedHilbertEOF:

@@ -39,6 +39,7 @@ from ..io.labelled import MODE_DIM, modes
 from ..model.inputs import method_input
 from ..model.outputs import embedding
 from .coupled_rotation import rotate_coupled
+from .estimator_copies import holding
 from .hilbert_model import HilbertFit
 from .patterns import patterns_of
 
@@ -142,8 +143,8 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     total = weighted.astype(np.float64).var(axis=0, ddof=1).sum()
     loadings, total = dask.compute(maps, total)
     rotation = rotation_of(loadings, float(total), method, power, max_iter=max_iter, rtol=rtol)
-    estimator.model_ = estimator.model_.replace(rotation=rotation)
-    return RotatedEOF(estimator, rotation)
+    # A copy holds the rotation (what its save keeps): the estimator given is not changed.
+    return RotatedEOF(holding(estimator, rotation=rotation), rotation)
 
 
 class RotatedEOF:
@@ -170,6 +171,9 @@ class RotatedEOF:
     Attributes
     ----------
     estimator : KernelPCA or ExactKernelPCA
+        The fitted estimator whose model holds this rotation (``rotation_``): a copy
+        of the one :func:`rotate` was given, which it does not change, sharing its
+        fitted arrays. :meth:`save` writes it.
     rotation : Rotation
         The stored rotation (:class:`~kpca_dask.engine.orthomax.Rotation`).
     explained_variance_, explained_variance_ratio_ : ndarray of shape (r,)
@@ -198,6 +202,22 @@ class RotatedEOF:
         self.rotation_matrix_ = rotation.matrix
         self.correlation_matrix_ = rotation.correlation
         self._scores = score_rotation(rotation, estimator.explained_variance_)
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the estimator's model with this rotation (a KernelPCA's file keeps it):
+        ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes back.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(60, 4)) * [3.0, 2.0, 1.0, 0.5]
+        >>> kpca = kpca_dask.KernelPCA(3, kernel="linear", n_landmarks=60).fit(X)
+        >>> rotated = kpca_dask.rotate(kpca, X, method="varimax")
+        >>> path = rotated.save(tempfile.mkdtemp() + "/rotated.zarr")
+        >>> kpca_dask.rotate(kpca_dask.load(path)).n_components_, hasattr(kpca, "rotation_")
+        (3, False)
+        """
+        return self.estimator.save(path, overwrite=overwrite, storage_options=storage_options)
 
     def __repr__(self) -> str:
         r = self.rotation

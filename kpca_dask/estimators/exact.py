@@ -162,7 +162,8 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         The field's dimensions, mask and weights, for a DataArray or weighted
         fit (:class:`~kpca_dask.io.fields.FeatureLayout`); absent otherwise.
     rotation_ : Rotation
-        The rotation :func:`kpca_dask.rotate` recorded; absent otherwise.
+        The rotation the model holds: that of a :func:`kpca_dask.rotate` result's
+        estimator (a copy; the estimator rotated is not changed); absent otherwise.
     model_ : ExactFit
         Everything the fit learnt, in one immutable object
         (:class:`~kpca_dask.exact.exact_model.ExactFit`): the attributes above

@@ -162,7 +162,8 @@ class HilbertKernelEOF(FittedModelEstimator):
     components_ : ndarray of complex128, shape (q, p)
         The unit-norm complex maps (xeofs' ``components``, docs/design.md §16).
     rotation_ : Rotation or None
-        The rotation :func:`kpca_dask.rotate` took last.
+        The rotation the model holds: that of a :func:`kpca_dask.rotate` result's
+        estimator (a copy; the estimator rotated is not changed), else None.
 
     See Also
     --------
@@ -458,7 +459,7 @@ class HilbertKernelEOF(FittedModelEstimator):
     components_ = property(lambda self: self.model_.solution.components,
                            doc="The unit-norm complex maps (q, p).")
     rotation_ = property(lambda self: self.model_.rotation,
-                         doc="The rotation kpca_dask.rotate took last, or None.")
+                         doc="The rotation the model holds (a rotate result's), or None.")
 
     @property
     def eigenvalues_(self) -> np.ndarray:

@@ -304,8 +304,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
     feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
         The weights and the flat field positions of the features (if any).
     rotation_ : Rotation
-        The varimax or promax rotation :func:`kpca_dask.rotate` recorded (saved
-        with the model; absent until then, dropped by a refit or re-solve); its
+        The varimax or promax rotation the model holds: that of a
+        :func:`kpca_dask.rotate` result's estimator (``rotate(kpca, X).estimator``,
+        a copy: ``kpca`` is not changed), saved with the model and back from
+        :func:`kpca_dask.load` (absent otherwise, dropped by a refit or re-solve); its
         parts are ``rotation_method_``, ``rotation_power_``, ``rotation_matrix_``,
         ``rotation_correlation_``, ``rotation_order_``, ``rotation_signs_``,
         ``rotation_explained_variance_``, ``rotation_total_variance_`` and

@@ -85,11 +85,15 @@ def test_a_kernel_rotation_gives_lazy_scores_and_correlation_maps(field):
 
 
 def test_the_rotation_is_saved_and_loaded_with_the_model(field, tmp_path):
-    """rotate records the rotation; the model file keeps it; rotate(loaded) gives it back."""
+    """rotate leaves the model it is given as it was and gives the rotation with a copy that
+    holds it; the copy's file keeps it; rotate(loaded) gives it back."""
     model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
+    unrotated = model.model_
     rotated = kpca_dask.rotate(model, field, method="promax", power=3, n_components=3)
-    assert model.rotation_ is rotated.rotation
-    loaded = kpca_dask.load(model.save(tmp_path / "model.zarr"))
+    assert model.model_ is unrotated and not hasattr(model, "rotation_")
+    assert rotated.estimator is not model and rotated.estimator.rotation_ is rotated.rotation
+    assert rotated.estimator.eigenvalues_ is model.eigenvalues_  # the fitted arrays shared
+    loaded = kpca_dask.load(rotated.save(tmp_path / "model.zarr"))
     again = kpca_dask.rotate(loaded)
     assert (again.rotation.method, again.rotation.power, again.n_components_) == ("promax", 3, 3)
     np.testing.assert_array_equal(again.explained_variance_, rotated.explained_variance_)
@@ -99,8 +103,7 @@ def test_the_rotation_is_saved_and_loaded_with_the_model(field, tmp_path):
 
 def test_a_re_solve_drops_the_rotation(field):
     """Another number of components re-solves the model: its rotation is dropped."""
-    model = ESTIMATORS["KernelPCA"]().fit(field)
-    kpca_dask.rotate(model, field)
+    model = kpca_dask.rotate(ESTIMATORS["KernelPCA"]().fit(field), field).estimator
     model.set_n_components(3)
     assert not hasattr(model, "rotation_")
     with pytest.raises(InvalidParameterError, match="holds no rotation"):
@@ -133,6 +136,7 @@ def test_info_shows_the_rotation(field, capsys):
 
     model = ESTIMATORS["KernelPCA"](weights=sqrt_coslat(field)).fit(field)
     rotated = kpca_dask.rotate(model, field, method="promax", power=3, n_components=2)
+    model = rotated.estimator  # the copy that holds the rotation, as its saved file does
     shown = summary(model, "model.zarr")["rotation"]
     assert (shown["method"], shown["power"], shown["n_components"]) == ("promax", 3, 2)
     np.testing.assert_allclose(shown["explained_variance_ratio"],

@@ -133,8 +133,8 @@ def test_reprs_are_short(linear, field):
     assert len(text) < 200 and "\n" not in text
     for part in ("latitude=18", "longitude=30", "90 masked", "sample_dim='time'"):
         assert part in text
-    kpca_dask.rotate(linear, field, n_components=2)
-    assert len(repr(linear.rotation_)) < 200
+    rotated = kpca_dask.rotate(linear, field, n_components=2)
+    assert len(repr(rotated.estimator.rotation_)) < 200
 
 
 def test_rotated_and_unrotated_ratios_are_in_one_space(field):

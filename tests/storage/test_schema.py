@@ -49,9 +49,9 @@ def models() -> list[KernelPCA]:
     field = xr.DataArray(da.from_array(values, chunks=(10, 4, 5)), dims=("time", "lat", "lon"),
                          coords={"lat": np.linspace(-30.0, 30.0, 4)})
     weights = np.sqrt(np.cos(np.deg2rad(field.lat)))
-    rotated = KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans", weights=weights,
-                        random_state=0).fit(field)
-    kpca_dask.rotate(rotated, field, method="promax")
+    rotated = kpca_dask.rotate(KernelPCA(n_components=2, n_landmarks=15, landmarks="kmeans",
+                                         weights=weights, random_state=0).fit(field),
+                               field, method="promax").estimator  # the copy holding it
     other = xr.DataArray(rng.normal(size=(40, 3)), dims=("time", "x"), name="other")
     return [
         KernelPCA(n_components=2, n_landmarks="auto", tol=0.1, gamma=0.5, landmarks="uniform",
