@@ -66,3 +66,16 @@ def test_nonfinite_lazy_value_is_named_by_row(data):
     bad[77, 33] = np.inf
     with pytest.raises(NonFiniteInputError, match="row 77"):
         ExactKernelPCA(n_components=2).fit(da.from_array(bad, chunks=(50, 10)))
+
+
+def test_lazy_rows_chunked_along_the_features_are_joined_with_a_warning():
+    """patterns of lazy rows in several feature chunks, against a model of rows in memory,
+    joins each block's rows (each task projects whole rows) and says so; the maps are the
+    in-memory rows' maps."""
+    from dask.array.core import PerformanceWarning
+
+    X = np.random.default_rng(0).normal(size=(40, 6))
+    model = ExactKernelPCA(2, gamma=0.5).fit(X)
+    with pytest.warns(PerformanceWarning, match="2 chunks along the features"):
+        maps = model.patterns(da.from_array(X, chunks=(20, 3)))
+    np.testing.assert_allclose(maps.compute(), model.patterns(X), rtol=1e-12)
