@@ -21,6 +21,8 @@ import numpy as np
 from ..datasets import make_dataset
 from ..errors import KPCAError
 from ..estimators.exact import ExactKernelPCA
+from ..estimators.extended import ExtendedKernelEOF
+from ..estimators.hilbert import HilbertKernelEOF
 from ..estimators.kernel_pca import KernelPCA
 from .compute import check_parameters, compute_context
 from .coupled_fits import COUPLED_METHODS, fit_coupled, refuse_field_option
@@ -189,8 +191,13 @@ def _patterns(args) -> None:
                                "the data it was fitted on): kpca-dask patterns MODEL DATA ...")
         _check_sample_dim(args, model)
         maps = model.patterns(open_data(args), kind=args.kind)  # lazy: one pass when written
-    else:
+    elif isinstance(model, (HilbertKernelEOF, ExtendedKernelEOF)):
         maps = _fitted_maps(args, model, name)
+    else:
+        raise CommandError(f"{args.model} is a {name} model: patterns takes the models of "
+                           "one field (KernelPCA, ExactKernelPCA, HilbertKernelEOF, "
+                           "ExtendedKernelEOF); read a coupled model's patterns in Python, "
+                           "kpca_dask.load(path).components(X, Y).")
     with compute_context(args):
         started = time.perf_counter()
         write_array(maps, args.out, overwrite=args.overwrite)

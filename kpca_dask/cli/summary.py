@@ -116,7 +116,8 @@ def _exact_rows(s: dict) -> list[tuple[str, str]]:
 
 
 def _rotation(rotation) -> dict | None:
-    """A rotation kpca_dask.rotate recorded: its method, modes and their variance fractions."""
+    """The rotation a model holds (a kpca_dask.rotate result's): its method, modes and their
+    variance fractions."""
     if rotation is None:
         return None
     variance, total = np.asarray(rotation.explained_variance), rotation.total_variance

@@ -22,7 +22,7 @@ from .estimator_copies import holding
 __all__ = ["ExtendedFit"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ExtendedFit:
     """A fitted extended kernel EOF.
 
@@ -34,7 +34,9 @@ class ExtendedFit:
     over mode, embedding and the field's dims) else an ndarray (mode,
     embedding, features); ``solver`` the way the stage that read the field took;
     ``delay`` the ``(tau, embedding)`` of the fit; ``n_features`` the features of
-    one sample before embedding (a field's positions off its mask).
+    one sample before embedding (a field's positions off its mask). Frozen, as the
+    other fitted models; its stages are fitted estimators, which a user should not
+    change in place (a re-solve of ``kpca_`` would no longer match ``maps``).
 
     Examples
     --------

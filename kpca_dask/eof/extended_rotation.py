@@ -76,7 +76,8 @@ def scaled_space_time(maps, eigenvalues: np.ndarray, normalized: bool):
         return maps
     scale = np.sqrt(np.asarray(eigenvalues, dtype=np.float64))
     if isinstance(maps, xr.DataArray):
-        return maps * xr.DataArray(scale, dims="mode", coords={"mode": maps["mode"]})
+        scaled = maps * xr.DataArray(scale, dims="mode", coords={"mode": maps["mode"]})
+        return scaled.rename(maps.name)
     return maps * scale[:, None, None]
 
 

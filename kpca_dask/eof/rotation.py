@@ -3,8 +3,9 @@
 :func:`rotate` takes the loadings of the leading r modes over the data they
 were fitted on (one lazy pass: the covariance of each weighted feature with
 each score, :mod:`kpca_dask.engine.exact.cross_moments`), rotates them
-(:mod:`kpca_dask.engine.orthomax`) and records the rotation in the model, so
-that ``save`` keeps it; :class:`RotatedEOF` gives the rotated scores of any
+(:mod:`kpca_dask.engine.orthomax`) and gives them with a copy of the estimator
+whose model holds the rotation (the estimator given is not changed), which a
+KernelPCA's ``save`` keeps; :class:`RotatedEOF` gives the rotated scores of any
 rows (a lazy r x r product of the embedding), the rotated maps on the field,
 the correlation maps of the rotated scores and the variance each rotated mode
 explains. With a linear kernel and every sample a landmark these are xeofs'
@@ -69,9 +70,11 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
 
     The loadings rotated are the covariances of each weighted feature of ``X``
     (the fit's data) with each score scaled to unit variance: for a linear
-    kernel the EOF times √λ, xeofs' loadings. The rotation is recorded in the
-    estimator (``rotation_``; a :class:`~kpca_dask.KernelPCA` saves it with the
-    model, and a refit, re-solve or update drops it).
+    kernel the EOF times √λ, xeofs' loadings. The estimator given is not
+    changed: the result's ``estimator`` is a copy whose model holds the rotation
+    (``rotation_``; :meth:`RotatedEOF.save` writes it for a landmark
+    :class:`~kpca_dask.KernelPCA`, and a refit, re-solve or update of that copy
+    drops it).
 
     Parameters
     ----------
@@ -204,8 +207,11 @@ class RotatedEOF:
         self._scores = score_rotation(rotation, estimator.explained_variance_)
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Write the estimator's model with this rotation (a KernelPCA's file keeps it):
-        ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes back.
+        """Write the estimator's model with this rotation (a landmark KernelPCA's file keeps
+        it): ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes back. An
+        exact model's file (ExactKernelPCA, or a KernelPCA that took the Gram way) keeps no
+        rotation: refused, with nothing written; save ``rotated.estimator`` and rotate the
+        loaded model again.
 
         Examples
         --------
@@ -217,6 +223,12 @@ class RotatedEOF:
         >>> kpca_dask.rotate(kpca_dask.load(path)).n_components_, hasattr(kpca, "rotation_")
         (3, False)
         """
+        if isinstance(self.estimator.model_, ExactFit):
+            raise InvalidParameterError(
+                f"A {type(self.estimator).__name__} model fitted exactly is saved without its "
+                "rotation (an exact model file keeps none): save the model, "
+                "rotated.estimator.save(path), and rotate the loaded model again, "
+                "kpca_dask.rotate(kpca_dask.load(path), X, method=...).")
         return self.estimator.save(path, overwrite=overwrite, storage_options=storage_options)
 
     def __repr__(self) -> str:

@@ -273,7 +273,7 @@ trace_error_
                            landmarks=self.landmarks).fit(embedded)
         components = _components(kpca, pca, embedded, X, embedding)
         # a field's features are its positions off the mask, as KernelPCA counts them
-        n_features = kpca.n_features_in_ // embedding if pca is None else pca.n_features_in_
+        n_features = _features_per_lag(kpca, embedding) if pca is None else pca.n_features_in_
         # Only now, with every step done, does the estimator change.
         self.model_ = ExtendedFit(kpca, pca, components, "gram" if gram else "nystrom",
                                   (tau, embedding), int(n_features))
@@ -475,6 +475,29 @@ def _shape(X, sample_dim: str | None) -> tuple[str | None, int, int]:
             f"X has shape {X.shape}; a 2-D array (n_samples, n_features) is needed, or a "
             "DataArray for a field with several feature dimensions.")
     return None, int(X.shape[0]), int(X.shape[1])
+
+
+def _features_per_lag(kpca, embedding: int) -> int:
+    """The features of one lagged copy of the kernel stage's embedded rows: the same
+    positions in every copy, or a clear error. A position NaN at every sample of one copy
+    but not of another (NaN at the start of the record only, say) is masked in one lag and
+    kept in another, and the space-time maps would have no common grid."""
+    layout = kpca.model_.layout
+    if layout is None or layout.kept is None:
+        return kpca.n_features_in_ // embedding
+    per_lag = layout.n_positions // embedding
+    kept = [set((layout.kept[layout.kept // per_lag == lag] % per_lag).tolist())
+            for lag in range(embedding)]
+    if any(positions != kept[0] for positions in kept[1:]):
+        differ = sorted(set.union(*kept) - set.intersection(*kept))
+        raise InvalidInputError(
+            f"{len(differ)} position(s) of the field (the first: "
+            f"{layout.describe(int(differ[0])).split(', ', 1)[-1]}) are NaN at every sample "
+            "of some lagged copies "
+            "but not of others (NaN over the start or the end of the record only): the "
+            "space-time maps need the same grid at every lag. Fill them, or drop the samples "
+            "or the positions first.")
+    return len(kept[0])
 
 
 def _check_pca_modes(n_pca_modes, n_samples: int, n_features: int) -> None:

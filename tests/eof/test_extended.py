@@ -322,3 +322,18 @@ def test_rotation_is_the_kernel_stages_on_the_embedded_samples(n_pca_modes):
         np.testing.assert_allclose(maps.values, back.transpose(*maps.dims).values, atol=1e-10)
     with pytest.raises(InvalidParameterError, match="rotated on the data it was fitted on"):
         kpca_dask.rotate(eeof, method="varimax")
+
+
+def test_a_mask_that_differs_between_lags_is_refused():
+    """A position NaN over the start of the record only is masked in the first lagged copy
+    and kept in a later one: refused by name, as the maps would have no common grid; one NaN
+    at every sample is the mask of every lag."""
+    values = np.random.default_rng(0).normal(size=(10, 3))
+    values[:4, 1] = np.nan
+    field = xr.DataArray(values, dims=("time", "x"))
+    with pytest.raises(InvalidInputError, match=r"\(the first: x index 1\) are NaN at every"):
+        ExtendedKernelEOF(2, tau=6, embedding=2, n_landmarks=10).fit(field)
+    values[:, 1] = np.nan
+    eeof = ExtendedKernelEOF(2, tau=6, embedding=2, n_landmarks=10).fit(field.copy(data=values))
+    assert eeof.n_features_in_ == 2 and eeof.components_.shape == (2, 2, 2)
+    assert eeof.components(normalized=False).name == "components"

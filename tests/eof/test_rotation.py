@@ -101,6 +101,16 @@ def test_the_rotation_is_saved_and_loaded_with_the_model(field, tmp_path):
                                rtol=0, atol=1e-12)
 
 
+def test_an_exact_models_rotation_is_not_saved_and_says_so(field, tmp_path):
+    """An exact model's file keeps no rotation: RotatedEOF.save refuses, writing nothing,
+    and names what to do instead."""
+    model = kpca_dask.ExactKernelPCA(Q, kernel="linear").fit(field)
+    rotated = kpca_dask.rotate(model, field, method="varimax")
+    with pytest.raises(InvalidParameterError, match="rotated.estimator.save"):
+        rotated.save(tmp_path / "model.zarr")
+    assert not (tmp_path / "model.zarr").exists()
+
+
 def test_a_re_solve_drops_the_rotation(field):
     """Another number of components re-solves the model: its rotation is dropped."""
     model = kpca_dask.rotate(ESTIMATORS["KernelPCA"]().fit(field), field).estimator

@@ -68,6 +68,11 @@ def test_fit_info_and_transform(stores, tmp_path, capsys, method, options, estim
     written = xr.open_zarr(scores, consolidated=False)["scores"]
     assert written.dims == ("time", "mode")
     np.testing.assert_allclose(written.values, expected.transform(Y=Y).values, atol=1e-10)
+    for kind in ("covariance", "eof"):  # a coupled model's patterns need both fields
+        done = main("patterns", model, "--kind", kind, "--out", tmp_path / "maps.zarr",
+                    capsys=capsys)
+        assert done.returncode == 2 and "components(X, Y)" in done.stderr, done.stderr
+    assert not (tmp_path / "maps.zarr").exists()
 
 
 def test_refusals(stores, tmp_path, capsys):
