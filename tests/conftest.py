@@ -42,6 +42,12 @@ ALLOWED_WARNINGS: list[Allowed] = [
             "scheduler that has already closed (seen on a page's LocalCluster closing beside "
             "the worker-budget tests); a scheduler lost while a test computes fails that test "
             "by its result, whatever is logged"),
+    Allowed(".", r"^UserWarning: Port 8787 is already in use\.",
+            "the notebooks, the docs pages and the command line start a LocalCluster as a "
+            "reader does, with distributed's default dashboard port; when the other test "
+            "process runs one at that moment, distributed serves this dashboard on another "
+            "port and says so (seen on notebook 03 beside another cluster); nothing else "
+            "changes"),
     # Faults made on purpose: a worker or the scheduler killed mid-run.
     Allowed(FAULT_TESTS, r"^Removing worker .* caused the cluster to lose already computed "
             r"task\(s\), which will be recomputed elsewhere",
