@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..eof.scalings import EOFVarianceMixin
 
-__all__ = ["FittedModelBase", "FittedModelEstimator"]
+__all__ = ["FittedModelBase", "FittedModelEstimator", "model_view"]
 
 
 class FittedModelBase(BaseEstimator):
@@ -92,3 +92,18 @@ class FittedModelEstimator(EOFVarianceMixin, FittedModelBase):
     """The base of the one-field estimators: :class:`FittedModelBase` and the spectrum's
     variances (:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). The coupled estimators
     (:mod:`kpca_dask.estimators.coupled`), whose modes are pairs, take the base alone."""
+
+
+def model_view(field: str, doc: str) -> property:
+    """A read-only fitted attribute that is the field ``field`` of the estimator's
+    ``model_``.
+
+    Examples
+    --------
+    >>> class Holder:
+    ...     model_ = type("Fit", (), {"solver": "gram"})()
+    ...     solver_ = model_view("solver", "The way taken.")
+    >>> Holder().solver_
+    'gram'
+    """
+    return property(lambda self: getattr(self.model_, field), doc=doc)

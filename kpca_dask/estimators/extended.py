@@ -36,7 +36,7 @@ from ..io.latitude import is_coslat
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
 from ..model.parameters import check_params
-from .base import FittedModelEstimator
+from .base import FittedModelEstimator, model_view
 from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
 
@@ -434,18 +434,12 @@ trace_error_
 
     # -- views of the fitted model -------------------------------------------------------
 
-    kpca_ = property(lambda self: self.model_.kernel_stage,
-                     doc="The kernel PCA of the embedded samples (the kernel stage).")
-    pca_ = property(lambda self: self.model_.linear_stage,
-                    doc="The linear EOF stage of ``n_pca_modes``, or None.")
-    solver_ = property(lambda self: self.model_.solver,
-                       doc="The way the stage that read the field was fitted.")
-    delay_ = property(lambda self: self.model_.delay,
-                      doc="The ``(tau, embedding)`` of the fit.")
-    lags_ = property(lambda self: self.model_.lags,
-                     doc="The lag of each copy in samples: 0, tau, ..., (L-1) tau.")
-    n_features_in_ = property(lambda self: self.model_.n_features,
-                              doc="Features of one sample before embedding.")
+    kpca_ = model_view("kernel_stage", "The kernel PCA of the embedded samples.")
+    pca_ = model_view("linear_stage", "The linear EOF stage of ``n_pca_modes``, or None.")
+    solver_ = model_view("solver", "The way the stage that read the field was fitted.")
+    delay_ = model_view("delay", "The ``(tau, embedding)`` of the fit.")
+    lags_ = model_view("lags", "The lag of each copy in samples: 0, tau, ..., (L-1) tau.")
+    n_features_in_ = model_view("n_features", "Features of one sample before embedding.")
 
 
 
