@@ -21,10 +21,10 @@ columns, fitted by ``KernelPCA(n_landmarks=m, landmarks="uniform", dtype="float3
 
 ``--data low-rank`` makes the rows as a user writes them instead:
 ``L @ F + noise`` of ``dask.array.random.default_rng`` arrays (rank 10 plus
-unit noise) in the same chunks. dask makes each noise chunk as a task of its
-own and holds some ahead of their use (a row block's worth at n = 4000, as a
-plain ``X.sum(axis=1)`` does), so the peak a user measures is above the
-seeded data's.
+unit noise) in the same chunks. A plain ``X.sum(axis=1)`` of such rows holds a
+row block's products at once (dask's threaded scheduler runs the tasks made
+ready last first); the fit and the transform make each chunk inside the task
+that uses it, so their peak is the seeded data's.
 
 With ``--exact``, T-mode exact kernel PCA: ``ExactKernelPCA`` of an n x p
 float64 array generated the same way, its n x n Gram summed over feature chunks.

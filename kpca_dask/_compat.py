@@ -26,6 +26,12 @@ Why each is private and still used:
   does not do for task-spec layers (rechunk, reshape, slicing) in the dask
   releases checked: it renames their keys but not the references inside their
   tasks (dask/dask#12455), so the "copy" still reads through the original.
+* ``GraphNode.fuse`` (task spec): to make each chunk of an array one task with
+  what it alone depends on (:func:`with_own_inputs`), which dask's own
+  optimisation does for linear chains only.
+* ``dask.array.optimization.optimize``: the optimisation dask applies before
+  a compute, applied first by :func:`with_own_inputs` so that the chunks it
+  fuses are the ones a compute would run.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["PRIVATE_APIS", "check_feature_names", "get_feature_names", "known_lengths",
-           "frame_from_graph", "task_spec", "meta_of", "independent_copy"]
+           "frame_from_graph", "task_spec", "meta_of", "independent_copy", "with_own_inputs"]
 
 #: Each private API: (distribution, oldest version supported, newest version checked).
 PRIVATE_APIS: dict[str, tuple[str, str, str]] = {
@@ -48,6 +54,8 @@ PRIVATE_APIS: dict[str, tuple[str, str, str]] = {
     "dask._task_spec.convert_legacy_graph": ("dask", "2025.1", "2026.7.0"),
     "dask collections' _meta": ("dask", "2025.1", "2026.7.0"),
     "dask._task_spec.GraphNode": ("dask", "2025.1", "2026.7.0"),
+    "dask._task_spec.GraphNode's fuse": ("dask", "2025.1", "2026.7.0"),
+    "dask.array.optimization.optimize": ("dask", "2025.1", "2026.7.0"),
 }
 
 
@@ -135,3 +143,63 @@ def independent_copy(X: Any) -> Any:
     names = {key: renamed(key) for key in graph}
     copy = {names[key]: node.substitute(names, key=names[key]) for key, node in graph.items()}
     return da.Array(copy, X.name + suffix, X.chunks, meta=meta_of(X))
+
+
+def with_own_inputs(X: Any) -> Any:
+    """The dask array ``X`` with each chunk one task, fused with the tasks only it uses.
+
+    dask's local schedulers run the task made ready last first. Where the chunks
+    of ``X`` are made from a shared input (a user's ``L @ F + noise``: every chunk
+    of a row block waits on that block of ``L``), all of them become ready when it
+    is done and all their products are made before the first is used: a row of
+    chunks held at once. With each chunk's own tasks (its product, its noise, their
+    sum) fused into one, the chunk is made and used inside one task. Tasks shared
+    between chunks stay tasks; ``X`` is returned as it is when no chunk has tasks
+    of its own (a Zarr array's chunks read from one shared array).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> L, F = da.ones((4, 1), chunks=(2, 1)), da.ones((1, 6), chunks=(1, 3))
+    >>> X = L @ F + da.ones((4, 6), chunks=(2, 3))
+    >>> fused = with_own_inputs(X)
+    >>> len(dict(fused.__dask_graph__())) < len(dict(X.__dask_graph__()))
+    True
+    >>> fused.compute().tolist() == X.compute().tolist()
+    True
+    """
+    import dask.array as da
+    from dask._task_spec import GraphNode
+    from dask.array.optimization import optimize
+    from dask.base import tokenize
+    from dask.core import flatten
+
+    _, _, _, convert_legacy_graph = task_spec()
+    keys = list(flatten(X.__dask_keys__()))
+    graph = convert_legacy_graph(dict(optimize(X.__dask_graph__(), keys)))
+    dependents: dict = {}
+    for key, node in graph.items():
+        for dependency in node.dependencies:
+            dependents.setdefault(dependency, set()).add(key)
+    owned = {key: _owned_tasks(key, graph, dependents) for key in keys}
+    if all(len(members) == 1 for members in owned.values()):
+        return X
+    name = "own-inputs-" + tokenize(X.name)
+    absorbed = set().union(*owned.values())
+    fused = {key: node for key, node in graph.items() if key not in absorbed}
+    for key, members in owned.items():
+        new_key = (name, *key[1:])
+        fused[new_key] = GraphNode.fuse(*(graph[k] for k in members), key=new_key)
+    return da.Array(fused, name, X.chunks, meta=meta_of(X))
+
+
+def _owned_tasks(key, graph: dict, dependents: dict) -> set:
+    """``key`` and the tasks of ``graph`` whose results only ``key`` (or they) use."""
+    members, todo = {key}, [key]
+    while todo:
+        for dependency in graph[todo.pop()].dependencies:
+            if (dependency in graph and dependency not in members
+                    and dependents[dependency] <= members):
+                members.add(dependency)
+                todo.append(dependency)
+    return members

@@ -87,6 +87,28 @@ def distributed_client(collection=None):
         return None
 
 
+def with_own_inputs_locally(X):
+    """``X`` with each chunk made inside one task from what only it uses, when a local
+    scheduler will compute it (:func:`kpca_dask._compat.with_own_inputs`); as it is on a
+    cluster, whose scheduler holds back ready work by itself.
+
+    dask's local schedulers run the task made ready last first, so the chunks of a
+    row block of a user's ``L @ F + noise`` (all waiting on one block of ``L``) were
+    all made before the first was used: at p = 10^6 features, 2 GiB held at once.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> X = da.ones((4, 1), chunks=(2, 1)) @ da.ones((1, 6), chunks=(1, 3))
+    >>> with dask.config.set(scheduler="threads"):
+    ...     with_own_inputs_locally(X).sum().compute()
+    np.float64(24.0)
+    """
+    from ._compat import with_own_inputs
+
+    return X if distributed_client(X) is not None else with_own_inputs(X)
+
+
 def held_client(collection):
     """The ``distributed.Client`` whose futures ``collection`` reads (a persisted result), or
     None when it reads none.

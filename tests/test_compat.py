@@ -73,6 +73,13 @@ def test_the_shims_work():
     copy = _compat.independent_copy(X)
     assert set(dict(copy.__dask_graph__())).isdisjoint(dict(X.__dask_graph__()))
     np.testing.assert_array_equal(copy.compute(), X.compute())
+    L, F = da.ones((4, 1), chunks=(2, 1)), da.ones((1, 6), chunks=(1, 3))
+    product = L @ F + da.random.default_rng(0).random((4, 6), chunks=(2, 3))
+    fused = _compat.with_own_inputs(product)
+    assert len(dict(fused.__dask_graph__())) < len(dict(product.__dask_graph__()))
+    np.testing.assert_array_equal(fused.compute(), product.compute())
+    stored = da.from_array(np.ones((4, 6)), chunks=(2, 3))  # chunks of one shared array
+    assert _compat.with_own_inputs(stored) is stored
     keys = [(frame._name, i) for i in range(frame.npartitions)]
     rebuilt = _compat.frame_from_graph(dict(frame.__dask_graph__()), _compat.meta_of(frame),
                                        frame.divisions, keys, "copy")

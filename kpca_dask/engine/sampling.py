@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import dask.array as da
 import numpy as np
 
-from .._parallel import distributed_client, read_scheduler
+from .._parallel import distributed_client, read_scheduler, with_own_inputs_locally
 from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import InsufficientMemoryError, NonFiniteInputError
 
@@ -127,7 +127,7 @@ class RowSampler:
         limit = READ_TOGETHER_BYTES if max_bytes is None else max_bytes
         if len(samples) < 2 or union.size * X.shape[1] * X.dtype.itemsize > limit:
             return cls(X)
-        return cls(X, union, read_rows(_rows_by_runs(X, union)))
+        return cls(X, union, _read_by_runs(X, union))
 
     def take(self, indices: np.ndarray, *, purpose: str = "choosing landmarks") -> np.ndarray:
         """Rows ``X[indices]`` as numpy; reads only the chunks that hold rows not held.
@@ -141,7 +141,7 @@ class RowSampler:
         ascending = indices[order]
         rows = self._held(ascending)
         if rows is None:
-            rows = read_rows(_rows_by_runs(self.X, ascending))
+            rows = _read_by_runs(self.X, ascending)
         raise_if_rows_nonfinite(rows, ascending, purpose)
         if np.array_equal(ascending, indices):
             # Asked in order (a sample's indices are): the rows as read, not a reordered
@@ -173,6 +173,15 @@ class RowSampler:
         if where[-1] < union.size and np.array_equal(union[where], ascending):
             return self.held_rows[where]
         return None
+
+
+def _read_by_runs(X: da.Array, ascending: np.ndarray):
+    """The rows ``X[ascending]`` read now. A chunk of data chunked along the features is made
+    inside one task from what only it uses, so a row block's chunks are not all made before
+    the first is read (``with_own_inputs_locally``)."""
+    if X.numblocks[1] > 1:
+        X = with_own_inputs_locally(X)
+    return read_rows(_rows_by_runs(X, ascending))
 
 
 def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"

@@ -119,6 +119,43 @@ def test_each_chunk_is_read_inside_the_task_that_uses_it():
     assert pass_statistics(X, np.ones((5, 100)), "rbf", {"gamma": 0.01}).compute().n_samples == 400
 
 
+def _most_chunks_held(compute, chunk_bytes: int) -> int:
+    """The most results of at least ``chunk_bytes`` that dask's cache held at once."""
+    from dask.diagnostics import CacheProfiler
+
+    with CacheProfiler(metric=lambda value: getattr(value, "nbytes", 0)) as profiler:
+        compute()
+    events = sorted([(r.cache_time, 1) for r in profiler.results if r.metric >= chunk_bytes]
+                    + [(r.free_time, -1) for r in profiler.results if r.metric >= chunk_bytes])
+    held = most = 0
+    for _, step in events:
+        held += step
+        most = max(most, held)
+    return most
+
+
+def test_chunks_made_from_a_shared_factor_are_used_as_they_are_made():
+    """A user's ``L @ F + noise``: when a row block of L is done, dask's threaded scheduler
+    (last ready, first run) made every product of that row block before the first was used,
+    a row of chunks held at once (2 GiB at p = 10^6). Each chunk is now made inside the
+    task that uses it, in the landmarks' read, the pass and the transform."""
+    rng = da.random.default_rng(0)
+    L = rng.standard_normal((400, 3), chunks=(100, 3))
+    F = rng.standard_normal((3, 2000), chunks=(3, 100))
+    X = L @ F + rng.standard_normal((400, 2000), chunks=(100, 100))
+    chunk_bytes = 100 * 100 * 8
+    assert _most_chunks_held(lambda: X.sum(axis=1).compute(scheduler="threads"),
+                             chunk_bytes) >= 10  # dask's own way, for contrast
+    with dask.config.set(scheduler="threads"):
+        kpca = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", gamma=1e-3,
+                         random_state=0)
+        assert _most_chunks_held(lambda: kpca.fit(X), chunk_bytes) <= 4
+        assert _most_chunks_held(lambda: kpca.transform(X).compute(), chunk_bytes) <= 4
+    whole = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", gamma=1e-3,
+                      random_state=0).fit(X.compute())
+    _close(kpca.eigenvalues_, whole.eigenvalues_)
+
+
 def test_nonfinite_value_is_named_by_row(data):
     """A NaN in one feature chunk is reported with its global row, as for whole rows."""
     bad = data.copy()

@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 
 from ..._memory import memory_budget
-from ..._parallel import task_blas_limit
+from ..._parallel import task_blas_limit, with_own_inputs_locally
 from ...blocks.feature_sums import chunk_sums, feature_sum, landmark_norms
 from ...blocks.kernels import kernel_name
 from ...blocks.statistics import kernel_origin
@@ -144,10 +144,11 @@ class WideTerms:
         self.moments = None
         if moments and kernel_name(kernel) == "linear":
             # One task per chunk makes both (its read inlined there, docs/design.md §2); the
-            # terms and the moments are then taken apart from the pair.
-            pairs = X.map_blocks(chunk_terms_and_moments_at, **options, new_axis=2,
-                                 chunks=terms_chunks, dtype=object,
-                                 meta=np.empty((0, 0, 0), object))
+            # terms and the moments are then taken apart from the pair. Here and below, the
+            # tasks that make only one chunk are fused into it (with_own_inputs_locally).
+            pairs = with_own_inputs_locally(
+                X.map_blocks(chunk_terms_and_moments_at, **options, new_axis=2,
+                             chunks=terms_chunks, dtype=object, meta=np.empty((0, 0, 0), object)))
             chunk_terms = pairs.map_blocks(_first, chunks=terms_chunks, dtype=np.float64,
                                            meta=np.empty((0, 0, 0), np.float64))
             # (row block, each chunk's p_c + 1 moments, 1): the blocks of the pairs, unjoined
@@ -155,9 +156,9 @@ class WideTerms:
                 _second, chunks=((1,) * X.numblocks[0], tuple(c + 1 for c in X.chunks[1]),
                                  (1,)), dtype=np.float64, meta=np.empty((0, 0, 0), np.float64))
         else:
-            chunk_terms = X.map_blocks(chunk_terms_at, **options, new_axis=2,
-                                       chunks=terms_chunks, dtype=np.float64,
-                                       meta=np.empty((0, 0, 0), np.float64))
+            chunk_terms = with_own_inputs_locally(
+                X.map_blocks(chunk_terms_at, **options, new_axis=2, chunks=terms_chunks,
+                             dtype=np.float64, meta=np.empty((0, 0, 0), np.float64)))
         self.terms = chunk_terms.sum(axis=1, dtype=np.float64)
         self.row_chunks = X.chunks[0]
         self.source_keys = [key for row in X.__dask_keys__() for key in row]
