@@ -14,6 +14,7 @@ copies: the same few lines were written four times (docs/architecture.md).
 from __future__ import annotations
 
 import importlib
+import operator
 from typing import Any, ClassVar
 
 from sklearn.base import BaseEstimator
@@ -96,14 +97,16 @@ class FittedModelEstimator(EOFVarianceMixin, FittedModelBase):
 
 def model_view(field: str, doc: str) -> property:
     """A read-only fitted attribute that is the field ``field`` of the estimator's
-    ``model_``.
+    ``model_`` (a dotted name reaches a field of a field).
 
     Examples
     --------
     >>> class Holder:
-    ...     model_ = type("Fit", (), {"solver": "gram"})()
+    ...     model_ = type("Fit", (), {"solver": "gram", "solution": complex(1, 2)})()
     ...     solver_ = model_view("solver", "The way taken.")
-    >>> Holder().solver_
-    'gram'
+    ...     imag_ = model_view("solution.imag", "The imaginary part.")
+    >>> Holder().solver_, Holder().imag_
+    ('gram', 2.0)
     """
-    return property(lambda self: getattr(self.model_, field), doc=doc)
+    read = operator.attrgetter(field)
+    return property(lambda self: read(self.model_), doc=doc)

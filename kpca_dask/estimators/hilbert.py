@@ -65,7 +65,7 @@ from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
 from ..model.parameters import check_params
-from .base import FittedModelEstimator
+from .base import FittedModelEstimator, model_view
 
 __all__ = ["HilbertKernelEOF"]
 
@@ -433,33 +433,26 @@ class HilbertKernelEOF(FittedModelEstimator):
     def _norms(self) -> np.ndarray:
         return np.sqrt(self.explained_variance_ * (self.n_samples_fit_ - 1))
 
-    solver_ = property(lambda self: self.model_.solver, doc="The way the fit took.")
-    solution_ = property(lambda self: self.model_.solution, doc="The complex modes solved.")
-    kernel_params_ = property(lambda self: self.model_.kernel_params,
-                              doc="Every resolved kernel parameter.")
+    solver_ = model_view("solver", "The way the fit took.")
+    solution_ = model_view("solution", "The complex modes solved.")
+    kernel_params_ = model_view("kernel_params", "Every resolved kernel parameter.")
     gamma_ = property(lambda self: self.model_.kernel_params.get("gamma"),
                       doc="The kernel's resolved gamma (None for the linear kernel).")
-    landmarks_ = property(lambda self: self.model_.landmarks,
-                          doc="The landmarks' analytic signal (None for the Gram way).")
-    landmark_indices_ = property(lambda self: self.model_.landmark_indices,
-                                 doc="The samples that are landmarks.")
+    landmarks_ = model_view("landmarks", "The landmarks' analytic signal (None for the Gram way).")
+    landmark_indices_ = model_view("landmark_indices", "The samples that are landmarks.")
     n_landmarks_ = property(lambda self: len(self.model_.landmark_indices),
                             doc="The landmarks used (every sample for the Gram way).")
-    mean_ = property(lambda self: self.model_.mean, doc="Each feature's mean.")
-    layout_ = property(lambda self: self.model_.layout, doc="A field's layout, or None.")
-    n_samples_fit_ = property(lambda self: self.model_.n_samples, doc="The samples fitted.")
-    n_samples_ = property(lambda self: self.model_.n_samples,
-                          doc="The samples fitted (``n_samples_fit_``).")
-    n_features_in_ = property(lambda self: self.model_.n_features,
-                              doc="The (kept, weighted) features.")
+    mean_ = model_view("mean", "Each feature's mean.")
+    layout_ = model_view("layout", "A field's layout, or None.")
+    n_samples_fit_ = model_view("n_samples", "The samples fitted.")
+    n_samples_ = model_view("n_samples", "The samples fitted (``n_samples_fit_``).")
+    n_features_in_ = model_view("n_features", "The (kept, weighted) features.")
     n_components_ = property(lambda self: len(self.model_.solution.explained_variance),
                              doc="The number of modes q.")
-    field_total_variance_ = property(lambda self: self.model_.solution.field_total_variance,
-                                     doc="Σ of the analytic signal's variances.")
-    components_ = property(lambda self: self.model_.solution.components,
-                           doc="The unit-norm complex maps (q, p).")
-    rotation_ = property(lambda self: self.model_.rotation,
-                         doc="The rotation the model holds (a rotate result's), or None.")
+    field_total_variance_ = model_view("solution.field_total_variance",
+                                       "Σ of the analytic signal's variances.")
+    components_ = model_view("solution.components", "The unit-norm complex maps (q, p).")
+    rotation_ = model_view("rotation", "The rotation the model holds (a rotate result's), or None.")
 
     @property
     def eigenvalues_(self) -> np.ndarray:
