@@ -89,12 +89,8 @@ def distributed_client(collection=None):
 
 def with_own_inputs_locally(X):
     """``X`` with each chunk made inside one task from what only it uses, when a local
-    scheduler will compute it (:func:`kpca_dask._compat.with_own_inputs`); as it is on a
-    cluster, whose scheduler holds back ready work by itself.
-
-    dask's local schedulers run the task made ready last first, so the chunks of a
-    row block of a user's ``L @ F + noise`` (all waiting on one block of ``L``) were
-    all made before the first was used: at p = 10^6 features, 2 GiB held at once.
+    scheduler will compute it (:func:`kpca_dask._compat.with_own_inputs` says why); as it
+    is on a cluster, whose scheduler holds back ready work by itself.
 
     Examples
     --------

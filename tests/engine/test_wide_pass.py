@@ -134,7 +134,8 @@ def _most_chunks_held(compute, chunk_bytes: int) -> int:
     return most
 
 
-def test_chunks_made_from_a_shared_factor_are_used_as_they_are_made():
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])  # linear: terms and moments in one task
+def test_chunks_made_from_a_shared_factor_are_used_as_they_are_made(kernel):
     """A user's ``L @ F + noise``: when a row block of L is done, dask's threaded scheduler
     (last ready, first run) made every product of that row block before the first was used,
     a row of chunks held at once (2 GiB at p = 10^6). Each chunk is now made inside the
@@ -147,12 +148,12 @@ def test_chunks_made_from_a_shared_factor_are_used_as_they_are_made():
     assert _most_chunks_held(lambda: X.sum(axis=1).compute(scheduler="threads"),
                              chunk_bytes) >= 10  # dask's own way, for contrast
     with dask.config.set(scheduler="threads"):
-        kpca = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", gamma=1e-3,
-                         random_state=0)
+        kpca = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", kernel=kernel,
+                         gamma=1e-3, random_state=0)
         assert _most_chunks_held(lambda: kpca.fit(X), chunk_bytes) <= 4
         assert _most_chunks_held(lambda: kpca.transform(X).compute(), chunk_bytes) <= 4
-    whole = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", gamma=1e-3,
-                      random_state=0).fit(X.compute())
+    whole = KernelPCA(n_components=3, n_landmarks=20, landmarks="uniform", kernel=kernel,
+                      gamma=1e-3, random_state=0).fit(X.compute())
     _close(kpca.eigenvalues_, whole.eigenvalues_)
 
 

@@ -143,12 +143,12 @@ class WideTerms:
                        products_dtype=np.dtype(dtype))
         self.moments = None
         if moments and kernel_name(kernel) == "linear":
-            # One task per chunk makes both (its read inlined there, docs/design.md §2); the
-            # terms and the moments are then taken apart from the pair. Here and below, the
-            # tasks that make only one chunk are fused into it (with_own_inputs_locally).
-            pairs = with_own_inputs_locally(
-                X.map_blocks(chunk_terms_and_moments_at, **options, new_axis=2,
-                             chunks=terms_chunks, dtype=object, meta=np.empty((0, 0, 0), object)))
+            # One task per chunk makes both (its read inlined there, with what only that
+            # chunk uses, by the pass's reads_inlined, docs/design.md §2); the terms and the
+            # moments are then taken apart from the pair.
+            pairs = X.map_blocks(chunk_terms_and_moments_at, **options, new_axis=2,
+                                 chunks=terms_chunks, dtype=object,
+                                 meta=np.empty((0, 0, 0), object))
             chunk_terms = pairs.map_blocks(_first, chunks=terms_chunks, dtype=np.float64,
                                            meta=np.empty((0, 0, 0), np.float64))
             # (row block, each chunk's p_c + 1 moments, 1): the blocks of the pairs, unjoined
@@ -156,6 +156,8 @@ class WideTerms:
                 _second, chunks=((1,) * X.numblocks[0], tuple(c + 1 for c in X.chunks[1]),
                                  (1,)), dtype=np.float64, meta=np.empty((0, 0, 0), np.float64))
         else:
+            # The tasks that make only one chunk are fused into its terms' task: the
+            # transform's graph is computed by the user, past the pass's reads_inlined.
             chunk_terms = with_own_inputs_locally(
                 X.map_blocks(chunk_terms_at, **options, new_axis=2, chunks=terms_chunks,
                              dtype=np.float64, meta=np.empty((0, 0, 0), np.float64)))
