@@ -97,6 +97,21 @@ def test_every_estimator_saves_and_loads(fitted, tmp_path):
     xr.testing.assert_allclose(loaded.spectrum(), fitted.spectrum(), rtol=1e-12)
 
 
+#: The steps each estimator applies after reading the field's rows.
+STEP_KINDS = {KernelPCA: [], ExactKernelPCA: [], HilbertKernelEOF: ["analytic_signal"],
+              ExtendedKernelEOF: ["delay_embedding"]}
+
+
+def test_every_estimator_holds_its_preprocessing_and_its_file_keeps_it(fitted, tmp_path):
+    """The field's layout and then the estimator's steps, the same after save and load."""
+    held = fitted.preprocessing_
+    assert held.layout is fitted.model_.layout and held.layout.sample_dim == "time"
+    assert [step.kind for step in held.steps] == STEP_KINDS[type(fitted)]
+    loaded = kpca_dask.load(fitted.save(tmp_path / "model.zarr")).preprocessing_
+    assert loaded.steps == held.steps
+    assert (loaded.layout.dims, loaded.layout.shape) == (held.layout.dims, held.layout.shape)
+
+
 def test_every_estimator_rotates(fitted, field):
     rotated = kpca_dask.rotate(fitted, field, method="varimax", max_iter=20_000)
     assert rotated.n_components_ == Q

@@ -4,7 +4,7 @@ KernelPCA holds a :class:`~kpca_dask.model.fitted.FittedModel`, ExactKernelPCA a
 :class:`~kpca_dask.exact.exact_model.ExactFit`, HilbertKernelEOF a
 :class:`~kpca_dask.eof.hilbert_model.HilbertFit` and ExtendedKernelEOF an
 :class:`~kpca_dask.eof.extended_model.ExtendedFit`, each immutable, each with ``layout``,
-``rotation`` and ``replace``. Library code never tells the estimators apart by
+``preprocessing``, ``rotation`` and ``replace``. Library code never tells the estimators apart by
 ``hasattr(estimator, "model_")`` nor reads an instance's ``__dict__`` (or ``vars``);
 read with ``ast`` as tests/test_layout.py reads imports.
 """
@@ -72,13 +72,15 @@ def test_exact_fitted_attributes_are_views_of_one_model(solver):
 
 
 def test_every_estimator_answers_the_protocol():
-    """layout, rotation and replace are read the same way from every fitted model."""
+    """layout, preprocessing, rotation and replace are read the same way from every fitted
+    model."""
     X = np.random.default_rng(0).normal(size=(40, 3))
     for estimator in (KernelPCA(2, gamma=0.5, n_landmarks=20, random_state=0),
                       ExactKernelPCA(2, gamma=0.5), HilbertKernelEOF(2, padding="none"),
                       ExtendedKernelEOF(2, tau=1, embedding=2, n_landmarks=20)):
         model = estimator.fit(X).model_
         assert model.layout is None and model.rotation is None
+        assert model.preprocessing.layout is None and len(model.preprocessing.steps) <= 1
         again = model.replace(rotation=None)
         assert type(again) is type(model) and again is not model and again.rotation is None
 

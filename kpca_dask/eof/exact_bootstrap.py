@@ -97,7 +97,8 @@ def hilbert_replicates(estimator, X, counts, k: int) -> ExactReplicates:
     fit = estimator.model_
     rows = method_input(estimator, fit.layout, X)
     check_fitted_shape(rows.data.shape, fit.n_samples, fit.n_features)
-    H = hermitian_gram(inner_products(rows.data)[0], fit.padding, fit.decay_factor)
+    H = hermitian_gram(inner_products(rows.data)[0], fit.analytic.padding,
+                       fit.analytic.decay_factor)
     K = hermitian_kernel(H, fit.kernel_params)[0]
     del H
     return _replicates(K, np.asarray(fit.solution.projection)[:, :k], counts, k)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io.delay_embedding import lags
+from ..io.preprocessing import DelayEmbedding, Preprocessing
 from .estimator_copies import holding
 
 __all__ = ["ExtendedFit"]
@@ -33,7 +33,8 @@ class ExtendedFit:
     space-time maps, on the field for a field's fit (a DataArray ``components``
     over mode, embedding and the field's dims) else an ndarray (mode,
     embedding, features); ``solver`` the way the stage that read the field took;
-    ``delay`` the ``(tau, embedding)`` of the fit; ``n_features`` the features of
+    ``delay_embedding`` the lagged copies the kernel stage reads
+    (:class:`~kpca_dask.io.preprocessing.DelayEmbedding`); ``n_features`` the features of
     one sample before embedding (a field's positions off its mask). Frozen, as the
     other fitted models; its stages are fitted estimators, which a user should not
     change in place (a re-solve of ``kpca_`` would no longer match ``maps``).
@@ -52,8 +53,19 @@ class ExtendedFit:
     linear_stage: Any
     maps: Any
     solver: str
-    delay: tuple[int, int]
+    delay_embedding: DelayEmbedding
     n_features: int
+
+    @property
+    def delay(self) -> tuple[int, int]:
+        """The ``(tau, embedding)`` of the fit."""
+        return self.delay_embedding.tau, self.delay_embedding.embedding
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The field read by its layout (with ``n_pca_modes``, the linear stage's: the
+        rows are its scores), then the lagged copies."""
+        return Preprocessing(self.layout, (self.delay_embedding,))
 
     @property
     def layout(self):
@@ -71,7 +83,7 @@ class ExtendedFit:
     @property
     def lags(self) -> np.ndarray:
         """The lag of each copy in samples: 0, tau, ..., (embedding - 1) tau."""
-        return lags(*self.delay)
+        return self.delay_embedding.lags
 
     def replace(self, **changes) -> "ExtendedFit":
         """A copy with ``changes``: the fit itself never changes. ``rotation`` is the kernel

@@ -20,12 +20,13 @@ import xarray as xr
 
 from .._parallel import computed
 from ..engine.exact.gram import cross_inner_products, inner_products
-from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..engine.hilbert.complex_gram import kernel_of_gram, record_gram
 from ..engine.hilbert.complex_solve import ComplexSolution, complex_scores
 from ..errors import InvalidInputError
+from ..io.analytic_signal import MIN_SAMPLES
 from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
+from ..io.preprocessing import AnalyticSignal, Preprocessing
 from ..model.inputs import method_input
 from ..validation import check_n_features
 
@@ -50,6 +51,8 @@ class HilbertFit:
     """A fitted Hilbert kernel EOF.
 
     ``solver`` is ``"gram"`` or ``"nystrom"``; ``solution`` the complex modes;
+    ``analytic`` the step that makes the complex rows (its padding and the training
+    means, :class:`~kpca_dask.io.preprocessing.AnalyticSignal`);
     ``landmarks`` the landmarks' analytic signal (m x p complex, None for the
     Gram way, which holds ``gram`` instead); ``scores`` the training samples'
     complex scores (n x q: numpy, or lazy for a Nyström fit of lazy data, one
@@ -74,9 +77,7 @@ class HilbertFit:
     kernel_params: dict
     landmarks: np.ndarray | None
     landmark_indices: np.ndarray
-    mean: np.ndarray
-    padding: str
-    decay_factor: float
+    analytic: AnalyticSignal
     layout: Any
     scores: Any
     samples: xr.DataArray | None
@@ -90,7 +91,12 @@ class HilbertFit:
 
     @property
     def n_features(self) -> int:
-        return int(self.mean.shape[0])
+        return self.analytic.n_features
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The field's layout, then the analytic signal."""
+        return Preprocessing(self.layout, (self.analytic,))
 
     def replace(self, **changes) -> "HilbertFit":
         """A copy with ``changes``: the fit itself never changes."""
@@ -117,7 +123,7 @@ def record_scores(fit: HilbertFit, estimator: Any, X) -> tuple:
     check_n_features(rows.data, fit.n_features, type(estimator).__name__)
     if fit.solver == "gram":
         return _gram_record_scores(fit, rows.data), rows.like, rows.is_lazy
-    Z = analytic_rows(rows.data, fit.padding, fit.decay_factor, mean=fit.mean)
+    Z = fit.analytic.rows(rows.data)
     Y = complex_scores(Z, fit.landmarks, fit.solution, fit.kernel_params)
     return Y, rows.like, rows.is_lazy
 
@@ -132,8 +138,8 @@ def _gram_record_scores(fit: HilbertFit, new) -> da.Array:
     state = fit.gram
     cross = cross_inner_products(new, state.rows)
     own, _ = inner_products(new)
-    H, norms = record_gram(cross, own, state.train_sums, state.train_total, fit.padding,
-                           fit.decay_factor)
+    H, norms = record_gram(cross, own, state.train_sums, state.train_total,
+                           fit.analytic.padding, fit.analytic.decay_factor)
     K = kernel_of_gram(H, norms, state.norms, fit.kernel_params)
     Y = (K - fit.solution.centre) @ fit.solution.projection
     return da.from_array(Y, chunks=(new.chunks[0], -1))
@@ -162,7 +168,8 @@ def score_output(fit: HilbertFit, Y, like, is_lazy: bool, name: str, *, divisor=
         Y = da.from_array(Y, chunks=(min(max(len(Y), 1), 100_000), -1))
     if like is None:
         return Y
-    attrs = {"kernel": fit.kernel_params["kernel"], "padding": fit.padding, **(attrs or {})}
+    attrs = {"kernel": fit.kernel_params["kernel"], "padding": fit.analytic.padding,
+             **(attrs or {})}
     return label_embedding(Y, like, attrs).rename(name)
 
 

@@ -90,9 +90,28 @@ class FittedModelBase(BaseEstimator):
 
 
 class FittedModelEstimator(EOFVarianceMixin, FittedModelBase):
-    """The base of the one-field estimators: :class:`FittedModelBase` and the spectrum's
-    variances (:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). The coupled estimators
-    (:mod:`kpca_dask.estimators.coupled`), whose modes are pairs, take the base alone."""
+    """The base of the one-field estimators: :class:`FittedModelBase`, the spectrum's
+    variances (:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`) and the preprocessing
+    the fit learnt. The coupled estimators (:mod:`kpca_dask.estimators.coupled`), whose
+    modes are pairs, take the base alone."""
+
+    @property
+    def preprocessing_(self):
+        """How the input became the rows of the kernel: the field's layout, then the
+        estimator's steps (:class:`~kpca_dask.io.preprocessing.Preprocessing`; the Hilbert
+        EOF's analytic signal, the extended EOF's lagged copies), each saved with the
+        model.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from kpca_dask import HilbertKernelEOF
+        >>> X = np.random.default_rng(0).normal(size=(40, 3))
+        >>> HilbertKernelEOF(1, padding="none").fit(X).preprocessing_.steps
+        (AnalyticSignal(padding='none', decay_factor=0.2, mean of 3 features),)
+        """
+        check_is_fitted(self)
+        return self.model_.preprocessing
 
 
 def model_view(field: str, doc: str) -> property:

@@ -30,9 +30,9 @@ from ..eof.extended_rotation import (
 )
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import dense_fits
-from ..io.delay_embedding import check_delay, lagged_field, lagged_rows, n_embedded
 from ..io.fields import resolved_sample_dim
 from ..io.latitude import is_coslat
+from ..io.preprocessing import DelayEmbedding
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
 from ..model.parameters import check_params
@@ -248,9 +248,10 @@ trace_error_
         started = time.perf_counter()
         check_params(self.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
                      estimator=type(self).__name__)
-        tau, embedding = check_delay(self.tau, self.embedding)
+        step = DelayEmbedding(self.tau, self.embedding)
+        embedding = step.embedding
         sample_dim, n_samples, n_features = _shape(X, self.sample_dim)
-        kept = n_embedded(n_samples, tau, embedding)
+        kept = step.n_samples(n_samples)
         pca = None
         data = X.data if sample_dim is not None else X  # what a memory budget asks about
         if self.n_pca_modes is not None:
@@ -262,7 +263,7 @@ trace_error_
             _check_pca_modes(self.n_pca_modes, n_samples, pca.n_features_in_)
         else:
             gram = self._gram_way(kept, embedding * n_features, data)
-        embedded = _embedded(X, pca, sample_dim, tau, embedding)
+        embedded = _embedded(X, pca, sample_dim, step)
         weights = self.weights if pca is None else None
         if weights is not None and sample_dim is None and not is_coslat(weights):
             # one weight per column, every lag
@@ -275,8 +276,8 @@ trace_error_
         # a field's features are its positions off the mask, as KernelPCA counts them
         n_features = _features_per_lag(kpca, embedding) if pca is None else pca.n_features_in_
         # Only now, with every step done, does the estimator change.
-        self.model_ = ExtendedFit(kpca, pca, components, "gram" if gram else "nystrom",
-                                  (tau, embedding), int(n_features))
+        self.model_ = ExtendedFit(kpca, pca, components, "gram" if gram else "nystrom", step,
+                                  int(n_features))
         self.fit_seconds_ = time.perf_counter() - started
         return self
 
@@ -362,10 +363,10 @@ trace_error_
         (46, 9)
         """
         check_is_fitted(self)
-        tau, embedding = self.delay_
+        step = self.model_.delay_embedding
         sample_dim, n_samples, _ = _shape(X, self.sample_dim_)
-        n_embedded(n_samples, tau, embedding)
-        return _embedded(X, self.pca_, sample_dim, tau, embedding)
+        step.n_samples(n_samples)  # refuses a record too short for the lagged copies
+        return _embedded(X, self.pca_, sample_dim, step)
 
     def _gram_way(self, n: int, p: int, data) -> bool:
         """Whether the stage with ``n`` rows of ``p`` features takes the Gram way (see
@@ -504,8 +505,8 @@ def _check_pca_modes(n_pca_modes, n_samples: int, n_features: int) -> None:
             "to embed the field itself.")
 
 
-def _embedded(X, pca: KernelPCA | ExactKernelPCA | None, sample_dim: str | None, tau: int,
-              embedding: int):
+def _embedded(X, pca: KernelPCA | ExactKernelPCA | None, sample_dim: str | None,
+              step: DelayEmbedding):
     """The lazily embedded rows of ``X`` (a field: a DataArray with an ``embedding``
     dimension), through the linear EOF scores of ``pca`` if there is one."""
     source = X
@@ -513,9 +514,7 @@ def _embedded(X, pca: KernelPCA | ExactKernelPCA | None, sample_dim: str | None,
         source = pca.transform(X)  # (n, n_pca_modes), lazy for dask input
         if sample_dim is not None:
             source = source.rename(mode=PCA_MODE_DIM)
-    if sample_dim is None:
-        return lagged_rows(source, tau, embedding)
-    return lagged_field(source, sample_dim, tau, embedding)
+    return step.rows(source) if sample_dim is None else step.field(source, sample_dim)
 
 
 def _components(kpca, pca, embedded, X, embedding: int):

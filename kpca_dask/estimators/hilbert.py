@@ -6,7 +6,7 @@ time steps) the Gram way is exact: the field's n x n Gram matrix in one read
 of the data, the analytic signal's Hermitian Gram matrix from it
 (:mod:`kpca_dask.engine.hilbert.complex_gram`), the centred eigenproblem, and one
 more read for the maps. Otherwise the Nyström way: the analytic signal of
-each feature along the samples (:mod:`kpca_dask.engine.hilbert.analytic_signal`),
+each feature along the samples (:mod:`kpca_dask.io.analytic_signal`),
 complex landmark features and their Hermitian problem
 (:mod:`kpca_dask.engine.hilbert.complex_solve`) with a Hermitian kernel
 (:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and every
@@ -29,7 +29,6 @@ from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import complex_kernel
 from ..engine.bandwidth import median_heuristic_gamma_of, pair_distances
 from ..engine.exact.gram import inner_products
-from ..engine.hilbert.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..engine.hilbert.complex_gram import (
     analytic_operator,
     gram_bytes,
@@ -61,6 +60,8 @@ from ..errors import (
     InvalidParameterError,
     ShortRecordWarning,
 )
+from ..io.analytic_signal import MIN_SAMPLES, analytic_rows
+from ..io.preprocessing import AnalyticSignal
 from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
@@ -350,10 +351,11 @@ class HilbertKernelEOF(FittedModelEstimator):
 
     def _model(self, solver, solution, W, indices, mean, params, layout, scores, labels,
                gram=None) -> HilbertFit:
+        analytic = AnalyticSignal(self.padding, float(self.decay_factor),
+                                  np.asarray(mean, dtype=np.float64))
         return HilbertFit(solver, solution, params, W, np.asarray(indices, dtype=np.int64),
-                          np.asarray(mean, dtype=np.float64), self.padding,
-                          float(self.decay_factor), layout, scores,
-                          sample_labels(labels.like), labels.is_lazy, gram)
+                          analytic, layout, scores, sample_labels(labels.like),
+                          labels.is_lazy, gram)
 
     # -- outputs -------------------------------------------------------------------------
 
@@ -442,7 +444,7 @@ class HilbertKernelEOF(FittedModelEstimator):
     landmark_indices_ = model_view("landmark_indices", "The samples that are landmarks.")
     n_landmarks_ = property(lambda self: len(self.model_.landmark_indices),
                             doc="The landmarks used (every sample for the Gram way).")
-    mean_ = model_view("mean", "Each feature's mean.")
+    mean_ = model_view("analytic.mean", "Each feature's mean, the anomalies' origin.")
     layout_ = model_view("layout", "A field's layout, or None.")
     n_samples_fit_ = model_view("n_samples", "The samples fitted.")
     n_samples_ = model_view("n_samples", "The samples fitted (``n_samples_fit_``).")

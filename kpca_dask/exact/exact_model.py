@@ -40,6 +40,7 @@ from ..engine.exact.gram import gram_hold_bytes, panel_bytes
 from ..engine.exact.matrix_free import RowPanels, cross_kernel, panel_rows
 from ..engine.exact.runs import chained_runs, panel_terms, run_rows
 from ..io.labelled import label_embedding, label_rows
+from ..io.preprocessing import Preprocessing
 from ..model.inputs import lazy_or_none, lazy_rows, method_input
 from ..model.outputs import one_sample_of
 from ..validation import check_n_features
@@ -191,6 +192,11 @@ class ExactFit:
     @property
     def n_components(self) -> int:
         return int(self.eigenvalues.size)
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The field read by its layout, with no step after it."""
+        return Preprocessing(self.layout)
 
     def replace(self, **changes: Any) -> "ExactFit":
         """A copy with ``changes`` (field names) made: the model itself stays as it is."""

@@ -30,6 +30,7 @@ from ..blocks.statistics import PassStatistics
 from ..engine.orthomax import Rotation
 from ..engine.solve.nystrom import NoveltyTerms, NystromSolution
 from ..io.fields import FeatureLayout
+from ..io.preprocessing import Preprocessing
 from .parameters import rcond_for
 
 __all__ = ["FittedModel", "FitSettings", "Preimage", "Stored", "stored", "Derived", "Declared",
@@ -286,6 +287,11 @@ class FittedModel:
     @Derived.of("gamma_")
     def gamma(self) -> float | None:
         return self.kernel_params.get("gamma")
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The field read by its layout, with no step after it."""
+        return Preprocessing(self.layout)
 
     def replace(self, **changes: Any) -> "FittedModel":
         """A copy with ``changes``: the model itself never changes."""

@@ -12,7 +12,8 @@ stage's own format (:mod:`kpca_dask.storage.model_files` for a landmark stage,
       components        (k, L, ...)  the space-time maps, NaN off a field's mask
       attributes (JSON): format, format_version, kpca_dask_version, estimator,
                          params, unsaved_params, checksums, and fitted: solver,
-                         delay (tau, L), n_features_in, components (their dims,
+                         preprocessing (the delay embedding's step, tau and L:
+                         kpca_dask.io.preprocessing), n_features_in, components (their dims,
                          coordinates, name and attributes for a field)
 
 The group is written in a hidden staging directory and put in place whole
@@ -42,6 +43,7 @@ from ..io.checksums import (
     digest,
     read_checked,
 )
+from ..io.preprocessing import DelayEmbedding, steps_attribute, steps_from_attribute
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.parameters import check_params
 from .file_headers import check_header, header_attributes, with_checksums
@@ -62,7 +64,8 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     check_is_fitted(estimator)
     maps = estimator.components()  # on the field for a field's fit: its labels are kept
     values = np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
-    fitted = {"solver": estimator.solver_, "delay": list(estimator.delay_),
+    fitted = {"solver": estimator.solver_,
+              "preprocessing": steps_attribute(estimator.model_.preprocessing.steps),
               "n_features_in": int(estimator.n_features_in_),
               "components": _labels_attribute(maps), "stages": {}}
     attrs = header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted)
@@ -139,7 +142,8 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             check_params(estimator.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
                          estimator=ESTIMATOR)
             components = _labelled(values, fitted["components"])
-            tau, embedding = (int(value) for value in fitted["delay"])
+            step = _delay_embedding(fitted, estimator)
+            embedding = step.embedding
         except InvalidParameterError as exc:
             raise damaged(f"a parameter is invalid: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
@@ -152,6 +156,21 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
                           f"{kernel.n_components_} modes and {embedding} lagged copies")
     # The fitted model a fit makes (ExtendedKernelEOF.fit), from the file.
-    estimator.model_ = ExtendedFit(kernel, linear, components, fitted["solver"],
-                                   (tau, embedding), int(fitted["n_features_in"]))
+    estimator.model_ = ExtendedFit(kernel, linear, components, fitted["solver"], step,
+                                   int(fitted["n_features_in"]))
     return estimator
+
+
+def _delay_embedding(fitted: dict, estimator) -> DelayEmbedding:
+    """The lagged copies the file's steps hold, as the estimator's parameters say them (a
+    file written before the steps were recorded holds ``delay``, ``[tau, embedding]``)."""
+    if "preprocessing" in fitted:
+        steps = steps_from_attribute(fitted["preprocessing"], {})
+    else:
+        steps = (DelayEmbedding(*(int(value) for value in fitted["delay"])),)
+    if [step.kind for step in steps] != [DelayEmbedding.kind]:
+        raise ValueError(f"its preprocessing is {[step.kind for step in steps]}, not the "
+                         "delay embedding alone")
+    if steps[0] != DelayEmbedding(estimator.tau, estimator.embedding):
+        raise ValueError(f"its {steps[0]} is not its parameters' tau and embedding")
+    return steps[0]

@@ -9,7 +9,7 @@ real and the imaginary part). Layout (``format_version`` 1 of
       centre            (2, m)
       explained_variance  (q,)
       loadings          (2, q, p)  the maps before their unit norm
-      mean              (p,)       each feature's mean
+      mean              (p,)       each feature's mean (the analytic signal's)
       scores            (2, n, q)  the training samples' scores
       landmark_indices  (m,)       int64
       landmarks         (2, m, p)  the Nyström way's landmarks (analytic signal)
@@ -19,7 +19,9 @@ real and the imaginary part). Layout (``format_version`` 1 of
       feature_kept, feature_weights      a field's kept positions and weights
       attributes (JSON): format, format_version, kpca_dask_version, estimator,
                          params, unsaved_params, checksums, and fitted: solver,
-                         kernel_params, total_variance, field_total_variance,
+                         kernel_params, preprocessing (the analytic signal's
+                         step, kpca_dask.io.preprocessing), total_variance,
+                         field_total_variance,
                          n_samples, train_total, feature_layout_, samples, lazy
 
 As for :mod:`kpca_dask.storage.exact_files`: every chunk carries a crc32c
@@ -48,9 +50,8 @@ from ..engine.hilbert.complex_solve import ComplexSolution
 from ..eof.hilbert_model import GramState, HilbertFit
 from ..errors import InvalidParameterError, about
 from ..io import PathOrURL, open_group, write_group
-from ..io.checksums import (
-    read_checked,
-)
+from ..io.checksums import read_checked
+from ..io.preprocessing import AnalyticSignal, steps_attribute, steps_from_attribute
 from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.parameters import check_params
 from .exact_files import array_digest, stored_digest
@@ -91,11 +92,12 @@ def save_hilbert(estimator, path: PathOrURL, *, overwrite: bool = False,
     solution = fit.solution
     arrays = {"projection": _split(solution.projection), "centre": _split(solution.centre),
               "explained_variance": np.asarray(solution.explained_variance, np.float64),
-              "loadings": _split(solution.loadings), "mean": fit.mean,
+              "loadings": _split(solution.loadings),
               "scores": _split(computed(fit.scores) if isinstance(fit.scores, da.Array)
                                else fit.scores),
-              "landmark_indices": fit.landmark_indices}
+              "landmark_indices": fit.landmark_indices, **fit.analytic.arrays()}
     fitted = {"solver": fit.solver, "kernel_params": jsonable(fit.kernel_params),
+              "preprocessing": steps_attribute(fit.preprocessing.steps),
               "total_variance": float(solution.total_variance),
               "field_total_variance": float(solution.field_total_variance),
               "n_samples": fit.n_samples, "lazy": bool(fit.lazy),
@@ -216,6 +218,22 @@ def _fitted(small: dict, fitted: dict, rows, estimator) -> HilbertFit:
                                float(fitted["total_variance"]),
                                float(fitted["field_total_variance"]), n)
     return HilbertFit(fitted["solver"], solution, dict(fitted["kernel_params"]), landmarks,
-                      small["landmark_indices"].astype(np.int64), mean, estimator.padding,
-                      float(estimator.decay_factor), layout, scores,
+                      small["landmark_indices"].astype(np.int64),
+                      _analytic_step(fitted, small, estimator), layout, scores,
                       _samples(fitted.get("samples"), n), bool(fitted["lazy"]), gram)
+
+
+def _analytic_step(fitted: dict, small: dict, estimator) -> AnalyticSignal:
+    """The analytic signal the file's steps hold, as the estimator's parameters say it
+    (a file written before the steps were recorded: from those parameters)."""
+    stored = fitted.get("preprocessing", [{"step": AnalyticSignal.kind,
+                                           "padding": estimator.padding,
+                                           "decay_factor": estimator.decay_factor}])
+    steps = steps_from_attribute(stored, small)
+    if [step.kind for step in steps] != [AnalyticSignal.kind]:
+        raise ValueError(f"its preprocessing is {[step.kind for step in steps]}, not the "
+                         "analytic signal alone")
+    step = steps[0]
+    if (step.padding, step.decay_factor) != (estimator.padding, float(estimator.decay_factor)):
+        raise ValueError("its analytic signal's padding is not its parameters'")
+    return step

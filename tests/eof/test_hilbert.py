@@ -13,8 +13,8 @@ from _complex_modes import assert_labelled, assert_xeofs_modes, phases, travelli
 import kpca_dask
 from kpca_dask import HilbertKernelEOF
 from kpca_dask.blocks.complex_kernels import complex_kernel
-from kpca_dask.engine.hilbert.analytic_signal import analytic_signal
 from kpca_dask.errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
+from kpca_dask.io.analytic_signal import analytic_signal
 
 xe = pytest.importorskip("xeofs")
 

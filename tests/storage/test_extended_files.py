@@ -110,3 +110,27 @@ def test_a_stage_from_another_file_or_a_missing_stage_is_refused(tmp_path):
     shutil.rmtree(f"{path}/linear_stage")
     with pytest.raises(ModelFormatError, match="its stages are not"):
         kpca_dask.load(path)
+
+
+def test_a_file_without_its_steps_loads_and_steps_against_the_parameters_are_refused(
+        tmp_path):
+    """A file written before the preprocessing steps were recorded holds ``delay``, read as
+    the delay embedding; a recorded step that contradicts the parameters is refused."""
+    from _model_files import rewritten_attributes
+
+    model = ExtendedKernelEOF(2, tau=TAU, embedding=EMBEDDING).fit(_field())
+    path = model.save(tmp_path / "eeof.zarr")
+
+    def as_before(attrs):
+        attrs["fitted"]["delay"] = [TAU, EMBEDDING]
+        del attrs["fitted"]["preprocessing"]
+
+    rewritten_attributes(path, as_before)
+    old = kpca_dask.load(path)
+    assert old.preprocessing_.steps == model.preprocessing_.steps and old.delay_ == (TAU,
+                                                                                      EMBEDDING)
+    xr.testing.assert_allclose(old.transform(_field()), model.transform(_field()))
+    steps = [{"step": "delay_embedding", "tau": TAU + 1, "embedding": EMBEDDING}]
+    rewritten_attributes(path, lambda attrs: attrs["fitted"].update(preprocessing=steps))
+    with pytest.raises(ModelFormatError, match="not its parameters' tau and embedding"):
+        kpca_dask.load(path)

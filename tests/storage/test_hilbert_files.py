@@ -135,3 +135,24 @@ def test_a_field_with_a_scalar_coordinate_saves_and_loads(tmp_path):
     loaded = kpca_dask.load(model.save(tmp_path / "hilbert.zarr"))
     xr.testing.assert_allclose(loaded.scores(), model.scores().drop_vars("level",
                                                                          errors="ignore"))
+
+
+def test_a_file_without_its_steps_loads_and_steps_against_the_parameters_are_refused(
+        tmp_path):
+    """A file written before the preprocessing steps were recorded has the analytic signal
+    of its parameters; a recorded step that contradicts them (or names no step) is refused."""
+    from _model_files import rewritten_attributes
+
+    model = HilbertKernelEOF(Q, padding="none").fit(_data("numpy"))
+    path = model.save(tmp_path / "h.zarr")
+    rewritten_attributes(path, lambda attrs: attrs["fitted"].pop("preprocessing"))
+    old = kpca_dask.load(path)
+    assert old.preprocessing_.steps == model.preprocessing_.steps
+    np.testing.assert_allclose(old.transform(_data("numpy")), model.transform(_data("numpy")),
+                               rtol=1e-12, atol=1e-12)
+    for steps, match in (([{"step": "analytic_signal", "padding": "exp", "decay_factor": 0.2}],
+                          "padding is not its parameters'"),
+                         ([{"step": "blur"}], "'blur' is not a preprocessing step")):
+        rewritten_attributes(path, lambda attrs: attrs["fitted"].update(preprocessing=steps))
+        with pytest.raises(ModelFormatError, match=match):
+            kpca_dask.load(path)

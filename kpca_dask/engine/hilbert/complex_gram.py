@@ -29,9 +29,9 @@ import numpy as np
 from scipy import linalg
 
 from ...errors import TooFewComponentsError
+from ...io.analytic_signal import analytic_signal
 from ..exact.gram import FEATURE_PANEL, float64_panel
 from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
-from .analytic_signal import analytic_signal
 
 __all__ = ["analytic_operator", "applied", "hermitian_gram", "hermitian_kernel", "kernel_of_gram",
            "GramModes", "solve_gram", "map_coefficients", "record_gram", "gram_bytes",
