@@ -122,6 +122,20 @@ def test_every_estimator_rotates(fitted, field):
     assert held.model_.rotation is rotated.rotation
 
 
+def test_every_rotation_is_saved_and_comes_back_without_the_data(fitted, field, tmp_path):
+    """A rotated result's ``save`` writes the model with its rotation; ``rotate`` of the loaded
+    model, with no data, gives the same rotated modes; the estimator rotated is unchanged."""
+    rotated = kpca_dask.rotate(fitted, field, method="promax", power=3, max_iter=20_000)
+    loaded = kpca_dask.load(rotated.save(tmp_path / "rotated.zarr"))
+    assert fitted.model_.rotation is None and type(loaded) is type(fitted)
+    again = kpca_dask.rotate(loaded)
+    assert (again.rotation.method, again.rotation.power) == ("promax", 3)
+    np.testing.assert_allclose(again.rotation.matrix, rotated.rotation.matrix, rtol=1e-12)
+    xr.testing.assert_allclose(again.transform(field), rotated.transform(field))
+    if hasattr(rotated, "components"):
+        xr.testing.assert_allclose(again.components(), rotated.components())
+
+
 def test_every_estimator_bootstraps_its_modes(fitted, field):
     """One call for every estimator: each mode's replicates, intervals and significance."""
     boot = kpca_dask.bootstrap(fitted, field, 6, seed=0)

@@ -35,7 +35,10 @@ class ExtendedFit:
     embedding, features); ``solver`` the way the stage that read the field took;
     ``delay_embedding`` the lagged copies the kernel stage reads
     (:class:`~kpca_dask.io.preprocessing.DelayEmbedding`); ``n_features`` the features of
-    one sample before embedding (a field's positions off its mask). Frozen, as the
+    one sample before embedding (a field's positions off its mask); ``rotated_maps`` the
+    space-time maps of the kernel stage's rotation, laid out as ``maps`` (None unless a
+    rotated model was kept: :meth:`RotatedExtendedEOF.save
+    <kpca_dask.eof.extended_rotation.RotatedExtendedEOF.save>`). Frozen, as the
     other fitted models; its stages are fitted estimators, which a user should not
     change in place (a re-solve of ``kpca_`` would no longer match ``maps``).
 
@@ -55,6 +58,7 @@ class ExtendedFit:
     solver: str
     delay_embedding: DelayEmbedding
     n_features: int
+    rotated_maps: Any = None
 
     @property
     def delay(self) -> tuple[int, int]:
@@ -88,7 +92,7 @@ class ExtendedFit:
     def replace(self, **changes) -> "ExtendedFit":
         """A copy with ``changes``: the fit itself never changes. ``rotation`` is the kernel
         stage's, so a new rotation gives a copy of that stage holding it (the stage of
-        this fit keeps its own).
+        this fit keeps its own), and drops the rotated maps unless ``changes`` give them.
 
         Examples
         --------
@@ -99,6 +103,8 @@ class ExtendedFit:
         False
         """
         rotation = changes.pop("rotation", _UNCHANGED)
+        if rotation is not _UNCHANGED:
+            changes.setdefault("rotated_maps", None)
         fit = dataclasses.replace(self, **changes)
         if rotation is _UNCHANGED:
             return fit

@@ -14,6 +14,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import InvalidParameterError
+from .estimator_copies import holding
 
 __all__ = ["rotate_extended", "RotatedExtendedEOF", "space_time_maps", "flat_space_time",
            "PCA_MODE_DIM"]
@@ -84,7 +85,8 @@ def scaled_space_time(maps, eigenvalues: np.ndarray, normalized: bool):
 def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEOF":
     """Rotate the leading space-time modes of a fitted extended EOF on the data ``X`` it was
     fitted on: ``rotate_stage`` (:func:`kpca_dask.rotate`, whose ``options`` these are) of
-    its kernel stage on the embedded samples.
+    its kernel stage on the embedded samples. With no ``X``, the rotation a rotated model
+    holds (saved by :meth:`RotatedExtendedEOF.save` and loaded).
 
     Examples
     --------
@@ -98,9 +100,14 @@ def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEO
     (3, 2, 4)
     """
     if X is None:
-        raise InvalidParameterError(
-            "An extended EOF is rotated on the data it was fitted on: "
-            "kpca_dask.rotate(model, X, method=...).")
+        held = estimator.model_
+        if held.rotation is None or held.rotated_maps is None:
+            raise InvalidParameterError(
+                "An extended EOF is rotated on the data it was fitted on: "
+                "kpca_dask.rotate(model, X, method=...).")
+        # a rotated model (loaded): its kernel stage's rotation and the maps kept with it
+        return RotatedExtendedEOF(estimator, rotate_stage(held.kernel_stage),
+                                  held.rotated_maps)
     stage = rotate_stage(estimator.kpca_, estimator.embedded(X), **options)
     linear = None if estimator.pca_ is None else estimator.pca_.patterns(X, kind="eof")
     maps, linear = dask.compute(stage.components(), linear)
@@ -137,6 +144,24 @@ class RotatedExtendedEOF:
 
     def __repr__(self) -> str:
         return f"RotatedExtendedEOF({self.rotation.method}, {self.n_components_} modes)"
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the extended EOF with this rotation (its kernel stage's) and the rotated
+        space-time maps: ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes
+        back without the data. The estimator rotated is not changed.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> X = np.random.default_rng(0).normal(size=(80, 4)) * [3.0, 2.0, 1.0, 0.5]
+        >>> eeof = kpca_dask.ExtendedKernelEOF(3, tau=1, embedding=2, n_landmarks=80).fit(X)
+        >>> rotated = kpca_dask.rotate(eeof, X, method="varimax")
+        >>> again = kpca_dask.rotate(kpca_dask.load(rotated.save(tempfile.mkdtemp() + "/r")))
+        >>> bool(np.allclose(again.transform(X), rotated.transform(X)))
+        True
+        """
+        held = holding(self.estimator, rotation=self.rotation, rotated_maps=self._maps)
+        return held.save(path, overwrite=overwrite, storage_options=storage_options)
 
     def spectrum(self):
         """The rotated modes' variances over ``mode`` (the stage's :meth:`spectrum`)."""

@@ -35,7 +35,9 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
                    rtol: float = 1e-8) -> "RotatedHilbertEOF":
     """Rotate the leading complex modes of a fitted Hilbert kernel EOF (see
     :func:`kpca_dask.rotate`, whose parameters these are). ``X`` may be left out: the
-    fit keeps the loadings; given, it must have the fit's shape.
+    fit keeps the loadings; given, it must have the fit's shape. Left out for a model that
+    holds a rotation (a rotated model, saved and loaded), it gives that rotation back, as
+    for the other estimators.
 
     Examples
     --------
@@ -47,8 +49,10 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     >>> rotated.scores().shape
     (100, 2)
     """
-    r = rotated_count(int(estimator.n_components_), n_components, method, power)
     fit = estimator.model_
+    if X is None and fit.rotation is not None:  # a rotated model (loaded): its rotation
+        return RotatedHilbertEOF(estimator, fit.rotation)
+    r = rotated_count(int(estimator.n_components_), n_components, method, power)
     if X is not None:
         rows = method_input(estimator, fit.layout, X)  # lazy: reads nothing
         check_n_features(rows.data, fit.n_features, type(estimator).__name__)
@@ -101,6 +105,23 @@ class RotatedHilbertEOF:
         r = self.rotation
         power = f", power={r.power}" if r.method == "promax" else ""
         return f"RotatedHilbertEOF({r.method}{power}, {self.n_components_} modes)"
+
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the estimator's model with this rotation: ``kpca_dask.rotate(
+        kpca_dask.load(path))`` gives these rotated modes back.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, kpca_dask
+        >>> t, x = np.arange(80)[:, None], np.arange(12)[None, :]
+        >>> X = np.cos(0.3 * x - 0.2 * t) + np.cos(0.1 * t) * (x < 4)
+        >>> rotated = kpca_dask.rotate(kpca_dask.HilbertKernelEOF(2, padding="none").fit(X))
+        >>> path = rotated.save(tempfile.mkdtemp() + "/rotated.zarr")
+        >>> again = kpca_dask.rotate(kpca_dask.load(path))
+        >>> bool(np.allclose(again.scores(), rotated.scores()))
+        True
+        """
+        return self.estimator.save(path, overwrite=overwrite, storage_options=storage_options)
 
     def _scores(self, found: tuple, name: str, normalized: bool = False):
         """Rotated scores of ``found`` (the estimator's raw scores, their labels and

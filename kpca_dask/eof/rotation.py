@@ -72,9 +72,8 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
     (the fit's data) with each score scaled to unit variance: for a linear
     kernel the EOF times √λ, xeofs' loadings. The estimator given is not
     changed: the result's ``estimator`` is a copy whose model holds the rotation
-    (``rotation_``; :meth:`RotatedEOF.save` writes it for a landmark
-    :class:`~kpca_dask.KernelPCA`, and a refit, re-solve or update of that copy
-    drops it).
+    (``rotation_``; :meth:`RotatedEOF.save` writes it, and a refit, re-solve or update of
+    that copy drops it).
 
     Parameters
     ----------
@@ -88,8 +87,9 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
         :class:`~kpca_dask.eof.hilbert_rotation.RotatedHilbertEOF`.
     X : the data the estimator was fitted on, optional
         Any input its ``patterns`` takes (a field, several fields, an array);
-        read once, lazily. None: the rotation the estimator holds (loaded
-        with a model).
+        read once, lazily. None: the rotation the estimator holds (a rotated
+        result saved and loaded: every estimator's file keeps it); a Hilbert EOF
+        that holds none is rotated from the loadings its fit keeps.
     method : {"varimax", "promax"}, default="varimax"
     power : int, default=4
         Promax's power (>= 2); varimax takes none (xeofs' ``power=1``).
@@ -207,11 +207,8 @@ class RotatedEOF:
         self._scores = score_rotation(rotation, estimator.explained_variance_)
 
     def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
-        """Write the estimator's model with this rotation (a landmark KernelPCA's file keeps
-        it): ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes back. An
-        exact model's file (ExactKernelPCA, or a KernelPCA that took the Gram way) keeps no
-        rotation: refused, with nothing written; save ``rotated.estimator`` and rotate the
-        loaded model again.
+        """Write the estimator's model with this rotation (every model file keeps it):
+        ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated modes back.
 
         Examples
         --------
@@ -223,12 +220,6 @@ class RotatedEOF:
         >>> kpca_dask.rotate(kpca_dask.load(path)).n_components_, hasattr(kpca, "rotation_")
         (3, False)
         """
-        if isinstance(self.estimator.model_, ExactFit):
-            raise InvalidParameterError(
-                f"A {type(self.estimator).__name__} model fitted exactly is saved without its "
-                "rotation (an exact model file keeps none): save the model, "
-                "rotated.estimator.save(path), and rotate the loaded model again, "
-                "kpca_dask.rotate(kpca_dask.load(path), X, method=...).")
         return self.estimator.save(path, overwrite=overwrite, storage_options=storage_options)
 
     def __repr__(self) -> str:

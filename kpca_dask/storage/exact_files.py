@@ -16,10 +16,12 @@ is read. The cost is n p words of storage, as much as the data. Layout
       eigenvalue_residuals      (q,)    float64, only for the matrix-free solver
       centring                  (2, q)  float64, 1^T S and k^T S / n - g 1^T S (S = A_q Lambda^-1/2)
       feature_kept, feature_weights     a field's kept positions and weights, when it has them
+      rotation_matrix, ...      a rotated model's rotation (kpca_dask.storage.rotation_files)
       attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
                          unsaved_params, checksums, and fitted: kernel_, kernel_params_,
                          n_components_, n_samples_fit_, n_features_in_, eigen_solver_,
-                         n_products_, grand_mean (g, the mean of K), feature_layout_
+                         n_products_, grand_mean (g, the mean of K), feature_layout_,
+                         rotation (its method, or null)
 
 A model from either solver is saved the same way; a loaded one transforms by
 row panels (:class:`~kpca_dask.exact.exact_model.ExactModel`), lazily. As for
@@ -59,6 +61,7 @@ from ..model.parameters import EXACT_CONSTRAINTS, check_params
 from .file_headers import check_header, header_attributes, layout_entries, with_checksums
 from .layout_files import layout_from_attribute
 from .model_files import check_written
+from .rotation_files import rotation_entries, rotation_from_entries
 
 __all__ = ["save_exact", "load_exact", "ESTIMATOR", "array_digest", "stored_digest"]
 
@@ -95,6 +98,7 @@ def save_exact(estimator, path: PathOrURL, *, overwrite: bool = False,
     if fit.residuals is not None:
         arrays["eigenvalue_residuals"] = np.asarray(fit.residuals)
     layout_entries(fit.layout, fitted, arrays)
+    rotation_entries(fit.rotation, fitted, arrays)
     attrs = with_checksums(header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted),
                            {name: array_digest(value) for name, value in arrays.items()})
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
@@ -206,9 +210,14 @@ def _fitted(group: zarr.Group, fitted: dict, small: dict) -> ExactFit:
                                            small.get("feature_weights"))
         except (KeyError, TypeError, ValueError) as exc:
             raise damaged(f"feature_layout_ is invalid ({exc})") from None
+    try:
+        rotation = rotation_from_entries(fitted, small, q, p)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise damaged(f"its rotation is invalid ({exc})") from None
     n_products = fitted.get("n_products_")
     return ExactFit(kernel, params, small["eigenvalues"], vectors,
                     small["explained_variance_ratio"], fitted.get("eigen_solver_"), n, p,
                     rows=rows, lazy=True, grand_mean=grand_mean, by_panels=model,
                     residuals=small.get("eigenvalue_residuals"),
-                    n_products=None if n_products is None else int(n_products), layout=layout)
+                    n_products=None if n_products is None else int(n_products), layout=layout,
+                    rotation=rotation)

@@ -10,10 +10,14 @@ stage's own format (:mod:`kpca_dask.storage.model_files` for a landmark stage,
       kernel_stage/     the kernel PCA of the embedded rows (a model file)
       linear_stage/     the linear EOFs the field was reduced to (with n_pca_modes)
       components        (k, L, ...)  the space-time maps, NaN off a field's mask
+      rotated_components (r, L, ...) a rotated model's rotated maps (the kernel stage
+                                   holds the rotation)
       attributes (JSON): format, format_version, kpca_dask_version, estimator,
                          params, unsaved_params, checksums, and fitted: solver,
                          preprocessing (the delay embedding's step, tau and L:
-                         kpca_dask.io.preprocessing), n_features_in, components (their dims,
+                         kpca_dask.io.preprocessing), n_features_in, rotated
+                         (whether the file holds rotated_components), components and
+                         rotated_components (their dims,
                          coordinates, name and attributes for a field)
 
 The group is written in a hidden staging directory and put in place whole
@@ -63,24 +67,35 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     returns the path. Nothing is left at ``path`` if a stage cannot be saved."""
     check_is_fitted(estimator)
     maps = estimator.components()  # on the field for a field's fit: its labels are kept
-    values = np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
+    values = _values(maps)
+    rotated = estimator.model_.rotated_maps
     fitted = {"solver": estimator.solver_,
               "preprocessing": steps_attribute(estimator.model_.preprocessing.steps),
               "n_features_in": int(estimator.n_features_in_),
-              "components": _labels_attribute(maps), "stages": {}}
+              "components": _labels_attribute(maps), "stages": {}, "rotated": rotated is not None,
+              "rotated_components": None if rotated is None else _labels_attribute(rotated)}
     attrs = header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted)
     with staged_output(path, overwrite, storage_options) as target:
         group = zarr.open_group(target.url, mode="w-", zarr_format=3,
                                 attributes={**attrs, WRITE_STATE_ATTR: INCOMPLETE},
                                 **target.zarr_kwargs())
-        group.create_array("components", data=values, compressors=checksummed_codecs())
+        arrays = {"components": values}
+        if rotated is not None:
+            arrays["rotated_components"] = _values(rotated)
+        for name, value in arrays.items():
+            group.create_array(name, data=value, compressors=checksummed_codecs())
         for name, stage in zip(STAGES, (estimator.kpca_, estimator.pca_)):
             if stage is not None:
                 stage.save(f"{target.url}/{name}", storage_options=storage_options)
                 # The stage's own attributes' digest binds it to this file.
                 fitted["stages"][name] = group[name].attrs[CHECKSUMS_ATTRIBUTE]["attributes"]
-        group.attrs.update(with_checksums(attrs, {"components": digest(values)}))
+        group.attrs.update(with_checksums(attrs, {name: digest(value)
+                                                  for name, value in arrays.items()}))
     return os.fspath(path)
+
+
+def _values(maps) -> np.ndarray:
+    return np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
 
 
 def _labels_attribute(maps) -> dict | None:
@@ -134,14 +149,21 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
         check_header(attrs, ESTIMATOR, FORMAT_VERSION, f"{ESTIMATOR}.save")
         if "components" not in group.array_keys() or "kernel_stage" not in group.group_keys():
             raise damaged("components or kernel_stage missing")
-        values = read_checked(group, "components")
-        check_written(attrs, {"components": values})
+        names = [name for name in ("components", "rotated_components")
+                 if name in group.array_keys()]
+        arrays = {name: read_checked(group, name) for name in names}
+        check_written(attrs, arrays)
+        values = arrays["components"]
         fitted = attrs["fitted"]
         try:
             estimator = estimator_class(**attrs.get("params", {}))
             check_params(estimator.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
                          estimator=ESTIMATOR)
             components = _labelled(values, fitted["components"])
+            rotated = None
+            if fitted.get("rotated", False):
+                rotated = _labelled(arrays["rotated_components"],
+                                    fitted.get("rotated_components"))
             step = _delay_embedding(fitted, estimator)
             embedding = step.embedding
         except InvalidParameterError as exc:
@@ -155,9 +177,14 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
         with about(where):
             raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
                           f"{kernel.n_components_} modes and {embedding} lagged copies")
+    held = kernel.model_.rotation
+    if (rotated is None) != (held is None) or (
+            rotated is not None and np.shape(rotated)[:2] != (held.n_components, embedding)):
+        with about(where):
+            raise damaged("its rotated components do not fit the kernel stage's rotation")
     # The fitted model a fit makes (ExtendedKernelEOF.fit), from the file.
     estimator.model_ = ExtendedFit(kernel, linear, components, fitted["solver"], step,
-                                   int(fitted["n_features_in"]))
+                                   int(fitted["n_features_in"]), rotated)
     return estimator
 
 

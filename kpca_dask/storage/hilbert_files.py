@@ -17,12 +17,15 @@ real and the imaginary part). Layout (``format_version`` 1 of
                                    dtype the fit read them in
       train_sums, norms (n,)       the Gram way's X Xᵀ 1 and squared norms
       feature_kept, feature_weights      a field's kept positions and weights
+      rotation_matrix, ...        a rotated model's complex rotation
+                                  (kpca_dask.storage.rotation_files)
       attributes (JSON): format, format_version, kpca_dask_version, estimator,
                          params, unsaved_params, checksums, and fitted: solver,
                          kernel_params, preprocessing (the analytic signal's
                          step, kpca_dask.io.preprocessing), total_variance,
                          field_total_variance,
-                         n_samples, train_total, feature_layout_, samples, lazy
+                         n_samples, train_total, feature_layout_, samples, lazy,
+                         rotation (its method, or null)
 
 As for :mod:`kpca_dask.storage.exact_files`: every chunk carries a crc32c
 checksum, every array and the attributes a digest, all checked on loading
@@ -30,7 +33,7 @@ checksum, every array and the attributes a digest, all checked on loading
 Gram-way model holds its training rows (n p words), as an exact model does,
 because a new record is projected through its inner products with them. The
 samples' coordinates are kept as their values (numbers, times, text); other
-objects (cftime dates) come back as their text. A rotation is not kept.
+objects (cftime dates) come back as their text. A rotated model keeps its rotation.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from .layout_files import (
     layout_from_attribute,
 )
 from .model_files import check_written
+from .rotation_files import rotation_entries, rotation_from_entries
 
 __all__ = ["save_hilbert", "load_hilbert", "ESTIMATOR"]
 
@@ -108,6 +112,7 @@ def save_hilbert(estimator, path: PathOrURL, *, overwrite: bool = False,
     else:
         arrays["landmarks"] = _split(fit.landmarks)
     layout_entries(fit.layout, fitted, arrays)
+    rotation_entries(fit.rotation, fitted, arrays)
     attrs = with_checksums(header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted),
                            {name: array_digest(value) for name, value in arrays.items()})
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
@@ -220,7 +225,8 @@ def _fitted(small: dict, fitted: dict, rows, estimator) -> HilbertFit:
     return HilbertFit(fitted["solver"], solution, dict(fitted["kernel_params"]), landmarks,
                       small["landmark_indices"].astype(np.int64),
                       _analytic_step(fitted, small, estimator), layout, scores,
-                      _samples(fitted.get("samples"), n), bool(fitted["lazy"]), gram)
+                      _samples(fitted.get("samples"), n), bool(fitted["lazy"]), gram,
+                      rotation_from_entries(fitted, small, q, p))
 
 
 def _analytic_step(fitted: dict, small: dict, estimator) -> AnalyticSignal:

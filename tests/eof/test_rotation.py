@@ -11,7 +11,7 @@ import pytest
 
 import kpca_dask
 from kpca_dask import KernelPCA
-from kpca_dask.errors import InvalidParameterError
+from kpca_dask.errors import InvalidParameterError, ModelFormatError
 
 xe = pytest.importorskip("xeofs")
 pytest.importorskip("eofs")
@@ -101,14 +101,20 @@ def test_the_rotation_is_saved_and_loaded_with_the_model(field, tmp_path):
                                rtol=0, atol=1e-12)
 
 
-def test_an_exact_models_rotation_is_not_saved_and_says_so(field, tmp_path):
-    """An exact model's file keeps no rotation: RotatedEOF.save refuses, writing nothing,
-    and names what to do instead."""
+def test_an_exact_models_rotation_is_saved_and_a_damaged_one_refused(field, tmp_path):
+    """An exact model's file keeps its rotation as a landmark model's does; a rotation whose
+    arrays do not fit the model is refused by name."""
+    from _model_files import rewritten_attributes
+
     model = kpca_dask.ExactKernelPCA(Q, kernel="linear").fit(field)
     rotated = kpca_dask.rotate(model, field, method="varimax")
-    with pytest.raises(InvalidParameterError, match="rotated.estimator.save"):
-        rotated.save(tmp_path / "model.zarr")
-    assert not (tmp_path / "model.zarr").exists()
+    path = rotated.save(tmp_path / "model.zarr")
+    again = kpca_dask.rotate(kpca_dask.load(path))
+    np.testing.assert_array_equal(again.rotation.loadings, rotated.rotation.loadings)
+    rewritten_attributes(path, lambda attrs: attrs["fitted"]["rotation"].update(
+        method="quartimax"))
+    with pytest.raises(ModelFormatError, match="its rotation is invalid"):
+        kpca_dask.load(path)
 
 
 def test_a_re_solve_drops_the_rotation(field):

@@ -134,3 +134,17 @@ def test_a_file_without_its_steps_loads_and_steps_against_the_parameters_are_ref
     rewritten_attributes(path, lambda attrs: attrs["fitted"].update(preprocessing=steps))
     with pytest.raises(ModelFormatError, match="not its parameters' tau and embedding"):
         kpca_dask.load(path)
+
+
+def test_a_rotated_models_file_keeps_its_rotated_maps_and_misses_none(tmp_path):
+    """A rotated extended EOF's file holds the rotated maps beside its stages (the kernel
+    stage's file holds the rotation); without them it is refused by name."""
+    field = _field()
+    rotated = kpca_dask.rotate(ExtendedKernelEOF(2, tau=TAU, embedding=EMBEDDING).fit(field),
+                               field)
+    path = rotated.save(tmp_path / "eeof.zarr")
+    again = kpca_dask.rotate(kpca_dask.load(path))
+    xr.testing.assert_allclose(again.components(), rotated.components())
+    del zarr.open_group(path, mode="r+")["rotated_components"]
+    with pytest.raises(ModelFormatError, match="'rotated_components' is missing"):
+        kpca_dask.load(path)

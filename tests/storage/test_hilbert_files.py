@@ -153,6 +153,7 @@ def test_a_file_without_its_steps_loads_and_steps_against_the_parameters_are_ref
     for steps, match in (([{"step": "analytic_signal", "padding": "exp", "decay_factor": 0.2}],
                           "padding is not its parameters'"),
                          ([{"step": "blur"}], "'blur' is not a preprocessing step")):
-        rewritten_attributes(path, lambda attrs: attrs["fitted"].update(preprocessing=steps))
+        rewritten_attributes(path, lambda attrs, steps=steps: attrs["fitted"].update(
+            preprocessing=steps))
         with pytest.raises(ModelFormatError, match=match):
             kpca_dask.load(path)
