@@ -118,7 +118,7 @@ def fit_weights(spec: str | None, X: Any) -> Any:
 
 def coslat_weights(X: Any):
     """sqrt(cos(latitude)), from the latitude coordinate of the field ``X``
-    (:func:`kpca_dask.io.latitude.field_coslat_weights`, its sample dimension first).
+    (:func:`kpca_dask.io.preprocessing.latitude.field_coslat_weights`, its sample dimension first).
 
     Examples
     --------
@@ -129,7 +129,7 @@ def coslat_weights(X: Any):
     [0.0, 1.0, 0.0]
     """
     from ..errors import InvalidInputError
-    from ..io.latitude import field_coslat_weights
+    from ..io.preprocessing.latitude import field_coslat_weights
 
     if not _is_labelled(X):
         raise CommandError("--weights coslat needs a field with a latitude coordinate "

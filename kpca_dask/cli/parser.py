@@ -61,7 +61,7 @@ EIGEN_SOLVERS = ("auto", "dense", "matrix-free")
 METHODS = ("nystrom", "exact", "hilbert", "extended", "mca", "cca")
 #: kpca_dask.model.parameters.SOLVERS (the Hilbert and extended EOF's ways)
 SOLVERS = ("auto", "gram", "nystrom")
-#: kpca_dask.io.analytic_signal.PADDINGS
+#: kpca_dask.io.preprocessing.analytic_signal.PADDINGS
 PADDINGS = ("exp", "none")
 #: The defaults of the options that only the Hilbert and extended EOF take, as their
 #: estimators' (HilbertKernelEOF, ExtendedKernelEOF).

@@ -30,7 +30,7 @@ from ..engine.solve.coupled import CoupledSolution, solve_coupled
 from ..engine.solve.held_out import N_FOLDS, HeldOutRidge, choose_epsilon, summed
 from ..engine.solve.landmark_factor import factor_landmarks, reference_row
 from ..engine.solve.landmark_memory import refuse_landmarks_beyond_memory
-from ..io.fields import FeatureLayout
+from ..io.preprocessing.fields import FeatureLayout
 from ..model.fitting import sampled_landmarks
 from ..model.inputs import method_input
 from ..model.parameters import rcond_for

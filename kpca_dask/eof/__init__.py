@@ -10,6 +10,7 @@
 The numbers underneath are in the engine: the orthomax rotation of a small q x q problem in
 :mod:`kpca_dask.engine.orthomax` and the cross moments of scores with the data in
 :mod:`kpca_dask.engine.exact.cross_moments`; several fields are joined and split back in
-:mod:`kpca_dask.io.field_sets`. The toolbox reads a fitted estimator through its ``model_``
+:mod:`kpca_dask.io.preprocessing.field_sets`. The toolbox reads a fitted estimator through
+its ``model_``
 and the model's outputs (:mod:`kpca_dask.model.outputs`), so it sits above :mod:`kpca_dask.model`.
 """

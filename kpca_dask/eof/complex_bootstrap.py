@@ -19,7 +19,7 @@ from .._parallel import capped_blas
 from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.hilbert.complex_solve import landmark_map
-from ..io.analytic_signal import analytic_rows
+from ..io.preprocessing.analytic_signal import analytic_rows
 from ..model.inputs import method_input
 from .exact_bootstrap import ExactReplicates, check_fitted_shape, check_replicate_memory
 

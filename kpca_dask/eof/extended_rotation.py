@@ -48,7 +48,7 @@ def space_time_maps(maps, linear, embedding: int):
 def flat_space_time(maps) -> np.ndarray:
     """Space-time maps as an array (mode, embedding, features): a field's maps (mode,
     embedding, field...) with the field's positions flattened in its order and those of
-    its mask (NaN in every map, :func:`kpca_dask.io.fields.as_field`) left out, so the
+    its mask (NaN in every map, :func:`kpca_dask.io.preprocessing.fields.as_field`) left out, so the
     features are those the fit read, as the Hilbert EOF's ``components_`` are.
 
     Examples

@@ -23,10 +23,10 @@ from ..engine.exact.gram import cross_inner_products, inner_products
 from ..engine.hilbert.complex_gram import kernel_of_gram, record_gram
 from ..engine.hilbert.complex_solve import ComplexSolution, complex_scores
 from ..errors import InvalidInputError
-from ..io.analytic_signal import MIN_SAMPLES
-from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, label_embedding, modes
 from ..io.preprocessing import AnalyticSignal, Preprocessing
+from ..io.preprocessing.analytic_signal import MIN_SAMPLES
+from ..io.preprocessing.field_sets import field_output
 from ..model.inputs import method_input
 from ..validation import check_n_features
 

@@ -23,10 +23,10 @@ import numpy as np
 from .._parallel import computed
 from ..engine.exact.cross_moments import PATTERN_KINDS, pattern_maps
 from ..errors import InvalidParameterError
-from ..io.field_inputs import stacked_positions, weighted_rows
-from ..io.field_sets import field_output
-from ..io.fields import FeatureLayout
 from ..io.labelled import MODE_DIM, modes
+from ..io.preprocessing.field_inputs import stacked_positions, weighted_rows
+from ..io.preprocessing.field_sets import field_output
+from ..io.preprocessing.fields import FeatureLayout
 from ..model.inputs import Rows
 from .scalings import check_scaling, eof_divisors, score_factors
 

@@ -34,9 +34,9 @@ from ..engine.orthomax import (
 from ..errors import InvalidParameterError
 from ..exact.exact_embedding import embedding as exact_embedding
 from ..exact.exact_model import ExactFit
-from ..io.field_inputs import weighted_rows
-from ..io.field_sets import field_output
 from ..io.labelled import MODE_DIM, modes
+from ..io.preprocessing.field_inputs import weighted_rows
+from ..io.preprocessing.field_sets import field_output
 from ..model.inputs import method_input
 from ..model.outputs import embedding
 from .coupled_rotation import rotate_coupled

@@ -31,8 +31,8 @@ from ..exact.exact_embedding import (
 )
 from ..exact.exact_fitting import chosen_solver, exact_kernel, fit_matrix_free
 from ..exact.exact_model import ExactFit, applied, exact_attribute
-from ..io.field_inputs import weighted_rows
 from ..io.labelled import label_embedding, label_rows
+from ..io.preprocessing.field_inputs import weighted_rows
 from ..model.inputs import in_memory_fit_input, in_memory_input, labels_of, method_input
 from ..model.kernel_matrices import (
     centre_in_place,
@@ -160,7 +160,7 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
         Number of features seen in :meth:`fit` (the positions kept, for a field).
     feature_layout_ : FeatureLayout
         The field's dimensions, mask and weights, for a DataArray or weighted
-        fit (:class:`~kpca_dask.io.fields.FeatureLayout`); absent otherwise.
+        fit (:class:`~kpca_dask.io.preprocessing.fields.FeatureLayout`); absent otherwise.
     rotation_ : Rotation
         The rotation the model holds: that of a :func:`kpca_dask.rotate` result's
         estimator (a copy; the estimator rotated is not changed); absent otherwise.

@@ -2,7 +2,7 @@
 
 xeofs' ``ExtendedEOF`` (multichannel singular spectrum analysis) for any kernel,
 by composition: the rows of the field (or of its leading linear EOF scores, with
-``n_pca_modes``) are delay-embedded lazily (:mod:`kpca_dask.io.delay_embedding`)
+``n_pca_modes``) are delay-embedded lazily (:mod:`kpca_dask.io.preprocessing.delay_embedding`)
 and fitted by a :class:`~kpca_dask.KernelPCA`, or for a wide field by the Gram way of
 an :class:`~kpca_dask.ExactKernelPCA` (docs/design.md §19); the components are the EOF
 maps of that fit over the embedded rows, mapped back through the linear EOFs when the
@@ -30,9 +30,9 @@ from ..eof.extended_rotation import (
 )
 from ..errors import InvalidInputError, InvalidParameterError
 from ..exact.exact_fitting import dense_fits
-from ..io.fields import resolved_sample_dim
-from ..io.latitude import is_coslat
 from ..io.preprocessing import DelayEmbedding
+from ..io.preprocessing.fields import resolved_sample_dim
+from ..io.preprocessing.latitude import is_coslat
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
 from ..model.parameters import check_params
@@ -118,7 +118,7 @@ max_landmarks, dtype, rcond, random_state
     kpca_ : KernelPCA or ExactKernelPCA
         The kernel PCA of the embedded rows (or embedded linear EOF scores): its
         ``transform``, ``patterns``, ``save`` and :func:`kpca_dask.rotate` take
-        embedded input, e.g. ``kpca_dask.io.delay_embedding.lagged_field``. An
+        embedded input, e.g. ``kpca_dask.io.preprocessing.delay_embedding.lagged_field``. An
         :class:`~kpca_dask.ExactKernelPCA` when the embedded field took the Gram way.
     pca_ : KernelPCA, ExactKernelPCA or None
         The linear EOF stage (``n_pca_modes`` only): an

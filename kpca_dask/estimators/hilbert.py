@@ -6,7 +6,7 @@ time steps) the Gram way is exact: the field's n x n Gram matrix in one read
 of the data, the analytic signal's Hermitian Gram matrix from it
 (:mod:`kpca_dask.engine.hilbert.complex_gram`), the centred eigenproblem, and one
 more read for the maps. Otherwise the Nyström way: the analytic signal of
-each feature along the samples (:mod:`kpca_dask.io.analytic_signal`),
+each feature along the samples (:mod:`kpca_dask.io.preprocessing.analytic_signal`),
 complex landmark features and their Hermitian problem
 (:mod:`kpca_dask.engine.hilbert.complex_solve`) with a Hermitian kernel
 (:mod:`kpca_dask.blocks.complex_kernels`). With a linear kernel and every
@@ -60,8 +60,8 @@ from ..errors import (
     InvalidParameterError,
     ShortRecordWarning,
 )
-from ..io.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..io.preprocessing import AnalyticSignal
+from ..io.preprocessing.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords

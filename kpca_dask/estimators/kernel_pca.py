@@ -158,14 +158,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
     sample_dim : str or None, default=None
         The sample dimension of a DataArray; the others are stacked lazily into
         features, positions NaN at every sample (a mask) dropped and given back
-        as NaN (:mod:`kpca_dask.io.fields`). None: the first of two dimensions,
+        as NaN (:mod:`kpca_dask.io.preprocessing.fields`). None: the first of two dimensions,
         or among more the one named ``time`` (else the fit asks for it); the one
         used is ``sample_dim_``.
     weights : DataArray, "coslat", 1-D array or None, default=None
         Multiply the features before the kernel: a DataArray over feature
         dimensions, ``"coslat"`` for √cos(latitude) of the field's latitude
         coordinate (xeofs' ``use_coslat=True``;
-        :func:`kpca_dask.io.latitude.field_coslat_weights`), or one weight per
+        :func:`kpca_dask.io.preprocessing.latitude.field_coslat_weights`), or one weight per
         feature of an array; finite and >= 0.
     solver : {"auto", "gram", "nystrom"}, default="auto"
         ``"nystrom"``: landmarks, memory O(chunk m + m^2). ``"gram"``: exact, by
@@ -300,7 +300,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
         features (docs/design.md §6). Absent where it is not finite.
     feature_layout_ : FeatureLayout
         A field's (or weighted) fit: dimensions, coordinates, mask, weights
-        (:class:`~kpca_dask.io.fields.FeatureLayout`); later inputs must match.
+        (:class:`~kpca_dask.io.preprocessing.fields.FeatureLayout`); later inputs must match.
     feature_weights_, feature_kept_ : ndarray of shape (``n_features_in_``,)
         The weights and the flat field positions of the features (if any).
     rotation_ : Rotation

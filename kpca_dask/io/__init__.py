@@ -3,18 +3,16 @@
 The functions live in the modules of :mod:`kpca_dask.io` (one concern each:
 ``locations``, ``atomic``, ``zarr_io``, ``zarr_out``, ``formats``, ``array_files``,
 ``sparse_files``, ``tables``, ``frames``, ``labelled``, ``parquet_out``, ``replacing``,
-``checksums``, ``claims``). Fields are turned into rows and back in ``fields`` (a field's
-layout), ``field_rows`` (its mask, checked as each block is read), ``field_inputs`` (weights,
-stacking and unstacking on rows already opened), ``multiple_fields`` (several fields'
-layouts joined and split back) and ``field_sets`` (several fields fitted as one);
-``delay_embedding`` stacks a field's lagged copies lazily along the features. The
-common ones are imported here so that ``from kpca_dask.io import open_array`` reads as the
-public entry point.
+``checksums``, ``claims``). How a field becomes rows and back, and the steps a fitted
+model applies to its rows (delay embedding, analytic signal), are the subpackage
+:mod:`kpca_dask.io.preprocessing`. The common ones are imported here so that ``from
+kpca_dask.io import open_array`` reads as the public entry point.
 """
 
 from .atomic import WRITE_STATE_ATTR, check_can_write
 from .labelled import label_embedding
 from .locations import PathOrURL, StoreLocation, store_location
+from .preprocessing import coslat_weights
 from .zarr_io import open_array, open_group
 from .zarr_out import write_array, write_embedding, write_group
 
@@ -23,6 +21,7 @@ __all__ = [
     "PathOrURL",
     "StoreLocation",
     "check_can_write",
+    "coslat_weights",
     "label_embedding",
     "open_array",
     "open_group",

@@ -258,7 +258,7 @@ def _dataset_variable(ds: xr.Dataset, name: str | None) -> xr.DataArray:
 def _oriented(X: xr.DataArray, sample_dim, feature_dim) -> xr.DataArray:
     """``X`` with dims (sample_dim, feature_dim), chunked as it comes; a field of more
     dimensions with ``sample_dim`` first (its feature dimensions are stacked by
-    :mod:`kpca_dask.io.fields`)."""
+    :mod:`kpca_dask.io.preprocessing.fields`)."""
     if X.ndim > 2 and feature_dim is None:
         if sample_dim is not None and sample_dim not in X.dims:
             raise InvalidParameterError(f"sample_dim={sample_dim!r} is not a dimension of the "

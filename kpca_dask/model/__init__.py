@@ -2,7 +2,8 @@
 
 - inputs: :mod:`~kpca_dask.model.inputs`, the one place input kinds are told
   apart (every input made dask rows; fields and weights on those rows are in
-  :mod:`kpca_dask.io.field_inputs`, several fields in :mod:`kpca_dask.io.field_sets`);
+  :mod:`kpca_dask.io.preprocessing.field_inputs`, several fields in
+  :mod:`kpca_dask.io.preprocessing.field_sets`);
 - parameters: :mod:`~kpca_dask.model.parameters`, the declared table of what
   each parameter may be, and the kernels' parameters;
 - the model: :mod:`~kpca_dask.model.fitted` (:class:`~kpca_dask.model.fitted.FittedModel`,

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..blocks.complex_kernels import COMPLEX_KERNELS
 from ..engine.bandwidth import BANDWIDTH_RULES
-from ..io.analytic_signal import PADDINGS
+from ..io.preprocessing.analytic_signal import PADDINGS
 from ..validation import Constraint, is_count, is_finite_real
 from .parameters import CONSTRAINTS
 

@@ -29,8 +29,8 @@ import numpy as np
 from ..blocks.statistics import PassStatistics
 from ..engine.orthomax import Rotation
 from ..engine.solve.nystrom import NoveltyTerms, NystromSolution
-from ..io.fields import FeatureLayout
 from ..io.preprocessing import Preprocessing
+from ..io.preprocessing.fields import FeatureLayout
 from .parameters import rcond_for
 
 __all__ = ["FittedModel", "FitSettings", "Preimage", "Stored", "stored", "Derived", "Declared",
@@ -264,7 +264,7 @@ class FittedModel:
         default=None, metadata=stored("row_provenance_", "json", since=None))
     fit_seconds: float = field(
         default=0.0, metadata=stored("fit_seconds_", "json", check="nonnegative"))
-    # a field's dims, mask and weights (kpca_dask.io.fields)
+    # a field's dims, mask and weights (kpca_dask.io.preprocessing.fields)
     layout: FeatureLayout | None = field(
         default=None, metadata=stored("feature_layout_", "json", encoding="layout",
                                       absent="omitted", since=None, parts=_LAYOUT))

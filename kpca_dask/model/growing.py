@@ -35,7 +35,7 @@ from ..errors import (
     NoStatisticsError,
     ParametersChangedWarning,
 )
-from ..io.field_inputs import layout_differences
+from ..io.preprocessing.field_inputs import layout_differences
 from .checks import check_fitted_estimator
 from .fitted import FitSettings, FittedModel
 from .fitting import solved, with_rows_added

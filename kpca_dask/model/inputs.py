@@ -28,10 +28,6 @@ from scipy import sparse
 
 from .._parallel import computed
 from ..errors import InvalidInputError, InvalidParameterError
-from ..io.field_inputs import stacked_rows, weighted_rows, with_sample_dim
-from ..io.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
-from ..io.field_sets import fields_rows, fit_fields, is_fields
-from ..io.fields import FeatureLayout, check_same_field, check_weights, layout_of, stacked
 from ..io.frames import (
     Partitions,
     check_feature_names,
@@ -42,7 +38,17 @@ from ..io.frames import (
     is_frame,
     select_columns,
 )
-from ..io.latitude import is_coslat
+from ..io.preprocessing.field_inputs import stacked_rows, weighted_rows, with_sample_dim
+from ..io.preprocessing.field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
+from ..io.preprocessing.field_sets import fields_rows, fit_fields, is_fields
+from ..io.preprocessing.fields import (
+    FeatureLayout,
+    check_same_field,
+    check_weights,
+    layout_of,
+    stacked,
+)
+from ..io.preprocessing.latitude import is_coslat
 from ..validation import DEFAULT_BLOCK_ROWS, as_dask_array, as_numpy_array
 from .provenance import source_of, with_rows
 
@@ -438,7 +444,7 @@ def _refuse_many_dims(X: Any, layout: FeatureLayout | None) -> Any:
 
 def _positions(X, frame) -> da.Array:
     """An array of a field's stacked positions, NaN on its mask allowed (checked block by
-    block as it is read, by :func:`~kpca_dask.io.field_inputs.stacked_rows`)."""
+    block as it is read, by :func:`~kpca_dask.io.preprocessing.field_inputs.stacked_rows`)."""
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf":
         return da.from_array(X, chunks=(min(DEFAULT_BLOCK_ROWS, max(len(X), 1)), -1))
     return _as_rows(X, frame)[0]

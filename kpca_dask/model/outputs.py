@@ -19,10 +19,10 @@ from .._parallel import computed
 from ..engine.passes.nystrom import project
 from ..engine.preimages.reconstruction import reconstruct, reconstruction_error
 from ..errors import InvalidInputError, InvalidParameterError, NotInvertibleError
-from ..io.field_inputs import stacked_positions, unweighted
-from ..io.field_sets import field_output
-from ..io.fields import KEPT_ATTRS
 from ..io.labelled import frame_like, label_embedding, label_rows, series_like
+from ..io.preprocessing.field_inputs import stacked_positions, unweighted
+from ..io.preprocessing.field_sets import field_output
+from ..io.preprocessing.fields import KEPT_ATTRS
 from ..validation import check_n_features
 from .fitted import FittedModel
 from .inputs import Rows, method_input

@@ -2,10 +2,10 @@
 
 The kept positions and the weights are arrays of the model file
 (``feature_kept``, ``feature_weights``); the rest of a
-:class:`~kpca_dask.io.fields.FeatureLayout` is the JSON attribute
+:class:`~kpca_dask.io.preprocessing.fields.FeatureLayout` is the JSON attribute
 ``feature_layout_``. Coordinates keep their dtype: numbers as JSON numbers
 (floats round-trip exactly), dates and strings as text with the dtype beside.
-Several fields fitted together (:mod:`kpca_dask.io.multiple_fields`) add
+Several fields fitted together (:mod:`kpca_dask.io.preprocessing.multiple_fields`) add
 ``fields``, each field's own attribute with its name and whether it is
 weighted, and ``container``; their kept positions and weights are cut from the
 joined arrays.
@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..io.fields import FeatureLayout
-from ..io.multiple_fields import CONTAINERS, combined_layout
+from ..io.preprocessing.fields import FeatureLayout
+from ..io.preprocessing.multiple_fields import CONTAINERS, combined_layout
 
 __all__ = ["layout_attribute", "layout_from_attribute", "coordinate_attribute",
            "coordinate_values"]

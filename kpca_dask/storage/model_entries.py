@@ -28,7 +28,7 @@ from .._json import jsonable
 from ..blocks.statistics import PassStatistics
 from ..checkpoints.file_checks import damaged
 from ..errors import InvalidParameterError, ModelFormatError
-from ..io.fields import FeatureLayout
+from ..io.preprocessing.fields import FeatureLayout
 from ..model.fitted import Declared, Derived, FitSettings, FittedModel, Stored, declared
 from ..model.parameters import check_params
 from .layout_files import layout_attribute, layout_from_attribute

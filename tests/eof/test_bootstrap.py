@@ -250,7 +250,7 @@ def test_a_hilbert_gram_model_equals_the_resampled_analytic_signals_modes():
     with its rows resampled, solved directly (numpy), to 1e-10."""
     from _complex_modes import travelling_waves
 
-    from kpca_dask.io.analytic_signal import analytic_signal
+    from kpca_dask.io.preprocessing.analytic_signal import analytic_signal
 
     n, p, q = 60, 80, 2
     X = travelling_waves(n, p, seed=0)

@@ -20,7 +20,7 @@ from kpca_dask import (
     InvalidParameterError,
     KernelPCA,
 )
-from kpca_dask.io.delay_embedding import lagged_field, lagged_rows
+from kpca_dask.io.preprocessing.delay_embedding import lagged_field, lagged_rows
 
 N, TAU, EMBEDDING = 80, 2, 4
 KEPT = N - (EMBEDDING - 1) * TAU
@@ -210,7 +210,7 @@ def test_a_masked_weighted_field_keeps_its_mask_and_weights_at_every_lag(n_pca_m
     """A field with a land mask and latitude weights, its sample dimension last: the weights
     apply at every lag (the fit of the weighted field is the same), the components are NaN
     on the mask at every lag, and the features counted are those off the mask."""
-    from kpca_dask.io.fields import coslat_weights
+    from kpca_dask.io.preprocessing.fields import coslat_weights
 
     X = _field().transpose("lat", "lon", "time")
     X = X.where(~((X.lat == 20) & (X.lon == 30)))

@@ -14,7 +14,7 @@ import kpca_dask
 from kpca_dask import HilbertKernelEOF
 from kpca_dask.blocks.complex_kernels import complex_kernel
 from kpca_dask.errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
-from kpca_dask.io.analytic_signal import analytic_signal
+from kpca_dask.io.preprocessing.analytic_signal import analytic_signal
 
 xe = pytest.importorskip("xeofs")
 

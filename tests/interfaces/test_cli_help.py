@@ -103,8 +103,8 @@ def test_the_parsers_copies_equal_the_librarys_tables():
     from kpca_dask.blocks.kernels import KERNEL_NAMES
     from kpca_dask.dask_client import LOCAL_CLUSTER
     from kpca_dask.datasets import DATASETS
-    from kpca_dask.io.analytic_signal import PADDINGS
     from kpca_dask.io.formats import FORMATS
+    from kpca_dask.io.preprocessing.analytic_signal import PADDINGS
     from kpca_dask.landmarks.strategies import _BUILT_IN
     from kpca_dask.model.parameters import EIGEN_SOLVERS, SOLVERS
 

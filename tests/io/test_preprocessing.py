@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 
 from kpca_dask.errors import InvalidParameterError
-from kpca_dask.io.analytic_signal import analytic_signal
-from kpca_dask.io.delay_embedding import lagged_rows
 from kpca_dask.io.preprocessing import (
     STEPS,
     AnalyticSignal,
@@ -18,6 +16,8 @@ from kpca_dask.io.preprocessing import (
     steps_attribute,
     steps_from_attribute,
 )
+from kpca_dask.io.preprocessing.analytic_signal import analytic_signal
+from kpca_dask.io.preprocessing.delay_embedding import lagged_rows
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 3))

@@ -16,7 +16,7 @@ from dask.array.core import PerformanceWarning
 
 from kpca_dask import ExactKernelPCA, KernelPCA
 from kpca_dask.errors import NonFiniteInputError
-from kpca_dask.io.field_rows import kept_chunks
+from kpca_dask.io.preprocessing.field_rows import kept_chunks
 from kpca_dask.model.inputs import fit_rows
 
 CHUNKINGS = [{"lat": 2}, {"lat": 2, "lon": 3}]

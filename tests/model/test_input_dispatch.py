@@ -18,12 +18,12 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "kpca_dask"
 SCANNED = ("model", "eof", "exact", "checkpoints", "estimators", "storage", "io")
 #: The modules that convert inputs by their kind: the estimators' dispatch (several fields,
-#: a list or a Dataset, handed by inputs.py to io/field_sets.py whole, and one sample of a
-#: field given without its sample dimension, io/field_inputs.py), the readers'
-#: dispatch (open_array), and the readers of frames and of sparse matrices and files, each
-#: of which tells its own kind apart.
-DISPATCH = {"model/inputs.py", "io/field_sets.py", "io/field_inputs.py",
-            "io/zarr_io.py", "io/frames.py", "io/sparse_files.py",
+#: a list or a Dataset, handed by inputs.py to io/preprocessing/field_sets.py whole, and one
+#: sample of a field given without its sample dimension, io/preprocessing/field_inputs.py),
+#: the readers' dispatch (open_array), and the readers of frames and of sparse matrices and
+#: files, each of which tells its own kind apart.
+DISPATCH = {"model/inputs.py", "io/preprocessing/field_sets.py",
+            "io/preprocessing/field_inputs.py", "io/zarr_io.py", "io/frames.py", "io/sparse_files.py",
             # a field or rows, embedded along the samples before KernelPCA's dispatch sees
             # them (a field's lagged copies keep its labels), and the rotated scores of such
             # embedded samples given back in the input's kind: to be folded into inputs.py
@@ -49,8 +49,8 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("checkpoints/checkpoint_files.py", "ndarray"),
               ("checkpoints/statistics_files.py", "Group"), ("io/zarr_out.py", "Array"),
               ("io/zarr_out.py", "DataArray"), ("io/parquet_out.py", "DataFrame"),
-              ("io/fields.py", "Array"), ("io/fields.py", "DataArray"),
-              ("io/latitude.py", "DataArray"),
+              ("io/preprocessing/fields.py", "Array"), ("io/preprocessing/fields.py", "DataArray"),
+              ("io/preprocessing/latitude.py", "DataArray"),
               ("io/array_files.py", "Dataset"),
               # fitted state and outputs of the Hilbert and extended EOF: the training
               # scores (lazy or held) computed for a file or given in the fit's kind, and the

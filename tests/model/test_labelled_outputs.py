@@ -12,7 +12,7 @@ import xarray as xr
 import kpca_dask
 from kpca_dask import ExactKernelPCA, KernelPCA
 from kpca_dask.errors import InvalidInputError, InvalidParameterError, NonFiniteInputError
-from kpca_dask.io.fields import coslat_weights
+from kpca_dask.io.preprocessing.fields import coslat_weights
 
 pytest.importorskip("eofs")
 from _eof_data import sqrt_coslat, sst  # noqa: E402

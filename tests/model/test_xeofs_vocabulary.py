@@ -11,7 +11,7 @@ from sklearn.base import clone
 import kpca_dask
 from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
 from kpca_dask.errors import InvalidInputError, InvalidParameterError
-from kpca_dask.io.latitude import coslat_weights
+from kpca_dask.io.preprocessing.latitude import coslat_weights
 
 N_TIMES = 40
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import linalg
 
 from ...errors import TooFewComponentsError
-from ...io.analytic_signal import analytic_signal
+from ...io.preprocessing.analytic_signal import analytic_signal
 from ..exact.gram import FEATURE_PANEL, float64_panel
 from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
 

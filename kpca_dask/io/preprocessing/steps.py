@@ -1,7 +1,7 @@
 """The preprocessing a fitted model holds: how its input became the rows its kernel saw.
 
 Every fit reads its input as rows: a field stacked, masked and weighted as its
-:class:`~kpca_dask.io.fields.FeatureLayout` records, an array as it is. Two
+:class:`~kpca_dask.io.preprocessing.fields.FeatureLayout` records, an array as it is. Two
 estimators then transform the rows before their kernel, each by one step:
 
 * :class:`DelayEmbedding`, the extended EOF's lagged copies (docs/design.md §17);
@@ -40,7 +40,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from ..errors import InvalidParameterError
+from ...errors import InvalidParameterError
 from .analytic_signal import PADDINGS, analytic_rows
 from .delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
 from .fields import FeatureLayout
@@ -54,7 +54,7 @@ class DelayEmbedding:
     """Lagged copies of each sample: the row of sample t becomes
     ``[x_t, x_{t+tau}, ..., x_{t+(L-1)tau}]`` (L = ``embedding``), and the last
     ``(L-1) tau`` samples, which have no complete row, are dropped
-    (:mod:`kpca_dask.io.delay_embedding`).
+    (:mod:`kpca_dask.io.preprocessing.delay_embedding`).
 
     Examples
     --------
@@ -111,7 +111,7 @@ class AnalyticSignal:
     """The analytic signal of each feature along the samples, z = x + i H(x), of the
     anomalies from ``mean`` (the training samples' means: a new record is centred as the
     training record was), padded as ``padding`` says against the transform's edge effects
-    (:mod:`kpca_dask.io.analytic_signal`).
+    (:mod:`kpca_dask.io.preprocessing.analytic_signal`).
 
     Examples
     --------

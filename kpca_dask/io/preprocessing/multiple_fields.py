@@ -3,7 +3,7 @@
 A combined EOF of several fields (sea-surface temperature and sea-level
 pressure, or one variable on two grids; eofs' ``MultivariateEof``) fits the
 features of every field side by side: each field keeps its own feature
-dimensions, mask and weights (a :class:`~kpca_dask.io.fields.FeatureLayout`),
+dimensions, mask and weights (a :class:`~kpca_dask.io.preprocessing.fields.FeatureLayout`),
 and its positions follow those of the field before it along one feature axis
 (docs/design.md §15). :func:`combined_layout` makes the layout of the whole,
 whose kept positions and weights are those of the fields one after the other;
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 from .fields import FeatureLayout, as_field
 
 __all__ = ["CONTAINERS", "combined_layout", "feature_slices", "as_fields", "field_names"]
@@ -95,7 +95,7 @@ def as_fields(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray | 
 
     A list of DataArrays (``container="list"``) or a Dataset of one variable
     per field (``"dataset"``), each over its own feature dimensions with NaN on
-    its mask (:func:`~kpca_dask.io.fields.as_field`); lazy for dask ``values``.
+    its mask (:func:`~kpca_dask.io.preprocessing.fields.as_field`); lazy for dask ``values``.
     Each DataArray is named after its field, with the attributes ``keep`` of
     its input (``units``, ``long_name``) that still hold.
 

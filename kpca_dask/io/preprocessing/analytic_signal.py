@@ -25,7 +25,7 @@ import dask.array as da
 import numpy as np
 from scipy.signal import hilbert
 
-from ..errors import InvalidInputError, NonFiniteInputError
+from ...errors import InvalidInputError, NonFiniteInputError
 
 __all__ = ["PADDINGS", "analytic_signal", "analytic_rows",
            "feature_chunk_width"]

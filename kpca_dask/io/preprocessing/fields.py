@@ -13,7 +13,7 @@ the features (pre-images, patterns) are put back into the field with
 :func:`as_field`, NaN on the mask.
 
 The mask and the check of every block as it is read are in
-:mod:`kpca_dask.io.field_rows`.
+:mod:`kpca_dask.io.preprocessing.field_rows`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import DEFAULT_BLOCK_ROWS
+from ...errors import InvalidInputError, InvalidParameterError
+from ...validation import DEFAULT_BLOCK_ROWS
 from .latitude import coslat_weights, field_coslat_weights, is_coslat
 
 __all__ = ["FeatureLayout", "layout_of", "resolved_sample_dim", "check_weights",
@@ -60,7 +60,8 @@ class FeatureLayout:
     weight_dims : tuple of str
         The dimensions the weights were given over (broadcast over the others).
     name : str or None
-        The field's name among several (:mod:`kpca_dask.io.multiple_fields`), for messages.
+        The field's name among several
+        (:mod:`kpca_dask.io.preprocessing.multiple_fields`), for messages.
     parts : tuple of FeatureLayout
         Several fields fitted together: the layout of each, in order; their positions
         follow one another along this layout's one feature axis.
@@ -191,7 +192,7 @@ def layout_of(X: xr.DataArray, sample_dim: str | None, weights=None) -> FeatureL
             "dimension are needed.")
     sample_dim, chosen = resolved_sample_dim(X.dims, sample_dim)
     if np.dtype(X.dtype).kind not in "biuf":
-        from ..errors import NonNumericInputError
+        from ...errors import NonNumericInputError
 
         raise NonNumericInputError(
             f"The DataArray {X.name or ''} has dtype {X.dtype}; kernel PCA needs numbers "

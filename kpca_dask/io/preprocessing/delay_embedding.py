@@ -19,8 +19,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from ..errors import InvalidInputError, InvalidParameterError
-from ..validation import DEFAULT_BLOCK_ROWS
+from ...errors import InvalidInputError, InvalidParameterError
+from ...validation import DEFAULT_BLOCK_ROWS
 
 __all__ = ["EMBEDDING_DIM", "check_delay", "lagged_field", "lagged_rows", "lags",
            "n_embedded"]

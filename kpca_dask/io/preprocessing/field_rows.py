@@ -19,7 +19,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from ..errors import NonFiniteInputError
+from ...errors import NonFiniteInputError
 from .fields import FeatureLayout, shown_value, stacked
 
 __all__ = ["CANDIDATE_ROWS", "candidate_mask", "with_mask", "sample_labels", "field_rows",
@@ -90,13 +90,13 @@ def field_rows(X: xr.DataArray, layout: FeatureLayout, *, weighted: bool = True,
     """The features of the sample-first field ``X``: masked positions dropped, checked, weighted.
 
     Lazy rows (n, ``layout.n_features``) in the row chunks of ``X`` and its
-    chunks of positions (:func:`~kpca_dask.io.fields.stacked`), as
+    chunks of positions (:func:`~kpca_dask.io.preprocessing.fields.stacked`), as
     :func:`layout_rows` makes them.
 
     Examples
     --------
     >>> X = xr.DataArray([[1.0, np.nan, 2.0], [3.0, np.nan, 4.0]], dims=("t", "x"))
-    >>> from kpca_dask.io.fields import layout_of
+    >>> from kpca_dask.io.preprocessing.fields import layout_of
     >>> layout = with_mask(layout_of(X, None), np.array([1]))
     >>> field_rows(X, layout).compute().tolist()
     [[1.0, 2.0], [3.0, 4.0]]
@@ -210,7 +210,7 @@ def _refuse_masked_values(block, kept, labels, layout, start, fitting) -> None:
     i, j = np.argwhere(held)[0]
     where, sample = layout.describe(start + masked[j]), _sample(layout, labels[i, 0])
     if not fitting:
-        # An array of stacked positions is labelled by its rows (io/field_inputs.py).
+        # An array of stacked positions is labelled by its rows (io/preprocessing/field_inputs.py).
         fix = ("X[:, model.feature_layout_.masked] = np.nan (the array's NaN must be the "
                "fit's mask)" if layout.sample_dim == "row"
                else "X.where(~model.feature_layout_.mask())")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 
 __all__ = ["COSLAT", "LATITUDE_NAMES", "coslat_weights", "field_coslat_weights", "is_coslat"]
 

@@ -1,6 +1,6 @@
 """Fields and weights on rows already opened: weighting, stacking and unstacking.
 
-A DataArray of any dimensions is a field (:mod:`kpca_dask.io.fields`): at fit
+A DataArray of any dimensions is a field (:mod:`kpca_dask.io.preprocessing.fields`): at fit
 its layout is recorded (sample dimension, feature dimensions and coordinates,
 the fixed mask, the weights), and every later input is held to it. Plain
 arrays may carry weights too (a 1-D array of one weight per feature).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 from .field_rows import layout_rows
 from .field_sets import is_fields
 from .fields import FeatureLayout, positions_of
@@ -70,7 +70,8 @@ def weighted_rows(rows: da.Array, layout: FeatureLayout | None) -> da.Array:
 
 def stacked_rows(rows: da.Array, layout: FeatureLayout, weighted: bool = True) -> da.Array:
     """Rows of a field's stacked positions, masked, checked and weighted like a DataArray's,
-    chunk by chunk of positions as they come (:func:`~kpca_dask.io.field_rows.layout_rows`).
+    chunk by chunk of positions as they come
+    (:func:`~kpca_dask.io.preprocessing.field_rows.layout_rows`).
 
     Examples
     --------

@@ -3,10 +3,10 @@
 The fields share the sample dimension (and its coordinate); each has its own
 feature dimensions, mask and weights (``weights=`` a list matching the fields,
 or a dict by name). At fit each field's layout is found as for one field
-(:mod:`kpca_dask.io.fields`; the masks' candidates of every field in one
+(:mod:`kpca_dask.io.preprocessing.fields`; the masks' candidates of every field in one
 read), and the fields' checked, weighted features are joined lazily along one
 feature axis (:func:`joined_rows`), chunk by chunk as each is stored. The
-joined layout (:func:`~kpca_dask.io.multiple_fields.combined_layout`) is the
+joined layout (:func:`~kpca_dask.io.preprocessing.multiple_fields.combined_layout`) is the
 model's: later inputs must be the same fields, and outputs over the features
 come back as the fields came, a list or a Dataset (:func:`field_output`;
 docs/design.md §15). :mod:`kpca_dask.model.inputs` calls these.
@@ -22,8 +22,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from .._parallel import computed
-from ..errors import InvalidInputError, InvalidParameterError
+from ..._parallel import computed
+from ...errors import InvalidInputError, InvalidParameterError
 from .field_rows import CANDIDATE_ROWS, candidate_mask, field_rows, with_mask
 from .fields import (
     FeatureLayout,
@@ -209,7 +209,7 @@ def field_output(values, layout: FeatureLayout, leading: Mapping[str, np.ndarray
                  name: str, attrs: Mapping | None = None, keep: tuple[str, ...] = ()):
     """Values over the model's features on its field: a DataArray for one field, a list of
     DataArrays or a Dataset for several, as they were fitted. ``keep``: the input's
-    attributes that still hold (:func:`~kpca_dask.io.fields.as_field`).
+    attributes that still hold (:func:`~kpca_dask.io.preprocessing.fields.as_field`).
 
     Examples
     --------
