@@ -194,7 +194,7 @@ def _patterns(args) -> None:
     elif isinstance(model, (HilbertKernelEOF, ExtendedKernelEOF)):
         maps = _fitted_maps(args, model, name)
     else:
-        raise CommandError(f"{args.model} is a {name} model: patterns takes the models of "
+        raise CommandError(f"{args.model} holds a {name} model: patterns takes the models of "
                            "one field (KernelPCA, ExactKernelPCA, HilbertKernelEOF, "
                            "ExtendedKernelEOF); read a coupled model's patterns in Python, "
                            "kpca_dask.load(path).components(X, Y).")
@@ -210,11 +210,11 @@ def _fitted_maps(args, model, name: str):
     """The maps a Hilbert or extended EOF's fit computed (``components()``): complex for the
     Hilbert EOF, over (mode, embedding, ...) for the extended one; DATA is not read."""
     if args.kind != "eof":
-        raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
+        raise CommandError(f"{args.model} holds a {name} model, whose fit computed its maps: "
                            f"--kind eof writes them (components()); {args.kind} maps are of "
                            "the KernelPCA and ExactKernelPCA models.")
     if args.data is not None:
-        raise CommandError(f"{args.model} is a {name} model, whose fit computed its maps: "
+        raise CommandError(f"{args.model} holds a {name} model, whose fit computed its maps: "
                            "leave DATA out (kpca-dask patterns MODEL --kind eof --out ...).")
     return model.components()
 
@@ -239,7 +239,7 @@ def _write_model_output(args, method: str) -> None:
     check_can_write(args.out, overwrite=args.overwrite)
     model = load(args.model)
     if getattr(type(model), method, None) is None:
-        raise CommandError(f"{args.model} is a {type(model).__name__} model, which has no "
+        raise CommandError(f"{args.model} holds a {type(model).__name__} model, which has no "
                            f"{method}: see the API reference's table of the estimators.")
     _check_sample_dim(args, model)
     dtype = output_dtype(model, args.out_dtype)
@@ -435,7 +435,7 @@ def _nystrom_model(model, path, command: str):
     """``model`` if it is a KernelPCA, whose pass's statistics re-solve, grow and add up; else
     the reason ``command`` cannot take it."""
     if not isinstance(model, KernelPCA):
-        raise CommandError(f"{path} is a {type(model).__name__} model; {command} takes the "
+        raise CommandError(f"{path} holds a {type(model).__name__} model; {command} takes the "
                            "models of kpca-dask fit --method nystrom (KernelPCA), whose "
                            "statistics re-solve, grow and add up. Fit again instead.")
     return model

@@ -90,7 +90,7 @@ def refuse_field_option(args: argparse.Namespace, model) -> str | None:
     field = getattr(args, "field", None)
     if field is not None and not coupled:
         raise CommandError(f"--field chooses the field of a KernelMCA or KernelCCA model; "
-                           f"{args.model} is a {type(model).__name__} model: leave it out.")
+                           f"{args.model} holds a {type(model).__name__} model: leave it out.")
     return (field or "X") if coupled else None
 
 
