@@ -36,7 +36,8 @@ from ..model.inputs import method_input
 from ..model.parameters import rcond_for
 from ..validation import check_n_features
 
-__all__ = ["CoupledField", "CoupledFit", "fit_coupled", "field_rows", "FIELDS"]
+__all__ = ["CoupledField", "CoupledFit", "CoupledRotation", "fit_coupled", "field_rows",
+           "FIELDS"]
 
 #: The two fields' names, in the order every pair is given.
 FIELDS = ("X", "Y")
@@ -60,9 +61,39 @@ class CoupledField:
         return int(len(self.landmarks))
 
 
+@dataclass(frozen=True, eq=False)
+class CoupledRotation:
+    """A rotation of the leading r pairs of a kernel MCA (:func:`kpca_dask.rotate`, as xeofs'
+    ``MCARotator``): the rotation ``matrix`` R of the stacked loadings, the ``correlation``
+    of the rotated modes, each field's rotated loadings' ``norms`` (2 x r), the ``signs``
+    and the ``order`` (by explained covariance) of the rotated pairs, and the rotated
+    ``components`` of X and of Y as ``KernelMCA.components`` lays them out. Everything a
+    rotated result is rebuilt from without the data (docs/design.md §20)."""
+
+    method: str
+    power: int
+    matrix: np.ndarray
+    correlation: np.ndarray
+    norms: np.ndarray
+    signs: np.ndarray
+    order: np.ndarray
+    components: tuple
+
+    @property
+    def n_components(self) -> int:
+        """The number r of rotated pairs."""
+        return int(np.shape(self.matrix)[0])
+
+    @property
+    def turn(self) -> np.ndarray:
+        """How the unrotated scores turn: R for varimax, R^{-T} for promax."""
+        return self.matrix if self.method == "varimax" else np.linalg.inv(self.matrix).T
+
+
 @dataclass(frozen=True)
 class CoupledFit:
-    """What a coupled fit learnt: both fields and the solution of the small problem."""
+    """What a coupled fit learnt: both fields and the solution of the small problem; a
+    rotated result's copy holds its ``rotation`` too."""
 
     method: str  # "mca" or "cca"
     fields: tuple[CoupledField, CoupledField]
@@ -73,6 +104,7 @@ class CoupledFit:
     epsilon: float = 0.0  # the ridge the CCA used (chosen on held-out folds for "auto")
     fit_seconds: float = 0.0
     held_out: HeldOutRidge | None = None  # the held-out choice of the ridge, if made
+    rotation: CoupledRotation | None = None  # kpca_dask.rotate's, on a rotated result's copy
 
     def replace(self, **changes) -> "CoupledFit":
         return dataclasses.replace(self, **changes)

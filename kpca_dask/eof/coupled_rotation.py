@@ -18,10 +18,11 @@ import numpy as np
 from sklearn.base import clone
 
 from ..blocks.signs import fix_signs
-from ..coupled.coupled_model import CoupledFit
+from ..coupled.coupled_model import CoupledFit, CoupledRotation
 from ..engine.orthomax import promax, rotated_count, varimax
 from ..errors import InvalidInputError, InvalidParameterError
 from ..model.inputs import relabelled
+from .estimator_copies import holding
 
 __all__ = ["rotate_coupled", "RotatedMCA"]
 
@@ -43,6 +44,8 @@ def rotate_coupled(estimator, fields, *, method: str = "varimax", power: int = 4
         raise InvalidParameterError(
             "kpca_dask.rotate rotates the pairs of a KernelMCA; a KernelCCA's canonical "
             "variates are not rotated here (fit a KernelMCA to rotate coupled patterns).")
+    if fields is None and model.rotation is not None:  # a rotated model (loaded): its own
+        return RotatedMCA(estimator, model.rotation)
     if not (isinstance(fields, (tuple, list)) and len(fields) == 2):
         raise InvalidInputError(
             "A coupled model is rotated from both of its fields: pass them as a pair, "
@@ -56,18 +59,29 @@ def rotate_coupled(estimator, fields, *, method: str = "varimax", power: int = 4
     loadings = np.vstack(flat) * np.sqrt(s)
     if method == "varimax":
         rotated, R = varimax(loadings, max_iter=max_iter, rtol=rtol)
-        turn, correlation = R, np.eye(r)
+        correlation = np.eye(r)
     else:
         rotated, R, correlation = promax(loadings, power, max_iter=max_iter, rtol=rtol)
-        turn = np.linalg.inv(R).T
     p_x = flat[0].shape[0]
-    norms = [np.linalg.norm(rotated[:p_x], axis=0), np.linalg.norm(rotated[p_x:], axis=0)]
+    norms = np.stack([np.linalg.norm(rotated[:p_x], axis=0),
+                      np.linalg.norm(rotated[p_x:], axis=0)])
     covariance = norms[0] * norms[1]
     order = np.argsort(-covariance**2, kind="stable")
     signs = fix_signs(rotated)
-    return RotatedMCA(estimator, X=maps[0], Y=maps[1], s=s, R=R, turn=turn, norms=norms,
-                      signs=signs, order=order, correlation=correlation, method=method,
-                      power=power)
+    components = tuple(_turned(m, R, s, norm, signs, order) for m, norm in zip(maps, norms))
+    rotation = CoupledRotation(method, int(power if method == "promax" else 1), R, correlation,
+                               norms, signs, order.astype(np.int64), components)
+    # A copy holds the rotation (what its save keeps): the estimator given is not changed.
+    return RotatedMCA(holding(estimator, rotation=rotation), rotation)
+
+
+def _turned(maps, R, s, norm, signs, order):
+    """Rotated unit components, (mode, features...), as the unrotated maps come."""
+    change = (np.diag(np.sqrt(s)) @ R / norm * signs)[:, order]
+    values = np.asarray(maps, dtype=np.float64)
+    turned = np.einsum("j...,jk->k...", np.nan_to_num(values), change)
+    turned[:, np.isnan(values[0])] = np.nan  # the mask stays
+    return relabelled(maps, turned)
 
 
 class RotatedMCA:
@@ -77,7 +91,10 @@ class RotatedMCA:
     Attributes
     ----------
     estimator : KernelMCA
-        The unrotated model, unchanged.
+        A copy of the model rotated, whose ``model_`` holds the rotation (what :meth:`save`
+        writes); the model :func:`kpca_dask.rotate` was given is not changed.
+    rotation : CoupledRotation
+        The rotation, everything the rotated pairs are rebuilt from.
     model_ : CoupledFit
         The rotated model: the fit's landmarks and kernels with each field's projection and
         offset turned, so that ``transform`` gives the rotated scores.
@@ -91,48 +108,43 @@ class RotatedMCA:
         the rotated modes (the identity for varimax).
     """
 
-    def __init__(self, estimator, *, X, Y, s, R, turn, norms, signs, order, correlation,
-                 method: str, power: int) -> None:
-        self.estimator = estimator
-        self.method, self.power = method, power
-        self.rotation_matrix_, self.correlation_matrix_ = R, correlation
-        r = len(s)
+    def __init__(self, estimator, rotation: CoupledRotation) -> None:
+        self.estimator, self.rotation = estimator, rotation
+        self.method, self.power = rotation.method, rotation.power
+        self.rotation_matrix_, self.correlation_matrix_ = rotation.matrix, rotation.correlation
+        r = rotation.n_components
         model = estimator.model_
-        scale = np.diag(1.0 / np.sqrt(s)) @ turn
         solution = model.solution
+        s = solution.singular_values[:r]
+        scale = np.diag(1.0 / np.sqrt(s)) @ rotation.turn
         turned = []
-        for (P, c), norm in zip((model.projection(0), model.projection(1)), norms):
-            change = (scale * norm * signs)[:, order]
+        for (P, c), norm in zip((model.projection(0), model.projection(1)), rotation.norms):
+            change = (scale * norm * rotation.signs)[:, rotation.order]
             turned += [P[:, :r] @ change, c[:r] @ change]
-        values = (norms[0] * norms[1])[order]
-        self.model_ = model.replace(solution=type(solution)(
+        values = (rotation.norms[0] * rotation.norms[1])[rotation.order]
+        self.model_ = model.replace(rotation=None, solution=type(solution)(
             *turned, singular_values=values, total_squared=solution.total_squared,
             pca_modes=solution.pca_modes, field_variances=solution.field_variances))
         self.singular_values_ = values
         self.squared_covariance_fraction_ = values**2 / solution.total_squared
-        self._components = [self._turned(maps, R, s, norm, signs, order)
-                            for maps, norm in zip((X, Y), norms)]
         self._scored = clone(estimator)
         self._scored.model_ = self.model_
-
-    @staticmethod
-    def _turned(maps, R, s, norm, signs, order):
-        """Rotated unit components, (mode, features...), as the unrotated maps come."""
-        change = (np.diag(np.sqrt(s)) @ R / norm * signs)[:, order]
-        values = np.asarray(maps, dtype=np.float64)
-        turned = np.einsum("j...,jk->k...", np.nan_to_num(values), change)
-        turned[:, np.isnan(values[0])] = np.nan  # the mask stays
-        return relabelled(maps, turned)
 
     def __repr__(self) -> str:
         power = f", power={self.power}" if self.method == "promax" else ""
         return f"RotatedMCA({self.method}{power}, {len(self.singular_values_)} pairs)"
 
+    def save(self, path, *, overwrite: bool = False, storage_options: dict | None = None) -> str:
+        """Write the model with this rotation and its rotated components:
+        ``kpca_dask.rotate(kpca_dask.load(path))`` gives these rotated pairs back without
+        the data."""
+        return self.estimator.save(path, overwrite=overwrite, storage_options=storage_options)
+
     def components(self):
         """The rotated components of X and of Y (unit vectors over each field's weighted
         features), laid out as :meth:`KernelMCA.components <kpca_dask.KernelMCA.components>`
         gives the unrotated ones."""
-        return tuple(self._components)
+        return tuple(self.rotation.components)
 
     def transform(self, X=None, Y=None):
         """The rotated scores of samples of X, of Y or of both (lazy for lazy input)."""

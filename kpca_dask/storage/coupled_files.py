@@ -9,13 +9,18 @@ Layout (``format_version`` 1 of "kpca-dask-model", ``estimator`` the class's nam
       x_projection           (m_x, q)     scores of X = x_projection^T k_x(x) - x_offset
       x_offset               (q,)
       x_feature_kept, x_feature_weights   a field's kept positions and weights (and y_...)
+      rotation_matrix, rotation_correlation, rotation_norms, rotation_signs, rotation_order,
+      rotation_x_components, rotation_y_components   a rotated MCA's rotation, and its rotated
+                                   components of each field (NaN on a field's mask)
       attributes (JSON): format, format_version, kpca_dask_version, estimator, params,
                          unsaved_params, checksums, and fitted: method, n_samples, dtype,
                          pairs (the parameters given as a pair, which JSON holds as lists),
                          total_squared, pca_modes, field_variances, n_pca_modes, epsilon
                          (the ridge used), held_out (epsilon="auto"'s grid and scores),
                          fields (each field's kernel, kernel_params, landmark_strategy,
-                         landmark_rank, n_features, feature_layout_, feature_names)
+                         landmark_rank, n_features, feature_layout_, feature_names),
+                         rotation (a rotated MCA's method, power and its components'
+                         labels, or null)
 
 Parameters JSON cannot hold are listed in ``unsaved_params``; landmark points and an array
 fit's feature weights come back from the arrays, others (a numpy Generator seed, DataArray
@@ -35,7 +40,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
 from ..checkpoints.file_checks import damaged
-from ..coupled.coupled_model import FIELDS, CoupledField, CoupledFit
+from ..coupled.coupled_model import FIELDS, CoupledField, CoupledFit, CoupledRotation
+from ..engine.orthomax import METHODS
 from ..engine.solve.coupled import CoupledSolution
 from ..engine.solve.held_out import HeldOutRidge
 from ..errors import InvalidParameterError, about
@@ -43,7 +49,7 @@ from ..io import PathOrURL, open_group, write_group
 from ..io.checksums import read_checked
 from .exact_files import array_digest
 from .file_headers import check_header, header_attributes, layout_entries, with_checksums
-from .layout_files import layout_from_attribute
+from .layout_files import labelled, labels_attribute, layout_from_attribute
 from .model_files import check_written
 
 __all__ = ["save_coupled", "load_coupled", "ESTIMATORS"]
@@ -52,6 +58,8 @@ __all__ = ["save_coupled", "load_coupled", "ESTIMATORS"]
 ESTIMATORS = ("KernelMCA", "KernelCCA")
 FORMAT_VERSION = 1
 _PREFIXES = ("x_", "y_")
+#: The arrays of a rotated MCA's rotation (kpca_dask.coupled.coupled_model.CoupledRotation).
+_ROTATION_ARRAYS = ("matrix", "correlation", "norms", "signs", "order")
 
 
 def _field_entries(field: CoupledField, prefix: str, arrays: dict, P, c,
@@ -101,12 +109,52 @@ def save_coupled(estimator, path: PathOrURL, *, overwrite: bool = False,
               "held_out": None if fit.held_out is None else {
                   "grid": list(fit.held_out.grid),
                   "correlations": [float(v) for v in fit.held_out.correlations]},
-              "fields": fields}
+              "fields": fields, "rotation": _rotation_entries(fit.rotation, arrays)}
     name = type(estimator).__name__
     attrs = with_checksums(header_attributes(estimator, name, FORMAT_VERSION, fitted),
                            {key: array_digest(value) for key, value in arrays.items()})
     return write_group(arrays, path, attrs=attrs, overwrite=overwrite,
                        storage_options=storage_options)
+
+
+def _rotation_entries(rotation: CoupledRotation | None, arrays: dict) -> dict | None:
+    """A rotated MCA's rotation: its arrays (the rotated components of each field among
+    them) added to ``arrays``, its method and the components' labels returned."""
+    if rotation is None:
+        return None
+    for name in _ROTATION_ARRAYS:
+        arrays[f"rotation_{name}"] = np.asarray(getattr(rotation, name))
+    for prefix, values in zip(_PREFIXES, rotation.components):
+        arrays[f"rotation_{prefix}components"] = np.asarray(values, np.float64)
+    return {"method": rotation.method, "power": int(rotation.power),
+            "components": [labels_attribute(values) for values in rotation.components]}
+
+
+def _rotation(arrays: dict, stored: dict | None, solution: CoupledSolution,
+              fields: tuple) -> CoupledRotation | None:
+    """The rotation :func:`_rotation_entries` wrote, its shapes held to the model's."""
+    if stored is None:
+        return None
+    if stored.get("method") not in METHODS:
+        raise ValueError(f"rotation method {stored.get('method')!r}")
+    values = {name: arrays[f"rotation_{name}"] for name in _ROTATION_ARRAYS}
+    r = values["signs"].shape[0]
+    expected = {"matrix": (r, r), "correlation": (r, r), "norms": (2, r), "order": (r,)}
+    wrong = [name for name, shape in expected.items() if values[name].shape != shape]
+    if wrong or not 2 <= r <= len(solution.singular_values) or not np.array_equal(
+            np.sort(values["order"]), np.arange(r)):
+        raise ValueError(f"the rotation's {(wrong or ['order'])[0]} does not fit {r} pairs")
+    components = []
+    for prefix, labels, field in zip(_PREFIXES, stored["components"], fields):
+        maps = arrays[f"rotation_{prefix}components"]
+        if maps.shape[0] != r or np.isfinite(maps).reshape(r, -1).all(axis=0).sum() != (
+                field.n_features):
+            raise ValueError(f"the rotated components of {prefix[0].upper()} do not fit "
+                             f"{r} pairs over the field's {field.n_features} features")
+        components.append(labelled(maps, labels))
+    return CoupledRotation(stored["method"], int(stored["power"]), values["matrix"],
+                           values["correlation"], values["norms"], values["signs"],
+                           values["order"].astype(np.int64), tuple(components))
 
 
 def load_coupled(path: PathOrURL, estimator_class: type, *,
@@ -198,4 +246,5 @@ def _fitted(arrays: dict, fitted: dict) -> CoupledFit:
         float(fitted["epsilon"]), tuple(held["grid"]), np.asarray(held["correlations"]))
     return CoupledFit(fitted["method"], (x, y), solution, int(fitted["n_samples"]),
                       fitted["dtype"], tuple(fitted["n_pca_modes"]), float(fitted["epsilon"]),
-                      held_out=held_out)
+                      held_out=held_out,
+                      rotation=_rotation(arrays, fitted.get("rotation"), solution, (x, y)))

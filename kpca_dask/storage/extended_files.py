@@ -35,7 +35,6 @@ import xarray as xr
 import zarr
 from sklearn.utils.validation import check_is_fitted
 
-from .._json import jsonable
 from ..checkpoints.file_checks import damaged
 from ..eof.extended_model import ExtendedFit
 from ..errors import InvalidParameterError, about
@@ -51,7 +50,7 @@ from ..io.preprocessing import DelayEmbedding, steps_attribute, steps_from_attri
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.parameters import check_params
 from .file_headers import check_header, header_attributes, with_checksums
-from .layout_files import coordinate_attribute, coordinate_values
+from .layout_files import labelled, labels_attribute
 from .model_files import check_written
 
 __all__ = ["save_extended", "load_extended", "ESTIMATOR"]
@@ -72,8 +71,8 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     fitted = {"solver": estimator.solver_,
               "preprocessing": steps_attribute(estimator.model_.preprocessing.steps),
               "n_features_in": int(estimator.n_features_in_),
-              "components": _labels_attribute(maps), "stages": {}, "rotated": rotated is not None,
-              "rotated_components": None if rotated is None else _labels_attribute(rotated)}
+              "components": labels_attribute(maps), "stages": {}, "rotated": rotated is not None,
+              "rotated_components": None if rotated is None else labels_attribute(rotated)}
     attrs = header_attributes(estimator, ESTIMATOR, FORMAT_VERSION, fitted)
     with staged_output(path, overwrite, storage_options) as target:
         group = zarr.open_group(target.url, mode="w-", zarr_format=3,
@@ -96,24 +95,6 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
 
 def _values(maps) -> np.ndarray:
     return np.asarray(maps.values if isinstance(maps, xr.DataArray) else maps, np.float64)
-
-
-def _labels_attribute(maps) -> dict | None:
-    if not isinstance(maps, xr.DataArray):
-        return None
-    return {"dims": list(maps.dims), "name": maps.name,
-            "coords": {dim: coordinate_attribute(maps[dim].values)
-                       for dim in maps.dims if dim in maps.coords},
-            "attrs": jsonable(dict(maps.attrs))}
-
-
-def _labelled(values: np.ndarray, stored: dict | None):
-    if stored is None:
-        return values
-    dims = tuple(stored["dims"])
-    coords = {dim: coordinate_values(value) for dim, value in stored["coords"].items()}
-    return xr.DataArray(values, dims=dims, coords=coords, name=stored["name"],
-                        attrs=dict(stored["attrs"]))
 
 
 def _check_stages(group: zarr.Group, fitted: dict, estimator) -> None:
@@ -159,10 +140,10 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             estimator = estimator_class(**attrs.get("params", {}))
             check_params(estimator.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
                          estimator=ESTIMATOR)
-            components = _labelled(values, fitted["components"])
+            components = labelled(values, fitted["components"])
             rotated = None
             if fitted.get("rotated", False):
-                rotated = _labelled(arrays["rotated_components"],
+                rotated = labelled(arrays["rotated_components"],
                                     fitted.get("rotated_components"))
             step = _delay_embedding(fitted, estimator)
             embedding = step.embedding

@@ -16,12 +16,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import xarray as xr
 
+from .._json import jsonable
 from ..io.preprocessing.fields import FeatureLayout
 from ..io.preprocessing.multiple_fields import CONTAINERS, combined_layout
 
 __all__ = ["layout_attribute", "layout_from_attribute", "coordinate_attribute",
-           "coordinate_values"]
+           "coordinate_values", "labels_attribute", "labelled"]
 
 
 def layout_attribute(layout: FeatureLayout) -> dict:
@@ -66,6 +68,35 @@ def coordinate_attribute(values: np.ndarray) -> dict:
 def coordinate_values(stored: dict) -> np.ndarray:
     """The values :func:`coordinate_attribute` wrote, in their dtype."""
     return np.asarray(stored["values"], dtype=stored["dtype"])
+
+
+def labels_attribute(values) -> dict | None:
+    """The labels of a DataArray kept in a model file beside its values (its dims, the index
+    coordinates of those dims, its name and attributes); None for an array.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> maps = xr.DataArray(np.ones((1, 2)), dims=("mode", "x"), coords={"x": [0.5, 1.5]})
+    >>> labelled(np.zeros((1, 2)), labels_attribute(maps))["x"].values.tolist()
+    [0.5, 1.5]
+    """
+    if not isinstance(values, xr.DataArray):
+        return None
+    return {"dims": list(values.dims), "name": values.name,
+            "coords": {dim: coordinate_attribute(values[dim].values)
+                       for dim in values.dims if dim in values.coords},
+            "attrs": jsonable(dict(values.attrs))}
+
+
+def labelled(values: np.ndarray, stored: dict | None):
+    """``values`` with the labels :func:`labels_attribute` kept (as they are for None)."""
+    if stored is None:
+        return values
+    dims = tuple(stored["dims"])
+    coords = {dim: coordinate_values(value) for dim, value in stored["coords"].items()}
+    return xr.DataArray(values, dims=dims, coords=coords, name=stored["name"],
+                        attrs=dict(stored["attrs"]))
 
 
 def layout_from_attribute(stored: dict, kept, weights) -> FeatureLayout:

@@ -157,6 +157,29 @@ def test_rotated_mca_is_xeofs_mca_rotator(mca_pair, method, power):
     np.testing.assert_array_equal(ours.singular_values_, before)  # the fit is unchanged
 
 
+def test_a_rotated_mca_is_saved_and_comes_back_without_the_data(mca_pair, tmp_path):
+    """The rotated pairs' save keeps the rotation and the rotated components (NaN on the land
+    box); rotate(load(path)) gives them, the scores and the covariances back; the model
+    rotated is not changed; a rotation that does not fit the model is refused."""
+    from _model_files import rewritten_attributes
+
+    X, Y, ours, _ = mca_pair
+    rotated = kpca_dask.rotate(ours, (X, Y), method="promax", power=3, n_components=2)
+    assert ours.model_.rotation is None and rotated.estimator.model_.rotation is rotated.rotation
+    path = rotated.save(tmp_path / "rotated.zarr")
+    again = kpca_dask.rotate(kpca_dask.load(path))
+    assert (again.method, again.power) == ("promax", 3)
+    np.testing.assert_allclose(again.singular_values_, rotated.singular_values_, rtol=1e-12)
+    for mine, before in zip(again.components(), rotated.components()):
+        xr.testing.assert_allclose(mine, before)
+    for mine, before in zip(again.transform(X, Y), rotated.transform(X, Y)):
+        xr.testing.assert_allclose(mine, before)
+    rewritten_attributes(path, lambda attrs: attrs["fitted"]["rotation"].update(
+        method="quartimax"))
+    with pytest.raises(kpca_dask.ModelFormatError, match="rotation method 'quartimax'"):
+        kpca_dask.load(path)
+
+
 def test_only_mca_pairs_are_rotated():
     X, Y = _fields(nan_box=False)
     cca = KernelCCA(2, kernel="linear", n_landmarks=N, n_pca_modes=4).fit(X, Y)

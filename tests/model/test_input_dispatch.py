@@ -23,7 +23,8 @@ SCANNED = ("model", "eof", "exact", "checkpoints", "estimators", "storage", "io"
 #: the readers' dispatch (open_array), and the readers of frames and of sparse matrices and
 #: files, each of which tells its own kind apart.
 DISPATCH = {"model/inputs.py", "io/preprocessing/field_sets.py",
-            "io/preprocessing/field_inputs.py", "io/zarr_io.py", "io/frames.py", "io/sparse_files.py",
+            "io/preprocessing/field_inputs.py", "io/zarr_io.py", "io/frames.py",
+            "io/sparse_files.py",
             # a field or rows, embedded along the samples before KernelPCA's dispatch sees
             # them (a field's lagged copies keep its labels), and the rotated scores of such
             # embedded samples given back in the input's kind: to be folded into inputs.py
