@@ -21,9 +21,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["METHODS", "Rotation", "varimax", "promax", "rotated_count", "rotation_of",
-           "score_rotation", "kernel_space_variance", "complex_rotation_of",
-           "complex_score_rotation"]
+__all__ = ["METHODS", "DEFAULT_OPTIONS", "asks_for", "Rotation", "varimax", "promax",
+           "rotated_count", "rotation_of", "score_rotation", "kernel_space_variance",
+           "complex_rotation_of", "complex_score_rotation"]
 
 #: The rotations :func:`rotation_of` makes.
 METHODS = ("varimax", "promax")
@@ -126,6 +126,30 @@ def promax(loadings: np.ndarray, power: int, *, max_iter: int = 1000, rtol: floa
     L = L @ np.sqrt(scale)
     inverse = np.linalg.inv(L)
     return h[:, None] * (X @ L), R @ L, inverse @ inverse.conj().T
+
+
+#: ``kpca_dask.rotate``'s options when none is given: (method, power, n_components).
+DEFAULT_OPTIONS = ("varimax", 4, None)
+
+
+def asks_for(rotation, method: str, power, n_components) -> bool:
+    """Whether a call of ``kpca_dask.rotate`` with these options and no data asks for the
+    ``rotation`` a model holds: its defaults ask for whatever it holds; otherwise the method
+    (and promax's power) must be the held rotation's, and ``n_components`` its count if
+    given.
+
+    Examples
+    --------
+    >>> held = type("Held", (), {"method": "promax", "power": 3, "n_components": 2})()
+    >>> asks_for(held, "varimax", 4, None), asks_for(held, "promax", 3, 2)
+    (True, True)
+    >>> asks_for(held, "promax", 4, None), asks_for(held, "varimax", 4, 2)
+    (False, False)
+    """
+    if (method, power, n_components) == DEFAULT_OPTIONS:
+        return True
+    same = rotation.method == method and (method != "promax" or rotation.power == power)
+    return same and (n_components is None or n_components == rotation.n_components)
 
 
 def rotated_count(q: int, n_components, method: str, power) -> int:

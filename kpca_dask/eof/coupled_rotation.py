@@ -19,7 +19,7 @@ from sklearn.base import clone
 
 from ..blocks.signs import fix_signs
 from ..coupled.coupled_model import CoupledFit, CoupledRotation
-from ..engine.orthomax import promax, rotated_count, varimax
+from ..engine.orthomax import asks_for, promax, rotated_count, varimax
 from ..errors import InvalidInputError, InvalidParameterError
 from ..model.inputs import relabelled
 from .estimator_copies import holding
@@ -45,6 +45,10 @@ def rotate_coupled(estimator, fields, *, method: str = "varimax", power: int = 4
             "kpca_dask.rotate rotates the pairs of a KernelMCA; a KernelCCA's canonical "
             "variates are not rotated here (fit a KernelMCA to rotate coupled patterns).")
     if fields is None and model.rotation is not None:  # a rotated model (loaded): its own
+        if not asks_for(model.rotation, method, power, n_components):
+            raise InvalidParameterError(
+                "This model holds another rotation than the one asked for: pass both fields "
+                "to rotate it otherwise, kpca_dask.rotate(model, (X, Y), method=...).")
         return RotatedMCA(estimator, model.rotation)
     if not (isinstance(fields, (tuple, list)) and len(fields) == 2):
         raise InvalidInputError(

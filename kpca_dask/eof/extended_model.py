@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io.preprocessing import DelayEmbedding, Preprocessing
+from ..io.preprocessing import DelayEmbedding, EOFReduction, Preprocessing
 from .estimator_copies import holding
 
 __all__ = ["ExtendedFit"]
@@ -67,9 +67,13 @@ class ExtendedFit:
 
     @property
     def preprocessing(self) -> Preprocessing:
-        """The field read by its layout (with ``n_pca_modes``, the linear stage's: the
-        rows are its scores), then the lagged copies."""
-        return Preprocessing(self.layout, (self.delay_embedding,))
+        """The field's own layout, then (with ``n_pca_modes``) the reduction to the linear
+        stage's EOF scores, then the lagged copies."""
+        if self.linear_stage is None:
+            return Preprocessing(self.delay_embedding.unembedded(self.layout),
+                                 (self.delay_embedding,))
+        return Preprocessing(self.layout, (EOFReduction(self.linear_stage.n_components_),
+                                           self.delay_embedding))
 
     @property
     def layout(self):

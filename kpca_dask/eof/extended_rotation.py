@@ -13,6 +13,7 @@ import dask
 import numpy as np
 import xarray as xr
 
+from ..engine.orthomax import asks_for
 from ..errors import InvalidParameterError
 from .estimator_copies import holding
 
@@ -101,10 +102,12 @@ def rotate_extended(estimator, X, rotate_stage, **options) -> "RotatedExtendedEO
     """
     if X is None:
         held = estimator.model_
-        if held.rotation is None or held.rotated_maps is None:
+        if held.rotation is None or held.rotated_maps is None or not asks_for(
+                held.rotation, options["method"], options["power"], options["n_components"]):
             raise InvalidParameterError(
                 "An extended EOF is rotated on the data it was fitted on: "
-                "kpca_dask.rotate(model, X, method=...).")
+                "kpca_dask.rotate(model, X, method=...) (with no data, a rotated model "
+                "gives back the rotation it holds only).")
         # a rotated model (loaded): its kernel stage's rotation and the maps kept with it
         return RotatedExtendedEOF(estimator, rotate_stage(held.kernel_stage),
                                   held.rotated_maps)

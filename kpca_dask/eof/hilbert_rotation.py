@@ -17,6 +17,7 @@ import numpy as np
 
 from ..engine.orthomax import (
     Rotation,
+    asks_for,
     complex_rotation_of,
     complex_score_rotation,
     rotated_count,
@@ -37,7 +38,8 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     :func:`kpca_dask.rotate`, whose parameters these are). ``X`` may be left out: the
     fit keeps the loadings; given, it must have the fit's shape. Left out for a model that
     holds a rotation (a rotated model, saved and loaded), it gives that rotation back, as
-    for the other estimators.
+    for the other estimators, unless the options ask for another
+    (:func:`~kpca_dask.engine.orthomax.asks_for`), which is rotated from the loadings.
 
     Examples
     --------
@@ -50,8 +52,9 @@ def rotate_hilbert(estimator, X=None, *, method: str = "varimax", power: int = 4
     (100, 2)
     """
     fit = estimator.model_
-    if X is None and fit.rotation is not None:  # a rotated model (loaded): its rotation
-        return RotatedHilbertEOF(estimator, fit.rotation)
+    if X is None and fit.rotation is not None and asks_for(fit.rotation, method, power,
+                                                           n_components):
+        return RotatedHilbertEOF(estimator, fit.rotation)  # a rotated model's (loaded) own
     r = rotated_count(int(estimator.n_components_), n_components, method, power)
     if X is not None:
         rows = method_input(estimator, fit.layout, X)  # lazy: reads nothing

@@ -26,6 +26,7 @@ from ..coupled.coupled_model import CoupledFit
 from ..engine.exact.cross_moments import pattern_maps
 from ..engine.orthomax import (
     Rotation,
+    asks_for,
     kernel_space_variance,
     rotated_count,
     rotation_of,
@@ -136,6 +137,11 @@ def rotate(estimator, X=None, *, method: str = "varimax", power: int = 4,
             raise InvalidParameterError(
                 "This model holds no rotation: pass the data it was fitted on, "
                 "kpca_dask.rotate(model, X, method=...).")
+        if not asks_for(stored, method, power, n_components):
+            raise InvalidParameterError(
+                f"This model holds a {stored!r}, not the rotation asked for: pass the data "
+                "it was fitted on to rotate it otherwise, kpca_dask.rotate(model, X, "
+                "method=...), or leave the options out for the one it holds.")
         return RotatedEOF(estimator, stored)
     r = rotated_count(int(estimator.n_components_), n_components, method, power)
     variances = estimator.explained_variance_[:r]

@@ -6,7 +6,8 @@ Each estimator's ``fit`` makes one immutable fitted model, ``model_`` (a
 :class:`~kpca_dask.eof.hilbert_model.HilbertFit` or
 :class:`~kpca_dask.eof.extended_model.ExtendedFit`); :class:`FittedModelEstimator`
 gives each the rest from it: ``save`` by the estimator's model-file writer,
-``sample_dim_``, scikit-learn's fitted check, and the spectrum's variances
+``sample_dim_``, scikit-learn's fitted check, the check of its parameters against its
+class's table of constraints, and the spectrum's variances
 (:class:`~kpca_dask.eof.scalings.EOFVarianceMixin`). A base class rather than
 copies: the same few lines were written four times (docs/architecture.md).
 """
@@ -15,12 +16,15 @@ from __future__ import annotations
 
 import importlib
 import operator
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ..eof.scalings import EOFVarianceMixin
+from ..model.parameters import check_params
+from ..validation import Constraint
 
 __all__ = ["FittedModelBase", "FittedModelEstimator", "model_view"]
 
@@ -44,6 +48,17 @@ class FittedModelBase(BaseEstimator):
 
     #: The model-file writer: (module, function), the module relative to this package.
     _model_file: ClassVar[tuple[str, str]]
+
+    #: What each constructor parameter may be: the class's table
+    #: (:mod:`kpca_dask.model.parameters`, :mod:`kpca_dask.model.eof_parameters`), which
+    #: its fit checks the parameters against (the coupled estimators check each field's by
+    #: KernelPCA's table instead).
+    _parameter_constraints: ClassVar[Mapping[str, Constraint]]
+
+    def _check_params(self) -> None:
+        """Refuse a parameter its class's table does not allow, saying what it may be."""
+        check_params(self.get_params(deep=False), constraints=self._parameter_constraints,
+                     estimator=type(self).__name__)
 
     #: The fitted model; absent before a fit.
     model_: Any

@@ -42,7 +42,7 @@ from ..model.kernel_matrices import (
 )
 from ..model.keywords import explains_keywords
 from ..model.outputs import one_sample_of
-from ..model.parameters import EXACT_CONSTRAINTS, check_params
+from ..model.parameters import EXACT_CONSTRAINTS
 from ..model.precomputed import PRECOMPUTED
 from .base import FittedModelEstimator
 
@@ -190,6 +190,7 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
 
     #: Its model files (:mod:`kpca_dask.storage.exact_files`).
     _model_file = ("..storage.exact_files", "save_exact")
+    _parameter_constraints = EXACT_CONSTRAINTS
 
     @explains_keywords
     def __init__(
@@ -250,8 +251,7 @@ class ExactKernelPCA(TransformerMixin, FittedModelEstimator):
             among those ``n_components`` selects, as scikit-learn refuses it.
         """
         # Every parameter by KernelPCA's rules (one table), "precomputed" allowed.
-        check_params(self.get_params(deep=False), constraints=EXACT_CONSTRAINTS,
-                     estimator=type(self).__name__)
+        self._check_params()
         # A field's rows stay lazy (the Gram matrix is summed over their feature chunks,
         # docs/design.md §12); small in-memory input is held as float64.
         data = X

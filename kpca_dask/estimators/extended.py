@@ -35,7 +35,6 @@ from ..io.preprocessing.fields import resolved_sample_dim
 from ..io.preprocessing.latitude import is_coslat
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.keywords import explains_keywords
-from ..model.parameters import check_params
 from .base import FittedModelEstimator, model_view
 from .exact import ExactKernelPCA
 from .kernel_pca import KernelPCA
@@ -182,6 +181,7 @@ trace_error_
 
     #: Its model files (:mod:`kpca_dask.storage.extended_files`).
     _model_file = ("..storage.extended_files", "save_extended")
+    _parameter_constraints = EXTENDED_CONSTRAINTS
 
     @explains_keywords
     def __init__(
@@ -246,8 +246,7 @@ trace_error_
         self : ExtendedKernelEOF
         """
         started = time.perf_counter()
-        check_params(self.get_params(deep=False), constraints=EXTENDED_CONSTRAINTS,
-                     estimator=type(self).__name__)
+        self._check_params()
         step = DelayEmbedding(self.tau, self.embedding)
         embedding = step.embedding
         sample_dim, n_samples, n_features = _shape(X, self.sample_dim)

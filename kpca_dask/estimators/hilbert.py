@@ -65,7 +65,6 @@ from ..io.preprocessing.analytic_signal import MIN_SAMPLES, analytic_rows
 from ..model.eof_parameters import HILBERT_CONSTRAINTS
 from ..model.inputs import fit_input, method_input
 from ..model.keywords import explains_keywords
-from ..model.parameters import check_params
 from .base import FittedModelEstimator, model_view
 
 __all__ = ["HilbertKernelEOF"]
@@ -192,6 +191,7 @@ class HilbertKernelEOF(FittedModelEstimator):
 
     #: Its model files (:mod:`kpca_dask.storage.hilbert_files`).
     _model_file = ("..storage.hilbert_files", "save_hilbert")
+    _parameter_constraints = HILBERT_CONSTRAINTS
 
     @explains_keywords
     def __init__(self, n_components: int = 2, *, kernel: str = "linear",
@@ -305,8 +305,7 @@ class HilbertKernelEOF(FittedModelEstimator):
                                   GramState(X, train_sums, train_total, norms))
 
     def _check_params(self) -> None:
-        check_params(self.get_params(deep=False), constraints=HILBERT_CONSTRAINTS,
-                     estimator=type(self).__name__)
+        super()._check_params()
         if self.gamma == "median" and self.kernel == "poly":
             raise InvalidParameterError(
                 "gamma='median' sets the scale of a distance, which the 'poly' kernel does not "

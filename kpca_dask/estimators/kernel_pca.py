@@ -43,7 +43,7 @@ from ..model.outputs import (
     reconstruction_errors,
     transformed,
 )
-from ..model.parameters import check_params
+from ..model.parameters import CONSTRAINTS, check_params
 from ..model.precomputed import PRECOMPUTED, fit_precomputed
 from ..model.provenance import recorded_rows, with_rows
 from ..validation import check_n_features
@@ -339,8 +339,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
     True
     """
 
-    #: Its model files (:mod:`kpca_dask.storage.model_files`).
-    _model_file = ("..storage.model_files", "save_model")
+    _model_file = ("..storage.model_files", "save_model")  # its model files
+    _parameter_constraints = CONSTRAINTS
 
     @explains_keywords
     def __init__(
@@ -415,8 +415,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, FittedModelEs
     def _fit(self, X, *, checkpoint=None, growing: bool = False) -> "KernelPCA":
         """:meth:`fit`; ``growing``: the first batch of :meth:`partial_fit`, by landmarks."""
         started = time.perf_counter()
+        self._check_params()
         params = self.get_params(deep=False)
-        check_params(params)
         precomputed = params["kernel"] == PRECOMPUTED
         fit = fit_precomputed if precomputed else fit_model
         # Stored column chunks are kept: a kernel matrix's (only the landmarks' are

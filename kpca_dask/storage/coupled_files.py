@@ -135,8 +135,9 @@ def _rotation(arrays: dict, stored: dict | None, solution: CoupledSolution,
     """The rotation :func:`_rotation_entries` wrote, its shapes held to the model's."""
     if stored is None:
         return None
-    if stored.get("method") not in METHODS:
-        raise ValueError(f"rotation method {stored.get('method')!r}")
+    method = stored.get("method") if isinstance(stored, dict) else stored
+    if method not in METHODS:
+        raise ValueError(f"rotation method {method!r}")
     values = {name: arrays[f"rotation_{name}"] for name in _ROTATION_ARRAYS}
     r = values["signs"].shape[0]
     expected = {"matrix": (r, r), "correlation": (r, r), "norms": (2, r), "order": (r,)}

@@ -46,7 +46,12 @@ from ..io.checksums import (
     digest,
     read_checked,
 )
-from ..io.preprocessing import DelayEmbedding, steps_attribute, steps_from_attribute
+from ..io.preprocessing import (
+    DelayEmbedding,
+    EOFReduction,
+    steps_attribute,
+    steps_from_attribute,
+)
 from ..model.eof_parameters import EXTENDED_CONSTRAINTS
 from ..model.parameters import check_params
 from .file_headers import check_header, header_attributes, with_checksums
@@ -70,6 +75,7 @@ def save_extended(estimator, path: PathOrURL, *, overwrite: bool = False,
     rotated = estimator.model_.rotated_maps
     fitted = {"solver": estimator.solver_,
               "preprocessing": steps_attribute(estimator.model_.preprocessing.steps),
+              "delay": list(estimator.delay_),  # what kpca-dask before the steps reads
               "n_features_in": int(estimator.n_features_in_),
               "components": labels_attribute(maps), "stages": {}, "rotated": rotated is not None,
               "rotated_components": None if rotated is None else labels_attribute(rotated)}
@@ -159,8 +165,8 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
             raise damaged(f"components of shape {values.shape} do not fit the kernel stage's "
                           f"{kernel.n_components_} modes and {embedding} lagged copies")
     held = kernel.model_.rotation
-    if (rotated is None) != (held is None) or (
-            rotated is not None and np.shape(rotated)[:2] != (held.n_components, embedding)):
+    if (rotated is None) != (held is None) or (rotated is not None and np.shape(rotated) != (
+            (held.n_components,) + np.shape(components)[1:])):
         with about(where):
             raise damaged("its rotated components do not fit the kernel stage's rotation")
     # The fitted model a fit makes (ExtendedKernelEOF.fit), from the file.
@@ -170,15 +176,17 @@ def load_extended(path: PathOrURL, estimator_class: type, *,
 
 
 def _delay_embedding(fitted: dict, estimator) -> DelayEmbedding:
-    """The lagged copies the file's steps hold, as the estimator's parameters say them (a
-    file written before the steps were recorded holds ``delay``, ``[tau, embedding]``)."""
+    """The lagged copies the file's steps hold (after the reduction to ``n_pca_modes``
+    linear EOF scores, if set), as the estimator's parameters say them; a file written
+    before the steps were recorded holds ``delay``, ``[tau, embedding]``, alone."""
+    wanted = (DelayEmbedding(estimator.tau, estimator.embedding),)
+    if estimator.n_pca_modes is not None:
+        wanted = (EOFReduction(estimator.n_pca_modes),) + wanted
     if "preprocessing" in fitted:
         steps = steps_from_attribute(fitted["preprocessing"], {})
     else:
-        steps = (DelayEmbedding(*(int(value) for value in fitted["delay"])),)
-    if [step.kind for step in steps] != [DelayEmbedding.kind]:
-        raise ValueError(f"its preprocessing is {[step.kind for step in steps]}, not the "
-                         "delay embedding alone")
-    if steps[0] != DelayEmbedding(estimator.tau, estimator.embedding):
-        raise ValueError(f"its {steps[0]} is not its parameters' tau and embedding")
-    return steps[0]
+        steps = wanted[:-1] + (DelayEmbedding(*(int(value) for value in fitted["delay"])),)
+    if steps != wanted:
+        raise ValueError(f"its preprocessing {list(steps)} is not its parameters' "
+                         f"{list(wanted)}")
+    return steps[-1]

@@ -62,8 +62,9 @@ def rotation_from_entries(fitted: dict, arrays: dict, n_components: int,
     stored = fitted.get("rotation")
     if stored is None:
         return None
-    if stored.get("method") not in METHODS:
-        raise ValueError(f"rotation method {stored.get('method')!r}")
+    method = stored.get("method") if isinstance(stored, dict) else stored
+    if method not in METHODS:
+        raise ValueError(f"rotation method {method!r}")
     values = {}
     for name in _ARRAYS:
         key = f"rotation_{name}"

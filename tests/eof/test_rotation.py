@@ -159,3 +159,22 @@ def test_info_shows_the_rotation(field, capsys):
                                rotated.explained_variance_ratio_)
     print_summary(summary(model, "model.zarr"))
     assert "rotation     promax, power 3 of 2 modes, explaining " in capsys.readouterr().out
+
+
+def test_with_no_data_the_held_rotation_comes_back_only_when_it_is_the_one_asked(field):
+    """A rotated model given no data gives back its rotation for rotate's defaults or the
+    same options; other options are refused for a KernelPCA (its loadings need the data) and
+    rotated afresh from the fit's loadings for a Hilbert EOF."""
+    rotated = kpca_dask.rotate(ESTIMATORS["KernelPCA"]().fit(field), field, method="promax",
+                               power=3)
+    held = rotated.estimator
+    assert kpca_dask.rotate(held).rotation is rotated.rotation
+    assert kpca_dask.rotate(held, method="promax", power=3).rotation is rotated.rotation
+    with pytest.raises(InvalidParameterError, match="not the rotation asked for"):
+        kpca_dask.rotate(held, method="varimax", n_components=2)
+    t, x = np.arange(80)[:, None], np.arange(12)[None, :]
+    record = np.cos(0.3 * x - 0.2 * t) + np.cos(0.1 * t) * (x < 4)
+    hilbert = kpca_dask.rotate(kpca_dask.HilbertKernelEOF(3, padding="none").fit(record),
+                               n_components=3)
+    again = kpca_dask.rotate(hilbert.estimator, method="promax", power=2, n_components=2)
+    assert (again.rotation.method, again.n_components_) == ("promax", 2)

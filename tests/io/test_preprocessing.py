@@ -12,6 +12,7 @@ from kpca_dask.io.preprocessing import (
     STEPS,
     AnalyticSignal,
     DelayEmbedding,
+    EOFReduction,
     Preprocessing,
     steps_attribute,
     steps_from_attribute,
@@ -50,7 +51,7 @@ def test_steps_come_back_from_their_attribute_and_arrays():
                       {"step": "analytic_signal", "padding": "exp", "decay_factor": 0.3}]
     arrays = {name: value for step in steps for name, value in step.arrays().items()}
     assert steps_from_attribute(stored, arrays) == steps
-    assert set(STEPS) == {"delay_embedding", "analytic_signal"}
+    assert set(STEPS) == {"delay_embedding", "eof_reduction", "analytic_signal"}
 
 
 @pytest.mark.parametrize("stored, match", [
@@ -76,3 +77,36 @@ def test_the_pipeline_reads_as_its_layout_then_its_steps():
     text = repr(Preprocessing(None, (AnalyticSignal("none", 0.2, np.zeros(4)),)))
     assert text == ("Preprocessing(rows as given; then AnalyticSignal(padding='none', "
                     "decay_factor=0.2, mean of 4 features))")
+
+
+def test_an_analytic_signals_means_are_its_own_and_read_only():
+    mean = np.zeros(3)
+    step = AnalyticSignal("none", 0.2, mean)
+    mean[0] = 5.0
+    assert step.mean[0] == 0.0 and not step.mean.flags.writeable
+
+
+def test_the_reduction_to_linear_eofs_is_named_not_applied():
+    step = EOFReduction(4)
+    assert steps_from_attribute(steps_attribute((step,)), {}) == (step,)
+    with pytest.raises(InvalidParameterError, match="embedded"):
+        Preprocessing(None, (step,)).rows(X)
+
+
+def test_an_extended_eof_names_the_reduction_then_the_lagged_copies_on_the_fields_layout():
+    """With n_pca_modes the rows are reduced first; either way the layout is the field's own
+    (one lag's positions and mask), not that of the embedded field the kernel stage read."""
+    import xarray as xr
+
+    from kpca_dask import ExtendedKernelEOF
+
+    values = RNG.normal(size=(60, 2, 4))
+    values[:, 0, 0] = np.nan
+    field = xr.DataArray(values, dims=("time", "lat", "lon"))
+    for n_pca_modes, kinds in ((None, ["delay_embedding"]),
+                               (3, ["eof_reduction", "delay_embedding"])):
+        model = ExtendedKernelEOF(2, tau=1, embedding=3, n_pca_modes=n_pca_modes).fit(field)
+        held = model.preprocessing_
+        assert [step.kind for step in held.steps] == kinds
+        assert held.layout.dims == ("lat", "lon") and held.layout.kept.tolist() == list(
+            range(1, 8))

@@ -55,9 +55,10 @@ NOT_INPUTS = {("model/parameters.py", "ndarray"), ("model/checks.py", "ndarray")
               ("io/array_files.py", "Dataset"),
               # fitted state and outputs of the Hilbert and extended EOF: the training
               # scores (lazy or held) computed for a file or given in the fit's kind, and the
-              # space-time maps (a DataArray for a field) written to a file
+              # space-time maps (a DataArray for a field) written to a file, with their
+              # labels (as a rotated MCA's components)
               ("eof/hilbert_model.py", "Array"), ("storage/hilbert_files.py", "Array"),
-              ("storage/extended_files.py", "DataArray"),
+              ("storage/extended_files.py", "DataArray"), ("storage/layout_files.py", "DataArray"),
               # transform's output scaled or rotated in its own kind (a DataArray, a frame)
               ("eof/scalings.py", "columns"), ("eof/scalings.py", "dims"),
               ("eof/rotation.py", "dims"),

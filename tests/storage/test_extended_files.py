@@ -132,7 +132,7 @@ def test_a_file_without_its_steps_loads_and_steps_against_the_parameters_are_ref
     xr.testing.assert_allclose(old.transform(_field()), model.transform(_field()))
     steps = [{"step": "delay_embedding", "tau": TAU + 1, "embedding": EMBEDDING}]
     rewritten_attributes(path, lambda attrs: attrs["fitted"].update(preprocessing=steps))
-    with pytest.raises(ModelFormatError, match="not its parameters' tau and embedding"):
+    with pytest.raises(ModelFormatError, match=r"is not its parameters' \[DelayEmbedding"):
         kpca_dask.load(path)
 
 
@@ -147,4 +147,17 @@ def test_a_rotated_models_file_keeps_its_rotated_maps_and_misses_none(tmp_path):
     xr.testing.assert_allclose(again.components(), rotated.components())
     del zarr.open_group(path, mode="r+")["rotated_components"]
     with pytest.raises(ModelFormatError, match="'rotated_components' is missing"):
+        kpca_dask.load(path)
+
+
+def test_rotated_maps_of_another_shape_than_the_maps_are_refused(tmp_path):
+    from kpca_dask.eof.estimator_copies import holding
+
+    field = _field()
+    model = ExtendedKernelEOF(2, tau=TAU, embedding=EMBEDDING).fit(field)
+    rotated = kpca_dask.rotate(model, field)
+    maps = rotated.components()
+    wrong = holding(model, rotation=rotated.rotation, rotated_maps=maps.values[..., :-1])
+    path = wrong.save(tmp_path / "eeof.zarr")
+    with pytest.raises(ModelFormatError, match="rotated components do not fit"):
         kpca_dask.load(path)

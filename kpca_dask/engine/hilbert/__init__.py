@@ -1,2 +1,3 @@
-"""The Hilbert (complex) EOF's computation: the analytic signal of each feature, the Hermitian
-Gram matrix of a field, and the Hermitian landmark problem."""
+"""The Hilbert (complex) EOF's computation: the Hermitian Gram matrix of a field and the
+Hermitian landmark problem (the analytic signal itself is preprocessing of the rows,
+:mod:`kpca_dask.io.preprocessing.analytic_signal`)."""

@@ -26,10 +26,11 @@ from .steps import (
     STEPS,
     AnalyticSignal,
     DelayEmbedding,
+    EOFReduction,
     Preprocessing,
     steps_attribute,
     steps_from_attribute,
 )
 
 __all__ = ["FeatureLayout", "coslat_weights", "Preprocessing", "DelayEmbedding",
-           "AnalyticSignal", "STEPS", "steps_attribute", "steps_from_attribute"]
+           "AnalyticSignal", "EOFReduction", "STEPS", "steps_attribute", "steps_from_attribute"]

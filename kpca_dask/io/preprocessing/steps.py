@@ -4,7 +4,8 @@ Every fit reads its input as rows: a field stacked, masked and weighted as its
 :class:`~kpca_dask.io.preprocessing.fields.FeatureLayout` records, an array as it is. Two
 estimators then transform the rows before their kernel, each by one step:
 
-* :class:`DelayEmbedding`, the extended EOF's lagged copies (docs/design.md §17);
+* :class:`DelayEmbedding`, the extended EOF's lagged copies (docs/design.md §17), after
+  :class:`EOFReduction` to the linear EOF scores with ``n_pca_modes``;
 * :class:`AnalyticSignal`, the Hilbert EOF's complex rows x + i H(x) (§16), with the
   training means that the anomalies of new records are taken from.
 
@@ -32,7 +33,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -42,11 +43,19 @@ import xarray as xr
 
 from ...errors import InvalidParameterError
 from .analytic_signal import PADDINGS, analytic_rows
-from .delay_embedding import check_delay, lagged_field, lagged_rows, lags, n_embedded
+from .delay_embedding import (
+    EMBEDDING_DIM,
+    check_delay,
+    lagged_field,
+    lagged_rows,
+    lags,
+    n_embedded,
+)
+from .field_inputs import layout_differences
 from .fields import FeatureLayout
 
-__all__ = ["DelayEmbedding", "AnalyticSignal", "Preprocessing", "STEPS", "steps_attribute",
-           "steps_from_attribute"]
+__all__ = ["DelayEmbedding", "EOFReduction", "AnalyticSignal", "Preprocessing", "STEPS",
+           "steps_attribute", "steps_from_attribute"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,30 @@ class DelayEmbedding:
         """The field ``X`` with its lagged copies along a new ``embedding`` dimension."""
         return lagged_field(X, sample_dim, self.tau, self.embedding)
 
+    def unembedded(self, layout: FeatureLayout | None) -> FeatureLayout | None:
+        """The field's own layout from the layout of its embedded field (the ``embedding``
+        dimension first, then the field's): one lag's positions, mask and weights.
+
+        Examples
+        --------
+        >>> embedded = FeatureLayout("time", ("embedding", "x"), (2, 3),
+        ...                          kept=np.array([0, 2, 3, 5]))
+        >>> field = DelayEmbedding(1, 2).unembedded(embedded)
+        >>> field.dims, field.shape, field.kept.tolist()
+        (('x',), (3,), [0, 2])
+        """
+        if layout is None or layout.parts or layout.dims[:1] != (EMBEDDING_DIM,):
+            return layout
+        per_lag = layout.n_positions // layout.shape[0]
+        kept = None if layout.kept is None else layout.kept[layout.kept < per_lag]
+        n_kept = per_lag if kept is None else int(kept.size)
+        return replace(layout, dims=layout.dims[1:], shape=layout.shape[1:],
+                       coords={dim: values for dim, values in layout.coords.items()
+                               if dim != EMBEDDING_DIM},
+                       kept=kept, weights=None if layout.weights is None
+                       else layout.weights[:n_kept],
+                       weight_dims=tuple(d for d in layout.weight_dims if d != EMBEDDING_DIM))
+
     def attribute(self) -> dict:
         """The step as a model file's JSON entry."""
         return {"step": self.kind, "tau": int(self.tau), "embedding": int(self.embedding)}
@@ -104,6 +137,46 @@ class DelayEmbedding:
                        ) -> "DelayEmbedding":
         """The step :meth:`attribute` wrote."""
         return cls(int(stored["tau"]), int(stored["embedding"]))
+
+
+@dataclass(frozen=True)
+class EOFReduction:
+    """The rows reduced to the scores of their leading ``n_modes`` linear EOFs (the extended
+    EOF's ``n_pca_modes``) before the next step. The EOFs are a fitted model of their own
+    (the extended EOF's linear stage, ``pca_``, saved as a stage of its file), so this step
+    names the reduction and its size; new data are reduced by that stage
+    (``ExtendedKernelEOF.embedded``).
+
+    Examples
+    --------
+    >>> EOFReduction(4).attribute()
+    {'step': 'eof_reduction', 'n_modes': 4}
+    """
+
+    n_modes: int
+
+    #: The step's name in a model file.
+    kind: ClassVar[str] = "eof_reduction"
+
+    def rows(self, rows) -> da.Array:
+        """Refused: the reduction is the model's linear stage, not a function of the rows."""
+        raise InvalidParameterError(
+            "The reduction to linear EOF scores is the model's linear stage: reduce new data "
+            "with it (ExtendedKernelEOF.embedded(X) embeds them as the fit did).")
+
+    def attribute(self) -> dict:
+        """The step as a model file's JSON entry."""
+        return {"step": self.kind, "n_modes": int(self.n_modes)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays the step learnt: none here (the EOFs are the linear stage's)."""
+        return {}
+
+    @classmethod
+    def from_attribute(cls, stored: Mapping, arrays: Mapping[str, np.ndarray]
+                       ) -> "EOFReduction":
+        """The step :meth:`attribute` wrote."""
+        return cls(int(stored["n_modes"]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,6 +202,9 @@ class AnalyticSignal:
     kind: ClassVar[str] = "analytic_signal"
 
     def __post_init__(self) -> None:
+        mean = np.array(self.mean, dtype=np.float64)  # its own, read-only: the step is frozen
+        mean.flags.writeable = False
+        object.__setattr__(self, "mean", mean)
         if self.padding not in PADDINGS:
             raise InvalidParameterError(
                 f"padding must be one of {PADDINGS}; got {self.padding!r}.")
@@ -173,7 +249,7 @@ class AnalyticSignal:
 
 #: Every step by the kind a model file names it by.
 STEPS: Mapping[str, type] = MappingProxyType(
-    {step.kind: step for step in (DelayEmbedding, AnalyticSignal)})
+    {step.kind: step for step in (DelayEmbedding, EOFReduction, AnalyticSignal)})
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,12 +274,20 @@ class Preprocessing:
         then = "".join(f"; then {step!r}" for step in self.steps)
         return f"Preprocessing({read}{then})"
 
+    def __eq__(self, other: Any) -> bool:
+        """Equal layouts (dims, sizes, mask, weights) and equal steps."""
+        return (type(other) is Preprocessing and self.steps == other.steps
+                and not layout_differences(self.layout, other.layout))
+
+    __hash__ = None  # equal by value, arrays inside: no hash
+
     def step(self, kind: str):
         """The step of ``kind`` (``"delay_embedding"``, ``"analytic_signal"``), or None."""
         return next((step for step in self.steps if step.kind == kind), None)
 
     def rows(self, rows) -> da.Array:
-        """The steps applied in order to ``rows``, already read by the layout."""
+        """The steps applied in order to ``rows``, already read by the layout (refused for a
+        step that is a fitted model of its own, :class:`EOFReduction`)."""
         for step in self.steps:
             rows = step.rows(rows)
         return da.asarray(rows)
