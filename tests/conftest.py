@@ -7,6 +7,7 @@ import fcntl
 import os
 import re
 import tempfile
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -180,7 +181,7 @@ def _one_at_a_time(item, nextitem=None):
         door, room, clusters = _HELD_FOR_NEXT
         _HELD_FOR_NEXT = None
     else:
-        folder = Path(tempfile.gettempdir()) / f"kpca-dask-tests-{run}"
+        folder = _lock_folder(run)
         folder.mkdir(exist_ok=True)
         door, room, clusters = (open(folder / name, "a")
                                 for name in ("door", "room", "clusters"))
@@ -201,6 +202,17 @@ def _one_at_a_time(item, nextitem=None):
             for lock in (clusters, room, door):
                 fcntl.flock(lock, fcntl.LOCK_UN)
                 lock.close()
+
+
+def _lock_folder(run: str) -> Path:
+    """Where the processes of the parallel run ``run`` keep their locks (the room, its door,
+    the clusters')."""
+    return Path(tempfile.gettempdir()) / f"kpca-dask-tests-{run}"
+
+
+def _is_parallel_controller(config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses",
+                                                               None))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -238,6 +250,10 @@ def pytest_configure(config):
     # that never comes. No test needs the cluster to give up on a worker.
     dask.config.set({"distributed.deploy.lost-worker-timeout": "1 day"})
     config.kpca_dask_logs = LogFolder(folder)
+    if _is_parallel_controller(config) and config.option.testrunuid is None:
+        # The run's id, known here, so that the lock folder its processes share is removed
+        # once they have all ended (pytest_unconfigure).
+        config.option.testrunuid = uuid.uuid4().hex
 
 
 #: What a worker of this library's tests imports on its first task, beyond what distributed
@@ -271,6 +287,8 @@ def pytest_unconfigure(config):
     logs = getattr(config, "kpca_dask_logs", None)
     if logs is not None:
         shutil.rmtree(logs.folder, ignore_errors=True)
+    if _is_parallel_controller(config) and config.option.testrunuid:
+        shutil.rmtree(_lock_folder(config.option.testrunuid), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
