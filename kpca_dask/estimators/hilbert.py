@@ -27,7 +27,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._memory import memory_budget
 from .._parallel import capped_blas, computed
 from ..blocks.complex_kernels import complex_kernel
-from ..engine.bandwidth import median_heuristic_gamma_of, pair_distances
 from ..engine.exact.gram import inner_products
 from ..engine.hilbert.complex_gram import (
     analytic_operator,
@@ -37,6 +36,12 @@ from ..engine.hilbert.complex_gram import (
     map_coefficients,
     maps_of_rows,
     solve_gram,
+)
+from ..engine.hilbert.complex_landmarks import (
+    complex_kernel_params,
+    gram_pair_figures,
+    landmark_indices,
+    landmark_pair_figures,
 )
 from ..engine.hilbert.complex_solve import (
     ComplexMoments,
@@ -253,10 +258,11 @@ class HilbertKernelEOF(FittedModelEstimator):
             self._fit_gram(rows, q, layout, labels)
             return self
         Z = analytic_rows(rows, self.padding, self.decay_factor)
-        indices = self._landmark_indices(n)
+        indices = landmark_indices(n, self.n_landmarks, self.landmarks, self.n_components,
+                                   self.random_state)
         with capped_blas(Z):  # the thread pool's blocks, one core each (docs/design.md §2)
             W, mean = dask.compute(Z[indices], rows.mean(axis=0))
-            params = self._kernel_params(*_landmark_spread(W))
+            params = self._kernel_params(*landmark_pair_figures(W))
             moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
         scores = complex_scores(Z, W, solution, params)  # lazy: read when asked for
@@ -288,7 +294,7 @@ class HilbertKernelEOF(FittedModelEstimator):
         H = hermitian_gram(A, self.padding, self.decay_factor)
         del A
         K, norms, params = hermitian_kernel(
-            H, lambda H, norms: self._kernel_params(*_gram_spread(H, norms)))
+            H, lambda H, norms: self._kernel_params(*gram_pair_figures(H, norms)))
         del H
         modes = solve_gram(K, q)
         del K
@@ -314,39 +320,9 @@ class HilbertKernelEOF(FittedModelEstimator):
             raise InvalidParameterError(
                 f"n_landmarks must be an int >= n_components; got {self.n_landmarks!r}.")
 
-    def _landmark_indices(self, n: int) -> np.ndarray:
-        if isinstance(self.landmarks, str):  # "uniform", as its constraint holds
-            m = min(int(self.n_landmarks), n)
-            if m == n:
-                return np.arange(n)
-            rng = np.random.default_rng(self.random_state)
-            return np.sort(rng.choice(n, size=m, replace=False))
-        indices = np.unique(np.asarray(self.landmarks))
-        if indices.dtype.kind not in "iu" or indices.size < self.n_components or (
-                indices.min() < 0 or indices.max() >= n):
-            raise InvalidParameterError(
-                f"landmarks as indices must be at least n_components distinct ints in "
-                f"[0, {n}); got {self.landmarks!r}.")
-        return indices.astype(np.int64)
-
     def _kernel_params(self, distances, n_rows: int, mean_norm: float) -> dict:
-        """The kernel's parameters; gamma by its rule (see the class) from the pair
-        ``distances`` of ``n_rows`` landmarks (or samples) spread over the record and their
-        ``mean_norm``, where not a number."""
-        if self.kernel == "linear":
-            return {"kernel": "linear"}
-        gamma = self.gamma
-        if gamma == "median":  # the family's rule (engine/bandwidth.py): 2 / median
-            gamma = median_heuristic_gamma_of(distances, n_rows)
-        elif gamma == "scale" or (gamma is None and self.kernel == "poly"):
-            gamma = 1.0 / mean_norm if mean_norm > 0 else 1.0
-        elif gamma is None:
-            # rbf: 1 / the median squared distance |z - w|^2 (the real rows' distance of
-            # (Re z, Im z)) of landmarks spread over the record (they are in time order).
-            typical = float(np.median(distances)) if distances.size else 0.0
-            gamma = 1.0 / typical if typical > 0 else 1.0
-        return {"kernel": self.kernel, "gamma": float(gamma), "degree": self.degree,
-                "coef0": float(self.coef0)}
+        return complex_kernel_params(self.kernel, self.gamma, self.degree, self.coef0,
+                                     distances, n_rows, mean_norm)
 
     def _model(self, solver, solution, W, indices, mean, params, layout, scores, labels,
                gram=None) -> HilbertFit:
@@ -471,30 +447,3 @@ class HilbertKernelEOF(FittedModelEstimator):
         """``"exact"`` (the Gram way, or every sample a landmark) or ``"nystrom-estimate"``."""
         exact = self.solver_ == "gram" or self.n_landmarks_ == self.n_samples_fit_
         return "exact" if exact else "nystrom-estimate"
-
-#: At most this many samples, spread over the record, give the rbf kernel's default gamma.
-_SPREAD = 1000
-
-
-def _spread(n: int) -> np.ndarray:
-    """At most :data:`_SPREAD` of n rows in time order, spread evenly over the record."""
-    return np.linspace(0, n - 1, min(n, _SPREAD)).astype(int)
-
-
-def _landmark_spread(W: np.ndarray) -> tuple[np.ndarray, int, float]:
-    """The squared distances of the pairs of the landmarks :func:`_spread` picks, their
-    number, and the landmarks' mean squared norm (the gamma rules' figures)."""
-    spread = W[_spread(len(W))]
-    return (pair_distances(np.hstack([spread.real, spread.imag])), len(spread),
-            float(np.mean(np.sum(np.abs(W) ** 2, axis=1))))
-
-
-def _gram_spread(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, int, float]:
-    """:func:`_landmark_spread` with every sample a landmark, from the inner products ``H``:
-    |z_i − z_j|² = |z_i|² + |z_j|² − 2 Re⟨z_i, z_j⟩."""
-    spread = _spread(H.shape[0])
-    distances = (norms[spread][:, None] + norms[spread][None, :]
-                 - 2.0 * H[np.ix_(spread, spread)].real)
-    return distances[np.triu_indices(spread.size, k=1)], spread.size, float(norms.mean())
-
-
