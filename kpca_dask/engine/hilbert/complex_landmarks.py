@@ -8,7 +8,7 @@ than independent rows at m = 200). The analytic signal is computed over the whol
 anyway, so where the landmarks lie costs no read.
 
 gamma's rules take the squared distances of pairs of at most :data:`SPREAD` landmarks
-spread evenly over the record, |z - w|^2 of the rows' real and imaginary parts, and their
+spread evenly over the record, ‖z − w‖² of the rows' real and imaginary parts, and their
 mean squared norm: ``"median"`` is the family's rule, 2 / h
 (:func:`kpca_dask.engine.bandwidth.median_heuristic_gamma_of`), ``"scale"`` 1 / the mean
 squared norm (scikit-learn's 1 / (p Var X), the rows being anomalies), and None 1 / h for
@@ -72,7 +72,7 @@ def landmark_pair_figures(W: np.ndarray) -> tuple[np.ndarray, int, float]:
 
 def gram_pair_figures(H: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, int, float]:
     """:func:`landmark_pair_figures` with every sample a landmark, from the inner products
-    ``H`` and the squared norms: |z_i − z_j|² = |z_i|² + |z_j|² − 2 Re⟨z_i, z_j⟩."""
+    ``H`` and the squared norms: ‖z_i − z_j‖² = ‖z_i‖² + ‖z_j‖² − 2 Re⟨z_i, z_j⟩."""
     spread = _spread(H.shape[0])
     distances = (norms[spread][:, None] + norms[spread][None, :]
                  - 2.0 * H[np.ix_(spread, spread)].real)
