@@ -178,3 +178,15 @@ def test_with_no_data_the_held_rotation_comes_back_only_when_it_is_the_one_asked
                                n_components=3)
     again = kpca_dask.rotate(hilbert.estimator, method="promax", power=2, n_components=2)
     assert (again.rotation.method, again.n_components_) == ("promax", 2)
+
+
+def test_the_options_that_ask_for_a_held_rotation_are_rotates_defaults():
+    """asks_for takes rotate's defaults as asking for whatever a model holds: the two stay
+    the same (engine/orthomax.py cannot import rotate, so it writes them down)."""
+    import inspect
+
+    from kpca_dask.engine.orthomax import DEFAULT_OPTIONS
+
+    defaults = inspect.signature(kpca_dask.rotate).parameters
+    assert DEFAULT_OPTIONS == tuple(defaults[name].default
+                                    for name in ("method", "power", "n_components"))
