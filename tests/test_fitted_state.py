@@ -12,13 +12,23 @@ read with ``ast`` as tests/test_layout.py reads imports.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 from sklearn.utils.validation import check_is_fitted
 
-from kpca_dask import ExactKernelPCA, ExtendedKernelEOF, HilbertKernelEOF, KernelPCA
+from kpca_dask import (
+    ExactKernelPCA,
+    ExtendedKernelEOF,
+    HilbertKernelEOF,
+    KernelCCA,
+    KernelMCA,
+    KernelPCA,
+)
 from kpca_dask.errors import KPCAError
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kpca_dask"
@@ -122,3 +132,68 @@ def test_no_private_attribute_of_an_estimator_is_read_outside_its_package(path):
     """Outside kpca_dask/estimators/, an estimator is read through its public attributes and
     its fitted model, never its private ones."""
     assert not _private_reads(path.read_text()), path.relative_to(PACKAGE)
+
+
+#: The one place a fitted model may hold a graph of the training data: the training rows
+#: where the maths needs the rows themselves for new data (an exact kernel PCA's ``X_fit_``,
+#: the Hilbert EOF's Gram way), as scikit-learn holds ``X_fit_`` (docs/design.md §16).
+_TRAINING_ROWS = {"ExactFit.rows", "RowPanels.rows", "GramState.rows"}
+
+
+def _reads(collection, data: str) -> bool:
+    """Whether the dask ``collection`` reads the array named ``data`` (a key of its graph is
+    one of ``data``'s); an array in memory wrapped as a dask array does not."""
+    keys = dict(collection.__dask_graph__())
+    return any((key[0] if isinstance(key, tuple) else key) == data for key in keys)
+
+
+def _graphs(value, where: str, data: str, seen: set) -> list[str]:
+    """The places in a fitted model ``value`` (its dataclasses, estimators, dicts, sequences)
+    that hold a graph reading the array named ``data``, each as ``Class.field``."""
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    if dask.is_dask_collection(value):
+        return [where] if _reads(value, data) else []
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [found for field in dataclasses.fields(value)
+                for found in _graphs(getattr(value, field.name),
+                                     f"{type(value).__name__}.{field.name}", data, seen)]
+    if hasattr(value, "model_"):  # a stage of an extended EOF: a fitted estimator
+        return _graphs(value.model_, f"{type(value).__name__}.model_", data, seen)
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in _graphs(item, where, data, seen)]
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in _graphs(item, where, data, seen)]
+    return []
+
+
+@pytest.mark.parametrize("estimator", [
+    KernelPCA(2, gamma=0.5, n_landmarks=20, random_state=0),
+    ExactKernelPCA(2, gamma=0.5), ExactKernelPCA(2, gamma=0.5, eigen_solver="matrix-free"),
+    HilbertKernelEOF(2, padding="none", solver="nystrom", n_landmarks=20, random_state=0),
+    HilbertKernelEOF(2, padding="none", solver="gram"),
+    ExtendedKernelEOF(2, tau=1, embedding=2, n_landmarks=20, random_state=0),
+    ExtendedKernelEOF(2, tau=1, embedding=2, n_pca_modes=2, solver="gram")],
+    ids=["kpca", "exact-dense", "exact-matrix-free", "hilbert-nystrom", "hilbert-gram",
+         "extended", "extended-gram"])
+def test_a_fitted_model_holds_no_graph_of_the_data_but_its_training_rows(estimator):
+    """Fitted on a dask array, a model keeps no lazy graph of the data (its scores, means
+    and maps are read at the fit) but the training rows an exact way needs for new data."""
+    X = da.from_array(np.random.default_rng(0).normal(size=(60, 4)), chunks=(20, 4))
+    model = estimator.fit(X).model_
+    found = set(_graphs(model, type(model).__name__, X.name, set()))
+    assert found <= _TRAINING_ROWS, sorted(found - _TRAINING_ROWS)
+
+
+@pytest.mark.parametrize("estimator", [KernelMCA(2, n_landmarks=20, random_state=0),
+                                       KernelCCA(2, n_pca_modes=3, n_landmarks=20,
+                                                 random_state=0)],
+                         ids=["mca", "cca"])
+def test_a_coupled_model_holds_no_graph_of_either_field(estimator):
+    rng = np.random.default_rng(1)
+    X = da.from_array(rng.normal(size=(200, 4)), chunks=(50, 4))
+    Y = da.from_array(rng.normal(size=(200, 3)), chunks=(100, 3))
+    model = estimator.fit(X, Y).model_
+    assert not _graphs(model, type(model).__name__, X.name, set())
+    assert not _graphs(model, type(model).__name__, Y.name, set())

@@ -224,13 +224,13 @@ class HilbertKernelEOF(FittedModelEstimator):
 
     @explains_keywords
     def fit(self, X, y=None) -> "HilbertKernelEOF":
-        """Fit on ``X``: two reads of the data.
+        """Fit on ``X``: two reads of the data by the Gram way, three by the Nyström way.
 
         The Gram way (:attr:`solver_` ``"gram"``) reads the data once for their
         Gram matrix and the feature means, and once for the maps, in the chunks
         they are stored in (docs/design.md §19). The Nyström way reads them once
-        for the landmarks and the feature means and once for the moments; the
-        analytic signal needs each feature's whole record, so the data are
+        for the landmarks and the feature means, once for the moments and once
+        for the training scores, which the fitted model holds; the analytic signal needs each feature's whole record, so the data are
         rechunked to whole samples per feature chunk (an all-to-all shuffle) and
         back, on each read (docs/design.md §16).
 
@@ -265,7 +265,10 @@ class HilbertKernelEOF(FittedModelEstimator):
             params = self._kernel_params(*landmark_pair_figures(W))
             moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
-        scores = complex_scores(Z, W, solution, params)  # lazy: read when asked for
+        # The training scores (n x q, smaller than one block of whole records) are read now,
+        # so that the fitted model holds no graph of the data (docs/design.md §16).
+        with capped_blas(Z):
+            scores = computed(complex_scores(Z, W, solution, params))
         self.model_ = self._model("nystrom", solution, W, indices, mean, params, layout,
                                   scores, labels)
         return self

@@ -47,7 +47,6 @@ import zarr
 from sklearn.utils.validation import check_is_fitted
 
 from .._json import jsonable
-from .._parallel import computed
 from ..checkpoints.file_checks import damaged
 from ..engine.hilbert.complex_solve import ComplexSolution
 from ..eof.hilbert_model import GramState, HilbertFit
@@ -85,8 +84,7 @@ def save_hilbert(estimator, path: PathOrURL, *, overwrite: bool = False,
                  storage_options: dict | None = None) -> str:
     """Write a fitted HilbertKernelEOF to a Zarr group at ``path``; returns the path.
 
-    Lazy training scores are computed first (one read of the data); a
-    Gram-way model's training rows are copied in, read once for their digest
+    A Gram-way model's training rows are copied in, read once for their digest
     and once as they are written. Raises
     :class:`~kpca_dask.errors.OutputExistsError` for an existing ``path``
     without ``overwrite``.
@@ -97,8 +95,7 @@ def save_hilbert(estimator, path: PathOrURL, *, overwrite: bool = False,
     arrays = {"projection": _split(solution.projection), "centre": _split(solution.centre),
               "explained_variance": np.asarray(solution.explained_variance, np.float64),
               "loadings": _split(solution.loadings),
-              "scores": _split(computed(fit.scores) if isinstance(fit.scores, da.Array)
-                               else fit.scores),
+              "scores": _split(fit.scores),
               "landmark_indices": fit.landmark_indices, **fit.analytic.arrays()}
     fitted = {"solver": fit.solver, "kernel_params": jsonable(fit.kernel_params),
               "preprocessing": steps_attribute(fit.preprocessing.steps),
