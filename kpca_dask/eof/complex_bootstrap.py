@@ -19,7 +19,6 @@ from .._parallel import capped_blas
 from ..blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ..blocks.replicate_counts import DrawnCounts
 from ..engine.hilbert.complex_solve import landmark_map
-from ..io.preprocessing.analytic_signal import analytic_rows
 from ..model.inputs import method_input
 from .exact_bootstrap import ExactReplicates, check_fitted_shape, check_replicate_memory
 
@@ -50,7 +49,8 @@ def hilbert_landmark_replicates(estimator, X, counts, k: int) -> ExactReplicates
     m = W.shape[0]
     n_replicates = counts.n_replicates if isinstance(counts, DrawnCounts) else len(counts)
     need = check_replicate_memory(rows.data, n_replicates, m, word_bytes=16)  # complex128
-    Z = analytic_rows(rows.data, fit.analytic.padding, fit.analytic.decay_factor).rechunk({1: -1})
+    # The training record through the fit's own step, centred by the fit's means.
+    Z = fit.analytic.rows(rows.data).rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(Z.chunks[0])])
     shared = dask.delayed(W, pure=True)
     # Drawn counts travel as their seed; given ones as each block's own columns, so that no
