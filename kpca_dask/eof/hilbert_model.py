@@ -55,10 +55,10 @@ class HilbertFit:
     means, :class:`~kpca_dask.io.preprocessing.AnalyticSignal`);
     ``landmarks`` the landmarks' analytic signal (m x p complex, None for the
     Gram way, which holds ``gram`` instead); ``scores`` the training samples'
-    complex scores (n x q numpy, read at the end of the fit); ``samples`` a DataArray of the training
-    samples' coordinates that their outputs are labelled with (None for
-    arrays); ``lazy`` whether the training outputs are lazy; ``rotation`` the
-    last rotation :func:`kpca_dask.rotate` took of it.
+    complex scores (n x q numpy, read at the end of the fit); ``samples`` a
+    DataArray of the training samples' coordinates that their outputs are
+    labelled with (None for arrays); ``lazy`` whether the training outputs are
+    lazy; ``rotation`` the last rotation :func:`kpca_dask.rotate` took of it.
 
     Examples
     --------

@@ -230,9 +230,10 @@ class HilbertKernelEOF(FittedModelEstimator):
         Gram matrix and the feature means, and once for the maps, in the chunks
         they are stored in (docs/design.md §19). The Nyström way reads them once
         for the landmarks and the feature means, once for the moments and once
-        for the training scores, which the fitted model holds; the analytic signal needs each feature's whole record, so the data are
-        rechunked to whole samples per feature chunk (an all-to-all shuffle) and
-        back, on each read (docs/design.md §16).
+        for the training scores, which the fitted model holds; the analytic
+        signal needs each feature's whole record, so the data are rechunked to
+        whole samples per feature chunk (an all-to-all shuffle) and back, on each
+        read (docs/design.md §16).
 
         Parameters
         ----------
