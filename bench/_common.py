@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _fresh import run_python  # first: it forks before anything computes (tiny runs)
 
 from kpca_dask.diagnostics import MemoryWatch
 
@@ -94,8 +95,7 @@ def measured_apart(script: str, spec: dict, paths: list, label: str) -> dict:
     own, with ``paths`` first on its PYTHONPATH: the JSON it printed last. A failure ends
     the benchmark with the process's stacks (``label`` names the run)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
-    done = subprocess.run([sys.executable, "-X", "faulthandler", script, "--measure",
-                           json.dumps(spec)], capture_output=True, text=True, env=env)
+    done = run_python(["-X", "faulthandler", script, "--measure", json.dumps(spec)], env=env)
     if done.returncode != 0:
         # faulthandler's stacks come before its long list of extension modules: keep them.
         stacks = done.stderr.split("\nExtension modules:")[0]

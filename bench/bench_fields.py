@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS, machine, write_results  # noqa: E402
+from _fresh import start_python  # noqa: E402
 
 METHODS = ("xeofs-linear", "kpca-linear", "kpca-rbf", "kpca-default", "kpca-nystrom",
            "xeofs-hilbert", "kpca-hilbert", "kpca-hilbert-rbf", "xeofs-extended",
@@ -187,8 +187,7 @@ def run_apart(spec: dict) -> dict:
     # more than a pipe holds (warnings) would wait on it for ever.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        child = subprocess.Popen([sys.executable, __file__, "--measure", json.dumps(spec)],
-                                 stdout=out, stderr=err, text=True)
+        child = start_python([__file__, "--measure", json.dumps(spec)], stdout=out, stderr=err)
         process, peak = psutil.Process(child.pid), 0
         while child.poll() is None:
             try:

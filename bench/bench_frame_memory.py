@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine, write_results  # noqa: E402
+from _fresh import run_python  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 N_FEATURES = 32
@@ -80,8 +80,7 @@ def run(spec: dict, package: Path) -> dict:
     """:func:`measure` in a fresh process, importing kpca_dask from ``package``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(package), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, __file__, "--measure", json.dumps(spec)], env=env,
-                         check=True, capture_output=True, text=True)
+    out = run_python([__file__, "--measure", json.dumps(spec)], env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

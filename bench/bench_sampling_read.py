@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_results  # noqa: E402
+from _fresh import run_python  # noqa: E402
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
@@ -121,19 +122,16 @@ def run_measurement(checkout: Path, spec: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout),
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1"}
-    out = subprocess.run([sys.executable, str(HERE), "--measure", json.dumps(spec)], env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = run_python([str(HERE), "--measure", json.dumps(spec)], env=env, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 # -- the data: one local store, and its copy on a loopback S3 server ----------
 
 def write_store(path: Path, n: int, chunk_rows: int) -> None:
-    subprocess.run([sys.executable, "-m", "kpca_dask", "generate", "blobs", "--n-samples",
-                    str(n), "--n-features", "32", "--dtype", "float32", "--chunk-rows",
-                    str(chunk_rows), "--out", str(path)],
-                   env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
-                   capture_output=True)
+    run_python(["-m", "kpca_dask", "generate", "blobs", "--n-samples", str(n), "--n-features",
+                "32", "--dtype", "float32", "--chunk-rows", str(chunk_rows), "--out", str(path)],
+               env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
 
 
 def chunk_bytes(path: Path) -> tuple[int, int]:

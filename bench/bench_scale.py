@@ -34,7 +34,6 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,11 +50,11 @@ from kpca_dask.blocks.kernels import pairwise_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import best_seconds  # noqa: E402
+from _fresh import start_python  # noqa: E402
 
 #: Where tables go (git-ignored); KPCA_DASK_BENCH_RESULTS moves them, as in _common.py.
 RESULTS = Path(os.environ.get("KPCA_DASK_BENCH_RESULTS",
                               Path(__file__).resolve().parent / "results"))
-KPCA_DASK = [sys.executable, "-m", "kpca_dask"]
 
 
 class PeakTreeMemory:
@@ -92,13 +91,16 @@ class PeakTreeMemory:
 
 def run_command(args: list[str], cwd: Path) -> tuple[str, float, int]:
     """Run one kpca-dask command; return (stdout, wall seconds, peak tree RSS bytes)."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(KPCA_DASK + args, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    memory = PeakTreeMemory(proc.pid)
-    out, err = proc.communicate()
-    peak = memory.stop()
-    wall = time.perf_counter() - started
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        started = time.perf_counter()
+        proc = start_python(["-m", "kpca_dask", *args], cwd=cwd, stdout=stdout, stderr=stderr)
+        memory = PeakTreeMemory(proc.pid)
+        proc.wait()
+        peak = memory.stop()
+        wall = time.perf_counter() - started
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
     if proc.returncode != 0:
         sys.exit(f"kpca-dask {' '.join(args)} failed:\n{err}")
     return out, wall, peak

@@ -33,12 +33,12 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import PeakMemory  # noqa: E402
+from _fresh import run_python  # noqa: E402
 
 
 def random_csr(n: int, p: int, density: float, rng):
@@ -134,8 +134,7 @@ def _compare(argv: list[str]) -> dict:
          os.environ.get("PYTHONPATH", "")])}
     runs = {}
     for method in ("kpca", "sklearn"):
-        out = subprocess.run([sys.executable, __file__, *argv, "--method", method], env=env,
-                             capture_output=True, text=True, check=True).stdout
+        out = run_python([__file__, *argv, "--method", method], env=env, check=True).stdout
         runs[method] = json.loads(out.strip().splitlines()[-1])
         print(out.strip().splitlines()[-1])
     ratios = {"peak_rss_kpca_over_sklearn": round(

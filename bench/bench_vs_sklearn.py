@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine  # noqa: E402
+from _fresh import run_python  # noqa: E402
 
 
 def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
@@ -102,12 +102,11 @@ def main(argv=None) -> int:
         for method in ("sklearn", "kpca_dask"):
             runs = []
             for _ in range(args.repeats):
-                child = subprocess.run(
-                    [sys.executable, __file__, "--one", method, data_path,
+                child = run_python(
+                    [__file__, "--one", method, data_path,
                      "--n-landmarks", str(args.n_landmarks),
                      "--n-components", str(args.n_components),
-                     "--n-features", str(args.n_features)],
-                    capture_output=True, text=True, check=True)
+                     "--n-features", str(args.n_features)], check=True)
                 runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
             results[method] = min(runs, key=lambda r: r["seconds"])
         # Times only, no memory: measured here, the best of --repeats.

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import PeakMemory, machine, write_results  # noqa: E402
+from _fresh import run_python  # noqa: E402
 
 
 def generated_block(seed: int, dtype: str, block_info=None) -> np.ndarray:
@@ -148,8 +148,7 @@ def run_exact(args) -> dict:
 
 
 def in_fresh_process(argv: list[str]) -> dict:
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), *argv],
-                            capture_output=True, text=True, check=False)
+    result = run_python([os.path.abspath(__file__), *argv])
     if result.returncode:
         raise SystemExit(result.stdout + result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
