@@ -88,8 +88,11 @@ def _serve(channel: socket.socket) -> None:
         job = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            channel.close()
-            _child(job)
+            try:
+                channel.close()
+                _child(job)  # ends the process
+            finally:
+                os._exit(1)  # never back into this loop, whatever failed
         stream.write(json.dumps({"pid": pid}) + "\n")
         stream.flush()
         _, status = os.waitpid(pid, 0)
@@ -103,8 +106,11 @@ def _forking_copy() -> socket.socket | None:
         return None
     ours, theirs = socket.socketpair()
     if os.fork() == 0:
-        ours.close()
-        _serve(theirs)
+        try:
+            ours.close()
+            _serve(theirs)  # ends the process when the script's end closes the socket
+        finally:
+            os._exit(1)
     theirs.close()
     return ours
 
