@@ -262,14 +262,14 @@ class HilbertKernelEOF(FittedModelEstimator):
         indices = landmark_indices(n, self.n_landmarks, self.landmarks, self.n_components,
                                    self.random_state)
         with capped_blas(Z):  # the thread pool's blocks, one core each (docs/design.md §2)
-            W, mean = dask.compute(Z[indices], rows.mean(axis=0))
+            # The means in float64, as the analytic signal takes them (float32 input too).
+            W, mean = dask.compute(Z[indices], rows.mean(axis=0, dtype=np.float64))
             params = self._kernel_params(*landmark_pair_figures(W))
             moments = ComplexMoments(*dask.compute(moments_of(Z, W, params))[0])
         solution = solve_moments(complex_kernel(W, W, **params), moments, q, self.rcond)
-        # The training scores (n x q, smaller than one block of whole records) are read now,
-        # so that the fitted model holds no graph of the data (docs/design.md §16).
-        with capped_blas(Z):
-            scores = computed(complex_scores(Z, W, solution, params))
+        # The training scores (n x q) are read now, so that the fitted model holds no graph
+        # of the data (docs/design.md §16).
+        scores = computed(complex_scores(Z, W, solution, params))
         self.model_ = self._model("nystrom", solution, W, indices, mean, params, layout,
                                   scores, labels)
         return self
