@@ -191,6 +191,7 @@ def test_a_fitted_model_holds_no_graph_of_the_data_but_its_training_rows(estimat
                                                  random_state=0)],
                          ids=["mca", "cca"])
 def test_a_coupled_model_holds_no_graph_of_either_field(estimator):
+    """Kernel MCA and CCA fitted on two dask arrays keep a graph of neither."""
     rng = np.random.default_rng(1)
     X = da.from_array(rng.normal(size=(200, 4)), chunks=(50, 4))
     Y = da.from_array(rng.normal(size=(200, 3)), chunks=(100, 3))
