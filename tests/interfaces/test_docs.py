@@ -48,7 +48,7 @@ def _page(doctrees: Path, name: str):
     return pickle.loads((doctrees / f"{name}.doctree").read_bytes())
 
 
-def test_site_builds_without_warnings(built_site):
+def test_every_page_is_read_and_resolved_without_warnings(built_site):
     """Every page, docstring and cross-reference is accepted: no warning at all."""
     result, doctrees = built_site
     assert result.returncode == 0, result.stdout + result.stderr
@@ -82,7 +82,7 @@ def test_cli_reference_lists_every_subcommand(built_site):
                 assert option in page, (name, option)
 
 
-def test_every_notebook_is_rendered_with_its_outputs(built_site):
+def test_every_notebook_becomes_a_page_with_its_images(built_site):
     """Each notebook of notebooks/ becomes a page with every image stored in it, written
     where the page finds it."""
     from docutils import nodes
