@@ -7,16 +7,20 @@ tiles of a dask array A (its lower tiles are read):
     L_ik = (A_ik - sum_{j<k} L_ij L_kj^T) L_kk^-T        (i > k)
 
 one task per lower tile, as ``dask.array.linalg.cholesky`` builds it, with one
-difference: a diagonal tile that is not positive definite to rounding gives a
-tile of NaN instead of raising. The NaN reaches every tile after it and the
-caller reads it from the pivots, the diagonal of L, and factorises again with
-a jitter (:mod:`kpca_dask.engine.tiles.solve`). A raised error would be logged
+difference: a diagonal tile that is not positive definite to rounding, or one
+with a pivot L_jj^2 at most the caller's ``least_pivot`` (the cut-off below
+which one process's factor is not accepted either), gives a tile of NaN instead
+of raising. The NaN reaches every tile after it and the caller reads it from
+the pivots, the diagonal of L, and factorises again with a jitter
+(:mod:`kpca_dask.engine.tiles.solve`). A raised error would be logged
 by the worker that ran it ("Compute Failed") and cancel the rest of the graph,
 for what is an expected outcome here, not a fault (docs/design.md §14).
 Once a pivot has failed, every later task returns its NaN tile at once (a
 read-only view of one NaN, no memory and no flops): a factorisation that fails
 at its first tile, as that of a kernel matrix of low rank does, costs one
-tile's. The tiles above the diagonal are zeros of a few bytes each; the last
+tile's. A kernel matrix of low rank fails at its first tile with the cut-off too,
+where it factorised to the end and was then refused (at m = 5000 in tiles of 1000 on
+two workers: 1.3-1.6 s of a 21 s fit; bench/bench_large_m.py). The tiles above the diagonal are zeros of a few bytes each; the last
 row and column of tiles may be narrower than the others.
 """
 
@@ -30,14 +34,18 @@ from scipy import linalg
 __all__ = ["tiled_cholesky", "tiled_inverse", "diagonal_factor", "below_diagonal_factor"]
 
 
-def diagonal_factor(tile: np.ndarray, *products: np.ndarray) -> np.ndarray:
-    """L_kk from A_kk and the tiles L_kj (j < k) of its row: NaN where not positive definite.
+def diagonal_factor(tile: np.ndarray, *products: np.ndarray, least_pivot: float = 0.0
+                    ) -> np.ndarray:
+    """L_kk from A_kk and the tiles L_kj (j < k) of its row: NaN where not positive definite,
+    or where a pivot L_jj^2 is at most ``least_pivot``.
 
     Examples
     --------
     >>> diagonal_factor(np.array([[4.0, 2.0], [2.0, 5.0]])).tolist()
     [[2.0, 0.0], [1.0, 2.0]]
     >>> bool(np.isnan(diagonal_factor(np.array([[1.0, 2.0], [2.0, 1.0]]))).all())
+    True
+    >>> bool(np.isnan(diagonal_factor(np.array([[4.0, 2.0], [2.0, 5.0]]), least_pivot=4.0)).all())
     True
     """
     if any(_failed(left) for left in products):
@@ -46,9 +54,12 @@ def diagonal_factor(tile: np.ndarray, *products: np.ndarray) -> np.ndarray:
     for left in products:
         updated -= left @ left.T
     try:
-        return linalg.cholesky(updated, lower=True, check_finite=False)
+        factor = linalg.cholesky(updated, lower=True, check_finite=False)
     except linalg.LinAlgError:
-        return np.full_like(updated, np.nan)
+        return _nan_like(tile)
+    if factor.size and not float(np.min(np.diagonal(factor))) ** 2 > least_pivot:
+        return _nan_like(tile)
+    return factor
 
 
 def below_diagonal_factor(tile: np.ndarray, diagonal: np.ndarray, row: list, column: list
@@ -79,8 +90,9 @@ def _nan_like(tile: np.ndarray) -> np.ndarray:
     return np.broadcast_to(np.float64(np.nan), tile.shape)
 
 
-def tiled_cholesky(A: da.Array) -> da.Array:
-    """The lower Cholesky factor of the symmetric ``A`` (square tiles), NaN past a failed pivot.
+def tiled_cholesky(A: da.Array, least_pivot: float = 0.0) -> da.Array:
+    """The lower Cholesky factor of the symmetric ``A`` (square tiles), NaN past a failed pivot
+    (one not positive, or whose square is at most ``least_pivot``).
 
     Examples
     --------
@@ -96,7 +108,8 @@ def tiled_cholesky(A: da.Array) -> da.Array:
     lower: dict[tuple[int, int], object] = {}
     for k in range(T):
         left = [lower[k, j] for j in range(k)]
-        lower[k, k] = dask.delayed(diagonal_factor, pure=True)(tiles[k, k], *left)
+        lower[k, k] = dask.delayed(diagonal_factor, pure=True)(tiles[k, k], *left,
+                                                               least_pivot=least_pivot)
         for i in range(k + 1, T):
             lower[i, k] = dask.delayed(below_diagonal_factor, pure=True)(
                 tiles[i, k], lower[k, k], [lower[i, j] for j in range(k)], left)

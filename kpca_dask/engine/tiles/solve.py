@@ -189,12 +189,13 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
             meta=np.empty((0, 0), np.float64)) if j <= i else
             da.zeros((rows[1] - rows[0], columns[1] - columns[0]), chunks=-1)
             for j, columns in enumerate(ranges)] for i, rows in enumerate(ranges)])
-        lower = persist_held(tiled_cholesky(K), client)
-        pivots = _computed(da.diagonal(lower))
-        # NaN pivots: not positive definite to rounding, the jitter's turn. Unjittered,
-        # every pivot above tau, as one process's potrf is accepted; with the jitter every
-        # pivot is at least about sqrt(tau) by construction.
+        # Unjittered, every pivot above tau, as one process's potrf is accepted (a tile
+        # with one at most tau is NaN from there on, so a factor of low rank fails at its
+        # first tile); with the jitter every pivot is at least about sqrt(tau) by
+        # construction. NaN pivots: the jitter's turn.
         least = cutoff if jitter == 0.0 else 0.0
+        lower = persist_held(tiled_cholesky(K, least_pivot=least), client)
+        pivots = _computed(da.diagonal(lower))
         if np.all(np.isfinite(pivots)) and float(np.min(pivots)) ** 2 > least:
             inverse = persist_held(tiled_inverse(lower), client)
             return TiledFactor(inverse, jitter, m, tiled_matrix(inverse, client))
