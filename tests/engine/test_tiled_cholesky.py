@@ -57,3 +57,16 @@ def test_a_failed_pivot_costs_its_tile_only():
 def test_diagonal_tiles_that_are_not_square_are_refused():
     with pytest.raises(ValueError, match="square diagonal tiles"):
         tiled_cholesky(da.ones((5, 5), chunks=((3, 2), (2, 3))))
+
+
+def test_a_pivot_at_or_below_the_cut_off_fails_at_its_tile():
+    """With ``least_pivot`` the factor of a matrix of low rank is refused at the first tile
+    that holds a pivot L_jj^2 at or below it, as one process's factor is, and every later
+    tile is NaN at once: a refused factor costs one tile, not the whole factorisation."""
+    A = np.diag([4.0, 1e-12, 2.0, 3.0])
+    with dask.config.set(scheduler="sync"):
+        accepted = np.diagonal(tiled_cholesky(da.from_array(A, chunks=2)).compute())
+        refused = tiled_cholesky(da.from_array(A, chunks=2), least_pivot=1e-10).to_delayed()
+        first, later = refused[0, 0].compute(), refused[1, 1].compute()
+    assert np.isfinite(accepted).all()
+    assert np.isnan(first).all() and np.isnan(later).all() and later.strides == (0, 0)
