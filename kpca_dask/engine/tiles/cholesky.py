@@ -18,10 +18,10 @@ for what is an expected outcome here, not a fault (docs/design.md §14).
 Once a pivot has failed, every later task returns its NaN tile at once (a
 read-only view of one NaN, no memory and no flops): a factorisation that fails
 at its first tile, as that of a kernel matrix of low rank does, costs one
-tile's. A kernel matrix of low rank fails at its first tile with the cut-off too,
-where it factorised to the end and was then refused (at m = 5000 in tiles of 1000 on
-two workers: 1.3-1.6 s of a 21 s fit; bench/bench_large_m.py). The tiles above the diagonal are zeros of a few bytes each; the last
-row and column of tiles may be narrower than the others.
+tile's. With the cut-off, a kernel matrix of low rank fails at its first tile too,
+where before it was factorised to the end and then refused (1.3-1.6 s of a 21 s fit
+at m = 5000 in tiles of 1000 on two workers). The tiles above the diagonal are zeros
+of a few bytes each; the last row and column of tiles may be narrower than the others.
 """
 
 from __future__ import annotations
