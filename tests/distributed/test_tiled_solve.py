@@ -7,8 +7,9 @@ the same limit at an m where one worker would not do. Each fit must complete
 with no worker paused or restarted and every worker within the model of
 docs/design.md §14 (its growth over its own baseline, plus its code, within
 60 % of its limit), the client growing by little, and equal the single-process
-fit (threaded scheduler, this process) to 1e-8. A rank-deficient K_mm
-(repeated landmarks) takes the documented jitter. A worker killed during the
+fit (threaded scheduler, this process) to 1e-8. A K_mm of low rank takes one
+process's pivoted factor, and one of higher rank (repeated landmarks) the documented
+jitter. A worker killed during the
 tiled factorisation: tests/faults/test_fault_sweep.py.
 """
 
@@ -178,9 +179,23 @@ def test_tiles_refuse_data_chunked_along_the_features_with_the_fix(client):
         KernelPCA(**PARAMS, n_landmarks=100).fit(X)
 
 
+def test_a_landmark_matrix_of_low_rank_takes_one_process_pivoted_factor(client):
+    """A smooth kernel on 400 landmarks (K_mm of rank about 30 at rcond 1e-3): the factor
+    is one process's pivoted one, made by columns, the problem G's kept block gathered from
+    the tiles; the single-process model to 1e-10, within the workers' limits."""
+    params = {**PARAMS, "gamma": 0.005, "rcond": 1e-3, "n_landmarks": 400}
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model = _watched(client, lambda: KernelPCA(**params).fit(_data()))
+    reference = _single_process(**params)
+    assert model.statistics_.gram.numblocks == (3, 3)
+    assert model.landmark_rank_ == reference.landmark_rank_ <= 400 // 8
+    _assert_same(model, reference, rtol=1e-10)
+
+
 def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):
-    """100 landmarks repeated: K_mm has rank 300 of 400. The tiled factor of K_mm + tau I
-    gives the single-process (pivoted) model's eigenvalues and embeddings, up to sign."""
+    """100 landmarks repeated: K_mm has rank 300 of 400, more than the factor by columns
+    keeps (m / 8). The tiled factor of K_mm + tau I gives the single-process (pivoted)
+    model's eigenvalues and embeddings, up to sign."""
     X = _data()
     Z = np.vstack([X[:300].compute(), X[:100].compute()])
     with dask.config.set(scheduler="threads"):

@@ -66,7 +66,8 @@ from .eigensolver import estimate_trace, leading_eigenpairs
 from .handover import TimedBudget, dense_seconds
 from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
 
-__all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem", "DENSE_RANK",
+__all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem",
+           "solve_with_factor", "DENSE_RANK",
            "Spectrum", "solution_of", "centred_trace",
            "EXACT_TRACE_SHARE", "DENSE_SOLVE_COLUMNS", "dense_fits"]
 
@@ -133,7 +134,7 @@ class SmallProblem:
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
-    method: str  # "dense", "iterative", "dense after iterative" or "tiles"
+    method: str  # "dense", "iterative", "dense after iterative", "tiles" or "tiles, <way>"
     factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
@@ -176,7 +177,17 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
     if method not in ("auto", "dense", "iterative"):
         raise InvalidParameterError(
             f"method must be 'auto', 'dense' or 'iterative'; got {method!r}")
-    factor = factor_landmarks(landmarks, kernel, params, rcond)
+    return solve_with_factor(
+        stats, factor_landmarks(landmarks, kernel, params, rcond), n_components,
+        remove_zero_eig, rebuild=lambda: factor_landmarks(landmarks, kernel, params, rcond),
+        pass_dtype=pass_dtype, method=method, memory_bytes=memory_bytes)
+
+
+def solve_with_factor(stats: PassStatistics, factor: LandmarkFactor, n_components,
+                      remove_zero_eig: bool, rebuild, *, pass_dtype=np.float64,
+                      method: str = "auto", memory_bytes: int | None = None) -> SmallProblem:
+    """:func:`solve_small_problem` given K_mm's factor; ``rebuild()`` makes it again (the
+    exact trace spends it)."""
     n = stats.n_samples
     mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     weights = factor.unwhiten(mean_feature[:, None])[:, 0]  # v = W mu (docs/design.md §6)
@@ -190,9 +201,8 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
         room = process_room_bytes() if memory_bytes is None else memory_bytes
         budget = (DENSE_SOLVE_COLUMNS * factor.rank
                   if method == "auto" and dense_fits(factor.rank, room) else None)
-        spectrum, way = _iterative_spectrum(stats, factor, n_components, exact, rebuild=lambda: (
-            factor_landmarks(landmarks, kernel, params, rcond)), memory_bytes=memory_bytes,
-            budget=budget)
+        spectrum, way = _iterative_spectrum(stats, factor, n_components, exact, rebuild,
+                                            memory_bytes=memory_bytes, budget=budget)
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
                         factor.rank, way, factor.method)

@@ -6,10 +6,13 @@ m x m arrays never on one machine:
 - K_mm is made tile by tile on the workers and factorised there
   (:func:`kpca_dask.engine.tiles.cholesky.tiled_cholesky`); only the factor's
   lower tiles are kept (the tiles above are zeros, a few bytes each). The
-  tiled Cholesky is not pivoted, so ``rcond`` takes the meaning of a jitter
-  here: when a pivot L_jj^2 is at most tau = rcond max_j k(z_j, z_j) (or the
-  factorisation fails, which makes its pivots NaN), K_mm + tau I is
-  factorised instead, every landmark kept. A direction
+  tiled Cholesky is not pivoted: when a pivot L_jj^2 is at most
+  tau = rcond max_j k(z_j, z_j) (or the factorisation fails, which makes its
+  pivots NaN), it stops at that tile, and one process's pivoted factor is made
+  by columns instead when it keeps at most m / 8 landmarks
+  (:mod:`kpca_dask.engine.tiles.low_rank`): the problem is then r x r and
+  solved here, the model one process's. Past that, ``rcond`` takes the meaning
+  of a jitter: K_mm + tau I is factorised, every landmark kept. A direction
   of K_mm with eigenvalue kappa is then weighted kappa / (kappa + tau): those
   far above tau, which carry the leading components, as before; those within
   tau, which the pivoted factorisation of one process drops, damped to
@@ -42,6 +45,7 @@ needs the dense eigendecomposition of one machine.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import dask
@@ -56,7 +60,7 @@ from ...blocks.statistics import PassStatistics
 from ...errors import InvalidParameterError
 from ..graph_values import shared_values
 from ..solve.eigensolver import estimate_trace, leading_eigenpairs
-from ..solve.landmark_factor import NO_POSITIVE_DIRECTION
+from ..solve.landmark_factor import NO_POSITIVE_DIRECTION, LandmarkFactor
 from ..solve.nystrom import (
     DENSE_SOLVE_COLUMNS,
     FALLBACK,
@@ -67,6 +71,7 @@ from ..solve.nystrom import (
     solution_of,
 )
 from .cholesky import tiled_cholesky, tiled_inverse
+from .low_rank import most_kept, pivoted_by_columns, solve_low_rank
 from .products import TiledMatrix, tiled_matrix
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
@@ -115,6 +120,9 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     G = persist_held(gram.rechunk((t, t)), client)
     client = held_client(G)
     factor = factor_tiles(landmarks, kernel, params, rcond, G.chunks[0], client)
+    if isinstance(factor, LandmarkFactor):  # K_mm of low rank: r x r, solved here
+        return solve_low_rank(dataclasses.replace(stats, gram=G), factor, n_components,
+                              remove_zero_eig, pass_dtype)
     n = stats.n_samples
     s = stats.column_sums
     s_tiled = da.from_array(s, chunks=(G.chunks[0],))
@@ -169,9 +177,11 @@ def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
 
 
 def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int, ...],
-                 client) -> TiledFactor:
-    """K_mm's Cholesky factor as tiles of ``sizes`` on ``client``'s cluster; K_mm + tau I
-    when a pivot is at most tau (module docstring)."""
+                 client) -> TiledFactor | LandmarkFactor:
+    """K_mm's Cholesky factor as tiles of ``sizes`` on ``client``'s cluster; when a pivot is
+    at most tau, one process's pivoted factor made by columns if it keeps few landmarks
+    (:mod:`kpca_dask.engine.tiles.low_rank`), else K_mm + tau I's as tiles (module
+    docstring)."""
     Z = np.asarray(landmarks, dtype=np.float64)
     m = Z.shape[0]
     diagonal = kernel_diagonal(Z, kernel, **params)
@@ -200,6 +210,10 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
             inverse = persist_held(tiled_inverse(lower), client)
             return TiledFactor(inverse, jitter, m, tiled_matrix(inverse, client))
         del lower  # a failed factor's tiles go before the next one's are made
+        if jitter == 0.0:
+            low_rank = pivoted_by_columns(Z, kernel, params, cutoff, most_kept(m))
+            if low_rank is not None:
+                return low_rank
     raise InvalidParameterError(
         "The kernel matrix of the landmarks is not positive semi-definite, even with the "
         f"jitter {cutoff:.3g} (rcond times its largest diagonal value), so its factor cannot be "
