@@ -19,19 +19,21 @@ from kpca_dask.engine.tiles.solve import solve_tiles
 PARAMS = {"gamma": 0.1}
 
 
-def _smooth(m: int, seed: int = 0) -> np.ndarray:
+def _smooth(m: int, seed: int = 0, features: int = 4) -> np.ndarray:
     """Uniform rows in 4-d: an rbf of gamma 0.1 on them has a numerical rank far below m
-    (15 of 600 at rcond 1e-3, 55 at 1e-6)."""
-    return np.random.default_rng(seed).uniform(size=(m, 4))
+    (15 of 600 at rcond 1e-3, 55 at 1e-6; in 8-d 87 of 1000 at 1e-3)."""
+    return np.random.default_rng(seed).uniform(size=(m, features))
 
 
-@pytest.mark.parametrize("rcond", [1e-3, 1e-6])
-def test_the_columns_give_lapacks_pivoted_factor(rcond):
-    """The same kept landmarks in the same order as pstrf, and the same factor to 1e-12."""
-    Z, params = _smooth(600), PARAMS
+@pytest.mark.parametrize(("m", "features", "rcond"), [(600, 4, 1e-3), (600, 4, 1e-6),
+                                                      (1000, 8, 1e-3)])
+def test_the_columns_give_lapacks_pivoted_factor(m, features, rcond):
+    """The same kept landmarks in the same order as pstrf, and the same factor to 1e-12;
+    past 64 kept, their array has grown."""
+    Z, params = _smooth(m, features=features), PARAMS
     expected = factor_landmarks(Z, "rbf", params, rcond)
-    assert expected.method == "pivoted cholesky" and expected.rank < most_kept(600)
-    factor = pivoted_by_columns(Z, "rbf", params, expected.cutoff, most_kept(600))
+    assert expected.method == "pivoted cholesky" and expected.rank < most_kept(m)
+    factor = pivoted_by_columns(Z, "rbf", params, expected.cutoff, most_kept(m))
     assert factor.method == "pivoted cholesky" and factor.cutoff == expected.cutoff
     np.testing.assert_array_equal(factor.kept, expected.kept)
     np.testing.assert_allclose(factor.lower, np.tril(expected.lower), rtol=0, atol=1e-12)

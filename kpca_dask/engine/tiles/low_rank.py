@@ -41,15 +41,20 @@ __all__ = ["pivoted_by_columns", "solve_low_rank", "most_kept", "LOW_RANK_SHARE"
 LOW_RANK_SHARE = 1 / 8
 
 
-def most_kept(m: int) -> int:
-    """The most landmarks :func:`pivoted_by_columns` keeps before giving up.
+def most_kept(m: int, room_bytes: int | None = None) -> int:
+    """The most landmarks :func:`pivoted_by_columns` keeps before giving up: a share of m,
+    and no more columns than half of ``room_bytes`` holds (the other half for the copy
+    as their array grows and the r x r problem).
 
     Examples
     --------
-    >>> most_kept(16_000), most_kept(100)
-    (2000, 12)
+    >>> most_kept(16_000), most_kept(100), most_kept(16_000, room_bytes=2**28)
+    (2000, 12, 1048)
     """
-    return max(1, int(LOW_RANK_SHARE * m))
+    most = max(1, int(LOW_RANK_SHARE * m))
+    if room_bytes is not None:
+        most = min(most, max(1, room_bytes // (2 * 8 * max(m, 1))))
+    return most
 
 
 def pivoted_by_columns(landmarks, kernel, params: dict, cutoff: float, most: int
@@ -70,7 +75,9 @@ def pivoted_by_columns(landmarks, kernel, params: dict, cutoff: float, most: int
     Z = np.asarray(landmarks, dtype=np.float64)
     m = Z.shape[0]
     residual = np.array(kernel_diagonal(Z, kernel, **params), dtype=np.float64)
-    columns = np.empty((min(most, m), m))  # row j: the factor's column j, over all landmarks
+    # Row j: the factor's column j over all landmarks. Grown by doubling, so that a low
+    # rank holds m r words, not the m^2 / 8 of the most kept.
+    columns = np.empty((min(most, m, 64), m))
     kept: list[int] = []
     while True:
         pivot = int(np.argmax(residual))  # the first of equals, as pstrf's MAXLOC
@@ -79,6 +86,10 @@ def pivoted_by_columns(landmarks, kernel, params: dict, cutoff: float, most: int
         if len(kept) == most:
             return None
         j = len(kept)
+        if j == columns.shape[0]:
+            grown = np.empty((min(most, m, 2 * j), m))
+            grown[:j] = columns
+            columns = grown
         column = np.array(pairwise_kernel(Z, Z[pivot:pivot + 1], kernel, **params)[:, 0],
                           dtype=np.float64)
         column -= columns[:j].T @ columns[:j, pivot]

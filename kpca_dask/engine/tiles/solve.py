@@ -211,7 +211,8 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
             return TiledFactor(inverse, jitter, m, tiled_matrix(inverse, client))
         del lower  # a failed factor's tiles go before the next one's are made
         if jitter == 0.0:
-            low_rank = pivoted_by_columns(Z, kernel, params, cutoff, most_kept(m))
+            low_rank = pivoted_by_columns(Z, kernel, params, cutoff,
+                                          most_kept(m, process_room_bytes()))
             if low_rank is not None:
                 return low_rank
     raise InvalidParameterError(
