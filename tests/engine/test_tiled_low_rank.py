@@ -15,6 +15,7 @@ from kpca_dask.engine.solve.landmark_factor import factor_landmarks
 from kpca_dask.engine.solve.nystrom import solve_small_problem
 from kpca_dask.engine.tiles.low_rank import most_kept, pivoted_by_columns
 from kpca_dask.engine.tiles.solve import solve_tiles
+from kpca_dask.errors import InvalidParameterError
 
 PARAMS = {"gamma": 0.1}
 
@@ -70,7 +71,7 @@ def test_a_low_rank_problem_on_tiles_is_one_process_problem(n_components):
         small = solve_tiles(tiled, Z, "rbf", params, 1e-4, n_components)
     assert expected.factor_method == small.factor_method == "pivoted cholesky"
     assert small.landmark_rank == expected.landmark_rank < most_kept(m)
-    assert small.method == f"tiles, {expected.method}"
+    assert small.method == f"tiles, factor by columns, {expected.method}"
     ours, theirs = small.solution, expected.solution
     np.testing.assert_allclose(ours.eigenvalues, theirs.eigenvalues, rtol=1e-10)
     for name in ("projection", "offset", "explained_variance_ratio"):
@@ -82,3 +83,41 @@ def test_a_low_rank_problem_on_tiles_is_one_process_problem(n_components):
                                atol=1e-9 * np.abs(expected.novelty.mean_weights).max())
     left_out = np.setdiff1d(np.arange(m), np.flatnonzero(np.abs(ours.projection).sum(1)))
     assert left_out.size == m - small.landmark_rank  # P is zero on the landmarks left out
+
+
+def test_equal_residuals_pick_the_landmark_pstrf_picks():
+    """pstrf takes the first of equal residuals in its swapped order: with K = diag(1, 1, 2)
+    and the first landmark repeated, landmarks 2, 1, 0 (not 2, 0, 1)."""
+    Z = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, np.sqrt(2.0)],
+                  [1.0, 0.0, 0.0]])
+    expected = factor_landmarks(Z, "linear", {}, 1e-10)
+    factor = pivoted_by_columns(Z, "linear", {}, expected.cutoff, 4)
+    assert expected.kept.tolist() == factor.kept.tolist() == [2, 1, 0]
+
+
+def test_precomputed_landmarks_give_their_own_columns():
+    """kernel="precomputed": each column is read off the landmarks' rows (their first m
+    values), on tiles as in one process."""
+    rng = np.random.default_rng(2)
+    points = rng.uniform(size=(1200, 4))
+    chosen = points[rng.choice(1200, 300, replace=False)]
+
+    def rows(A):  # [k(x, z_1), ..., k(x, z_m), k(x, x)]
+        return np.hstack([np.exp(-0.1 * ((A[:, None] - chosen[None]) ** 2).sum(-1)),
+                          np.ones((len(A), 1))])
+
+    X, Z = rows(points), rows(chosen)
+    with dask.config.set(scheduler="threads"):
+        stats = compute_pass(da.from_array(X, chunks=(400, -1)), Z, "precomputed", {})
+        expected = solve_small_problem(stats, Z, "precomputed", {}, 1e-4, 3)
+        tiled = dataclasses.replace(stats, gram=da.from_array(np.array(stats.gram), chunks=75))
+        small = solve_tiles(tiled, Z, "precomputed", {}, 1e-4, 3)
+    assert small.landmark_rank == expected.landmark_rank < most_kept(300)
+    np.testing.assert_allclose(small.solution.eigenvalues, expected.solution.eigenvalues,
+                               rtol=1e-10)
+
+
+def test_kernel_values_that_are_not_finite_are_refused():
+    Z = np.array([[0.0], [1.0], [np.inf]])
+    with pytest.raises(InvalidParameterError, match="not finite"):
+        pivoted_by_columns(Z, "linear", {}, 1e-10, 3)

@@ -51,6 +51,7 @@ landmark kernel row K_mm 1 / m brought the same three cases to 2e-9, 3e-11 and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,7 +135,8 @@ class SmallProblem:
     solution: NystromSolution
     novelty: NoveltyTerms
     landmark_rank: int
-    method: str  # "dense", "iterative", "dense after iterative", "tiles" or "tiles, <way>"
+    method: str  # "dense", "iterative", "dense after iterative", "tiles", "tiles, <way>"
+    # or "tiles, factor by columns, <way>" (kpca_dask.engine.tiles.low_rank)
     factor_method: str = "cholesky"  # LandmarkFactor.method: "eigen" for an indefinite K_mm
 
 
@@ -183,11 +185,25 @@ def solve_small_problem(stats: PassStatistics, landmarks, kernel, params: dict, 
         pass_dtype=pass_dtype, method=method, memory_bytes=memory_bytes)
 
 
-def solve_with_factor(stats: PassStatistics, factor: LandmarkFactor, n_components,
-                      remove_zero_eig: bool, rebuild, *, pass_dtype=np.float64,
+def solve_with_factor(stats: PassStatistics, factor: LandmarkFactor,
+                      n_components: int | float | None, remove_zero_eig: bool,
+                      rebuild: Callable[[], LandmarkFactor], *, pass_dtype=np.float64,
                       method: str = "auto", memory_bytes: int | None = None) -> SmallProblem:
     """:func:`solve_small_problem` given K_mm's factor; ``rebuild()`` makes it again (the
-    exact trace spends it)."""
+    exact trace spends it). The tiles' factor by columns comes here
+    (:mod:`kpca_dask.engine.tiles.low_rank`).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from kpca_dask.engine.passes.nystrom import pass_statistics
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> params = {"gamma": 1.0, "degree": 1, "coef0": 1.0}
+    >>> stats = pass_statistics(da.from_array(X, chunks=2), X, "polynomial", params).compute()
+    >>> factor = lambda: factor_landmarks(X, "polynomial", params, 1e-10)
+    >>> solve_with_factor(stats, factor(), None, False, factor).solution.eigenvalues.round(6)
+    array([5.])
+    """
     n = stats.n_samples
     mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     weights = factor.unwhiten(mean_feature[:, None])[:, 0]  # v = W mu (docs/design.md §6)

@@ -11,16 +11,14 @@ difference: a diagonal tile that is not positive definite to rounding, or one
 with a pivot L_jj^2 at most the caller's ``least_pivot`` (the cut-off below
 which one process's factor is not accepted either), gives a tile of NaN instead
 of raising. The NaN reaches every tile after it and the caller reads it from
-the pivots, the diagonal of L, and factorises again with a jitter
+the pivots, the diagonal of L, and makes the factor another way
 (:mod:`kpca_dask.engine.tiles.solve`). A raised error would be logged
 by the worker that ran it ("Compute Failed") and cancel the rest of the graph,
 for what is an expected outcome here, not a fault (docs/design.md §14).
 Once a pivot has failed, every later task returns its NaN tile at once (a
 read-only view of one NaN, no memory and no flops): a factorisation that fails
-at its first tile, as that of a kernel matrix of low rank does, costs one
-tile's. With the cut-off, a kernel matrix of low rank fails at its first tile too,
-where before it was factorised to the end and then refused (1.3-1.6 s of a 21 s fit
-at m = 5000 in tiles of 1000 on two workers). The tiles above the diagonal are zeros
+at its first tile, as that of a kernel matrix of low rank does (a pivot at or
+below the cut-off comes early), costs one tile's. The tiles above the diagonal are zeros
 of a few bytes each; the last row and column of tiles may be narrower than the others.
 """
 

@@ -4,16 +4,18 @@ docs/design.md §11. When the tiled Cholesky of K_mm meets a pivot at or below t
 cut-off tau, one process would take LAPACK's pivoted factorisation (``pstrf``) and keep
 the r landmarks whose residual variance, given those kept before them, is above tau
 (:mod:`kpca_dask.engine.solve.landmark_factor`). Smooth kernels on many landmarks are
-like that: r = 354 of m = 5000 and 387 of 16 000 on uniform 32-d rows (rbf, gamma
+like that: r = 355 of m = 5000 and 387 of 16 000 on uniform 32-d rows (rbf, gamma
 0.01, float32 pass). The same factor is made here without K_mm: greedily, one column
 at a time, each the kernel column of the landmark of largest residual variance less its
 projection on the columns before (:func:`pivoted_by_columns`), in m r float64 words and
 about m r^2 / 2 reads. The problem is then r x r: G on the kept landmarks, gathered from
-the tiles, and the single process's solve (:func:`solve_low_rank`). The model is that of
-one process to rounding, where the jitter of K_mm + tau I damped the directions within
-tau and moved the eigenvalues by up to 1e-3; and it costs seconds where the tiled
-factorisation and its inverse took 2 m^3 / 3 flops on the workers (68 s of a 188 s fit
-at m = 16 000 on two one-thread workers).
+the tiles, and the single process's solve (:func:`solve_low_rank`), whose exact or
+estimated trace follows one process's rule. The model is that of one process to
+rounding, where the jitter of K_mm + tau I damped the directions within tau and moved
+the eigenvalues by up to 1e-3; and it costs seconds where the tiled factorisation and
+its inverse take 2 m^3 / 3 flops on the workers (bench/bench_large_m.py --cluster at
+m = 16 000 on two one-thread workers: 94.2 s with the factor by columns, 204.8 s with
+the tiled one).
 
 Past :data:`LOW_RANK_SHARE` of m kept landmarks the columns would cost more than they
 save, and the jittered tiled factorisation goes on as before.
@@ -28,17 +30,24 @@ import numpy as np
 from ..._parallel import compute_held
 from ...blocks.kernels import kernel_diagonal, pairwise_kernel
 from ...blocks.statistics import PassStatistics
-from ..solve.landmark_factor import NEGATIVE_MARGIN, LandmarkFactor
+from ...errors import InvalidParameterError
+from ..solve.landmark_factor import NEGATIVE_MARGIN, OVERFLOW_MESSAGE, LandmarkFactor
 from ..solve.nystrom import NoveltyTerms, SmallProblem, solve_with_factor
 
-__all__ = ["pivoted_by_columns", "solve_low_rank", "most_kept", "LOW_RANK_SHARE"]
+__all__ = ["pivoted_by_columns", "solve_low_rank", "landmark_block", "most_kept",
+           "LOW_RANK_SHARE", "BLOCK"]
 
 #: The most landmarks kept by columns, as a share of m. The columns read about m r^2 / 2
-#: words, 0.7 ns each (0.21 s at r = 354, m = 5000; 1.1 s at r = 387, m = 16 000), where
-#: the tiled factorisation and its inverse take 2 m^3 / 3 flops at about 0.035 ns each on
-#: two one-thread workers (2.9 s at m = 5000): so up to m / 8 the columns cost at most a
-#: fifth to two fifths of what they save, and that much more when they give up.
+#: words of the factor, 0.7-0.9 ns each with the kernel columns (0.21 s at r = 355,
+#: m = 5000; 1.1 s at r = 387, m = 16 000), and r m p of the landmarks, where the tiled
+#: factorisation and its inverse take 2 m^3 / 3 flops at about 0.035 ns each on two
+#: one-thread workers (2.9 s at m = 5000) after K_mm's m^2 p: so up to m / 8 the columns
+#: cost about a quarter of what they save, and that much more when they give up.
 LOW_RANK_SHARE = 1 / 8
+
+#: Columns of the factor per array: the factor grows by these, with no copy, and holds
+#: m r words rounded up to them.
+BLOCK = 64
 
 
 def most_kept(m: int, room_bytes: int | None = None) -> int:
@@ -74,36 +83,70 @@ def pivoted_by_columns(landmarks, kernel, params: dict, cutoff: float, most: int
     """
     Z = np.asarray(landmarks, dtype=np.float64)
     m = Z.shape[0]
-    residual = np.array(kernel_diagonal(Z, kernel, **params), dtype=np.float64)
-    # Row j: the factor's column j over all landmarks. Grown by doubling, so that a low
-    # rank holds m r words, not the m^2 / 8 of the most kept.
-    columns = np.empty((min(most, m, 64), m))
-    kept: list[int] = []
-    while True:
-        pivot = int(np.argmax(residual))  # the first of equals, as pstrf's MAXLOC
-        if not residual[pivot] > cutoff:
+    diagonal = np.array(kernel_diagonal(Z, kernel, **params), dtype=np.float64)
+    _raise_if_nonfinite(diagonal)
+    # As pstrf: the sums of squares kept apart from the diagonal, and the candidates in
+    # its swapped order, so that equal residuals (repeated landmarks) pick the same one.
+    squares, order = np.zeros(m), np.arange(m)
+    blocks: list[np.ndarray] = []  # the factor's columns over all landmarks, BLOCK at a time
+    rank = 0
+    while rank < m:
+        at = rank + int(np.argmax(diagonal[order[rank:]] - squares[order[rank:]]))
+        pivot = int(order[at])
+        if not diagonal[pivot] - squares[pivot] > cutoff:
             break
-        if len(kept) == most:
+        if rank == most:
             return None
-        j = len(kept)
-        if j == columns.shape[0]:
-            grown = np.empty((min(most, m, 2 * j), m))
-            grown[:j] = columns
-            columns = grown
-        column = np.array(pairwise_kernel(Z, Z[pivot:pivot + 1], kernel, **params)[:, 0],
-                          dtype=np.float64)
-        column -= columns[:j].T @ columns[:j, pivot]
-        columns[j] = column / np.sqrt(column[pivot])
-        residual -= columns[j] ** 2
-        residual[pivot] = 0.0  # eliminated, not left to rounding
-        kept.append(pivot)
+        order[[rank, at]] = order[[at, rank]]
+        column = landmark_block(Z, kernel, params, (0, m), (pivot, pivot + 1))[:, 0]
+        _raise_if_nonfinite(column)
+        for number, block in enumerate(blocks):
+            done = min(BLOCK, rank - number * BLOCK)
+            column -= block[:done].T @ block[:done, pivot]
+        if rank % BLOCK == 0:
+            blocks.append(np.empty((min(BLOCK, most - rank), m)))
+        blocks[-1][rank % BLOCK] = column / np.sqrt(column[pivot])
+        squares += blocks[-1][rank % BLOCK] ** 2
+        rank += 1
+    residual = diagonal - squares
+    residual[order[:rank]] = 0.0  # eliminated
     if residual.min(initial=0.0) < -NEGATIVE_MARGIN * cutoff:
         return None  # as one process's pstrf: not positive semi-definite
-    order = np.array(kept, dtype=np.intp)
-    lower = np.asfortranarray(np.tril(columns[:len(kept), order].T))
-    identity = len(kept) == m and np.array_equal(order, np.arange(m))
+    kept = order[:rank].copy()
+    lower = np.zeros((rank, rank), order="F")
+    for number, block in enumerate(blocks):
+        done = min(BLOCK, rank - number * BLOCK)
+        lower[:, number * BLOCK:number * BLOCK + done] = block[:done, kept].T
+    lower[np.triu_indices(rank, 1)] = 0.0  # rounding of the eliminated landmarks' entries
+    identity = rank == m and np.array_equal(kept, np.arange(m))
     return LandmarkFactor(m, cutoff, "pivoted cholesky", lower=lower,
-                          kept=None if identity else order)
+                          kept=None if identity else kept)
+
+
+def landmark_block(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
+                   columns: tuple[int, int]) -> np.ndarray:
+    """K_mm[rows, columns] ((start, stop) each) in float64. Precomputed landmarks are rows
+    ``[k(z, z_1), ..., k(z, z_m), k(z, z)]`` (:func:`kpca_dask.blocks.kernels.precomputed_block`):
+    the block is read off them.
+
+    Examples
+    --------
+    >>> Z = np.array([[0.0], [1.0], [2.0]])
+    >>> landmark_block(Z, "linear", {}, (1, 3), (2, 3)).tolist()
+    [[2.0], [4.0]]
+    >>> K = np.array([[1.0, 0.5, 1.0], [0.5, 2.0, 2.0]])  # m = 2, then k(z, z)
+    >>> landmark_block(K, "precomputed", {}, (0, 2), (1, 2)).tolist()
+    [[0.5], [2.0]]
+    """
+    if isinstance(kernel, str) and kernel == "precomputed":
+        return np.array(Z[rows[0]:rows[1], columns[0]:columns[1]], dtype=np.float64)
+    return np.array(pairwise_kernel(Z[rows[0]:rows[1]], Z[columns[0]:columns[1]], kernel,
+                                    **params), dtype=np.float64)
+
+
+def _raise_if_nonfinite(values: np.ndarray) -> None:
+    if not np.all(np.isfinite(values)):
+        raise InvalidParameterError(OVERFLOW_MESSAGE.format(where="the landmarks"))
 
 
 def solve_low_rank(stats: PassStatistics, factor: LandmarkFactor, n_components,
@@ -135,4 +178,4 @@ def solve_low_rank(stats: PassStatistics, factor: LandmarkFactor, n_components,
     return SmallProblem(
         dataclasses.replace(small.solution, projection=projection),
         NoveltyTerms(weights, small.novelty.mean_norm2), kept.size,
-        f"tiles, {small.method}", factor.method)
+        f"tiles, factor by columns, {small.method}", factor.method)

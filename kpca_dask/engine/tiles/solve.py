@@ -35,7 +35,7 @@ tiles (two tiled products, 2 m^3 flops on the workers), brought to the
 client when it fits there (:data:`CLIENT_DENSE_WORDS` m^2 words) and its
 leading pairs found by LAPACK; their trace is then exact.
 
-trace(M) is the exact trace on the Krylov basis plus a Hutchinson estimate
+On the tiled factor, trace(M) is the exact trace on the Krylov basis plus a Hutchinson estimate
 of the rest (its standard error kept, as on one machine past
 :data:`kpca_dask.engine.solve.nystrom.EXACT_TRACE_SHARE`); a float ``n_components``
 takes the exact trace, <S, K^-1> = sum(L^-1 S * L^-1), in about 4 m^3 / 3
@@ -55,7 +55,7 @@ from scipy import linalg
 
 from ..._memory import process_room_bytes
 from ..._parallel import compute_held, held_client, persist_held
-from ...blocks.kernels import kernel_diagonal, pairwise_kernel
+from ...blocks.kernels import kernel_diagonal
 from ...blocks.statistics import PassStatistics
 from ...errors import InvalidParameterError
 from ..graph_values import shared_values
@@ -71,7 +71,7 @@ from ..solve.nystrom import (
     solution_of,
 )
 from .cholesky import tiled_cholesky, tiled_inverse
-from .low_rank import most_kept, pivoted_by_columns, solve_low_rank
+from .low_rank import landmark_block, most_kept, pivoted_by_columns, solve_low_rank
 from .products import TiledMatrix, tiled_matrix
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
@@ -232,8 +232,7 @@ def landmark_tile(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
     >>> landmark_tile(Z, "linear", {}, (1, 3), (1, 3), 0.5).tolist()
     [[1.5, 2.0], [2.0, 4.5]]
     """
-    tile = pairwise_kernel(Z[rows[0]:rows[1]], Z[columns[0]:columns[1]], kernel, **params)
-    tile = np.array(tile, dtype=np.float64)
+    tile = landmark_block(Z, kernel, params, rows, columns)
     if rows == columns and jitter:
         tile[np.diag_indices_from(tile)] += jitter
     return tile
