@@ -79,7 +79,7 @@ def cluster_table(rows: list[dict]) -> str:
         else:
             difference = "–"
         single = f"{local['fit']:.1f}" if "fit" in local else "–"
-        # The goal for tiles: within 1.25 of one process with as many threads as workers.
+        # Tiles are judged against one process with as many threads as there are workers.
         to_single = f"**{r['fit'] / local['fit']:.2f}**" if "fit" in local else "–"
         ratio = f"**{r['fit'] / floor:.2f}**" if floor else "–"
         lines.append(
