@@ -17,8 +17,8 @@ its inverse take 2 m^3 / 3 flops on the workers (bench/bench_large_m.py --cluste
 m = 16 000 on two one-thread workers: 94.2 s with the factor by columns, 204.8 s with
 the tiled one).
 
-Past :data:`LOW_RANK_SHARE` of m kept landmarks the columns would cost more than they
-save, and the jittered tiled factorisation goes on as before.
+Past :data:`LOW_RANK_SHARE` of m kept landmarks, or half the client's room, the columns
+give up, and the jittered tiled factorisation goes on as before.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ BLOCK = 64
 
 def most_kept(m: int, room_bytes: int | None = None) -> int:
     """The most landmarks :func:`pivoted_by_columns` keeps before giving up: a share of m,
-    and no more columns than half of ``room_bytes`` holds (the other half for the copy
-    as their array grows and the r x r problem).
+    and no more columns than half of ``room_bytes`` holds (the other half for the r x r
+    problem and its solve).
 
     Examples
     --------
@@ -149,11 +149,28 @@ def _raise_if_nonfinite(values: np.ndarray) -> None:
         raise InvalidParameterError(OVERFLOW_MESSAGE.format(where="the landmarks"))
 
 
-def solve_low_rank(stats: PassStatistics, factor: LandmarkFactor, n_components,
-                   remove_zero_eig: bool, pass_dtype) -> SmallProblem:
+def solve_low_rank(stats: PassStatistics, factor: LandmarkFactor,
+                   n_components: int | float, remove_zero_eig: bool,
+                   pass_dtype: np.dtype | type) -> SmallProblem:
     """The small problem on the r kept landmarks of ``factor``, G's r x r block gathered
     from its tiles, solved here as one process solves it; P and W mu are zero on the
-    landmarks left out, as there."""
+    landmarks left out, as there.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from kpca_dask.engine.passes.nystrom import pass_statistics
+    >>> X = np.array([[0.0], [1.0], [1.0], [3.0]])  # two landmarks coincide
+    >>> stats = pass_statistics(da.from_array(X, chunks=2), X, "rbf", {"gamma": 1.0})
+    >>> stats = stats.compute()
+    >>> factor = pivoted_by_columns(X, "rbf", {"gamma": 1.0}, 1e-10, 4)
+    >>> stats = dataclasses.replace(stats, gram=da.from_array(stats.gram, chunks=2))
+    >>> small = solve_low_rank(stats, factor, 2, False, np.float64)
+    >>> factor.kept.tolist(), small.method  # pstrf's order: landmark 1 is left out
+    ([0, 3, 2], 'tiles, factor by columns, dense')
+    >>> small.solution.projection[1].tolist()
+    [0.0, 0.0]
+    """
     m = factor.size
     kept = np.arange(m) if factor.kept is None else factor.kept
     ascending = np.sort(kept)
