@@ -13,7 +13,7 @@ import pytest
 from kpca_dask.engine.passes.nystrom import compute_pass
 from kpca_dask.engine.solve.landmark_factor import factor_landmarks
 from kpca_dask.engine.solve.nystrom import solve_small_problem
-from kpca_dask.engine.tiles.low_rank import most_kept, pivoted_by_columns
+from kpca_dask.engine.tiles.low_rank import BLOCK, most_kept, pivoted_by_columns
 from kpca_dask.engine.tiles.solve import solve_tiles
 from kpca_dask.errors import InvalidParameterError
 
@@ -26,14 +26,15 @@ def _smooth(m: int, seed: int = 0, features: int = 4) -> np.ndarray:
     return np.random.default_rng(seed).uniform(size=(m, features))
 
 
-@pytest.mark.parametrize(("m", "features", "rcond"), [(600, 4, 1e-3), (600, 4, 1e-6),
-                                                      (1000, 8, 1e-3)])
-def test_the_columns_give_lapacks_pivoted_factor(m, features, rcond):
-    """The same kept landmarks in the same order as pstrf, and the same factor to 1e-12;
-    past 64 kept, their array has grown."""
+@pytest.mark.parametrize(("m", "features", "rcond", "blocks"),
+                         [(600, 4, 1e-3, 1), (600, 4, 1e-6, 1), (1000, 8, 1e-3, 2)])
+def test_the_columns_give_lapacks_pivoted_factor(m, features, rcond, blocks):
+    """The same kept landmarks in the same order as pstrf, and the same factor to 1e-12,
+    within one block of columns and across two (87 kept: past the first 64)."""
     Z, params = _smooth(m, features=features), PARAMS
     expected = factor_landmarks(Z, "rbf", params, rcond)
     assert expected.method == "pivoted cholesky" and expected.rank < most_kept(m)
+    assert -(-expected.rank // BLOCK) == blocks
     factor = pivoted_by_columns(Z, "rbf", params, expected.cutoff, most_kept(m))
     assert factor.method == "pivoted cholesky" and factor.cutoff == expected.cutoff
     np.testing.assert_array_equal(factor.kept, expected.kept)
@@ -96,8 +97,8 @@ def test_equal_residuals_pick_the_landmark_pstrf_picks():
 
 
 def test_precomputed_landmarks_give_their_own_columns():
-    """kernel="precomputed": each column is read off the landmarks' rows (their first m
-    values), on tiles as in one process."""
+    """kernel="precomputed": each column of K_mm is read off the landmarks' rows at its
+    own index (not their first columns), and the tiles give one process's model."""
     rng = np.random.default_rng(2)
     points = rng.uniform(size=(1200, 4))
     chosen = points[rng.choice(1200, 300, replace=False)]
