@@ -202,7 +202,7 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
         # Unjittered, every pivot above tau, as one process's potrf is accepted (a tile
         # with one at most tau is NaN from there on, so a factor of low rank fails at its
         # first tile); with the jitter every pivot is at least about sqrt(tau) by
-        # construction. NaN pivots: the jitter's turn.
+        # construction. NaN pivots: the factor by columns' turn, then the jitter's.
         least = cutoff if jitter == 0.0 else 0.0
         lower = persist_held(tiled_cholesky(K, least_pivot=least), client)
         pivots = _computed(da.diagonal(lower))
