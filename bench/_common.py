@@ -53,6 +53,22 @@ def best_seconds(fn, repeats: int) -> float:
     return min(times)
 
 
+def fastest_syrk(D, repeats: int = 2) -> float:
+    """Seconds of the fastest ``D^T D`` this machine has for the block ``D``: numpy's
+    ``D.T @ D`` (BLAS ``syrk``, then a copy into the other triangle) or BLAS ``syrk``
+    alone into an m x m array already touched
+    (:func:`kpca_dask.blocks.rank_update.syrk_lower`), the least of ``repeats`` tries each.
+    """
+    import numpy as np
+
+    from kpca_dask.blocks.rank_update import syrk_lower
+
+    products = [np.zeros((D.shape[1], D.shape[1]), D.dtype, order="F")]
+    blas = best_seconds(lambda: syrk_lower(D, products[0], beta=0.0), repeats)
+    products.clear()  # its m^2 words, before numpy makes its own
+    return min(blas, best_seconds(lambda: D.T @ D, repeats))
+
+
 def write_results(name: str, text: str, argv: list[str] | None) -> Path:
     """Write a benchmark's table to ``bench/results/<name>.md``, headed by its command."""
     RESULTS.mkdir(exist_ok=True)

@@ -6,10 +6,14 @@ once, so thin blocks spend their time on memory, not flops. For each m and
 each number of block rows, on every BLAS thread (the pass's one chain at
 large m) and in the pass's dtype:
 
-- **SYRK**: numpy's ``D.T @ D`` (BLAS ``syrk``, a new m × m result): the
-  strict floor's rate (``bench_large_m.py``);
+- **SYRK**: the faster of numpy's ``D.T @ D`` (BLAS ``syrk``, a new m × m
+  result, its triangle copied into the other) and BLAS ``syrk`` alone into an
+  m × m array (``_common.fastest_syrk``): the strict floor's rate
+  (``bench_large_m.py``);
 - **pass**: :func:`kpca_dask.blocks.statistics.add_gram`, the pass's own
-  update: column panels of the block, each product added into G at once;
+  update (with the float32 m × m product the pass gives it when m is at most the
+  block's rows: one ``syrk``, its triangle added into G a column panel at a time;
+  column panels of the block otherwise);
 - the block's size in bytes and in m² float64 words (the memory model counts
   a fit's peak in those, docs/design.md §11), and, marked "(128 MiB)", the
   rows of a small m's 128 MiB block at that m (``kernel_block_rows``; the pass
@@ -31,9 +35,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import best_seconds, machine, write_results  # noqa: E402
+from _common import best_seconds, fastest_syrk, machine, write_results  # noqa: E402
 
-from kpca_dask.blocks.statistics import add_gram, kernel_block_rows  # noqa: E402
+from kpca_dask.blocks.statistics import add_gram, gram_scratch, kernel_block_rows  # noqa: E402
 
 
 def measure(m: int, rows: int, dtype: np.dtype, repeats: int) -> dict:
@@ -41,8 +45,9 @@ def measure(m: int, rows: int, dtype: np.dtype, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     D = rng.random((rows, m), dtype=np.float32).astype(dtype, copy=False)
     gram = np.zeros((m, m), order="F")
-    syrk = best_seconds(lambda: D.T @ D, repeats)
-    update = best_seconds(lambda: add_gram(gram, D), repeats)
+    syrk = fastest_syrk(D, repeats)
+    scratch = gram_scratch(D)
+    update = best_seconds(lambda: add_gram(gram, D, scratch), repeats)
     flops = rows * m**2
     return {"m": m, "rows": rows, "block_mib": D.nbytes / 2**20,
             "block_words": D.nbytes / (8 * m**2), "syrk_s": syrk, "pass_s": update,

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import dask
 import dask.local
@@ -297,6 +298,36 @@ def task_blas_threads() -> int | None:
     if threading.current_thread() is threading.main_thread():
         return None
     return max(1, (os.cpu_count() or 1) // local_threads())
+
+
+def blas_thread_count() -> int:
+    """The BLAS threads this process runs now (its limit, as threadpoolctl reads it): the
+    cores a computation here may take, 1 on a worker its nanny started with one.
+
+    Examples
+    --------
+    >>> blas_thread_count() >= 1
+    True
+    """
+    counts = [library["num_threads"] for library in _controller().select(user_api="blas").info()]
+    return max(1, min(counts, default=1))
+
+
+def in_ordered_threads(function, items, threads: int, window: int = 4):
+    """``function(item)`` for each item on ``threads`` threads of one BLAS thread each,
+    yielded in the items' order; at most ``window`` results per thread wait to be taken,
+    so what the results hold stays bounded however many items there are.
+
+    Examples
+    --------
+    >>> list(in_ordered_threads(lambda i: i * i, range(5), threads=2))
+    [0, 1, 4, 9, 16]
+    """
+    items = list(items)
+    step = max(1, threads * window)
+    with single_blas_thread(), ThreadPoolExecutor(max(1, threads)) as pool:
+        for start in range(0, len(items), step):
+            yield from pool.map(function, items[start:start + step])
 
 
 def single_blas_thread():

@@ -24,6 +24,7 @@ from .._parallel import blas_limit
 from ..errors import InvalidInputError
 from .kernels import is_translation_invariant, kernel_diagonal, kernel_name
 from .landmark_kernel import LandmarkKernel
+from .rank_update import accepts, syrk_lower
 from .sparse_rows import as_block, first_nonfinite, is_sparse
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
@@ -214,13 +215,32 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
                                                          block_bytes))
     buffer = np.empty((min(rows, x.shape[0]), m), dtype)
     kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
+    scratch = gram_scratch(buffer)
     with blas_limit(blas_threads):
         for start in range(0, x.shape[0], rows):
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
                                   x[start : start + rows], kernel_rows, shift,
                                   running.column_sums)
-            add_gram(running.gram, D)
+            add_gram(running.gram, D, scratch)
     return running
+
+
+def gram_scratch(buffer: np.ndarray) -> np.ndarray | None:
+    """The float32 m x m product :func:`add_gram` takes for the kernel blocks of ``buffer``
+    (rows x m), when it is no larger than the buffer itself; None otherwise (and for
+    float64 blocks, which need none). The task then holds at most twice its kernel block.
+
+    Examples
+    --------
+    >>> gram_scratch(np.empty((4, 3), np.float32)).shape, gram_scratch(np.empty((2, 3), np.float32))
+    ((3, 3), None)
+    """
+    rows, m = buffer.shape
+    if buffer.dtype != np.float32 or m > rows:
+        return None
+    # Zeros: syrk writes the lower triangle only, and the upper one of each diagonal
+    # block is added into G's with it.
+    return np.zeros((m, m), np.float32, order="F")
 
 
 def merge_running(*chains: RunningStatistics) -> RunningStatistics:
@@ -239,15 +259,17 @@ def finish_statistics(running: RunningStatistics) -> PassStatistics:
 PANEL_BYTES = 2**25
 
 
-def add_gram(gram: np.ndarray, D: np.ndarray) -> None:
+def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None) -> None:
     """``gram += D^T D`` on the lower triangle of the Fortran-ordered float64 ``gram``.
 
-    One column panel at a time: the panel's product with itself (numpy sends
-    it to BLAS ``syrk``) and with the columns after it (a GEMM), each added
-    into the float64 sums at once, so no second m x m array exists. Products
-    of float32 rows sum the block's rows in float32, as one float32 rank-k
-    update would. (numpy's products release the GIL, so the pass's chains run
-    side by side; scipy's BLAS wrappers hold it.)
+    float64 rows: one BLAS ``syrk`` into ``gram`` (:mod:`kpca_dask.blocks.rank_update`).
+    float32 rows with a ``scratch`` (an m x m Fortran-ordered float32 array): one
+    float32 ``syrk`` into it, then its lower triangle added into the float64 sums, a
+    column panel at a time. float32 rows without: one column panel at a time, the
+    panel's product with itself and with the columns after it (numpy's products, which
+    release the GIL, as the ``syrk`` does), each added into the float64 sums at once,
+    so no second m x m array exists. Either way the block's rows are summed in float32,
+    as one float32 rank-k update sums them.
 
     Examples
     --------
@@ -256,9 +278,23 @@ def add_gram(gram: np.ndarray, D: np.ndarray) -> None:
     >>> np.tril(G)
     array([[10.,  0.],
            [14., 20.]])
+    >>> G32 = np.zeros((2, 2), order="F")
+    >>> add_gram(G32, np.array([[1.0, 2.0], [3.0, 4.0]], np.float32),
+    ...          scratch=np.empty((2, 2), np.float32, order="F"))
+    >>> bool(np.array_equal(np.tril(G32), np.tril(G)))
+    True
     """
     m = D.shape[1]
     width = max(64, PANEL_BYTES // (D.dtype.itemsize * max(m, 1)))
+    if accepts(D, gram):
+        syrk_lower(D, gram)
+        return
+    if scratch is not None and accepts(D, scratch):
+        syrk_lower(D, scratch, beta=0.0)
+        for start in range(0, m, width):
+            stop = min(m, start + width)
+            gram[start:, start:stop] += scratch[start:, start:stop]
+        return
     for start in range(0, m, width):
         stop = min(m, start + width)
         panel = D[:, start:stop]

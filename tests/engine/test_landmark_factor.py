@@ -127,3 +127,25 @@ def test_panels_and_the_reference_row_match_the_whole_kernel_matrix(rng):
     assert norm == pytest.approx(np.abs(K).sum(axis=1).max())
     np.testing.assert_allclose(reference_row(Z, "laplacian", {"gamma": 0.3}), K.mean(axis=0),
                                rtol=1e-13)
+
+
+def test_the_kernel_panels_on_one_thread_or_two_give_the_same_numbers(rng):
+    """K_mm's panels run on the process's BLAS threads, their sums added in panel order:
+    the reference row and the matrix do not depend on how many threads made them."""
+    from threadpoolctl import threadpool_limits
+
+    m = 900
+    Z = _landmarks(rng, m=m)
+    results = []
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            out = np.empty((m, m))
+            sums, norm = landmark_kernel_panels(Z, "rbf", {"gamma": 0.3}, out=out)
+            results.append((out, sums, norm, reference_row(Z, "rbf", {"gamma": 0.3})))
+    (out1, sums1, norm1, row1), (out2, sums2, norm2, row2) = results
+    np.testing.assert_array_equal(out1, out2)
+    np.testing.assert_array_equal(sums1, sums2)
+    np.testing.assert_array_equal(row1, row2)
+    assert norm1 == norm2
+    np.testing.assert_allclose(out1, pairwise_kernel(Z, Z, "rbf", gamma=0.3), rtol=1e-13,
+                               atol=1e-15)

@@ -15,10 +15,10 @@ in::
 Only the panels' ``potrf`` is LAPACK's, on arrays of :data:`PANEL` columns,
 far below any size that failed; the m^3 / 3 flops are level-3 BLAS calls that
 OpenBLAS threads on its own. The calls go to scipy's BLAS and LAPACK by the
-addresses scipy exports for Cython (``scipy.linalg.cython_blas``), found
-through numba's public ``get_cython_function_address`` and called with
-ctypes, which drops the GIL: they take leading dimensions, so the panels and
-the trailing matrix are worked on where they lie, with no copy.
+addresses scipy exports for Cython (``scipy.linalg.cython_blas``), called
+with ctypes, which drops the GIL (:mod:`kpca_dask.blocks.blas_routines`): they
+take leading dimensions, so the panels and the trailing matrix are worked on
+where they lie, with no copy.
 
 A panel whose pivot L_jj^2 is at most ``cutoff`` stops the factorisation
 there (as LAPACK's ``potrf`` stops at a pivot that is not positive): the
@@ -30,11 +30,11 @@ that panel, which it would discard, are never made.
 from __future__ import annotations
 
 import ctypes
-import functools
 
 import numpy as np
 
 from ..._parallel import single_blas_thread
+from ...blocks.blas_routines import CHAR, INT, by_int, routine
 
 __all__ = ["blocked_cholesky", "PANEL", "UPDATE"]
 
@@ -48,40 +48,26 @@ PANEL = 512
 #: which calls it, does; GEMM and small syrks are its most used threaded paths.
 UPDATE = 2048
 
-_INT, _DOUBLE = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
-_CHAR = ctypes.c_char_p
-
-
-@functools.lru_cache(maxsize=None)
-def _routine(module: str, name: str, *argtypes):
-    """scipy's ``module.name`` (a Fortran routine: every argument by pointer) for ctypes."""
-    from numba.extending import get_cython_function_address  # noqa: PLC0415 - at first use
-
-    address = get_cython_function_address(f"scipy.linalg.{module}", name)
-    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+_DOUBLE = ctypes.POINTER(ctypes.c_double)
 
 
 def _potrf():
-    return _routine("cython_lapack", "dpotrf", _CHAR, _INT, ctypes.c_void_p, _INT, _INT)
+    return routine("cython_lapack", "dpotrf", CHAR, INT, ctypes.c_void_p, INT, INT)
 
 
 def _trsm():
-    return _routine("cython_blas", "dtrsm", _CHAR, _CHAR, _CHAR, _CHAR, _INT, _INT, _DOUBLE,
-                    ctypes.c_void_p, _INT, ctypes.c_void_p, _INT)
+    return routine("cython_blas", "dtrsm", CHAR, CHAR, CHAR, CHAR, INT, INT, _DOUBLE,
+                    ctypes.c_void_p, INT, ctypes.c_void_p, INT)
 
 
 def _syrk():
-    return _routine("cython_blas", "dsyrk", _CHAR, _CHAR, _INT, _INT, _DOUBLE, ctypes.c_void_p,
-                    _INT, _DOUBLE, ctypes.c_void_p, _INT)
+    return routine("cython_blas", "dsyrk", CHAR, CHAR, INT, INT, _DOUBLE, ctypes.c_void_p,
+                    INT, _DOUBLE, ctypes.c_void_p, INT)
 
 
 def _gemm():
-    return _routine("cython_blas", "dgemm", _CHAR, _CHAR, _INT, _INT, _INT, _DOUBLE,
-                    ctypes.c_void_p, _INT, ctypes.c_void_p, _INT, _DOUBLE, ctypes.c_void_p, _INT)
-
-
-def _int(value: int):
-    return ctypes.byref(ctypes.c_int(value))
+    return routine("cython_blas", "dgemm", CHAR, CHAR, INT, INT, INT, _DOUBLE,
+                    ctypes.c_void_p, INT, ctypes.c_void_p, INT, _DOUBLE, ctypes.c_void_p, INT)
 
 
 def _double(value: float):
@@ -120,26 +106,26 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL,
     def at(row: int, column: int) -> int:
         return base + word * (row + column * m)
 
-    lower, right, transposed, plain = _CHAR(b"L"), _CHAR(b"R"), _CHAR(b"T"), _CHAR(b"N")
+    lower, right, transposed, plain = CHAR(b"L"), CHAR(b"R"), CHAR(b"T"), CHAR(b"N")
     potrf, trsm, syrk, gemm = _potrf(), _trsm(), _syrk(), _gemm()
     for k in range(0, m, panel):
         b = min(panel, m - k)
         info = ctypes.c_int(0)
         with single_blas_thread():  # LAPACK's own potrf, on a small panel only
-            potrf(lower, _int(b), at(k, k), _int(m), ctypes.byref(info))
+            potrf(lower, by_int(b), at(k, k), by_int(m), ctypes.byref(info))
         pivots = np.diagonal(A)[k:k + b]
         if info.value != 0 or not np.all(pivots * pivots > cutoff):
             return k + 1
         rest = m - k - b
         if rest:
-            trsm(right, lower, transposed, plain, _int(rest), _int(b), _double(1.0), at(k, k),
-                 _int(m), at(k + b, k), _int(m))
+            trsm(right, lower, transposed, plain, by_int(rest), by_int(b), _double(1.0), at(k, k),
+                 by_int(m), at(k + b, k), by_int(m))
             for j in range(k + b, m, update):  # A_jj -= L_jk L_jk^T, then the rows below
                 w, below = min(update, m - j), max(0, m - j - update)
-                syrk(lower, plain, _int(w), _int(b), _double(-1.0), at(j, k), _int(m),
-                     _double(1.0), at(j, j), _int(m))
+                syrk(lower, plain, by_int(w), by_int(b), _double(-1.0), at(j, k), by_int(m),
+                     _double(1.0), at(j, j), by_int(m))
                 if below:
-                    gemm(plain, transposed, _int(below), _int(w), _int(b), _double(-1.0),
-                         at(j + w, k), _int(m), at(j, k), _int(m), _double(1.0), at(j + w, j),
-                         _int(m))
+                    gemm(plain, transposed, by_int(below), by_int(w), by_int(b), _double(-1.0),
+                         at(j + w, k), by_int(m), at(j, k), by_int(m), _double(1.0), at(j + w, j),
+                         by_int(m))
     return 0
