@@ -60,6 +60,19 @@ class LandmarkKernel:
                      and not is_sparse(landmarks) and landmarks.shape[0] > 0)
         self._augmented = None  # built on the first dense block: sparse rows never need it
 
+    def prepared(self) -> LandmarkKernel:
+        """``self``, with what depends on the landmarks alone made now rather than by the
+        first block: before several threads share it.
+
+        Examples
+        --------
+        >>> LandmarkKernel(np.zeros((2, 3)), "rbf", {"gamma": 1.0}, np.float32).prepared().dtype
+        dtype('float32')
+        """
+        if self._rbf:
+            self._augment()
+        return self
+
     def _augment(self) -> np.ndarray:
         if self._augmented is None:
             Z = np.asarray(self.landmarks, dtype=np.float64)

@@ -135,7 +135,7 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
         # The pass's kernel rows (one GEMM and the compiled epilogue per panel), on every
         # thread the process may use: at m = 10^4, 0.26 s on two threads against 0.9 s
         # for numpy's elementwise steps on one (docs/design.md §11).
-        panel_kernel = LandmarkKernel(Z, kernel, params, np.float64)
+        panel_kernel = LandmarkKernel(Z, kernel, params, np.float64).prepared()
         threads = blas_thread_count()
 
         def make(target: np.ndarray, rows: slice) -> None:
