@@ -43,6 +43,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -89,13 +90,26 @@ def floor_blocks(x, Z, inner_rows, blas_syrk: bool = False):
     SYRK numpy's ``D.T @ D`` (a new m x m result, its triangle copied into the other) or,
     with ``blas_syrk``, BLAS ``syrk`` alone into one m x m product
     (:func:`kpca_dask.blocks.rank_update.syrk_lower`)."""
-    product = np.zeros((Z.shape[0],) * 2, x.dtype, order="F") if blas_syrk else None
+    product = _touched_product(Z.shape[0], x.dtype) if blas_syrk else None
     for start in range(0, x.shape[0], inner_rows):
         D = x[start : start + inner_rows] @ Z.T
         if blas_syrk:
             syrk_lower(D, product, beta=0.0)
         else:
             D.T @ D
+
+
+_PRODUCTS = threading.local()
+
+
+def _touched_product(m: int, dtype) -> np.ndarray:
+    """This thread's m x m product for the BLAS SYRK, made and touched once (a fresh one
+    per block would time its pages being mapped, which the machine's floor does not pay)."""
+    held = getattr(_PRODUCTS, "array", None)
+    if held is None or held.shape != (m, m) or held.dtype != dtype:
+        held = _PRODUCTS.array = np.zeros((m, m), dtype, order="F")
+        held.fill(0.0)
+    return held
 
 
 def strict_floor(X, Z, rows_to_try, repeats: int) -> tuple[float, str]:

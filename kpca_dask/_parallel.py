@@ -314,9 +314,10 @@ def blas_thread_count() -> int:
 
 
 def in_ordered_threads(function, items, threads: int, window: int = 4):
-    """``function(item)`` for each item on ``threads`` threads of one BLAS thread each,
-    yielded in the items' order; at most ``window`` results per thread wait to be taken,
-    so what the results hold stays bounded however many items there are.
+    """``function(item)`` for each item on ``threads`` threads, yielded in the items' order;
+    at most ``window`` results per thread wait to be taken, so what the results hold stays
+    bounded however many items there are. BLAS runs one thread in each, unless a limit of
+    the process's is already held (:class:`SharedBlasLimit` sets it at the first entry).
 
     Examples
     --------

@@ -28,11 +28,12 @@ def routine(module: str, name: str, *argtypes):
     Examples
     --------
     >>> import numpy as np
-    >>> ddot = routine("cython_blas", "ddot", INT, ctypes.c_void_p, INT, ctypes.c_void_p, INT)
-    >>> ddot.restype = ctypes.c_double
+    >>> double = ctypes.POINTER(ctypes.c_double)
+    >>> dscal = routine("cython_blas", "dscal", INT, double, ctypes.c_void_p, INT)
     >>> x = np.array([1.0, 2.0])
-    >>> ddot(by_int(2), x.ctypes.data, by_int(1), x.ctypes.data, by_int(1))
-    5.0
+    >>> dscal(by_int(2), ctypes.byref(ctypes.c_double(3.0)), x.ctypes.data, by_int(1))
+    >>> x
+    array([3., 6.])
     """
     from numba.extending import get_cython_function_address  # noqa: PLC0415 - at first use
 
@@ -41,5 +42,11 @@ def routine(module: str, name: str, *argtypes):
 
 
 def by_int(value: int):
-    """``value`` as a Fortran integer argument (a pointer to a C int)."""
+    """``value`` as a Fortran integer argument (a pointer to a C int).
+
+    Examples
+    --------
+    >>> type(by_int(3)).__name__  # passed where a routine takes an INT (see routine)
+    'CArgObject'
+    """
     return ctypes.byref(ctypes.c_int(value))

@@ -10,7 +10,7 @@ trailing update is (:mod:`kpca_dask.engine.solve.blocked_cholesky`): ``syrk`` on
 diagonal block of :data:`UPDATE` columns and ``gemm`` below it, since OpenBLAS's
 threaded ``syrk`` of a whole large matrix takes the process down. At m = 10^4 and
 10 000 float32 rows on two threads of an Intel Xeon (OpenBLAS SkylakeX), the pass's
-update took 2.5-2.7 s a block this way, 2.9-3.1 s by numpy's panel products.
+update took 2.8-2.9 s a block in a fit this way, 3.1-3.2 s by numpy's panel products.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from .blas_routines import CHAR, INT, by_int, routine
 __all__ = ["syrk_lower", "accepts", "UPDATE"]
 
 #: Columns one ``syrk`` updates (its diagonal block); the rows below take a ``gemm``.
-#: OpenBLAS 0.3.31's threaded ``dsyrk`` of a whole C segfaulted at m = 16 000 and
-#: passed at 15 000, its ``ssyrk`` at 28 000 and 24 000 (two threads, SkylakeX kernels):
-#: blocks of 4096 stay far below. At m = 10^4 the update took 2.5-2.7 s with them, as with
-#: one syrk, and 2.85 s with blocks of 2048 (10 000 float32 rows, two threads).
+#: The threaded ``dsyrk`` of a whole C in scipy's OpenBLAS (0.3.30) segfaulted at
+#: m = 16 000 and passed at 15 000, its ``ssyrk`` at 28 000 and 24 000 (two threads,
+#: SkylakeX kernels): blocks of 4096 stay far below. At m = 10^4 the syrk alone took
+#: 2.5-2.7 s with them, as one whole syrk did, and 2.85 s with blocks of 2048 (10 000
+#: float32 rows, two threads).
 UPDATE = 4096
 
 
@@ -47,19 +48,24 @@ def _routines(dtype: np.dtype):
 
 def _leading(array: np.ndarray, unit_axis: int) -> int | None:
     """The leading dimension of the 2-d ``array`` as BLAS reads it, when ``unit_axis`` has
-    unit stride; None otherwise."""
+    unit stride and the other axis's steps do not overlap (a broadcast or a sliding window
+    would make BLAS read or write past the array); None otherwise."""
     itemsize = array.dtype.itemsize
     other = 1 - unit_axis
     if array.strides[unit_axis] != itemsize and array.shape[unit_axis] > 1:
         return None
-    if array.strides[other] % itemsize or array.strides[other] < 0:
+    step, remainder = divmod(array.strides[other], itemsize)
+    if array.shape[other] <= 1:
+        step = max(step, array.shape[unit_axis], 1)
+    if remainder or step < max(1, array.shape[unit_axis]) or step >= 2**31:
         return None
-    return max(1, array.strides[other] // itemsize, array.shape[unit_axis])
+    return step
 
 
 def accepts(D: np.ndarray, C: np.ndarray) -> bool:
     """Whether :func:`syrk_lower` takes ``D`` and ``C``: float32 or float64 alike, C
-    column-major and m x m, D (rows x m) with unit stride along one axis.
+    column-major, m x m and writeable, D (rows x m) with unit stride along one axis; neither
+    a broadcast or other view whose rows or columns overlap.
 
     Examples
     --------
@@ -69,9 +75,11 @@ def accepts(D: np.ndarray, C: np.ndarray) -> bool:
     False
     """
     return (D.ndim == 2 and C.ndim == 2 and D.dtype == C.dtype
-            and D.dtype in (np.float32, np.float64)
+            and D.dtype in (np.float32, np.float64) and D.dtype.isnative
+            and C.flags.writeable and C.flags.aligned and D.flags.aligned
             and C.shape == (D.shape[1], D.shape[1]) and _leading(C, 0) is not None
-            and (_leading(D, 1) is not None or _leading(D, 0) is not None))
+            and (_leading(D, 1) is not None or _leading(D, 0) is not None)
+            and max(D.shape) < 2**31)
 
 
 def syrk_lower(D: np.ndarray, C: np.ndarray, beta: float = 1.0, update: int = UPDATE

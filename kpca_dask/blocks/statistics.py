@@ -28,6 +28,7 @@ from .rank_update import accepts, syrk_lower
 from .sparse_rows import as_block, first_nonfinite, is_sparse
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
+           "gram_scratch",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
            "kernel_rows_into", "fill_upper",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
@@ -238,9 +239,7 @@ def gram_scratch(buffer: np.ndarray) -> np.ndarray | None:
     rows, m = buffer.shape
     if buffer.dtype != np.float32 or m > rows:
         return None
-    # Zeros: syrk writes the lower triangle only, and the upper one of each diagonal
-    # block is added into G's with it.
-    return np.zeros((m, m), np.float32, order="F")
+    return np.empty((m, m), np.float32, order="F")  # syrk writes it before it is read
 
 
 def merge_running(*chains: RunningStatistics) -> RunningStatistics:
@@ -263,16 +262,17 @@ def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None,
              threads: int = 1) -> None:
     """``gram += D^T D`` on the lower triangle of the Fortran-ordered float64 ``gram``.
 
-    float64 rows: one BLAS ``syrk`` into ``gram`` (:mod:`kpca_dask.blocks.rank_update`).
-    float32 rows with a ``scratch`` (an m x m Fortran-ordered float32 array): one
-    float32 ``syrk`` into it, then its lower triangle added into the float64 sums, a
-    column panel at a time. float32 rows without: one column panel at a time, the
-    panel's product with itself and with the columns after it (numpy's products, which
-    release the GIL, as the ``syrk`` does), each added into the float64 sums at once,
-    so no second m x m array exists. Either way the block's rows are summed in float32,
-    as one float32 rank-k update sums them. ``threads`` add the scratch's panels into
-    G side by side (a chain running alone has the cores: at m = 10^4, 0.044 s a block
-    on two against 0.087 s on one); each entry is added once, so the sums are the same.
+    float64 rows (and a column-major ``gram``): one BLAS ``syrk`` into ``gram``
+    (:mod:`kpca_dask.blocks.rank_update`). float32 rows with a ``scratch`` (an m x m
+    Fortran-ordered float32 array, its content overwritten): one float32 ``syrk`` into
+    it, then its lower triangle added into the float64 sums, a column panel at a time.
+    Otherwise one column panel at a time, the panel's product with itself and with the
+    columns after it (numpy's products, which release the GIL, as the ``syrk`` does),
+    each added into the sums at once, so no second m x m array exists. float32 rows are
+    summed in float32 within the block either way, as one float32 rank-k update sums
+    them. ``threads`` add the scratch's panels into G side by side (a chain running
+    alone has the cores: at m = 10^4, 0.044 s a block on two against 0.087 s on one);
+    each entry is added once, so the sums do not depend on them.
 
     Examples
     --------
@@ -295,9 +295,10 @@ def add_gram(gram: np.ndarray, D: np.ndarray, scratch: np.ndarray | None = None,
     if scratch is not None and accepts(D, scratch):
         syrk_lower(D, scratch, beta=0.0)
 
-        def add_panel(start: int) -> None:
+        def add_panel(start: int) -> None:  # syrk wrote the scratch's lower triangle only
             stop = min(m, start + width)
-            gram[start:, start:stop] += scratch[start:, start:stop]
+            gram[start:stop, start:stop] += np.tril(scratch[start:stop, start:stop])
+            gram[stop:, start:stop] += scratch[stop:, start:stop]
 
         for _ in in_ordered_threads(add_panel, range(0, m, width), threads):
             pass

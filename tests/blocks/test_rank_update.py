@@ -39,10 +39,20 @@ def test_with_beta_zero_what_the_product_held_is_not_read(rng):
     np.testing.assert_allclose(C[lower], (D.T @ D)[lower], rtol=1e-12)
 
 
-def test_what_blas_cannot_take_is_refused_by_name():
-    assert not accepts(np.ones((3, 2), np.float32), np.zeros((2, 2), order="F"))  # dtypes
-    assert not accepts(np.ones((3, 2)), np.zeros((2, 2)).T.copy(order="C")[:, :1])
-    assert not accepts(np.ones((3, 2)), np.zeros((3, 3), order="F"))  # not m x m
+def test_what_blas_cannot_take_is_refused_by_name(rng):
+    D, C = np.ones((3, 2)), np.zeros((2, 2), order="F")
+    assert accepts(D, C)
+    assert not accepts(D.astype(np.float32), C)  # dtypes differ
+    assert not accepts(D, np.zeros((2, 2), order="C"))  # C row-major
+    assert not accepts(D, np.zeros((3, 3), order="F"))  # not m x m
+    read_only = C.copy(order="F")
+    read_only.setflags(write=False)
+    assert not accepts(D, read_only)
+    # Views whose rows or columns overlap would make BLAS read or write past them.
+    assert not accepts(np.broadcast_to(np.arange(3.0), (4, 3)), np.zeros((3, 3), order="F"))
+    windows = np.lib.stride_tricks.sliding_window_view(rng.normal(size=8), 3)
+    assert not accepts(windows, np.zeros((3, 3), order="F"))
+    assert not accepts(D, np.broadcast_to(np.zeros((2, 1)), (2, 2)))
     with pytest.raises(TypeError, match="syrk_lower takes"):
         syrk_lower(np.ones((3, 2), np.float32), np.zeros((2, 2), order="F"))
 
@@ -75,17 +85,24 @@ def test_the_gil_is_released_while_blas_works(rng):
 
 
 def test_float32_blocks_with_the_scratch_product_add_what_the_panels_add(rng):
-    """The pass's two float32 ways (one syrk into the scratch, or column panels) give the
-    same float64 sums to float32 rounding, over several blocks."""
-    m = 300
-    with_scratch, with_panels = np.zeros((m, m), order="F"), np.zeros((m, m), order="F")
-    for _ in range(3):
-        D = rng.normal(size=(400, m)).astype(np.float32)
+    """The pass's two float32 ways (one syrk into the scratch, its panels added on one
+    thread or two; or column panels) give the same float64 sums to float32 rounding over
+    several blocks, the threads exactly the same; whatever the scratch held is not read."""
+    m = 1200  # more than one column panel of the adds and one syrk block (width 4096)
+    sums = {way: np.zeros((m, m), order="F") for way in ("one", "two", "panels")}
+    for _ in range(2):
+        D = rng.normal(size=(m, m)).astype(np.float32)
         scratch = gram_scratch(D)
         assert scratch is not None and scratch.shape == (m, m)
-        add_gram(with_scratch, D, scratch)
-        add_gram(with_panels, D)
+        scratch[...] = np.nan  # as uninitialised memory may hold
+        add_gram(sums["one"], D, scratch)
+        scratch[...] = np.nan
+        add_gram(sums["two"], D, scratch, threads=2)
+        add_gram(sums["panels"], D)
     lower = np.tril_indices(m)
-    np.testing.assert_allclose(with_scratch[lower], with_panels[lower], rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(sums["one"][lower], sums["two"][lower])
+    assert np.isfinite(sums["one"]).all()  # the upper triangle too: nothing of the scratch's
+    np.testing.assert_allclose(sums["one"][lower], sums["panels"][lower], rtol=1e-4,
+                               atol=1e-2)
     assert gram_scratch(np.empty((m - 1, m), np.float32)) is None  # larger than the block
     assert gram_scratch(np.empty((m, m))) is None  # float64 blocks go straight into G

@@ -102,7 +102,8 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
 
     With ``out`` (an m x m C-ordered float64 array) the panels are written
     there; without, only the sums are kept, so the reference row of the pass
-    costs O(m) memory. Returns ``(column_sums, max_abs_row_sum)``.
+    costs O(m) memory beside a 4 MiB panel per thread. Returns
+    ``(column_sums, max_abs_row_sum)``.
 
     Examples
     --------
@@ -111,6 +112,8 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
     >>> sums.tolist(), norm
     ([0.0, 1.0], 1.0)
     """
+    if out is not None and not out.flags.c_contiguous:
+        raise ValueError("landmark_kernel_panels writes its panels into a C-ordered out")
     wide = is_wide_matrix(landmarks, kernel)
     # Wide landmarks (10^6 features) are read by feature panels in their own dtype:
     # a float64 copy of Z would be m x p words more (docs/design.md §12).
@@ -136,7 +139,8 @@ def landmark_kernel_panels(landmarks, kernel, params: dict, out: np.ndarray | No
         # thread the process may use: at m = 10^4, 0.26 s on two threads against 0.9 s
         # for numpy's elementwise steps on one (docs/design.md §11).
         panel_kernel = LandmarkKernel(Z, kernel, params, np.float64).prepared()
-        threads = blas_thread_count()
+        # A callable kernel runs on one thread: it may not be safe to call from two.
+        threads = blas_thread_count() if isinstance(kernel, str) else 1
 
         def make(target: np.ndarray, rows: slice) -> None:
             panel_kernel.into(target, Z[rows])
