@@ -16,6 +16,7 @@ tiled factorisation: tests/faults/test_fault_sweep.py.
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import dask
 import dask.array as da
@@ -86,6 +87,13 @@ def _assert_same(model: KernelPCA, reference: KernelPCA, rtol: float = 1e-8) -> 
                                    atol=rtol * np.abs(expected).max())
 
 
+def _leading(model: KernelPCA, q: int):
+    """The first q eigenvalues and columns of ``model``'s projection: the pairs whose
+    vectors are well defined (trailing ones of nearly equal small eigenvalues are not)."""
+    return SimpleNamespace(eigenvalues_=model.eigenvalues_[:q],
+                           projection_=model.projection_[:, :q], offset_=model.offset_[:q])
+
+
 @pytest.fixture(scope="module")
 def tiled(client):
     with dask.config.set({SOLVE_KEY: "tiles"}):
@@ -145,7 +153,8 @@ def test_a_tiled_model_grows_and_is_saved_by_the_workers(client, tmp_path):
 
 def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):
     """n_components=0.1 on tiles: as many components, and the same model, as in one
-    process; n_components=None (every eigenpair) is refused with the way out."""
+    process; n_components=None (every eigenpair) is refused with the way out, K_mm keeping
+    more landmarks than the factor by columns takes."""
     with dask.config.set({SOLVE_KEY: "tiles"}):
         model = KernelPCA(**{**PARAMS, "n_components": 0.1}, n_landmarks=400).fit(_data())
         with pytest.raises(InvalidParameterError, match="asks for every eigenpair"):
@@ -190,6 +199,16 @@ def test_a_landmark_matrix_of_low_rank_takes_one_process_pivoted_factor(client):
     assert model.statistics_.gram.numblocks == (3, 3)
     assert model.landmark_rank_ == reference.landmark_rank_ <= 400 // 8
     _assert_same(model, reference, rtol=1e-10)
+    # Every eigenpair is an r x r problem here: served, as in one process.
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model.set_n_components(None)
+    reference.set_n_components(None)
+    assert model.n_components_ == reference.n_components_ > params["n_components"]
+    largest = reference.eigenvalues_[0]
+    np.testing.assert_allclose(model.eigenvalues_, reference.eigenvalues_, rtol=0,
+                               atol=1e-10 * largest)
+    _assert_same(_leading(model, params["n_components"]),
+                 _leading(reference, params["n_components"]), rtol=1e-10)
 
 
 def test_a_rank_deficient_landmark_matrix_takes_the_jitter(client):

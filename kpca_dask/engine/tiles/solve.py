@@ -39,8 +39,9 @@ On the tiled factor, trace(M) is the exact trace on the Krylov basis plus a Hutc
 of the rest (its standard error kept, as on one machine past
 :data:`kpca_dask.engine.solve.nystrom.EXACT_TRACE_SHARE`); a float ``n_components``
 takes the exact trace, <S, K^-1> = sum(L^-1 S * L^-1), in about 4 m^3 / 3
-flops over the tiles. ``n_components=None`` (every eigenpair) is refused: it
-needs the dense eigendecomposition of one machine.
+flops over the tiles. ``n_components=None`` (every eigenpair) needs the dense
+eigendecomposition of one machine: it is served when K_mm has low rank (the r x r
+problem is solved in the client) and refused otherwise, once the factor shows which.
 """
 
 from __future__ import annotations
@@ -105,13 +106,6 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
                 n_components, remove_zero_eig: bool = False, *, pass_dtype=np.float64
                 ) -> SmallProblem:
     """The small problem of ``stats``, whose G is tiles on a cluster (module docstring)."""
-    if n_components is None:
-        raise InvalidParameterError(
-            "n_components=None asks for every eigenpair of the landmark problem, a dense "
-            "eigendecomposition on one machine, but its m x m arrays are tiles over the "
-            "workers here (too large for one). Ask for a number of components (an int) or a "
-            "fraction of the variance (a float), or set dask's 'kpca-dask.landmark-solve' to "
-            "'worker' if one worker can hold them.")
     gram = stats.gram
     m = gram.shape[0]
     client = held_client(gram)
@@ -123,6 +117,14 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     if isinstance(factor, LandmarkFactor):  # K_mm of low rank: r x r, solved here
         return solve_low_rank(dataclasses.replace(stats, gram=G), factor, n_components,
                               remove_zero_eig, pass_dtype)
+    if n_components is None:
+        raise InvalidParameterError(
+            f"n_components=None asks for every eigenpair of the landmark problem, a dense "
+            f"eigendecomposition on one machine, but the landmarks' kernel matrix keeps more "
+            f"than {most_kept(m, process_room_bytes())} of its {m} landmarks here, so its "
+            f"m x m arrays stay tiles over the workers (too large for one). Ask for a number "
+            f"of components (an int) or a fraction of the variance (a float), or set dask's "
+            f"'kpca-dask.landmark-solve' to 'worker' if one worker can hold them.")
     n = stats.n_samples
     s = stats.column_sums
     s_tiled = da.from_array(s, chunks=(G.chunks[0],))
