@@ -82,14 +82,16 @@ def accepts(D: np.ndarray, C: np.ndarray) -> bool:
             and max(D.shape) < 2**31)
 
 
-def syrk_lower(D: np.ndarray, C: np.ndarray, beta: float = 1.0, update: int = UPDATE
-               ) -> np.ndarray:
-    """``C = beta C + D^T D`` on the lower triangle of the column-major ``C``, in place.
+def syrk_lower(D: np.ndarray, C: np.ndarray, beta: float = 1.0, update: int = UPDATE,
+               alpha: float = 1.0) -> np.ndarray:
+    """``C = beta C + alpha D^T D`` on the lower triangle of the column-major ``C``, in place.
 
     ``D`` is rows x m, row- or column-major (a block of a larger array is read in
     place). C's upper triangle is neither read nor written; with ``beta = 0`` its
     lower one is not read either, so it may hold anything. ``update`` is the columns of
-    a diagonal block (:data:`UPDATE`; a smaller one takes every path on a small C).
+    a diagonal block (:data:`UPDATE`; a smaller one takes every path on a small C). C may
+    be a block of a larger column-major array (the Cholesky factorisation's trailing
+    matrix, updated with ``alpha = -1``).
 
     Examples
     --------
@@ -114,7 +116,7 @@ def syrk_lower(D: np.ndarray, C: np.ndarray, beta: float = 1.0, update: int = UP
     else:  # A = D (rows x m): C += A^T A
         trans, other, lda = b"T", b"N", _leading(D, 0)
         column_step = word * lda  # D's column j: j lda words on
-    one, scale = ctypes.byref(real(1.0)), ctypes.byref(real(beta))
+    times, scale = ctypes.byref(real(alpha)), ctypes.byref(real(beta))
 
     def column(j: int) -> int:
         return D.ctypes.data + j * column_step
@@ -122,12 +124,12 @@ def syrk_lower(D: np.ndarray, C: np.ndarray, beta: float = 1.0, update: int = UP
     def entry(i: int, j: int) -> int:
         return C.ctypes.data + word * (i + j * ldc)
 
-    for j in range(0, m, update):  # C_jj = beta C_jj + D_j^T D_j, then the rows below
+    for j in range(0, m, update):  # C_jj = beta C_jj + alpha D_j^T D_j, then the rows below
         w, below = min(update, m - j), max(0, m - j - update)
-        syrk(CHAR(b"L"), CHAR(trans), by_int(w), by_int(rows), one, column(j), by_int(lda),
-             scale, entry(j, j), by_int(ldc))
-        if below:  # C_ij = beta C_ij + D_i^T D_j for the columns i after the block
-            gemm(CHAR(trans), CHAR(other), by_int(below), by_int(w), by_int(rows), one,
+        syrk(CHAR(b"L"), CHAR(trans), by_int(w), by_int(rows), times, column(j),
+             by_int(lda), scale, entry(j, j), by_int(ldc))
+        if below:  # C_ij = beta C_ij + alpha D_i^T D_j for the columns i after the block
+            gemm(CHAR(trans), CHAR(other), by_int(below), by_int(w), by_int(rows), times,
                  column(j + w), by_int(lda), column(j), by_int(lda), scale, entry(j + w, j),
                  by_int(ldc))
     return C

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..._parallel import single_blas_thread
 from ...blocks.blas_routines import CHAR, INT, by_int, routine
+from ...blocks.rank_update import syrk_lower
 
 __all__ = ["blocked_cholesky", "PANEL", "UPDATE"]
 
@@ -58,16 +59,6 @@ def _potrf():
 def _trsm():
     return routine("cython_blas", "dtrsm", CHAR, CHAR, CHAR, CHAR, INT, INT, _DOUBLE,
                     ctypes.c_void_p, INT, ctypes.c_void_p, INT)
-
-
-def _syrk():
-    return routine("cython_blas", "dsyrk", CHAR, CHAR, INT, INT, _DOUBLE, ctypes.c_void_p,
-                    INT, _DOUBLE, ctypes.c_void_p, INT)
-
-
-def _gemm():
-    return routine("cython_blas", "dgemm", CHAR, CHAR, INT, INT, INT, _DOUBLE,
-                    ctypes.c_void_p, INT, ctypes.c_void_p, INT, _DOUBLE, ctypes.c_void_p, INT)
 
 
 def _double(value: float):
@@ -107,7 +98,7 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL,
         return base + word * (row + column * m)
 
     lower, right, transposed, plain = CHAR(b"L"), CHAR(b"R"), CHAR(b"T"), CHAR(b"N")
-    potrf, trsm, syrk, gemm = _potrf(), _trsm(), _syrk(), _gemm()
+    potrf, trsm = _potrf(), _trsm()
     for k in range(0, m, panel):
         b = min(panel, m - k)
         info = ctypes.c_int(0)
@@ -120,12 +111,8 @@ def blocked_cholesky(A: np.ndarray, cutoff: float = 0.0, panel: int = PANEL,
         if rest:
             trsm(right, lower, transposed, plain, by_int(rest), by_int(b), _double(1.0), at(k, k),
                  by_int(m), at(k + b, k), by_int(m))
-            for j in range(k + b, m, update):  # A_jj -= L_jk L_jk^T, then the rows below
-                w, below = min(update, m - j), max(0, m - j - update)
-                syrk(lower, plain, by_int(w), by_int(b), _double(-1.0), at(j, k), by_int(m),
-                     _double(1.0), at(j, j), by_int(m))
-                if below:
-                    gemm(plain, transposed, by_int(below), by_int(w), by_int(b), _double(-1.0),
-                         at(j + w, k), by_int(m), at(j, k), by_int(m), _double(1.0), at(j + w, j),
-                         by_int(m))
+            # The trailing matrix less L_k L_k^T (L_k the panel's rows below it): syrk on
+            # diagonal blocks of `update` columns, gemm below each, where they lie.
+            syrk_lower(A[k + b:, k:k + b].T, A[k + b:, k + b:], beta=1.0, alpha=-1.0,
+                       update=update)
     return 0
