@@ -37,7 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import best_seconds, fastest_syrk, machine, write_results  # noqa: E402
 
-from kpca_dask.blocks.statistics import add_gram, gram_scratch, kernel_block_rows  # noqa: E402
+from kpca_dask.blocks.statistics import add_gram, kernel_block_rows  # noqa: E402
+from kpca_dask.blocks.workspace import gram_scratch  # noqa: E402
 
 
 def measure(m: int, rows: int, dtype: np.dtype, repeats: int) -> dict:

@@ -15,7 +15,7 @@ compiled epilogue (docs/design.md §8); nothing here knows about dask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,9 +26,9 @@ from .kernels import is_translation_invariant, kernel_diagonal, kernel_name
 from .landmark_kernel import LandmarkKernel
 from .rank_update import accepts, syrk_lower
 from .sparse_rows import as_block, first_nonfinite, is_sparse
+from .workspace import BlockWorkspace
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
-           "gram_scratch",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
            "kernel_rows_into", "fill_upper",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
@@ -75,6 +75,13 @@ class RunningStatistics:
     n_nonfinite: int = 0
     first_nonfinite_row: int = -1
     feature_sums: np.ndarray | None = None  # sum_i x_i (linear kernel), (p,)
+    # The chain's kernel block buffers, for its next task (kpca_dask.blocks.workspace);
+    # not part of the sums, and never pickled.
+    workspace: BlockWorkspace | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        """The sums without the workspace: a chain moved to another process makes its own."""
+        return {**self.__dict__, "workspace": None}
 
     @classmethod
     def empty(cls, reference: np.ndarray) -> "RunningStatistics":
@@ -104,6 +111,7 @@ class RunningStatistics:
 
     def finished(self) -> PassStatistics:
         """The sums as :class:`PassStatistics`, G made symmetric in place (no copy)."""
+        self.workspace = None  # the chain's buffers, freed before the m x m work
         fill_upper(self.gram)
         return PassStatistics(self.n_samples, self.column_sums, self.gram, self.diagonal_sum,
                               self.n_nonfinite, self.first_nonfinite_row, self.reference,
@@ -214,9 +222,10 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     # sums short before they are added up in float64.
     rows = even_block_rows(x.shape[0], kernel_block_rows(m, np.dtype(dtype).itemsize,
                                                          block_bytes))
-    buffer = np.empty((min(rows, x.shape[0]), m), dtype)
+    if running.workspace is None:
+        running.workspace = BlockWorkspace()
+    buffer, scratch = running.workspace.arrays(min(rows, x.shape[0]), m, dtype)
     kernel_rows = LandmarkKernel(landmarks, kernel, params, dtype)
-    scratch = gram_scratch(buffer)
     with blas_limit(blas_threads):
         for start in range(0, x.shape[0], rows):
             D = kernel_rows_into(buffer[: min(rows, x.shape[0] - start)],
@@ -226,24 +235,11 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     return running
 
 
-def gram_scratch(buffer: np.ndarray) -> np.ndarray | None:
-    """The float32 m x m product :func:`add_gram` takes for the kernel blocks of ``buffer``
-    (rows x m), when it is no larger than the buffer itself; None otherwise (and for
-    float64 blocks, which need none). The task then holds at most twice its kernel block.
-
-    Examples
-    --------
-    >>> gram_scratch(np.empty((4, 3), np.float32)).shape, gram_scratch(np.empty((2, 3), np.float32))
-    ((3, 3), None)
-    """
-    rows, m = buffer.shape
-    if buffer.dtype != np.float32 or m > rows:
-        return None
-    return np.empty((m, m), np.float32, order="F")  # syrk writes it before it is read
-
-
 def merge_running(*chains: RunningStatistics) -> RunningStatistics:
-    """The sums of several chains, added into the first in place: a node of the pass's tree."""
+    """The sums of several chains, added into the first in place: a node of the pass's tree.
+    The chains have made their last blocks: their workspaces are freed."""
+    for chain in chains:
+        chain.workspace = None
     for chain in chains[1:]:
         chains[0].add(chain)
     return chains[0]
@@ -343,15 +339,22 @@ def kernel_block_rows(n_landmarks: int, itemsize: int = 8, block_bytes: int | No
 CACHE_BLOCK_BYTES = 2**20
 
 
+#: The fewest rows of a kernel sub-block: each GEMM packs the m landmarks again, so fewer
+#: rows pay that for little work. At m = 10^4 (float32, one thread, Intel Xeon) a block's
+#: kernel rows took 3.0 ns a value in 26-row sub-blocks (1 MiB), 2.0 in 256 and 512.
+CACHE_BLOCK_MIN_ROWS = 256
+
+
 def cache_block_rows(n_landmarks: int, itemsize: int) -> int:
-    """Rows of a kernel sub-block of ~1 MiB, whose elementwise work stays in cache.
+    """Rows of a kernel sub-block of ~1 MiB, whose elementwise work stays in cache, but at
+    least :data:`CACHE_BLOCK_MIN_ROWS`.
 
     Examples
     --------
-    >>> cache_block_rows(1000, 8), cache_block_rows(1000, 4), cache_block_rows(10**6, 8)
-    (131, 262, 16)
+    >>> cache_block_rows(100, 8), cache_block_rows(1000, 8), cache_block_rows(10**4, 4)
+    (1310, 256, 256)
     """
-    return int(max(16, CACHE_BLOCK_BYTES // (itemsize * max(n_landmarks, 1))))
+    return int(max(CACHE_BLOCK_MIN_ROWS, CACHE_BLOCK_BYTES // (itemsize * max(n_landmarks, 1))))
 
 
 def even_block_rows(n_rows: int, most: int) -> int:

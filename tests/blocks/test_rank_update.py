@@ -10,7 +10,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from kpca_dask.blocks.rank_update import accepts, syrk_lower
-from kpca_dask.blocks.statistics import add_gram, gram_scratch
+from kpca_dask.blocks.statistics import add_gram
+from kpca_dask.blocks.workspace import gram_scratch
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
