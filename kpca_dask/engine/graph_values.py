@@ -24,6 +24,7 @@ with the key to raise (and the scheduler's memory to give it).
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import dask
 import numpy as np
@@ -63,9 +64,7 @@ def shared_values(like, *values) -> list:
     >>> a.compute().tolist(), b
     ([1.0, 1.0, 1.0], None)
     """
-    from distributed import Client  # noqa: PLC0415 - a dependency, imported when used
-
-    client = like if isinstance(like, Client) else distributed_client(like)
+    client = like if _is_client(like) else distributed_client(like)
     if client is None:
         return [dask.delayed(value, pure=True) if isinstance(value, np.ndarray) else value
                 for value in values]
@@ -80,6 +79,16 @@ def shared_values(like, *values) -> list:
     with carrying(nbytes):
         futures = iter(client.compute(literals))
     return [next(futures) if isinstance(value, np.ndarray) else value for value in values]
+
+
+def _is_client(like) -> bool:
+    """Whether ``like`` is a ``distributed.Client`` (none can be before distributed is
+    imported, and importing it takes about 0.2 s of a process's first fit)."""
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import Client  # noqa: PLC0415 - imported already
+
+    return isinstance(like, Client)
 
 
 def refuse_beyond_scheduler_copy(nbytes: int) -> None:

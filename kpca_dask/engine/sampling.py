@@ -22,7 +22,12 @@ from dataclasses import dataclass, field
 import dask.array as da
 import numpy as np
 
-from .._parallel import distributed_client, read_scheduler, with_own_inputs_locally
+from .._parallel import (
+    compute_options,
+    distributed_client,
+    read_scheduler,
+    with_own_inputs_locally,
+)
 from ..blocks.sparse_rows import as_block, first_nonfinite
 from ..errors import InsufficientMemoryError, NonFiniteInputError
 
@@ -211,7 +216,9 @@ def read_rows(rows: da.Array):
     >>> read_rows(da.arange(12.0, chunks=3).reshape(2, 6)).tolist()
     [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]
     """
-    scheduler = read_scheduler()  # "sync" in a task that reads its own rows
+    # "sync" in a task that reads its own rows; else the default, named when dask would
+    # import distributed to find it (kpca_dask._parallel.scheduler_for).
+    scheduler = read_scheduler() or compute_options(rows).get("scheduler")
     if (rows.numblocks[1] == 1 or not isinstance(rows._meta, np.ndarray)
             or (scheduler is None and distributed_client(rows) is not None)):
         return as_block(rows.compute(scheduler=scheduler))

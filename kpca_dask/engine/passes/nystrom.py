@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from ..._compat import task_spec
 from ..._memory import memory_budget, release_freed_memory
-from ..._parallel import capped_blas, distributed_client
+from ..._parallel import capped_blas, compute_options, distributed_client, scheduler_for
 from ...blocks.projection import project_block
 from ...blocks.statistics import (
     PassStatistics,
@@ -107,7 +107,7 @@ def pass_plan(X: da.Array, n_landmarks: int) -> PassPlan:
             per_process, min(RATE_BLOCK_ROWS * m * 4, 4 * m**2)))
     client = distributed_client(X)
     processes = len(client.scheduler_info(n_workers=-1)["workers"]) if client else 1
-    threaded = dask.base.get_scheduler(collections=[X]) is dask.threaded.get
+    threaded = scheduler_for(X) is dask.threaded.get
     return PassPlan(max(1, per_process * processes), blas_threads,
                     per_process if threaded else None, block_bytes)
 
@@ -283,7 +283,7 @@ def pass_threads(X: da.Array, plan: PassPlan):
             yield {}
         return
     with threadpool_limits(limits=plan.blas_threads, user_api="blas"):
-        yield {"num_workers": plan.local_threads}
+        yield {"num_workers": plan.local_threads, **compute_options(X)}
 
 
 def raise_if_nonfinite(stats: PassStatistics, what: str = "X") -> None:
