@@ -15,7 +15,7 @@ compiled epilogue (docs/design.md §8); nothing here knows about dask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -79,9 +79,10 @@ class RunningStatistics:
     # not part of the sums, and never pickled.
     workspace: BlockWorkspace | None = field(default=None, repr=False, compare=False)
 
-    def __getstate__(self) -> dict:
+    def __reduce__(self):
         """The sums without the workspace: a chain moved to another process makes its own."""
-        return {**self.__dict__, "workspace": None}
+        return type(self), tuple(getattr(self, kept.name) for kept in fields(self)
+                                 if kept.name != "workspace")
 
     @classmethod
     def empty(cls, reference: np.ndarray) -> "RunningStatistics":
