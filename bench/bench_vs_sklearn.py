@@ -11,7 +11,11 @@ process on the same data: the pass's distance GEMM X_b Z^T and SYRK D_b^T D_b, p
 transform's X_b Z^T and its product with the m x q projection, each at the
 least time over row blocks and over one thread per core or one thread with
 every core's BLAS threads. Two ratios: to scikit-learn and to the floor
-(goal <= 1.15).
+(goal <= 1.15). Each is given for the first fit_transform in a fresh process,
+as a script's first call, and for a second one of a new model in that process:
+the first also loads compiled code and maps new pages, which on a virtual machine
+that hands freed memory back to its host cost up to 1.7 s a GB (touching 0.6 GB
+afresh took 0.1-1.05 s from one process to the next, Intel Xeon KVM guest).
 
     python bench/bench_vs_sklearn.py                 # n = 200 000, p = 32, m = 1000, q = 10
     python bench/bench_vs_sklearn.py --n-samples 20000 --repeats 1   # quick check
@@ -36,24 +40,31 @@ from _fresh import run_python  # noqa: E402
 
 
 def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
-    """Time one fit_transform of ``method`` on the saved data (runs in a subprocess)."""
+    """Time a first fit_transform of ``method`` on the saved data (runs in a subprocess), and
+    a second one of a new model in the same process (its pages and loaded code reused)."""
     X = np.load(data_path)
     if method == "sklearn":
         from sklearn.decomposition import PCA
         from sklearn.kernel_approximation import Nystroem
         from sklearn.pipeline import make_pipeline
 
-        model = make_pipeline(Nystroem(gamma=gamma, n_components=m, random_state=0), PCA(q))
+        def model():
+            return make_pipeline(Nystroem(gamma=gamma, n_components=m, random_state=0), PCA(q))
     else:
         from kpca_dask import KernelPCA
 
-        model = KernelPCA(q, gamma=gamma, n_landmarks=m, random_state=0)
-    started = time.perf_counter()
-    Y = model.fit_transform(X)
-    seconds = time.perf_counter() - started
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"method": method, "seconds": seconds, "peak_rss_mib": peak_mib,
-            "shape": list(Y.shape), "first_values": np.abs(Y[:3, 0]).tolist()}
+        def model():
+            return KernelPCA(q, gamma=gamma, n_landmarks=m, random_state=0)
+    seconds = []
+    for _ in range(2):
+        started = time.perf_counter()
+        Y = model().fit_transform(X)
+        seconds.append(time.perf_counter() - started)
+        if len(seconds) == 1:  # the first call's peak, before a second model exists
+            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"method": method, "seconds": seconds[0], "again": seconds[1],
+            "peak_rss_mib": peak_mib, "shape": list(Y.shape),
+            "first_values": np.abs(Y[:3, 0]).tolist()}
 
 
 def floor_of(data_path: str, m: int, q: int, repeats: int) -> dict:
@@ -109,6 +120,7 @@ def main(argv=None) -> int:
                      "--n-features", str(args.n_features)], check=True)
                 runs.append(json.loads(child.stdout.strip().splitlines()[-1]))
             results[method] = min(runs, key=lambda r: r["seconds"])
+            results[method]["again"] = min(run["again"] for run in runs)
         # Times only, no memory: measured here, the best of --repeats.
         results["floor"] = floor_of(data_path, args.n_landmarks, args.n_components,
                                     args.repeats)
@@ -118,15 +130,19 @@ def main(argv=None) -> int:
     print(f"n = {args.n_samples:,}, p = {args.n_features}, m = {args.n_landmarks}, "
           f"q = {args.n_components}, rbf, float64, best of {args.repeats}; load average at "
           f"the end {load}\n{machine()}\n")
-    print("| method | fit_transform (s) | peak RSS (MiB) |")
-    print("|---|---|---|")
-    print(f"| scikit-learn Nystroem + PCA | {sk['seconds']:.2f} | {sk['peak_rss_mib']:.0f} |")
-    print(f"| kpca-dask KernelPCA (threads) | {ours['seconds']:.2f} | {ours['peak_rss_mib']:.0f} |")
+    print("| method | fit_transform (s), first in a fresh process | again, same process (s) "
+          "| peak RSS (MiB) |")
+    print("|---|---|---|---|")
+    for name, row in (("scikit-learn Nystroem + PCA", sk), ("kpca-dask KernelPCA (threads)", ours)):
+        print(f"| {name} | {row['seconds']:.2f} | {row['again']:.2f} | {row['peak_rss_mib']:.0f} |")
     print(f"| floor: pass {floor['fit']:.2f} s ({floor['fit_how']}) + transform "
-          f"{floor['transform']:.2f} s ({floor['transform_how']}) | {floor['seconds']:.2f} | |")
+          f"{floor['transform']:.2f} s ({floor['transform_how']}) | {floor['seconds']:.2f} | "
+          f"{floor['seconds']:.2f} | |")
     print(f"| **ratio kpca-dask / scikit-learn** | **{ours['seconds'] / sk['seconds']:.2f}** | "
+          f"**{ours['again'] / sk['again']:.2f}** | "
           f"**{ours['peak_rss_mib'] / sk['peak_rss_mib']:.2f}** |")
-    print(f"| **ratio kpca-dask / floor** | **{ours['seconds'] / floor['seconds']:.2f}** | |")
+    print(f"| **ratio kpca-dask / floor** | **{ours['seconds'] / floor['seconds']:.2f}** | "
+          f"**{ours['again'] / floor['seconds']:.2f}** | |")
     return 0
 
 

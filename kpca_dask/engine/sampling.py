@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import dask.array as da
 import numpy as np
+from dask.highlevelgraph import MaterializedLayer
 
 from .._parallel import (
     compute_options,
@@ -183,10 +184,56 @@ class RowSampler:
 def _read_by_runs(X: da.Array, ascending: np.ndarray):
     """The rows ``X[ascending]`` read now. A chunk of data chunked along the features is made
     inside one task from what only it uses, so a row block's chunks are not all made before
-    the first is read (``with_own_inputs_locally``)."""
+    the first is read (``with_own_inputs_locally``). Rows of blocks the graph holds as
+    arrays (in-memory data) are taken from them, with no scheduler."""
+    blocks = held_blocks(X)
+    if blocks is not None:
+        return _rows_of_blocks(blocks, ascending)
     if X.numblocks[1] > 1:
         X = with_own_inputs_locally(X)
     return read_rows(_rows_by_runs(X, ascending))
+
+
+def held_blocks(X: da.Array) -> list[np.ndarray] | None:
+    """The row blocks of ``X`` when its graph is one layer holding them as numpy arrays (how
+    the estimators wrap in-memory data, ``kpca_dask.validation.as_dask_array``); else None.
+
+    Reading rows of those through the scheduler took 0.13-0.17 s of a 2.7 s fit_transform
+    (a sample of 10^4 rows of 200 000 x 32, graph, ordering and threads); taken from the
+    arrays, milliseconds.
+
+    Examples
+    --------
+    >>> from kpca_dask.validation import as_dask_array
+    >>> [block.shape for block in held_blocks(as_dask_array(np.zeros((5, 2)), block_rows=3)[0])]
+    [(3, 2), (2, 2)]
+    >>> held_blocks(da.zeros((5, 2), chunks=3)) is None  # made by tasks
+    True
+    """
+    graph = X.__dask_graph__()
+    layers = getattr(graph, "layers", None)
+    if (X.ndim != 2 or X.numblocks[1] != 1 or layers is None or len(layers) != 1
+            or not isinstance(layers.get(X.name), MaterializedLayer)):
+        return None
+    layer = layers[X.name]
+    blocks = [layer.get((X.name, i, 0)) for i in range(X.numblocks[0])]
+    if all(isinstance(block, np.ndarray) and block.shape == (rows, X.shape[1])
+           and block.dtype == X.dtype for block, rows in zip(blocks, X.chunks[0])):
+        return blocks
+    return None
+
+
+def _rows_of_blocks(blocks: list[np.ndarray], ascending: np.ndarray) -> np.ndarray:
+    """Rows ``ascending`` (global, sorted) of the stacked ``blocks``, as one new array."""
+    starts = np.cumsum([0] + [len(block) for block in blocks])
+    which = np.searchsorted(starts, ascending, side="right") - 1
+    cuts = np.searchsorted(which, np.arange(len(blocks) + 1))
+    parts = [blocks[b][ascending[cuts[b]:cuts[b + 1]] - starts[b]]
+             for b in range(len(blocks)) if cuts[b + 1] > cuts[b]]
+    if not parts:
+        return np.empty((0, blocks[0].shape[1] if blocks else 0),
+                        blocks[0].dtype if blocks else np.float64)
+    return np.concatenate(parts, axis=0)
 
 
 def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"

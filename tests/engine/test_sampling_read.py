@@ -101,3 +101,23 @@ def test_growing_samples_share_their_slots(n):
     assert [s.size for s in landmark_samples] == [20 * m for m in (128, 256, 512, 1024)]
     slots = [set(s // run_rows(n)) for s in landmark_samples]
     assert set().union(*slots) == slots[-1]
+
+
+@pytest.mark.parametrize("size", [1, 300, 5_000, 30_000])
+def test_rows_of_in_memory_data_are_taken_from_its_blocks(rng, size):
+    """Wrapped numpy data: the sample's rows come from the blocks the graph holds, across block
+    edges, equal to indexing the array; an array made by tasks is read by the scheduler."""
+    import dask.array as da
+
+    from kpca_dask.engine.sampling import RowSampler, held_blocks
+    from kpca_dask.validation import as_dask_array
+
+    X = rng.normal(size=(40_000, 3))
+    wrapped, _ = as_dask_array(X, block_rows=7_000)
+    assert held_blocks(wrapped) is not None
+    made = da.from_array(X, chunks=(7_000, 3)) + 0.0  # blocks of a task
+    assert held_blocks(made) is None and held_blocks(wrapped.astype(np.float32)) is None
+    for source in (wrapped, made):
+        rows, indices = RowSampler(source).sample(size, np.random.default_rng(size))
+        np.testing.assert_array_equal(rows, X[indices])
+        assert not np.shares_memory(rows, X)
