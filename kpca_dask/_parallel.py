@@ -74,7 +74,15 @@ def scheduler_for(collection=None):
 
 def compute_options(collection) -> dict:
     """``dask.compute``'s keywords that name :func:`scheduler_for` ``collection``: none
-    when dask finds it as cheaply (a client, a configured scheduler)."""
+    when dask finds it as cheaply (a client, a configured scheduler).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> with dask.config.set(scheduler="sync"):
+    ...     compute_options(da.zeros(3))
+    {}
+    """
     if "distributed" in sys.modules or dask.config.get("scheduler", None) is not None:
         return {}
     return {"scheduler": scheduler_for(collection)}

@@ -81,8 +81,8 @@ class RunningStatistics:
 
     def __reduce__(self):
         """The sums without the workspace: a chain moved to another process makes its own."""
-        return type(self), tuple(getattr(self, kept.name) for kept in fields(self)
-                                 if kept.name != "workspace")
+        return _rebuilt, (type(self), {kept.name: getattr(self, kept.name)
+                                       for kept in fields(self) if kept.name != "workspace"})
 
     @classmethod
     def empty(cls, reference: np.ndarray) -> "RunningStatistics":
@@ -99,7 +99,9 @@ class RunningStatistics:
         return self
 
     def add(self, other: "RunningStatistics") -> "RunningStatistics":
-        """Add another chain's sums to these, in place; returns self."""
+        """Add another chain's sums to these, in place; returns self. Both chains have made
+        their last blocks: their workspaces are freed."""
+        self.workspace = other.workspace = None
         self.gram += other.gram
         self.column_sums += other.column_sums
         self.n_samples += other.n_samples
@@ -117,6 +119,11 @@ class RunningStatistics:
         return PassStatistics(self.n_samples, self.column_sums, self.gram, self.diagonal_sum,
                               self.n_nonfinite, self.first_nonfinite_row, self.reference,
                               self.feature_sums)
+
+
+def _rebuilt(cls, values: dict):
+    """An unpickled accumulator: its fields by name (``RunningStatistics.__reduce__``)."""
+    return cls(**values)
 
 
 def summed_features(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -203,13 +210,16 @@ def fill_upper(gram: np.ndarray) -> None:
 
 
 def statistics_of_block(running, block, row_offset, landmarks, kernel, params, dtype, reference,
-                        origin=None, blas_threads=None, block_bytes=None):
+                        origin=None, blas_threads=None, block_bytes=None, keep_buffers=True):
     """Add one row block's statistics to ``running`` (None: start a chain) and return it.
 
     Module level, so the dashboard names the task; ``blas_threads`` is the
     chain's share of the cores (docs/design.md §8), ``block_bytes`` the most
     a kernel block may take (default :data:`KERNEL_BLOCK_BYTES`; the pass
-    sets it from the worker's memory, docs/guide/memory.md).
+    sets it from the worker's memory, docs/guide/memory.md). ``keep_buffers``:
+    the kernel block's buffers go on to the chain's next task
+    (:mod:`kpca_dask.blocks.workspace`), as on the local pool, where a chain has a
+    thread of its own; else they are freed with the task.
     """
     if running is None:
         running = RunningStatistics.empty(reference)
@@ -233,14 +243,13 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
                                   x[start : start + rows], kernel_rows, shift,
                                   running.column_sums)
             add_gram(running.gram, D, scratch, threads=blas_threads or 1)
+    if not keep_buffers:
+        running.workspace = None
     return running
 
 
 def merge_running(*chains: RunningStatistics) -> RunningStatistics:
-    """The sums of several chains, added into the first in place: a node of the pass's tree.
-    The chains have made their last blocks: their workspaces are freed."""
-    for chain in chains:
-        chain.workspace = None
+    """The sums of several chains, added into the first in place: a node of the pass's tree."""
     for chain in chains[1:]:
         chains[0].add(chain)
     return chains[0]
@@ -342,20 +351,26 @@ CACHE_BLOCK_BYTES = 2**20
 
 #: The fewest rows of a kernel sub-block: each GEMM packs the m landmarks again, so fewer
 #: rows pay that for little work. At m = 10^4 (float32, one thread, Intel Xeon) a block's
-#: kernel rows took 3.0 ns a value in 26-row sub-blocks (1 MiB), 2.0 in 256 and 512.
+#: kernel rows took 3.0 ns a value in 26-row sub-blocks (1 MiB), 2.0 in 256 and 512. Never
+#: past :data:`CACHE_BLOCK_MOST_BYTES` for that, whatever m.
 CACHE_BLOCK_MIN_ROWS = 256
+CACHE_BLOCK_MOST_BYTES = 2**25
 
 
 def cache_block_rows(n_landmarks: int, itemsize: int) -> int:
     """Rows of a kernel sub-block of ~1 MiB, whose elementwise work stays in cache, but at
-    least :data:`CACHE_BLOCK_MIN_ROWS`.
+    least :data:`CACHE_BLOCK_MIN_ROWS` while they take at most 32 MiB.
 
     Examples
     --------
     >>> cache_block_rows(100, 8), cache_block_rows(1000, 8), cache_block_rows(10**4, 4)
     (1310, 256, 256)
+    >>> cache_block_rows(10**5, 8), cache_block_rows(10**6, 8)  # 32 MiB, then 1 MiB's 16 rows
+    (41, 16)
     """
-    return int(max(CACHE_BLOCK_MIN_ROWS, CACHE_BLOCK_BYTES // (itemsize * max(n_landmarks, 1))))
+    m_bytes = itemsize * max(n_landmarks, 1)
+    least = min(CACHE_BLOCK_MIN_ROWS, CACHE_BLOCK_MOST_BYTES // m_bytes)
+    return int(max(16, least, CACHE_BLOCK_BYTES // m_bytes))
 
 
 def even_block_rows(n_rows: int, most: int) -> int:

@@ -10,7 +10,10 @@ too). The chain's accumulator (:class:`~kpca_dask.blocks.statistics.RunningStati
 therefore carries a :class:`BlockWorkspace` to its next task, which runs after
 this one: the chain holds what one task held, for its length rather than one
 task's (docs/guide/memory.md). It is dropped when the accumulator is pickled
-(a chain moved to another worker makes its own) and when chains are merged.
+(a chain moved to another worker makes its own) and when chains are merged,
+and kept only on dask's local pool, where each chain has a thread of its own.
+The other passes (wide rows, tiles, coupled fields, replicates) still make
+their buffers in each task.
 """
 
 from __future__ import annotations
@@ -50,8 +53,11 @@ class BlockWorkspace:
         """
         dtype = np.dtype(dtype)
         held = self._buffer
+        if held is None or held.dtype != dtype or held.shape[1] != m:
+            self._scratch = None  # m x m of another m, or a float64 chain's (none)
         if held is None or held.dtype != dtype or held.shape[1] != m or held.shape[0] < rows:
-            self._buffer = self._scratch = None  # freed before the new ones are made
+            del held
+            self._buffer = None  # freed before the new one is made
             self._buffer = np.empty((rows, m), dtype)
         buffer = self._buffer[:rows]
         if self._scratch is None:

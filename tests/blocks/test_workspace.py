@@ -51,6 +51,21 @@ def test_reused_buffers_give_the_sums_of_fresh_ones(rng, dtype):
     np.testing.assert_array_equal(kept.column_sums, fresh.column_sums)
 
 
+def test_a_block_is_made_in_the_held_buffer(rng):
+    landmarks = rng.normal(size=(6, 3))
+    running = _chain([rng.normal(size=(40, 3))], landmarks, np.float64)
+    buffer, _ = running.workspace.arrays(40, 6, np.float64)
+    buffer[...] = np.nan
+    _chain([rng.normal(size=(40, 3))], landmarks, np.float64, running)
+    assert np.isfinite(buffer).all()  # the second block's kernel rows were written there
+
+
+def test_on_a_cluster_the_buffers_go_with_the_task(rng):
+    running = statistics_of_block(None, rng.normal(size=(40, 3)), 0, rng.normal(size=(6, 3)),
+                                  "rbf", GAMMA, np.float32, np.zeros(6), keep_buffers=False)
+    assert running.workspace is None
+
+
 def test_a_pickled_chain_leaves_its_workspace_behind(rng):
     running = _chain([rng.normal(size=(40, 3))], rng.normal(size=(6, 3)), np.float32)
     assert running.workspace is not None
@@ -76,6 +91,10 @@ def test_a_larger_block_or_another_m_gets_new_buffers():
     small, _ = workspace.arrays(10, 4, np.float64)
     larger, _ = workspace.arrays(20, 4, np.float64)
     assert larger.shape == (20, 4) and not np.shares_memory(small, larger)
+    _, scratch = workspace.arrays(10, 4, np.float32)
+    _, kept = workspace.arrays(30, 4, np.float32)  # more rows, same m: the product is kept
+    assert kept is scratch
+    assert workspace.arrays(3, 4, np.float32)[1] is None  # fewer rows than m: no product
     other_m, _ = workspace.arrays(20, 5, np.float64)
     assert other_m.shape == (20, 5)
     as_float32, scratch = workspace.arrays(20, 5, np.float32)

@@ -107,6 +107,7 @@ def test_growing_samples_share_their_slots(n):
 def test_rows_of_in_memory_data_are_taken_from_its_blocks(rng, size):
     """Wrapped numpy data: the sample's rows come from the blocks the graph holds, across block
     edges, equal to indexing the array; an array made by tasks is read by the scheduler."""
+    import dask
     import dask.array as da
 
     from kpca_dask.engine.sampling import RowSampler, held_blocks
@@ -121,3 +122,13 @@ def test_rows_of_in_memory_data_are_taken_from_its_blocks(rng, size):
         rows, indices = RowSampler(source).sample(size, np.random.default_rng(size))
         np.testing.assert_array_equal(rows, X[indices])
         assert not np.shares_memory(rows, X)
+
+    def no_scheduler(*args, **kwargs):
+        raise AssertionError("the rows were read by a scheduler")
+
+    with dask.config.set(scheduler=no_scheduler):  # wrapped rows need none, in any order
+        edges = np.array([39_999, 0, 6_999, 7_000, 13_999, 14_000])
+        np.testing.assert_array_equal(RowSampler(wrapped).take(edges), X[edges])
+        float32, _ = as_dask_array(X.astype(np.float32), block_rows=7_000)
+        np.testing.assert_array_equal(RowSampler(float32).take(edges),
+                                      X.astype(np.float32)[edges])

@@ -39,6 +39,16 @@ def test_the_scheduler_found_is_dasks(scheduler):
         assert options.get("scheduler", scheduler_for(X)) is scheduler_for(X)
 
 
+def test_without_distributed_imported_the_collections_scheduler_computes(monkeypatch):
+    monkeypatch.delitem(sys.modules, "distributed", raising=False)
+    X = da.ones((4, 2), chunks=2)
+    with dask.config.set(scheduler=None):
+        assert scheduler_for(X) is dask.threaded.get
+        assert compute_options(X) == {"scheduler": dask.threaded.get}
+        assert float(X.sum().compute(**compute_options(X))) == 8.0
+    assert "distributed" not in sys.modules
+
+
 def test_with_a_client_the_client_computes():
     from distributed import Client
 

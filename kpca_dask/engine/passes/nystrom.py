@@ -169,8 +169,10 @@ def pass_statistics(
         blocks_of, offsets = X.to_delayed().ravel(), row_offsets(X)
         reads = {block.key for block in blocks_of}
         add = dask.delayed(statistics_of_block, pure=True)
+        # A chain keeps its block buffers from task to task on the local pool only, where it
+        # has a thread of its own; a cluster places chains as it likes (docs/guide/memory.md).
         rest = (shared[0], kernel, params, dtype, shared[1], shared[2], plan.blas_threads,
-                plan.block_bytes)
+                plan.block_bytes, plan.local_threads is not None)
     items = list(zip(blocks_of[chosen], offsets[chosen]))
     heads = chain_heads(len(items), plan.chains,
                         lambda running, i: add(running, items[i][0], int(items[i][1]), *rest))
