@@ -55,14 +55,15 @@ def run_one(method: str, data_path: str, m: int, q: int, gamma: float) -> dict:
 
         def model():
             return KernelPCA(q, gamma=gamma, n_landmarks=m, random_state=0)
-    seconds = []
-    for _ in range(2):
+    def timed():
         started = time.perf_counter()
         Y = model().fit_transform(X)
-        seconds.append(time.perf_counter() - started)
-        if len(seconds) == 1:  # the first call's peak, before a second model exists
-            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"method": method, "seconds": seconds[0], "again": seconds[1],
+        return time.perf_counter() - started, Y
+
+    first, Y = timed()
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before a second model
+    again, _ = timed()
+    return {"method": method, "seconds": first, "again": again,
             "peak_rss_mib": peak_mib, "shape": list(Y.shape),
             "first_values": np.abs(Y[:3, 0]).tolist()}
 

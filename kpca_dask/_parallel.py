@@ -64,12 +64,15 @@ def scheduler_for(collection=None):
     ...     scheduler_for(da.zeros(3)) is dask.local.get_sync
     True
     """
-    collections = None if collection is None else [collection]
-    if ("distributed" not in sys.modules and dask.config.get("scheduler", None) is None
-            and dask.config.get("get", None) is None):
-        # No client without distributed: dask takes the collection's own scheduler.
+    if _no_client_possible():  # dask takes the collection's own scheduler
         return None if collection is None else collection.__dask_scheduler__
-    return dask.base.get_scheduler(collections=collections)
+    return dask.base.get_scheduler(collections=None if collection is None else [collection])
+
+
+def _no_client_possible() -> bool:
+    """No scheduler is configured and distributed was never imported, so no client exists."""
+    return ("distributed" not in sys.modules and dask.config.get("scheduler", None) is None
+            and dask.config.get("get", None) is None)
 
 
 def compute_options(collection) -> dict:
@@ -83,9 +86,7 @@ def compute_options(collection) -> dict:
     ...     compute_options(da.zeros(3))
     {}
     """
-    if "distributed" in sys.modules or dask.config.get("scheduler", None) is not None:
-        return {}
-    return {"scheduler": scheduler_for(collection)}
+    return {"scheduler": scheduler_for(collection)} if _no_client_possible() else {}
 
 
 def distributed_client(collection=None):

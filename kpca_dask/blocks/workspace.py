@@ -53,9 +53,10 @@ class BlockWorkspace:
         """
         dtype = np.dtype(dtype)
         held = self._buffer
-        if held is None or held.dtype != dtype or held.shape[1] != m:
+        same_kind = held is not None and held.dtype == dtype and held.shape[1] == m
+        if not same_kind:
             self._scratch = None  # m x m of another m, or a float64 chain's (none)
-        if held is None or held.dtype != dtype or held.shape[1] != m or held.shape[0] < rows:
+        if not same_kind or held.shape[0] < rows:
             del held
             self._buffer = None  # freed before the new one is made
             self._buffer = np.empty((rows, m), dtype)

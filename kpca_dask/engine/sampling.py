@@ -234,10 +234,7 @@ def _rows_of_blocks(blocks: list[np.ndarray], ascending: np.ndarray) -> np.ndarr
     cuts = np.searchsorted(which, np.arange(len(blocks) + 1))
     parts = [blocks[b][ascending[cuts[b]:cuts[b + 1]] - starts[b]]
              for b in range(len(blocks)) if cuts[b + 1] > cuts[b]]
-    if not parts:
-        return np.empty((0, blocks[0].shape[1] if blocks else 0),
-                        blocks[0].dtype if blocks else np.float64)
-    return np.concatenate(parts, axis=0)
+    return np.concatenate(parts, axis=0) if parts else blocks[0][:0].copy()
 
 
 def take_rows(X: da.Array, indices: np.ndarray, *, purpose: str = "choosing landmarks"

@@ -45,8 +45,7 @@ def test_reused_buffers_give_the_sums_of_fresh_ones(rng, dtype):
     fresh = None
     for offset, block in zip((0, 40, 65), blocks):
         fresh = statistics_of_block(fresh, block, offset, landmarks, "rbf", GAMMA, dtype,
-                                    np.zeros(6))
-        fresh.workspace = None  # as a chain moved to another worker after each task
+                                    np.zeros(6), keep_buffers=False)  # as on a cluster
     np.testing.assert_array_equal(np.tril(kept.gram), np.tril(fresh.gram))
     np.testing.assert_array_equal(kept.column_sums, fresh.column_sums)
 
