@@ -30,7 +30,7 @@ from .workspace import BlockWorkspace
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
-           "kernel_rows_into", "fill_upper",
+           "kernel_rows_into", "fill_upper", "direct_block_rows",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
            "shifted_to_origin"]
 
@@ -189,6 +189,12 @@ def counted_rows(running: "RunningStatistics", block, row_offset: int, kernel, p
     return x
 
 
+#: Columns of fill_upper's panels: its temporaries stay in cache. At m = 1000 the copy took
+#: 1.1 ms in panels of 128 columns against 6.6 ms in one panel; at m = 8000, 124-132 ms
+#: from 64 to 524 columns.
+FILL_PANEL_COLUMNS = 128
+
+
 def fill_upper(gram: np.ndarray) -> None:
     """Copy the lower triangle of a Fortran-ordered square array onto its upper, by panels
     (in place: no second m x m array).
@@ -201,7 +207,7 @@ def fill_upper(gram: np.ndarray) -> None:
     [[1.0, 2.0], [2.0, 3.0]]
     """
     m = gram.shape[0]
-    step = max(1, PANEL_BYTES // (8 * max(m, 1)))
+    step = FILL_PANEL_COLUMNS
     for start in range(0, m, step):
         stop = min(m, start + step)
         block = gram[start:stop, start:stop]
@@ -231,8 +237,10 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
     # keep a task's memory O(rows x m) whatever the chunking, and keep float32
     # sums short before they are added up in float64.
-    rows = even_block_rows(x.shape[0], kernel_block_rows(m, np.dtype(dtype).itemsize,
-                                                         block_bytes))
+    most = kernel_block_rows(m, np.dtype(dtype).itemsize, block_bytes)
+    if np.dtype(dtype) == np.float64:  # one syrk straight into G: no gain from more rows
+        most = min(most, direct_block_rows(m))
+    rows = even_block_rows(x.shape[0], most)
     if running.workspace is None:
         running.workspace = BlockWorkspace()
     buffer, scratch = running.workspace.arrays(min(rows, x.shape[0]), m, dtype)
@@ -341,6 +349,30 @@ def kernel_block_rows(n_landmarks: int, itemsize: int = 8, block_bytes: int | No
     most = KERNEL_BLOCK_BYTES if block_bytes is None else block_bytes
     low, high = KERNEL_BLOCK_ROWS
     return int(min(high, max(low, most // (itemsize * max(n_landmarks, 1)))))
+
+
+#: A float64 kernel block goes into G by one ``syrk`` with no scratch to add in
+#: (:func:`add_gram`), whose rate does not grow with the block's rows: 2.76-2.89 s per
+#: 200 000 rows from 512 to 16 777 rows at m = 1000 (one thread), and 3.31-3.38 s for
+#: 5120 rows at m = 10^4 in one call or five (two threads; each call reads and writes G,
+#: 8 m^2 bytes against rows m^2 flops). So the block stays about the size of a core's
+#: cache, from the epilogue that writes it to the ``syrk`` that reads it, and no new
+#: memory is mapped for it: a fit at m = 1000 (200 000 x 32 rows, two chains, Intel Xeon)
+#: took 1.82 s in 4 MiB blocks against 2.02 s in 128 MiB ones (docs/design.md §8).
+DIRECT_BLOCK_BYTES = 2**23
+DIRECT_BLOCK_MIN_ROWS = 1024
+
+
+def direct_block_rows(n_landmarks: int) -> int:
+    """The most rows of a float64 kernel block: :data:`DIRECT_BLOCK_BYTES` of it, but at
+    least :data:`DIRECT_BLOCK_MIN_ROWS`.
+
+    Examples
+    --------
+    >>> direct_block_rows(1000), direct_block_rows(100), direct_block_rows(10_000)
+    (1048, 10485, 1024)
+    """
+    return max(DIRECT_BLOCK_MIN_ROWS, DIRECT_BLOCK_BYTES // (8 * max(n_landmarks, 1)))
 
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in
