@@ -380,13 +380,15 @@ def _formed(stats: PassStatistics, factor: LandmarkFactor) -> np.ndarray:
     kept = factor.kept
     s = stats.column_sums if kept is None else stats.column_sums[kept]
     S = np.array(stats.gram if kept is None else stats.gram[np.ix_(kept, kept)], order="F")
-    S -= np.outer(s, s) / stats.n_samples
+    # S - s s^T / n on the lower triangle, which sygst reads: BLAS syr, no r x r temporary.
+    S = blas.dsyr(-1.0 / stats.n_samples, s, lower=1, a=S, overwrite_a=1)
     if factor.lower is not None:
         # LAPACK's sygst: L^{-1} S L^{-T} in place, a third of two products' time.
         M, info = lapack.dsygst(S, factor.lower, itype=1, lower=1, overwrite_a=1)
         if info == 0:
             fill_upper(M)  # in place: M is the one r x r array the dense way adds
             return M
+    fill_upper(S)
     W = factor.W if kept is None else factor.W[kept]
     M = W.T @ S @ W
     return 0.5 * (M + M.T)
