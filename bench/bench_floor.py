@@ -222,7 +222,7 @@ def main(argv=None) -> int:
     parser.add_argument("--landmarks", default="uniform,kmeans")
     parser.add_argument("--schedulers", default="threads,cluster")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many warm runs")
-    parser.add_argument("--strict-rows", default="5000,20000,50000",
+    parser.add_argument("--strict-rows", default="512,2048,5000,20000,50000",
                         type=lambda text: [int(float(v)) for v in text.split(",")],
                         help="row blocks the strict floor is timed on, beside the fit's own")
     parser.add_argument("--data", choices=("blobs", "sklearn-blobs"), default="blobs",
