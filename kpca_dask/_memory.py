@@ -21,15 +21,16 @@ machine whose other tenants the operating system does not show.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import dask
 import psutil
+from dask.sizeof import sizeof
 from dask.utils import format_bytes, parse_bytes
 
 from ._parallel import distributed_client, local_threads
 
-__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory",
+__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory", "SizedByFields",
            "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES", "process_room_bytes"]
 
 #: dask configuration key of a fixed local memory figure (bytes or a string).
@@ -269,3 +270,27 @@ def release_freed_memory() -> None:
 
 
 _TRIM = None
+
+
+class SizedByFields:
+    """A dataclass whose size, as dask counts it (``dask.sizeof``), is what its fields hold.
+
+    For the sums and statistics that tasks hand on (a pass's running sums hold m^2 float64
+    words): without it dask sees the object's own ~50 bytes, so distributed would leave an
+    accumulator out of a worker's managed memory, never spill it, and move it between workers
+    as if it cost nothing.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> import numpy as np
+    >>> @dataclass
+    ... class Sums(SizedByFields):
+    ...     gram: np.ndarray
+    >>> sizeof(Sums(np.zeros((100, 100)))) >= 80_000
+    True
+    """
+
+    def __sizeof__(self) -> int:
+        return object.__sizeof__(self) + sum(sizeof(getattr(self, kept.name))
+                                             for kept in fields(self))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._memory import SizedByFields
 from .._parallel import blas_limit
 from .landmark_kernel import LandmarkKernel
 from .statistics import (
@@ -49,7 +50,7 @@ class FieldKernel:
 
 
 @dataclass(frozen=True)
-class CoupledStatistics:
+class CoupledStatistics(SizedByFields):
     """What the coupled pass returns: each field's own pass statistics and their cross sums."""
 
     x: PassStatistics
@@ -62,7 +63,7 @@ class CoupledStatistics:
 
 
 @dataclass
-class CoupledRunning:
+class CoupledRunning(SizedByFields):
     """The sums of the row blocks counted so far, added to in place (as a chain of the
     single pass hands its :class:`RunningStatistics` on, see that class's note)."""
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .._compat import meta_of
+from .._memory import SizedByFields
 from .._parallel import blas_limit, in_ordered_threads
 from ..errors import InvalidInputError
 from .kernels import is_translation_invariant, kernel_diagonal, kernel_name
@@ -36,7 +37,7 @@ __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_
 
 
 @dataclass(frozen=True)
-class PassStatistics:
+class PassStatistics(SizedByFields):
     """What one pass over the data returns: sizes m and m x m only."""
 
     n_samples: int
@@ -52,7 +53,7 @@ class PassStatistics:
 
 
 @dataclass
-class RunningStatistics:
+class RunningStatistics(SizedByFields):
     """The sums of the row blocks counted so far, added to in place.
 
     ``gram`` holds the lower triangle of G = sum D_b^T D_b in Fortran order (the

@@ -60,3 +60,25 @@ def test_kernel_blocks_follow_the_budget_and_leave_the_statistics_unchanged():
             assert memory_budget(X).block_bytes == 4 * 2**20  # never below 4 MiB
     np.testing.assert_allclose(small.gram, default.gram, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(small.column_sums, default.column_sums, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_worker_counts_a_chains_sums_at_their_size():
+    """The scheduler learns a pass accumulator's size from the worker that holds it: its
+    m x m float64 words, so it weighs moving it and the worker counts it as managed."""
+    import numpy as np
+
+    from kpca_dask.blocks.statistics import statistics_of_block
+
+    m = 400
+    rng = np.random.default_rng(0)
+    x, landmarks = rng.normal(size=(1000, 3)), rng.normal(size=(m, 3))
+    with process_client(n_workers=1) as client:
+        running = client.submit(statistics_of_block, None, x, 0, landmarks, "rbf",
+                                {"gamma": 0.5}, np.float64, np.zeros(m), keep_buffers=False)
+        running.result()
+
+        def nbytes(dask_scheduler, key=running.key):
+            return dask_scheduler.tasks[key].nbytes
+
+        assert 8 * m * m <= client.run_on_scheduler(nbytes) < 8 * m * m + 2**16

@@ -20,6 +20,7 @@ import numpy as np
 from dask.delayed import Delayed
 
 from ..._compat import independent_copy
+from ..._memory import SizedByFields
 from ..passes.nystrom import chain_heads, pass_plan, reads_inlined
 
 __all__ = ["CrossMoments", "block_moments", "merge_moments", "added_moments", "cross_moments",
@@ -35,7 +36,7 @@ PANEL_BYTES = 2**24
 
 
 @dataclass(frozen=True)
-class CrossMoments:
+class CrossMoments(SizedByFields):
     """Count, means and centred sums of the scores y and features x of some rows (float64)."""
 
     n: int

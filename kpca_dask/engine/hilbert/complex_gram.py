@@ -28,6 +28,7 @@ import dask.array as da
 import numpy as np
 from scipy import linalg
 
+from ..._memory import SizedByFields
 from ...errors import TooFewComponentsError
 from ...io.preprocessing.analytic_signal import analytic_signal
 from ..exact.gram import FEATURE_PANEL, float64_panel
@@ -144,7 +145,7 @@ def kernel_of_gram(inner: np.ndarray, norms: np.ndarray, other_norms: np.ndarray
 
 
 @dataclass(frozen=True)
-class GramModes:
+class GramModes(SizedByFields):
     """The q leading modes of the exact complex kernel EOF (see the module).
 
     ``projection`` (n x q) and ``centre`` (n,) make the scores of kernel rows

@@ -25,6 +25,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from ..._memory import SizedByFields
 from ...blocks.complex_kernels import complex_kernel, kernel_diagonal
 from ...errors import TooFewComponentsError
 
@@ -33,7 +34,7 @@ __all__ = ["ComplexMoments", "ComplexSolution", "moments_of", "solve_moments", "
 
 
 @dataclass(frozen=True)
-class ComplexMoments:
+class ComplexMoments(SizedByFields):
     """What the pass accumulates (see the module): n rows, g (m,), G (m x m), C (p x m),
     the kernel's diagonal sum and the analytic signal's squared norm."""
 
