@@ -30,8 +30,8 @@ from dask.utils import format_bytes, parse_bytes
 
 from ._parallel import distributed_client, local_threads
 
-__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory", "SizedByFields",
-           "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES", "process_room_bytes"]
+__all__ = ["MemoryBudget", "memory_budget", "CONFIG_KEY", "release_freed_memory",
+           "SizedByFields", "WORKER_PEAK_SHARE", "WORKER_CODE_BYTES", "process_room_bytes"]
 
 #: dask configuration key of a fixed local memory figure (bytes or a string).
 CONFIG_KEY = "kpca-dask.memory-limit"
@@ -275,10 +275,13 @@ _TRIM = None
 class SizedByFields:
     """A dataclass whose size, as dask counts it (``dask.sizeof``), is what its fields hold.
 
-    For the sums and statistics that tasks hand on (a pass's running sums hold m^2 float64
-    words): without it dask sees the object's own ~50 bytes, so distributed would leave an
-    accumulator out of a worker's managed memory, never spill it, and move it between workers
-    as if it cost nothing.
+    For the results of a pass that tasks hand on (its statistics hold m^2 float64 words):
+    without it dask sees the object's own ~50 bytes, so distributed would leave them out of a
+    worker's managed memory, never spill them, and move them between workers as if they cost
+    nothing. Not for a chain's running sums, which each task adds to in place and hands on
+    as the same object: a worker holds it under the task's input key and its output key
+    until the scheduler frees the first, and would count it twice, or three times at a
+    merge, and spill it for nothing.
 
     Examples
     --------

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._memory import SizedByFields
 from .._parallel import blas_limit
 from .cross_sums import CoupledStatistics, FieldKernel
 from .landmark_kernel import LandmarkKernel
@@ -38,7 +37,7 @@ __all__ = ["CoupledReplicateSums", "coupled_replicates_of_block"]
 
 
 @dataclass
-class CoupledReplicateSums(SizedByFields):
+class CoupledReplicateSums:
     """The weighted sums of the samples counted so far, for B replicates, added to in place."""
 
     references: tuple[np.ndarray, np.ndarray]  # r_x, r_y

@@ -63,7 +63,7 @@ class CoupledStatistics(SizedByFields):
 
 
 @dataclass
-class CoupledRunning(SizedByFields):
+class CoupledRunning:
     """The sums of the row blocks counted so far, added to in place (as a chain of the
     single pass hands its :class:`RunningStatistics` on, see that class's note)."""
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._memory import SizedByFields
 from .._parallel import blas_limit
 from .kernels import kernel_diagonal
 from .landmark_kernel import LandmarkKernel
@@ -40,7 +39,7 @@ __all__ = ["ReplicateSums", "replicate_statistics_of_block"]
 
 
 @dataclass
-class ReplicateSums(SizedByFields):
+class ReplicateSums:
     """The weighted sums of the rows counted so far, for B replicates, added to in place.
 
     ``gram[b]`` holds the lower triangle of G_b until :meth:`finished` fills the upper.

@@ -43,11 +43,6 @@ class BlockWorkspace:
         self._buffer: np.ndarray | None = None
         self._scratch: np.ndarray | None = None
 
-    def __sizeof__(self) -> int:
-        """The held buffers' bytes, as dask counts them beside a chain's sums."""
-        return object.__sizeof__(self) + sum(
-            held.nbytes for held in (self._buffer, self._scratch) if held is not None)
-
     def arrays(self, rows: int, m: int, dtype) -> tuple[np.ndarray, np.ndarray | None]:
         """A C-ordered (rows, m) buffer of ``dtype``, and the Fortran-ordered float32 m x m
         scratch :func:`~kpca_dask.blocks.statistics.add_gram` takes for a float32 block of

@@ -63,12 +63,13 @@ def test_kernel_blocks_follow_the_budget_and_leave_the_statistics_unchanged():
 
 
 @pytest.mark.slow
-def test_a_worker_counts_a_chains_sums_at_their_size():
-    """The scheduler learns a pass accumulator's size from the worker that holds it: its
-    m x m float64 words, so it weighs moving it and the worker counts it as managed."""
+def test_a_worker_counts_the_pass_statistics_at_their_size():
+    """The scheduler learns the pass statistics' size from the worker that holds them (their
+    m x m float64 words), so it weighs moving them and the worker counts them as managed;
+    the chain's running sums, handed on as one object, count as a small one."""
     import numpy as np
 
-    from kpca_dask.blocks.statistics import statistics_of_block
+    from kpca_dask.blocks.statistics import finish_statistics, statistics_of_block
 
     m = 400
     rng = np.random.default_rng(0)
@@ -76,9 +77,12 @@ def test_a_worker_counts_a_chains_sums_at_their_size():
     with process_client(n_workers=1) as client:
         running = client.submit(statistics_of_block, None, x, 0, landmarks, "rbf",
                                 {"gamma": 0.5}, np.float64, np.zeros(m), keep_buffers=False)
-        running.result()
+        finished = client.submit(finish_statistics, running)
+        finished.result()
 
-        def nbytes(dask_scheduler, key=running.key):
-            return dask_scheduler.tasks[key].nbytes
+        def nbytes(dask_scheduler, keys=(running.key, finished.key)):
+            return [dask_scheduler.tasks[key].nbytes for key in keys]
 
-        assert 8 * m * m <= client.run_on_scheduler(nbytes) < 8 * m * m + 2**16
+        running_bytes, finished_bytes = client.run_on_scheduler(nbytes)
+        assert running_bytes < 2**12
+        assert 8 * m * m <= finished_bytes < 8 * m * m + 2**16
