@@ -170,7 +170,7 @@ def measure(X, zarr_path, dtype, strategy, scheduler, args, client=None) -> dict
     Z = (chosen.points - origin).astype(dtype)
     chunks = [X[s : s + c] for s, c in zip(np.cumsum((0,) + Xd.chunks[0][:-1]), Xd.chunks[0])]
     xs = [(c - origin).astype(dtype) for c in chunks]
-    inner = block_statistics.kernel_block_rows(Z.shape[0])
+    inner = block_statistics.pass_block_rows(Z.shape[0], dtype)  # the fit's kernel blocks
     t_floor = min(best_of(args.repeats, lambda way=way: in_pool(
         xs, lambda x: floor_blocks(x, Z, inner, way), threads))[0] for way in (False, True))
     t_blocks, _ = best_of(args.repeats, lambda: in_pool(

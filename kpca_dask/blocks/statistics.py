@@ -31,7 +31,7 @@ from .workspace import BlockWorkspace
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
-           "kernel_rows_into", "fill_upper", "direct_block_rows",
+           "kernel_rows_into", "fill_upper", "direct_block_rows", "pass_block_rows",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
            "shifted_to_origin"]
 
@@ -53,7 +53,7 @@ class PassStatistics(SizedByFields):
 
 
 @dataclass
-class RunningStatistics(SizedByFields):
+class RunningStatistics:
     """The sums of the row blocks counted so far, added to in place.
 
     ``gram`` holds the lower triangle of G = sum D_b^T D_b in Fortran order (the
@@ -65,7 +65,10 @@ class RunningStatistics(SizedByFields):
     copy (a copy per block would be m^2 words each). That is safe because each
     accumulator is the input of exactly one task: dask releases it once that
     task has run, a lost worker recomputes the chain from its start, and no
-    task reads an accumulator after handing it on.
+    task reads an accumulator after handing it on. For the same reason dask
+    sizes it as a small object, unlike :class:`PassStatistics`
+    (:class:`~kpca_dask._memory.SizedByFields`): for a moment the worker holds
+    it under two keys.
     """
 
     reference: np.ndarray  # r, (m,)
@@ -223,7 +226,8 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     Module level, so the dashboard names the task; ``blas_threads`` is the
     chain's share of the cores (docs/design.md §8), ``block_bytes`` the most
     a kernel block may take (default :data:`KERNEL_BLOCK_BYTES`; the pass
-    sets it from the worker's memory, docs/guide/memory.md). ``keep_buffers``:
+    sets it from the worker's memory, docs/guide/memory.md), a float64 block
+    at most :func:`direct_block_rows`. ``keep_buffers``:
     the kernel block's buffers go on to the chain's next task
     (:mod:`kpca_dask.blocks.workspace`), as on the local pool, where a chain has a
     thread of its own; else they are freed with the task.
@@ -238,10 +242,7 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     # A stored chunk may hold 10^5 rows or more: kernel blocks of bounded size
     # keep a task's memory O(rows x m) whatever the chunking, and keep float32
     # sums short before they are added up in float64.
-    most = kernel_block_rows(m, np.dtype(dtype).itemsize, block_bytes)
-    if np.dtype(dtype) == np.float64:  # one syrk straight into G: no gain from more rows
-        most = min(most, direct_block_rows(m))
-    rows = even_block_rows(x.shape[0], most)
+    rows = even_block_rows(x.shape[0], pass_block_rows(m, dtype, block_bytes))
     if running.workspace is None:
         running.workspace = BlockWorkspace()
     buffer, scratch = running.workspace.arrays(min(rows, x.shape[0]), m, dtype)
@@ -354,26 +355,41 @@ def kernel_block_rows(n_landmarks: int, itemsize: int = 8, block_bytes: int | No
 
 #: A float64 kernel block goes into G by one ``syrk`` with no scratch to add in
 #: (:func:`add_gram`), whose rate does not grow with the block's rows: 2.76-2.89 s per
-#: 200 000 rows from 512 to 16 777 rows at m = 1000 (one thread), and 3.31-3.38 s for
-#: 5120 rows at m = 10^4 in one call or five (two threads; each call reads and writes G,
-#: 8 m^2 bytes against rows m^2 flops). So the block stays about the size of a core's
-#: cache, from the epilogue that writes it to the ``syrk`` that reads it, and no new
-#: memory is mapped for it: a fit at m = 1000 (200 000 x 32 rows, two chains, Intel Xeon)
-#: took 1.82 s in 4 MiB blocks against 2.02 s in 128 MiB ones (docs/design.md §8).
+#: 200 000 rows from 512 to 16 777 rows at m = 1000 (one thread). So while 8 MiB hold at
+#: least 1024 rows (m <= 1024) the block takes at most that and stays in cache, from the
+#: epilogue that writes it to the ``syrk`` that reads it, and no new memory is mapped for
+#: it: a fit at m = 1000 (200 000 x 32 rows, two chains, Intel Xeon) took 1.82-1.84 s in
+#: 2-8 MiB blocks against 2.02 s in 128 MiB ones. A larger m keeps the general rule.
 DIRECT_BLOCK_BYTES = 2**23
 DIRECT_BLOCK_MIN_ROWS = 1024
 
 
 def direct_block_rows(n_landmarks: int) -> int:
-    """The most rows of a float64 kernel block: :data:`DIRECT_BLOCK_BYTES` of it, but at
-    least :data:`DIRECT_BLOCK_MIN_ROWS`.
+    """The most rows of a float64 kernel block of the pass: :data:`DIRECT_BLOCK_BYTES` of
+    it while those hold :data:`DIRECT_BLOCK_MIN_ROWS` rows or more, else no bound of its
+    own (the most rows any block takes).
 
     Examples
     --------
     >>> direct_block_rows(1000), direct_block_rows(100), direct_block_rows(10_000)
-    (1048, 10485, 1024)
+    (1048, 10485, 65536)
     """
-    return max(DIRECT_BLOCK_MIN_ROWS, DIRECT_BLOCK_BYTES // (8 * max(n_landmarks, 1)))
+    rows = DIRECT_BLOCK_BYTES // (8 * max(n_landmarks, 1))
+    return rows if rows >= DIRECT_BLOCK_MIN_ROWS else KERNEL_BLOCK_ROWS[1]
+
+
+def pass_block_rows(n_landmarks: int, dtype, block_bytes: int | None = None) -> int:
+    """The most rows of one kernel block of the pass: :func:`kernel_block_rows`, and for
+    float64 blocks :func:`direct_block_rows` at most.
+
+    Examples
+    --------
+    >>> pass_block_rows(1000, np.float64), pass_block_rows(1000, np.float32)
+    (1048, 33554)
+    """
+    dtype = np.dtype(dtype)
+    most = kernel_block_rows(n_landmarks, dtype.itemsize, block_bytes)
+    return min(most, direct_block_rows(n_landmarks)) if dtype == np.float64 else most
 
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in
