@@ -31,7 +31,7 @@ from .workspace import BlockWorkspace
 
 __all__ = ["PassStatistics", "RunningStatistics", "statistics_of_block", "merge_running",
            "finish_statistics", "add_statistics", "combine_statistics", "add_gram",
-           "kernel_rows_into", "fill_upper", "direct_block_rows", "pass_block_rows",
+           "kernel_rows_into", "fill_upper", "pass_block_rows",
            "kernel_block_rows", "cache_block_rows", "even_block_rows", "kernel_origin",
            "shifted_to_origin"]
 
@@ -227,7 +227,7 @@ def statistics_of_block(running, block, row_offset, landmarks, kernel, params, d
     chain's share of the cores (docs/design.md §8), ``block_bytes`` the most
     a kernel block may take (default :data:`KERNEL_BLOCK_BYTES`; the pass
     sets it from the worker's memory, docs/guide/memory.md), a float64 block
-    at most :func:`direct_block_rows`. ``keep_buffers``:
+    less at small m (:func:`pass_block_rows`). ``keep_buffers``:
     the kernel block's buffers go on to the chain's next task
     (:mod:`kpca_dask.blocks.workspace`), as on the local pool, where a chain has a
     thread of its own; else they are freed with the task.
@@ -364,32 +364,26 @@ DIRECT_BLOCK_BYTES = 2**23
 DIRECT_BLOCK_MIN_ROWS = 1024
 
 
-def direct_block_rows(n_landmarks: int) -> int:
-    """The most rows of a float64 kernel block of the pass: :data:`DIRECT_BLOCK_BYTES` of
-    it while those hold :data:`DIRECT_BLOCK_MIN_ROWS` rows or more, else no bound of its
-    own (the most rows any block takes).
-
-    Examples
-    --------
-    >>> direct_block_rows(1000), direct_block_rows(100), direct_block_rows(10_000)
-    (1048, 10485, 65536)
-    """
-    rows = DIRECT_BLOCK_BYTES // (8 * max(n_landmarks, 1))
-    return rows if rows >= DIRECT_BLOCK_MIN_ROWS else KERNEL_BLOCK_ROWS[1]
-
-
 def pass_block_rows(n_landmarks: int, dtype, block_bytes: int | None = None) -> int:
     """The most rows of one kernel block of the pass: :func:`kernel_block_rows`, and for
-    float64 blocks :func:`direct_block_rows` at most.
+    float64 blocks :data:`DIRECT_BLOCK_BYTES` at most while those hold
+    :data:`DIRECT_BLOCK_MIN_ROWS` rows or more.
 
     Examples
     --------
-    >>> pass_block_rows(1000, np.float64), pass_block_rows(1000, np.float32)
-    (1048, 33554)
+    >>> pass_block_rows(1000, np.float64), pass_block_rows(100, np.float64)
+    (1048, 10485)
+    >>> pass_block_rows(1000, np.float32)  # a float32 scratch per block: the general rule
+    33554
+    >>> pass_block_rows(10_000, np.float64) == kernel_block_rows(10_000)  # so at larger m
+    True
     """
     dtype = np.dtype(dtype)
     most = kernel_block_rows(n_landmarks, dtype.itemsize, block_bytes)
-    return min(most, direct_block_rows(n_landmarks)) if dtype == np.float64 else most
+    direct = DIRECT_BLOCK_BYTES // (8 * max(n_landmarks, 1))
+    if dtype == np.float64 and direct >= DIRECT_BLOCK_MIN_ROWS:
+        return min(most, direct)
+    return most
 
 
 #: Bytes of a sub-block whose elementwise kernel steps run while it sits in

@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kpca_dask.blocks.statistics import direct_block_rows, merge_running, statistics_of_block
+from kpca_dask.blocks.statistics import merge_running, pass_block_rows, statistics_of_block
 from kpca_dask.blocks.workspace import BlockWorkspace
 
 GAMMA = {"gamma": 0.5}
@@ -103,14 +103,14 @@ def test_a_larger_block_or_another_m_gets_new_buffers():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_float64_kernel_blocks_stay_cache_sized(rng, dtype):
     """float64 blocks go straight into G by one syrk, so a task cuts its rows into blocks of
-    at most direct_block_rows(m); float32 blocks (a scratch added into G per block) keep
-    the task's whole share. The sums are the same either way."""
+    at most 8 MiB at m <= 1024 (pass_block_rows); float32 blocks (a scratch added into G
+    per block) keep the task's whole share. The sums are the same either way."""
     m, n = 1000, 5000
     landmarks, x = rng.normal(size=(m, 3)), rng.normal(size=(n, 3))
     running = _chain([x], landmarks, dtype)
     held_rows = running.workspace._buffer.shape[0]
     if dtype == np.float64:
-        assert direct_block_rows(m) == 1048 and held_rows == 1000  # five equal blocks
+        assert pass_block_rows(m, dtype) == 1048 and held_rows == 1000  # five equal blocks
     else:
         assert held_rows == n
     K = np.exp(-GAMMA["gamma"] * ((x[:, None, :] - landmarks[None]) ** 2).sum(axis=2))
