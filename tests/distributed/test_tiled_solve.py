@@ -23,7 +23,8 @@ import dask.array as da
 import numpy as np
 import pytest
 from _clusters import assert_within_model, load_library, process_client, resident_bytes
-from distributed import Client
+from dask.utils import key_split
+from distributed import Client, get_task_stream
 
 from kpca_dask import KernelPCA, load
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
@@ -151,12 +152,37 @@ def test_a_tiled_model_grows_and_is_saved_by_the_workers(client, tmp_path):
     np.testing.assert_array_equal(load(path).statistics_.gram, grown.statistics_.gram.compute())
 
 
+def _task_names(client: Client, fit):
+    """``fit()``'s result and the names of the tasks the workers ran for it."""
+    with get_task_stream(client) as stream:
+        result = fit()
+    return result, {key_split(task["key"]) for task in stream.data}
+
+
+def test_the_products_solve_with_the_factor_and_form_no_inverse(client):
+    """q components on a K_mm of full rank: M's products are triangular solves with the
+    tiled factor (their diagonal steps ran), and no tile of L^-1 is made (m^3 / 3 flops
+    more); the single-process model to 1e-8."""
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model, names = _task_names(client, lambda: KernelPCA(**PARAMS, n_landmarks=400).fit(
+            _data()))
+    assert model.statistics_.gram.numblocks == (3, 3)
+    assert model.landmark_rank_ == 400
+    assert {"solved_block", "added_products", "diagonal_factor"} <= names
+    assert not {"diagonal_inverse", "below_diagonal_inverse"} & names
+    _assert_same(model, _single_process(n_landmarks=400))
+
+
 def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):
     """n_components=0.1 on tiles: as many components, and the same model, as in one
-    process; n_components=None (every eigenpair) is refused with the way out, K_mm keeping
-    more landmarks than the factor by columns takes."""
+    process, the exact trace by L^-1's tiles; n_components=None (every eigenpair) is
+    refused with the way out, K_mm keeping more landmarks than the factor by columns
+    takes."""
     with dask.config.set({SOLVE_KEY: "tiles"}):
-        model = KernelPCA(**{**PARAMS, "n_components": 0.1}, n_landmarks=400).fit(_data())
+        model, names = _task_names(client, lambda: KernelPCA(
+            **{**PARAMS, "n_components": 0.1}, n_landmarks=400).fit(_data()))
+    assert "below_diagonal_inverse" in names
+    with dask.config.set({SOLVE_KEY: "tiles"}):
         with pytest.raises(InvalidParameterError, match="asks for every eigenpair"):
             model.set_n_components(None)
     reference = _single_process(n_components=0.1, n_landmarks=400)

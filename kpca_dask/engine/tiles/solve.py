@@ -17,14 +17,15 @@ m x m arrays never on one machine:
   far above tau, which carry the leading components, as before; those within
   tau, which the pivoted factorisation of one process drops, damped to
   nothing.
-- L^-1 is formed once as tiles (:func:`kpca_dask.engine.tiles.cholesky.tiled_inverse`,
-  m^3 / 3 flops, and L is let go), so that M = L^-1 (G - s s^T / n) L^-T is
-  applied to a block of vectors by three products, each a task per worker
-  taking the tiles it holds (:mod:`kpca_dask.engine.tiles.products`): three
-  steps a product, where triangular solves by tiles are chains of 2 T steps;
-  the block Krylov solver (:func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`)
-  keeps its basis here (m x (q + p) x depth words) and solves only the
-  small Rayleigh-Ritz problem.
+- M = L^-1 (G - s s^T / n) L^-T is applied to a block of vectors by a
+  triangular solve with L^T, a product with G and a solve with L, each step a
+  task per worker taking the tiles it holds (:mod:`kpca_dask.engine.tiles.triangular`,
+  :mod:`kpca_dask.engine.tiles.products`); the block Krylov solver
+  (:func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`) keeps its basis
+  here (m x (q + p) x depth words) and solves only the small Rayleigh-Ritz
+  problem. L^-1 is formed as tiles (:func:`kpca_dask.engine.tiles.cholesky.tiled_inverse`,
+  m^3 / 3 (1 + 3 / T) multiply-adds) only where M itself is formed: the dense
+  way and the exact trace, whose products are m columns.
 - the tiles are G's own (the views of the pass's panels): K_mm and its factor
   are cut the same way, the last row and column of tiles narrower.
 
@@ -74,6 +75,7 @@ from ..solve.nystrom import (
 from .cholesky import tiled_cholesky, tiled_inverse
 from .low_rank import landmark_block, most_kept, pivoted_by_columns, solve_low_rank
 from .products import TiledMatrix, tiled_matrix
+from .triangular import solve_lower
 
 __all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
 
@@ -84,22 +86,27 @@ CLIENT_DENSE_WORDS = 2.25
 
 @dataclass(frozen=True)
 class TiledFactor:
-    """X = L^-1 with L L^T = K_mm (+ tau I), as persisted lower tiles."""
+    """L with L L^T = K_mm (+ tau I), as persisted lower tiles."""
 
-    inverse: da.Array  # (size, size), G's chunks; tiles above the diagonal are zeros
+    lower: da.Array  # (size, size), G's chunks; tiles above the diagonal are zeros
     jitter: float  # 0.0, or tau when K_mm + tau I was factorised
     size: int
-    tiles: TiledMatrix  # the same tiles as futures, for products by tiles
+    tiles: TiledMatrix  # the same tiles as futures, for solves by tiles
 
     def whiten(self, Y: np.ndarray) -> np.ndarray:
         """L^-1 Y for Y (size, b), computed on the workers."""
         tiles = self.tiles
-        return tiles.run(lambda: tiles.product(tiles.split(Y), lower=True))
+        return tiles.run(lambda: solve_lower(tiles, tiles.split(Y)))
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """L^-T V for V (size, b), computed on the workers."""
         tiles = self.tiles
-        return tiles.run(lambda: tiles.product(tiles.split(V), lower=True, transposed=True))
+        return tiles.run(lambda: solve_lower(tiles, tiles.split(V), transposed=True))
+
+    def inverse(self) -> da.Array:
+        """L^-1 as persisted lower tiles, made now (m^3 / 3 (1 + 3 / T) multiply-adds on the
+        workers): for the products with m columns that form M."""
+        return persist_held(tiled_inverse(self.lower), self.tiles.client)
 
 
 def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
@@ -128,17 +135,17 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     n = stats.n_samples
     s = stats.column_sums
     s_tiled = da.from_array(s, chunks=(G.chunks[0],))
-    G_tiles, inverse_tiles = tiled_matrix(G, client), factor.tiles
+    G_tiles, L_tiles = tiled_matrix(G, client), factor.tiles
 
     def product(V: np.ndarray) -> list:
-        # X (G - s s^T / n) X^T V: three steps of one task per worker, each adding up the
-        # partial sums of the step before.
-        U = inverse_tiles.product(inverse_tiles.split(V), lower=True, transposed=True)
+        # L^-1 (G - s s^T / n) L^-T V: a solve, a product and a solve, their steps a task
+        # per worker, each taking the partial sums of the step before.
+        U = solve_lower(L_tiles, L_tiles.split(V), transposed=True)
         SU = G_tiles.product(U, column_sums=s, n_samples=n)
-        return inverse_tiles.product(SU, lower=True)
+        return solve_lower(L_tiles, SU)
 
     def apply(V: np.ndarray) -> np.ndarray:
-        return inverse_tiles.run(product, V)
+        return L_tiles.run(product, V)
 
     mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     scatter = G - s_tiled[:, None] * s_tiled[None, :] / n
@@ -165,7 +172,7 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
 def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
                      m: int) -> Spectrum:
     """The q leading pairs of M = L^-1 S L^-T formed on the tiles and solved here."""
-    X = factor.inverse
+    X = factor.inverse()
     # M = X S X^T (its lower triangle is read: the rounding leaves it a little asymmetric).
     M = _computed((X @ scatter) @ X.T)
     size = M.shape[0]
@@ -209,8 +216,7 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
         lower = persist_held(tiled_cholesky(K, least_pivot=least), client)
         pivots = _computed(da.diagonal(lower))
         if np.all(np.isfinite(pivots)) and float(np.min(pivots)) ** 2 > least:
-            inverse = persist_held(tiled_inverse(lower), client)
-            return TiledFactor(inverse, jitter, m, tiled_matrix(inverse, client))
+            return TiledFactor(lower, jitter, m, tiled_matrix(lower, client))
         del lower  # a failed factor's tiles go before the next one's are made
         if jitter == 0.0:
             low_rank = pivoted_by_columns(Z, kernel, params, cutoff,
@@ -242,9 +248,10 @@ def landmark_tile(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
 
 def _spectrum_for_fraction(apply, factor: TiledFactor, S, eta: float, m: int) -> Spectrum:
     """Leading pairs until their sum reaches ``eta`` of the exact trace, doubling how many."""
-    X = factor.inverse
+    X = factor.inverse()
     # trace(X S X^T) = <X S, X>: the sum of an elementwise product, tile by tile.
     trace = float(_computed(((X @ S) * X).sum()))
+    del X  # its tiles go before the products: they take L's
     count, start = 16, None
     while True:
         pairs = leading_eigenpairs(apply, factor.size, min(count, m), start=start)
