@@ -224,6 +224,11 @@ def finish_tile(tile: np.ndarray, code: int, *, a: float = 1.0, b: float = 0.0,
     return tile
 
 
+#: Values a row of :func:`exp_floor_into` takes: its scratch (three values a column) stays
+#: in a core's cache.
+EXP_ROW_VALUES = 4096
+
+
 def exp_floor_into(x: np.ndarray) -> np.ndarray:
     """``exp(clip(x, exponent_floor, 0))`` in place, for any shape of float32/float64 array.
 
@@ -232,11 +237,18 @@ def exp_floor_into(x: np.ndarray) -> np.ndarray:
     >>> exp_floor_into(np.array([0.0, -1.0])).round(4)
     array([1.    , 0.3679])
     """
-    flat = x.reshape(1, -1) if x.flags.c_contiguous else None
-    if flat is None:
+    if not x.flags.c_contiguous:
         x[...] = exp_floor_into(np.ascontiguousarray(x))
         return x
-    finish_tile(flat, EXP)
+    # Rows of EXP_ROW_VALUES: the epilogue keeps three scratch values per column of its
+    # row, which for one row of every value left the caches (5.2 ns a value on a
+    # 3200 x 3200 tile against 1.6).
+    flat = x.reshape(-1)
+    whole = flat.size - flat.size % EXP_ROW_VALUES
+    if whole:
+        finish_tile(flat[:whole].reshape(-1, EXP_ROW_VALUES), EXP)
+    if whole < flat.size:
+        finish_tile(flat[whole:].reshape(1, -1), EXP)
     return x
 
 

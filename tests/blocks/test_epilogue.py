@@ -59,6 +59,21 @@ def test_exp_matches_numpy_exp_to_an_ulp_over_the_whole_range(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, epilogue.EXP_ROW_VALUES + 5), (7,), (0,),
+                                   (2 * epilogue.EXP_ROW_VALUES,), (5, 3)])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_exp_of_any_array_takes_rows_of_a_fixed_width_and_keeps_every_value(dtype, shape,
+                                                                           order):
+    """exp_floor_into cuts an array of any shape into rows of EXP_ROW_VALUES and the rest:
+    every value is the one-row epilogue's, in place, in both orders."""
+    x = np.resize(_exponents(dtype), shape).astype(dtype, order=order)
+    expected = epilogue.finish_tile(x.reshape(1, -1).copy(), epilogue.EXP).reshape(shape)
+    got = epilogue.exp_floor_into(x)
+    assert got is x
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("nu, code", [(0.5, epilogue.MATERN_HALF), (1.5, epilogue.MATERN_3_2),
                                       (2.5, epilogue.MATERN_5_2)])
 def test_matern_closed_forms_match_the_numpy_formulas(dtype, nu, code):
