@@ -4,7 +4,7 @@ docs/design.md §11. The same problem as :mod:`kpca_dask.engine.solve.nystrom`, 
 m x m arrays never on one machine:
 
 - K_mm is made tile by tile on the workers and factorised there
-  (:func:`kpca_dask.engine.tiles.cholesky.tiled_cholesky`); only the factor's
+  (:func:`kpca_dask.engine.tiles.cholesky.cholesky_of_tiles`); only the factor's
   lower tiles are kept (the tiles above are zeros, a few bytes each). The
   tiled Cholesky is not pivoted: when a pivot L_jj^2 is at most
   tau = rcond max_j k(z_j, z_j) (or the factorisation fails, which makes its
@@ -72,7 +72,7 @@ from ..solve.nystrom import (
     dense_fits,
     solution_of,
 )
-from .cholesky import tiled_cholesky, tiled_inverse
+from .cholesky import cholesky_of_tiles, tiled_inverse
 from .low_rank import landmark_block, most_kept, pivoted_by_columns, solve_low_rank
 from .products import TiledMatrix, tiled_matrix
 from .triangular import solve_lower
@@ -202,18 +202,15 @@ def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int
     ranges = list(zip(offsets[:-1], offsets[1:]))
     for jitter in (0.0, cutoff):
         # Only the lower tiles: the factorisation reads no other.
-        K = da.block([[da.from_delayed(dask.delayed(landmark_tile, pure=True)(
-            points, kernel, params, rows, columns, jitter),
-            (rows[1] - rows[0], columns[1] - columns[0]), np.float64,
-            meta=np.empty((0, 0), np.float64)) if j <= i else
-            da.zeros((rows[1] - rows[0], columns[1] - columns[0]), chunks=-1)
-            for j, columns in enumerate(ranges)] for i, rows in enumerate(ranges)])
+        K = {(i, j): dask.delayed(landmark_tile, pure=True)(points, kernel, params, rows,
+                                                           columns, jitter)
+             for i, rows in enumerate(ranges) for j, columns in enumerate(ranges[:i + 1])}
         # Unjittered, every pivot above tau, as one process's potrf is accepted (a tile
         # with one at most tau is NaN from there on, so a factor of low rank fails at its
         # first tile); with the jitter every pivot is at least about sqrt(tau) by
         # construction. NaN pivots: the factor by columns' turn, then the jitter's.
         least = cutoff if jitter == 0.0 else 0.0
-        lower = persist_held(tiled_cholesky(K, least_pivot=least), client)
+        lower = persist_held(cholesky_of_tiles(K, tuple(sizes), least_pivot=least), client)
         pivots = _computed(da.diagonal(lower))
         if np.all(np.isfinite(pivots)) and float(np.min(pivots)) ** 2 > least:
             return TiledFactor(lower, jitter, m, tiled_matrix(lower, client))
