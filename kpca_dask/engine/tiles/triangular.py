@@ -13,13 +13,15 @@ Forward, L y = v, the tile rows top down (transposed, L^T x = u, bottom up):
 
     y_k = L_kk^-1 (v_k - sum_{j<k} L_kj y_j)         x_k = L_kk^-T (u_k - sum_{i>k} L_ik^T x_i)
 
-Step k is one task on the worker holding L_kk (its diagonal solve), then one
-task per worker holding tiles of column k below it (of row k left of it,
-transposed): each adds its tiles' products with y_k into that worker's own
-running sums, a chain per worker. Only blocks of t x b vectors move between
-workers; the tiles stay where they are, as in
-:mod:`kpca_dask.engine.tiles.products`, whose partial results these steps take and
-give.
+Step k is one task on the worker holding L_kk (its diagonal solve), then, on
+each worker holding tiles of column k below it (of row k left of it,
+transposed), two tasks: one makes that worker's part of the next step's row
+block (its running sums of it and its tile's product with y_k), which is all
+the next diagonal task waits for and takes; the other adds the products of
+its other tiles into the worker's running sums, a chain per worker. Only
+blocks of t x b vectors move between workers; the tiles and the running sums
+stay where they are, as in :mod:`kpca_dask.engine.tiles.products`, whose
+partial results these steps take and give.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from scipy import linalg
 
 from .products import TiledMatrix, added_parts, tile_times
 
-__all__ = ["solve_lower", "solved_block", "added_products"]
+__all__ = ["solve_lower", "solved_block", "added_products", "next_row_block", "row_block"]
 
 
 def solve_lower(factor: TiledMatrix, V: list, *, transposed: bool = False) -> list:
@@ -56,34 +58,78 @@ def solve_lower(factor: TiledMatrix, V: list, *, transposed: bool = False) -> li
         for (i, j), tile in zip(positions, tiles):
             if j <= i:
                 held[i, j] = (number, tile)
+    order = list(range(T - 1, -1, -1) if transposed else range(T))
+
+    def target(position: tuple[int, int]) -> int:  # the row block a tile's product adds into
+        return position[1] if transposed else position[0]
+
     given = dask.delayed(added_parts, pure=False)(V)
     sums: dict[int, object] = {}  # a worker's group -> its chain's running sums
-    solved = []
-    for k in (range(T - 1, -1, -1) if transposed else range(T)):
-        block = dask.delayed(solved_block, pure=False)(k, transposed, given, held[k, k][1],
-                                                       *sums.values())
+    touched: dict[int, set] = {}  # a worker's group -> the row blocks its sums hold
+    solved, ahead = [], []
+    for step, k in enumerate(order):
+        block = dask.delayed(solved_block, pure=False)(
+            k, transposed, held[k, k][1], dask.delayed(row_block, pure=False)(given, k), *ahead)
         solved.append(block)
+        if step + 1 == T:
+            break
+        following = order[step + 1]
         # Forward: the tiles of column k below the diagonal; transposed: row k's left of it.
-        below = [(i, j) for (i, j) in held if (j == k and i > k if not transposed
-                                                else i == k and j < k)]
-        for number in sorted({held[position][0] for position in below}):
-            mine = [position for position in below if held[position][0] == number]
-            sums[number] = dask.delayed(added_products, pure=False)(
-                sums.get(number), block, mine, transposed, *(held[p][1] for p in mine))
+        mine: dict[int, list] = {}
+        for i, j in held:
+            if (i == k and j < k) if transposed else (j == k and i > k):
+                mine.setdefault(held[i, j][0], []).append((i, j))
+        ahead = []
+        for number in sorted(set(mine) | {n for n, rows in touched.items() if following in rows}):
+            now = [p for p in mine.get(number, []) if target(p) == following]
+            later = [p for p in mine.get(number, []) if target(p) != following]
+            if now or following in touched.get(number, ()):
+                # The next step's row block first, alone: the next diagonal task waits for
+                # one tile's product, not for all of this worker's.
+                ahead.append(dask.delayed(next_row_block, pure=False)(
+                    sums.get(number), following, block, now, transposed,
+                    *(held[p][1] for p in now)))
+            if later:
+                sums[number] = dask.delayed(added_products, pure=False)(
+                    sums.get(number), block, later, transposed, *(held[p][1] for p in later))
+                touched.setdefault(number, set()).update(target(p) for p in later)
     return solved
 
 
-def solved_block(k: int, transposed: bool, given: dict, diagonal: np.ndarray,
-                 *sums: dict) -> dict:
+def row_block(blocks: dict, k: int) -> np.ndarray:
+    """Row block k of a partial result (a dict from row block to array).
+
+    Examples
+    --------
+    >>> row_block({0: np.zeros(1), 1: np.ones(2)}, 1).tolist()
+    [1.0, 1.0]
+    """
+    return blocks[k]
+
+
+def solved_block(k: int, transposed: bool, diagonal: np.ndarray, given: np.ndarray,
+                 *sums: np.ndarray) -> dict:
     """{k: the solved row block k}: L_kk^-1 (or L_kk^-T) times row block k of the
-    right-hand side less every worker's running sums of it."""
-    rest = np.array(given[k], dtype=np.float64)
+    right-hand side less the workers' running sums of it."""
+    rest = np.array(given, dtype=np.float64)
     for running in sums:
-        if k in running:
-            rest -= running[k]
+        rest -= running
     solution = linalg.solve_triangular(diagonal, rest, lower=True, trans=1 if transposed else 0,
                                        check_finite=False)
     return {k: solution}
+
+
+def next_row_block(sums: dict | None, row: int, block: dict, positions: list,
+                   transposed: bool, *tiles: np.ndarray) -> np.ndarray:
+    """A worker's part of row block ``row`` of the next diagonal step: its running sums'
+    and its tiles' products with the solved block, the tiles that add into that row."""
+    parts = [sums[row]] if sums and row in sums else []
+    parts += [tile_times(tile, block[i], transposed=True) if transposed
+              else tile_times(tile, block[j]) for (i, j), tile in zip(positions, tiles)]
+    total = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        total += part
+    return total
 
 
 def added_products(sums: dict | None, block: dict, positions: list, transposed: bool,
