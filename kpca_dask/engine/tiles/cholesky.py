@@ -116,7 +116,7 @@ def tiled_cholesky(A: da.Array, least_pivot: float = 0.0) -> da.Array:
     sizes = A.chunks[0]
     if A.chunks[1] != sizes:
         raise ValueError(f"tiled_cholesky needs square diagonal tiles, got {A.chunks}")
-    tiles = A.to_delayed()
+    tiles = A.astype(np.float64).to_delayed()
     return cholesky_of_tiles({(i, j): tiles[i, j] for i in range(len(sizes))
                               for j in range(i + 1)}, sizes, least_pivot)
 
@@ -125,8 +125,8 @@ def cholesky_of_tiles(tiles: dict, sizes: tuple[int, ...], least_pivot: float = 
                       ) -> da.Array:
     """:func:`tiled_cholesky` of the symmetric matrix whose lower tile (i, j) is
     ``tiles[i, j]`` (a delayed array, or an array) of ``sizes[i]`` x ``sizes[j]``: tiles
-    made by tasks of their own go to the factorisation as they are, where a dask array
-    joined from them (``da.block``) would copy each into a chunk of its own first.
+    made by tasks of their own go to the factorisation as they are, with no dask array
+    joining them (``da.block`` adds a key per tile).
 
     Examples
     --------

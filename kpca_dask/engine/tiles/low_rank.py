@@ -140,7 +140,7 @@ def landmark_block(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
     """
     if isinstance(kernel, str) and kernel == "precomputed":
         return np.array(Z[rows[0]:rows[1], columns[0]:columns[1]], dtype=np.float64)
-    return np.asarray(pairwise_kernel(Z[rows[0]:rows[1]], Z[columns[0]:columns[1]], kernel,
+    return np.array(pairwise_kernel(Z[rows[0]:rows[1]], Z[columns[0]:columns[1]], kernel,
                                     **params), dtype=np.float64)
 
 

@@ -77,7 +77,7 @@ from .low_rank import landmark_block, most_kept, pivoted_by_columns, solve_low_r
 from .products import TiledMatrix, tiled_matrix
 from .triangular import solve_lower
 
-__all__ = ["solve_tiles", "TiledFactor", "landmark_tile", "CLIENT_DENSE_WORDS"]
+__all__ = ["solve_tiles", "TiledFactor", "TiledOperator", "landmark_tile", "CLIENT_DENSE_WORDS"]
 
 #: m^2 float64 words the client holds for the dense way on tiles: M gathered from its
 #: tiles (the tiles and the joined array at once) and LAPACK's workspace.
@@ -86,27 +86,75 @@ CLIENT_DENSE_WORDS = 2.25
 
 @dataclass(frozen=True)
 class TiledFactor:
-    """L with L L^T = K_mm (+ tau I), as persisted lower tiles."""
+    """L with L L^T = K_mm (+ tau I), or, ``inverted``, X = L^-1, as persisted lower tiles."""
 
     lower: da.Array  # (size, size), G's chunks; tiles above the diagonal are zeros
     jitter: float  # 0.0, or tau when K_mm + tau I was factorised
     size: int
-    tiles: TiledMatrix  # the same tiles as futures, for solves by tiles
+    tiles: TiledMatrix  # the same tiles as futures, for solves (products) by tiles
+    inverted: bool = False
+
+    def whitening(self, V: list) -> list:
+        """L^-1 V as a graph of partial results (:mod:`kpca_dask.engine.tiles.products`)."""
+        if self.inverted:
+            return self.tiles.product(V, lower=True)
+        return solve_lower(self.tiles, V)
+
+    def unwhitening(self, V: list) -> list:
+        """L^-T V as a graph of partial results."""
+        if self.inverted:
+            return self.tiles.product(V, lower=True, transposed=True)
+        return solve_lower(self.tiles, V, transposed=True)
 
     def whiten(self, Y: np.ndarray) -> np.ndarray:
         """L^-1 Y for Y (size, b), computed on the workers."""
-        tiles = self.tiles
-        return tiles.run(lambda: solve_lower(tiles, tiles.split(Y)))
+        return self.tiles.run(lambda: self.whitening(self.tiles.split(Y)))
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """L^-T V for V (size, b), computed on the workers."""
-        tiles = self.tiles
-        return tiles.run(lambda: solve_lower(tiles, tiles.split(V), transposed=True))
+        return self.tiles.run(lambda: self.unwhitening(self.tiles.split(V)))
 
-    def inverse(self) -> da.Array:
-        """L^-1 as persisted lower tiles, made now (m^3 / 3 (1 + 3 / T) multiply-adds on the
-        workers): for the products with m columns that form M."""
-        return persist_held(tiled_inverse(self.lower), self.tiles.client)
+    def invert(self) -> TiledFactor:
+        """This factor as X = L^-1's tiles, made now (m^3 / 3 (1 + 3 / T) flops on the
+        workers); L's tiles go once nothing holds this one."""
+        if self.inverted:
+            return self
+        X = persist_held(tiled_inverse(self.lower), self.tiles.client)
+        return TiledFactor(X, self.jitter, self.size, tiled_matrix(X, self.tiles.client), True)
+
+
+class TiledOperator:
+    """v -> M v with M = L^-1 (G - s s^T / n) L^-T on the tiles: a solve with L^T (a product
+    with X^T once inverted), a product with G and a solve with L, one graph a product.
+
+    ``factor`` is replaced by its inverse where M itself is formed (:meth:`inverted`), so
+    that L's tiles go before X's are used: the workers then hold G and X, as the memory
+    model counts (:data:`kpca_dask.engine.tiles.rows_pass.TILE_ARRAYS`).
+    """
+
+    def __init__(self, G: da.Array, stats: PassStatistics, factor: TiledFactor, client):
+        self.G, self.tiles = G, tiled_matrix(G, client)
+        self.column_sums, self.n_samples = stats.column_sums, stats.n_samples
+        self.factor = factor
+
+    def product(self, V: np.ndarray) -> list:
+        factor = self.factor
+        U = factor.unwhitening(factor.tiles.split(V))
+        SU = self.tiles.product(U, column_sums=self.column_sums, n_samples=self.n_samples)
+        return factor.whitening(SU)
+
+    def __call__(self, V: np.ndarray) -> np.ndarray:
+        return self.factor.tiles.run(self.product, V)
+
+    def scatter(self) -> da.Array:
+        """S = G - s s^T / n as a dask array of G's tiles."""
+        s = da.from_array(self.column_sums, chunks=(self.G.chunks[0],))
+        return self.G - s[:, None] * s[None, :] / self.n_samples
+
+    def inverted(self) -> da.Array:
+        """X = L^-1's tiles, the factor replaced by them (L let go)."""
+        self.factor = self.factor.invert()
+        return self.factor.lower
 
 
 def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: float,
@@ -133,46 +181,32 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
             f"of components (an int) or a fraction of the variance (a float), or set dask's "
             f"'kpca-dask.landmark-solve' to 'worker' if one worker can hold them.")
     n = stats.n_samples
-    s = stats.column_sums
-    s_tiled = da.from_array(s, chunks=(G.chunks[0],))
-    G_tiles, L_tiles = tiled_matrix(G, client), factor.tiles
-
-    def product(V: np.ndarray) -> list:
-        # L^-1 (G - s s^T / n) L^-T V: a solve, a product and a solve, their steps a task
-        # per worker, each taking the partial sums of the step before.
-        U = solve_lower(L_tiles, L_tiles.split(V), transposed=True)
-        SU = G_tiles.product(U, column_sums=s, n_samples=n)
-        return solve_lower(L_tiles, SU)
-
-    def apply(V: np.ndarray) -> np.ndarray:
-        return L_tiles.run(product, V)
-
-    mean_feature = factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
-    scatter = G - s_tiled[:, None] * s_tiled[None, :] / n
+    apply = TiledOperator(G, stats, factor, client)
+    del factor  # the operator's alone: replaced by its inverse, L's tiles go
+    mean_feature = apply.factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     budget = (DENSE_SOLVE_COLUMNS * m
               if dense_fits(m, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
     way = "tiles"
     if isinstance(n_components, float):
-        spectrum = _spectrum_for_fraction(apply, factor, scatter, n_components, m)
+        spectrum = _spectrum_for_fraction(apply, n_components, m)
     else:
         q = min(int(n_components), m)
         pairs = leading_eigenpairs(apply, m, q, budget=budget)
         if pairs.converged:
             trace, trace_std = estimate_trace(apply, pairs)
-            spectrum = Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m],
+            spectrum = Spectrum(pairs.values, apply.factor.unwhiten(pairs.vectors)[:m],
                                 pairs.vectors, pairs.residuals, trace, trace_std)
         else:
-            spectrum, way = _dense_on_client(apply, factor, scatter, q, m), f"tiles, {FALLBACK}"
+            spectrum, way = _dense_on_client(apply, q, m), f"tiles, {FALLBACK}"
     solution = solution_of(stats, spectrum, mean_feature, n_components, remove_zero_eig)
-    weights = factor.unwhiten(mean_feature[:, None])[:m, 0]
+    weights = apply.factor.unwhiten(mean_feature[:, None])[:m, 0]
     return SmallProblem(solution, NoveltyTerms(weights, float(mean_feature @ mean_feature)),
                         m, way)
 
 
-def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
-                     m: int) -> Spectrum:
+def _dense_on_client(apply: TiledOperator, q: int, m: int) -> Spectrum:
     """The q leading pairs of M = L^-1 S L^-T formed on the tiles and solved here."""
-    X = factor.inverse()
+    X, scatter = apply.inverted(), apply.scatter()
     # M = X S X^T (its lower triangle is read: the rounding leaves it a little asymmetric).
     M = _computed((X @ scatter) @ X.T)
     size = M.shape[0]
@@ -182,7 +216,7 @@ def _dense_on_client(apply, factor: TiledFactor, scatter: da.Array, q: int,
     del M
     values, vectors = values[::-1], np.ascontiguousarray(vectors[:, ::-1])
     residuals = np.linalg.norm(apply(vectors) - vectors * values, axis=0)
-    return Spectrum(values, factor.unwhiten(vectors)[:m], vectors, residuals, trace, 0.0)
+    return Spectrum(values, apply.factor.unwhiten(vectors)[:m], vectors, residuals, trace, 0.0)
 
 
 def factor_tiles(landmarks, kernel, params: dict, rcond: float, sizes: tuple[int, ...],
@@ -243,18 +277,18 @@ def landmark_tile(Z: np.ndarray, kernel, params: dict, rows: tuple[int, int],
     return tile
 
 
-def _spectrum_for_fraction(apply, factor: TiledFactor, S, eta: float, m: int) -> Spectrum:
+def _spectrum_for_fraction(apply: TiledOperator, eta: float, m: int) -> Spectrum:
     """Leading pairs until their sum reaches ``eta`` of the exact trace, doubling how many."""
-    X = factor.inverse()
+    X, S = apply.inverted(), apply.scatter()
     # trace(X S X^T) = <X S, X>: the sum of an elementwise product, tile by tile.
     trace = float(_computed(((X @ S) * X).sum()))
-    del X  # its tiles go before the products: they take L's
+    del X, S
     count, start = 16, None
     while True:
-        pairs = leading_eigenpairs(apply, factor.size, min(count, m), start=start)
+        pairs = leading_eigenpairs(apply, m, min(count, m), start=start)
         if np.sum(pairs.values) >= eta * trace or count >= m:
-            return Spectrum(pairs.values, factor.unwhiten(pairs.vectors)[:m], pairs.vectors,
-                            pairs.residuals, trace, 0.0)
+            return Spectrum(pairs.values, apply.factor.unwhiten(pairs.vectors)[:m],
+                            pairs.vectors, pairs.residuals, trace, 0.0)
         count, start = 2 * count, pairs.vectors
 
 

@@ -30,9 +30,9 @@ import dask
 import numpy as np
 from scipy import linalg
 
-from .products import TiledMatrix, added_parts, tile_times
+from .products import TiledMatrix, tile_times
 
-__all__ = ["solve_lower", "solved_block", "added_products", "next_row_block", "row_block"]
+__all__ = ["solve_lower"]
 
 
 def solve_lower(factor: TiledMatrix, V: list, *, transposed: bool = False) -> list:
@@ -63,13 +63,14 @@ def solve_lower(factor: TiledMatrix, V: list, *, transposed: bool = False) -> li
     def target(position: tuple[int, int]) -> int:  # the row block a tile's product adds into
         return position[1] if transposed else position[0]
 
-    given = dask.delayed(added_parts, pure=False)(V)
+    row = dask.delayed(_row_block, pure=False)
     sums: dict[int, object] = {}  # a worker's group -> its chain's running sums
     touched: dict[int, set] = {}  # a worker's group -> the row blocks its sums hold
     solved, ahead = [], []
     for step, k in enumerate(order):
-        block = dask.delayed(solved_block, pure=False)(
-            k, transposed, held[k, k][1], dask.delayed(row_block, pure=False)(given, k), *ahead)
+        # Row block k of each input part, cut where the part is: t x b values move.
+        block = dask.delayed(_solved_block, pure=False)(
+            k, transposed, held[k, k][1], [row(part, k) for part in V], *ahead)
         solved.append(block)
         if step + 1 == T:
             break
@@ -86,32 +87,35 @@ def solve_lower(factor: TiledMatrix, V: list, *, transposed: bool = False) -> li
             if now or following in touched.get(number, ()):
                 # The next step's row block first, alone: the next diagonal task waits for
                 # one tile's product, not for all of this worker's.
-                ahead.append(dask.delayed(next_row_block, pure=False)(
+                ahead.append(dask.delayed(_next_row_block, pure=False)(
                     sums.get(number), following, block, now, transposed,
                     *(held[p][1] for p in now)))
             if later:
-                sums[number] = dask.delayed(added_products, pure=False)(
+                sums[number] = dask.delayed(_added_products, pure=False)(
                     sums.get(number), block, later, transposed, *(held[p][1] for p in later))
                 touched.setdefault(number, set()).update(target(p) for p in later)
     return solved
 
 
-def row_block(blocks: dict, k: int) -> np.ndarray:
-    """Row block k of a partial result (a dict from row block to array).
+def _row_block(blocks: dict, k: int) -> np.ndarray | None:
+    """Row block k of a partial result (a dict from row block to array), None if it has none.
 
     Examples
     --------
-    >>> row_block({0: np.zeros(1), 1: np.ones(2)}, 1).tolist()
+    >>> _row_block({0: np.zeros(1), 1: np.ones(2)}, 1).tolist()
     [1.0, 1.0]
     """
-    return blocks[k]
+    return blocks.get(k)
 
 
-def solved_block(k: int, transposed: bool, diagonal: np.ndarray, given: np.ndarray,
-                 *sums: np.ndarray) -> dict:
+def _solved_block(k: int, transposed: bool, diagonal: np.ndarray, given: list,
+                  *sums: np.ndarray) -> dict:
     """{k: the solved row block k}: L_kk^-1 (or L_kk^-T) times row block k of the
-    right-hand side less the workers' running sums of it."""
-    rest = np.array(given, dtype=np.float64)
+    right-hand side (the sum of ``given``, its parts' row blocks) less the workers' sums."""
+    parts = [part for part in given if part is not None]
+    rest = np.array(parts[0], dtype=np.float64)
+    for part in parts[1:]:
+        rest += part
     for running in sums:
         rest -= running
     solution = linalg.solve_triangular(diagonal, rest, lower=True, trans=1 if transposed else 0,
@@ -119,7 +123,7 @@ def solved_block(k: int, transposed: bool, diagonal: np.ndarray, given: np.ndarr
     return {k: solution}
 
 
-def next_row_block(sums: dict | None, row: int, block: dict, positions: list,
+def _next_row_block(sums: dict | None, row: int, block: dict, positions: list,
                    transposed: bool, *tiles: np.ndarray) -> np.ndarray:
     """A worker's part of row block ``row`` of the next diagonal step: its running sums'
     and its tiles' products with the solved block, the tiles that add into that row."""
@@ -132,7 +136,7 @@ def next_row_block(sums: dict | None, row: int, block: dict, positions: list,
     return total
 
 
-def added_products(sums: dict | None, block: dict, positions: list, transposed: bool,
+def _added_products(sums: dict | None, block: dict, positions: list, transposed: bool,
                    *tiles: np.ndarray) -> dict:
     """A worker's running sums with its tiles' products with the solved block added: L_ij y_j
     into row block i (L_ij^T x_i into j when ``transposed``). A new dict of new arrays, so
