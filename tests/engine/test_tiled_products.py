@@ -1,4 +1,5 @@
-"""Products of tiled matrices on the workers, a task per worker and step (engine.tiles.products)."""
+"""Products of tiled matrices and triangular solves by tiles on the workers
+(engine.tiles.products, engine.tiles.triangular)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_products_equal_numpy_and_take_a_task_per_worker(client):
 def test_solves_by_tiles_equal_scipys_a_diagonal_task_and_a_task_per_worker_a_step(client):
     """L^-1 V and L^-T V by tiles (the last row and column narrower), from one part or from
     a product's partial results, equal scipy's triangular solves; each of the T steps is
-    the diagonal tile's solve and at most one task per worker."""
+    the diagonal tile's solve, and the running sums take at most a task per worker a
+    step."""
     rng = np.random.default_rng(1)
     m, tile = 23, 7
     L = np.tril(rng.normal(size=(m, m))) + 6 * np.eye(m)

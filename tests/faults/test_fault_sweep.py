@@ -1,4 +1,5 @@
-"""Every public path survives a worker SIGKILLed early, midway and during its final step.
+"""Every public path survives a worker SIGKILLed early, midway and during its final step
+(and the tiled fit within its products).
 
 A cluster of three one-thread worker processes runs each path once undisturbed
 (the reference) and then once per kill point, with the worker that finishes

@@ -158,10 +158,9 @@ def tiled_inverse(L: da.Array) -> da.Array:
     """L^-1 of a lower triangular ``L`` in square tiles (lower tiles read), tiled the same way.
 
     Column j of tiles top down: X_jj = L_jj^-1 and, below it,
-    X_ij = -L_ii^-1 sum_{k=j}^{i-1} L_ik X_kj; one task per lower tile, m^3 / 3 flops
-    in all. The tiled solve applies L^-1 and L^-T as products with X: every tile's
-    product at once, where a triangular solve by tiles is a chain of T steps
-    (docs/design.md §11).
+    X_ij = -L_ii^-1 sum_{k=j}^{i-1} L_ik X_kj; one task per lower tile,
+    m^3 / 3 + m^3 / T flops in all. Made where M = X S X^T itself is formed (the dense
+    way, the exact trace), whose products have m columns (docs/design.md §11).
 
     Examples
     --------

@@ -18,14 +18,15 @@ m x m arrays never on one machine:
   tau, which the pivoted factorisation of one process drops, damped to
   nothing.
 - M = L^-1 (G - s s^T / n) L^-T is applied to a block of vectors by a
-  triangular solve with L^T, a product with G and a solve with L, each step a
-  task per worker taking the tiles it holds (:mod:`kpca_dask.engine.tiles.triangular`,
+  triangular solve with L^T, a product with G and a solve with L, their tasks
+  on the workers that hold the tiles they read (:mod:`kpca_dask.engine.tiles.triangular`,
   :mod:`kpca_dask.engine.tiles.products`); the block Krylov solver
   (:func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`) keeps its basis
   here (m x (q + p) x depth words) and solves only the small Rayleigh-Ritz
   problem. L^-1 is formed as tiles (:func:`kpca_dask.engine.tiles.cholesky.tiled_inverse`,
-  m^3 / 3 (1 + 3 / T) multiply-adds) only where M itself is formed: the dense
-  way and the exact trace, whose products are m columns.
+  m^3 / 3 (1 + 3 / T) flops) only where M itself is formed: the dense way and
+  the exact trace, whose products are m columns; L's tiles go then, and the
+  products take L^-1's.
 - the tiles are G's own (the views of the pass's panels): K_mm and its factor
   are cut the same way, the last row and column of tiles narrower.
 

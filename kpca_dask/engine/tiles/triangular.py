@@ -3,8 +3,8 @@
 docs/design.md §11: the tiled solve applies M = L^-1 S L^-T to a block of b
 vectors by two solves with the factor L of K_mm and one product with G.
 Forming L^-1 first would make each solve one step of products, but costs
-m^3 / 3 (1 + 3 / T) multiply-adds on the workers: 20 s of an 84 s fit at
-m = 16 000 on two one-thread workers, where a product was no faster with it
+m^3 / 3 (1 + 3 / T) flops on the workers: 20 s of an 84 s fit (its phases
+timed) at m = 16 000 on two one-thread workers, where a product was no faster with it
 (0.81 s against 0.79 s with the steps below, a few dozen products a fit). The
 inverse is made only where the products are m columns (the dense way's M, the
 exact trace).
