@@ -59,15 +59,14 @@ def test_exp_matches_numpy_exp_to_an_ulp_over_the_whole_range(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(3, epilogue.EXP_ROW_VALUES + 5), (7,), (0,),
-                                   (2 * epilogue.EXP_ROW_VALUES,), (5, 3)])
+@pytest.mark.parametrize("shape", [(3, 4101), (7,), (0,), (8192,), (5, 3)])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_exp_of_any_array_takes_rows_of_a_fixed_width_and_keeps_every_value(dtype, shape,
-                                                                           order):
-    """exp_floor_into cuts an array of any shape into rows of EXP_ROW_VALUES and the rest:
-    every value is the one-row epilogue's, in place, in both orders."""
+def test_exp_of_any_array_keeps_every_value_of_the_one_value_loop(dtype, shape, order):
+    """exp_floor_into takes any shape, in place, in both orders, and every value is the one
+    the epilogue gives it alone (a row of one: no vector lanes), bit for bit: no
+    reassociation, so the vector width does not change a result."""
     x = np.resize(_exponents(dtype), shape).astype(dtype, order=order)
-    expected = epilogue.finish_tile(x.reshape(1, -1).copy(), epilogue.EXP).reshape(shape)
+    expected = epilogue.finish_tile(x.reshape(-1, 1).copy(), epilogue.EXP).reshape(shape)
     got = epilogue.exp_floor_into(x)
     assert got is x
     np.testing.assert_array_equal(got, expected)
@@ -158,16 +157,15 @@ def test_exp_loop_is_vectorised_with_packed_registers():
         pytest.skip("the CPU has no AVX2/FMA")
     import numba
 
-    # A fresh, uncached compilation of the exp loop: numba cannot inspect cached code.
-    exp_row = numba.njit(nogil=True, fastmath={"contract"})(epilogue._exp_row.py_func)
+    # A fresh, uncached compilation of the epilogue: numba cannot inspect cached code.
+    finish = numba.njit(nogil=True, fastmath={"contract"})(epilogue._finish.py_func)
     tile = np.zeros((1, 64))
-    scale_bits = np.empty(64, np.int64)
-    log2e, ln2_hi, ln2_lo, shifter, bias, bits = epilogue._constants(np.float64)
-    exp_row(tile[0], -700.0, log2e, ln2_hi, ln2_lo, shifter, bias, bits,
-            tuple(1.0 / math.factorial(n) for n in range(14)), 0.0, np.empty(64),
-            scale_bits.view(np.float64), scale_bits)
+    log2e, ln2_hi, ln2_lo, shifter = epilogue._constants(np.float64)
+    finish(tile, epilogue.EXP, 1.0, 0.0, 1, -700.0, 0.0, np.zeros(64), np.zeros(64),
+           True, True, True, log2e, ln2_hi, ln2_lo, shifter,
+           tuple(1.0 / math.factorial(n) for n in range(14)), 0.0, 1.0 / 3.0)
     assert tile[0, 0] == 1.0
-    assembly = "\n".join(exp_row.inspect_asm().values())
+    assembly = "\n".join(finish.inspect_asm().values())
     assert len(re.findall(r"vfmadd\w*pd\s[^\n]*%[yz]mm", assembly)) >= 10
 
 
