@@ -29,6 +29,7 @@ from distributed import Client, get_task_stream
 from kpca_dask import KernelPCA, load
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.engine.solve.landmark_memory import SOLVE_KEY, landmark_solve_mode
+from kpca_dask.engine.tiles.product_way import PRODUCTS_KEY, product_way
 from kpca_dask.errors import InvalidParameterError
 
 pytestmark = pytest.mark.slow
@@ -160,10 +161,10 @@ def _task_names(client: Client, fit):
 
 
 def test_the_products_solve_with_the_factor_and_form_no_inverse(client):
-    """q components on a K_mm of full rank: M's products are triangular solves with the
-    tiled factor (their diagonal steps ran), and no tile of L^-1 is made (m^3 / 3 flops
+    """q components on a K_mm of full rank, the products by solves: triangular solves with
+    the tiled factor (their diagonal steps ran), and no tile of L^-1 is made (m^3 / 3 flops
     more); the single-process model to 1e-8."""
-    with dask.config.set({SOLVE_KEY: "tiles"}):
+    with dask.config.set({SOLVE_KEY: "tiles", PRODUCTS_KEY: "solves"}):
         model, names = _task_names(client, lambda: KernelPCA(**PARAMS, n_landmarks=400).fit(
             _data()))
     assert model.statistics_.gram.numblocks == (3, 3)
@@ -171,6 +172,23 @@ def test_the_products_solve_with_the_factor_and_form_no_inverse(client):
     assert {"solved_block", "added_products", "diagonal_factor"} <= names
     assert not {"diagonal_inverse", "below_diagonal_inverse"} & names
     _assert_same(model, _single_process(n_landmarks=400))
+
+
+def test_many_short_solve_steps_take_the_inverse_by_default(client):
+    """m = 400 in three tiles on two workers: L^-1 costs milliseconds against the solves'
+    six steps a product (the model of product_way), so it is formed and no solve steps
+    run; the same model as by solves, to 1e-8; a way dask's key does not know is refused
+    with the ways it knows."""
+    assert product_way(400, 3, 2, 2) == "inverse"
+    with dask.config.set({SOLVE_KEY: "tiles"}):
+        model, names = _task_names(client, lambda: KernelPCA(**PARAMS, n_landmarks=400).fit(
+            _data()))
+    assert "below_diagonal_inverse" in names
+    assert not {"solved_block", "added_products"} & names
+    _assert_same(model, _single_process(n_landmarks=400))
+    with dask.config.set({SOLVE_KEY: "tiles", PRODUCTS_KEY: "by hand"}):
+        with pytest.raises(InvalidParameterError, match="'auto', 'solves', 'inverse'"):
+            KernelPCA(**PARAMS, n_landmarks=400).fit(_data())
 
 
 def test_a_fraction_of_the_variance_takes_the_exact_trace_on_tiles(client):

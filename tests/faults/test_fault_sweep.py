@@ -98,7 +98,14 @@ def fit_rpcholesky(sweep):
 
 
 def fit_on_tiles(sweep):
+    # m = 200 in tiles of 50: M's products take L^-1's tiles (formed after the factor).
     with dask.config.set({"kpca-dask.landmark-solve": "tiles"}):
+        return _model(KernelPCA(landmarks="uniform", **PARAMS).fit(sweep.X()))
+
+
+def fit_on_tiles_by_solves(sweep):
+    with dask.config.set({"kpca-dask.landmark-solve": "tiles",
+                          "kpca-dask.tile-products": "solves"}):
         return _model(KernelPCA(landmarks="uniform", **PARAMS).fit(sweep.X()))
 
 
@@ -210,11 +217,12 @@ PATHS = {
     fit_uniform: FIT,
     fit_kmeans: FIT,
     fit_rpcholesky: FIT,
-    # Past the factorisation, a worker killed within M's products (the solves by tiles
-    # take their tiles' futures, which the scheduler makes again).
+    # Past the factorisation, a worker killed while L^-1 is formed, or within M's
+    # products by solves (which take their tiles' futures, made again by the scheduler).
     fit_on_tiles: [*_points("tile_row_of_block", "diagonal_factor", last=4 * BLOCKS,
-                            final_count=2), KillPoint("products", "solved_block", 40,
+                            final_count=2), KillPoint("inverse", "below_diagonal_inverse", 3,
                                                       "processing")],
+    fit_on_tiles_by_solves: [KillPoint("products", "solved_block", 40, "processing")],
     fit_of_a_table: FIT,
     transform_to_zarr: _points("store-map", "store-map", final_count=BLOCKS),
     transform_to_parquet: _points("kpca", "toparquetdata", final_count=BLOCKS),

@@ -60,6 +60,7 @@ RUNS = {
     "bench_flat_spectrum": (["--n", "2000", "--m", "300"], None),
     "bench_syrk_rate": (["--m", "300", "--rows", "100,400", "--repeats", "1"], None),
     "bench_coupled": (["--n", "4000", "--m", "50", "--chunk-rows", "1000"], None),
+    "bench_tile_products": (["--cases", "300:100", "--repeats", "1"], None),
     "bench_landmark_runs": (["--n", "3000", "--p", "8", "--m", "20", "--seeds", "0",
                              "--chunk-rows", "1000"], None),
 }

@@ -24,6 +24,7 @@ from dask.utils import format_bytes
 
 from ..._memory import memory_budget
 from ...errors import InsufficientMemoryError, InvalidParameterError
+from ..tiles.product_way import configured_product_way
 
 __all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes",
            "landmark_cap", "refuse_landmarks_beyond_memory", "SOLVE_KEY", "SOLVE_MODES",
@@ -87,6 +88,7 @@ def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
     kpca_dask.errors.InvalidParameterError: dask's configuration key 'kpca-dask.landmark-solve' ...
     """
     chosen = configured_solve_mode()
+    configured_product_way()  # the tiles' key too: refused before the pass, not after it
     budget = memory_budget(collection)
     if not budget.on_cluster:
         return None

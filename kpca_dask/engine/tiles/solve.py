@@ -24,8 +24,10 @@ m x m arrays never on one machine:
   (:func:`kpca_dask.engine.solve.eigensolver.leading_eigenpairs`) keeps its basis
   here (m x (q + p) x depth words) and solves only the small Rayleigh-Ritz
   problem. L^-1 is formed as tiles (:func:`kpca_dask.engine.tiles.cholesky.tiled_inverse`,
-  m^3 / 3 (1 + 3 / T) flops) only where M itself is formed: the dense way and
-  the exact trace, whose products are m columns; L's tiles go then, and the
+  m^3 / 3 (1 + 3 / T) flops) where M itself is formed (the dense way and the
+  exact trace, whose products are m columns), and where the solves' T steps a
+  product would cost more than forming it (many small tiles against m:
+  :mod:`kpca_dask.engine.tiles.product_way`); L's tiles go then, and the
   products take L^-1's.
 - the tiles are G's own (the views of the pass's panels): K_mm and its factor
   are cut the same way, the last row and column of tiles narrower.
@@ -75,6 +77,7 @@ from ..solve.nystrom import (
 )
 from .cholesky import cholesky_of_tiles, tiled_inverse
 from .low_rank import landmark_block, most_kept, pivoted_by_columns, solve_low_rank
+from .product_way import product_way
 from .products import TiledMatrix, tiled_matrix
 from .triangular import solve_lower
 
@@ -184,6 +187,9 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     n = stats.n_samples
     apply = TiledOperator(G, stats, factor, client)
     del factor  # the operator's alone: replaced by its inverse, L's tiles go
+    threads = client.nthreads()
+    if product_way(m, len(G.chunks[0]), len(threads), sum(threads.values())) == "inverse":
+        apply.inverted()  # many short solve steps: X's products pay for forming it
     mean_feature = apply.factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
     budget = (DENSE_SOLVE_COLUMNS * m
               if dense_fits(m, process_room_bytes(), CLIENT_DENSE_WORDS) else None)
