@@ -11,6 +11,7 @@ from kpca_dask.engine.tiles.rows_pass import (
     LEAST_TILE,
     add_tile_row,
     chain_places,
+    panel_loads,
     tile_size,
     tiles_peak_bytes,
 )
@@ -90,3 +91,30 @@ def test_the_chains_go_longest_first_to_the_least_loaded_thread():
     workers = {row: places[row, 0]["workers"][0] for row in range(3)}
     assert workers[2] != workers[1] == workers[0]
     assert all(place["allow_other_workers"] for place in places.values())
+
+
+@pytest.mark.parametrize("m, t, workers, threads", [(16_000, 3200, 2, 1), (16_000, 4000, 4, 1),
+                                                     (10_000, 700, 35, 1), (5000, 1000, 3, 2)])
+def test_the_model_places_g_as_the_pass_does(m, t, workers, threads):
+    """G's panels on the workers as the pass's chains place them: every lower tile once, a
+    tile row whole on one worker; the modelled peak counts the worker holding most, which
+    is more than an even share where the tile rows are few against the workers."""
+    sizes = [min(t, m - start) for start in range(0, m, t)]
+    lower = 8.0 * sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1))
+    loads = panel_loads(m, t, workers, threads)
+    assert len(loads) == workers
+    assert sum(loads.values()) == pytest.approx(lower)
+    row_bytes = [8.0 * size * sum(sizes[:i + 1]) for i, size in enumerate(sizes)]
+    for load in loads.values():  # a sum of whole tile rows
+        assert any(abs(load - total) < 1 for total in _subset_sums(row_bytes))
+    assert max(loads.values()) >= max(row_bytes)
+    assert tiles_peak_bytes(m, t, workers, threads) >= 3 * lower / workers
+    if len(sizes) <= workers:  # one row a worker: the last row's, T tiles of T (T + 1) / 2
+        assert max(loads.values()) == pytest.approx(max(row_bytes))
+
+
+def _subset_sums(values):
+    sums = {0.0}
+    for value in values:
+        sums |= {total + value for total in sums}
+    return sums

@@ -23,7 +23,8 @@ rest by GEMMs); see docs/guide/sharded-landmarks.md for the whole cost.
 
 :func:`tile_size` cuts t from a model of a worker's peak, apart from a pass
 block's (:func:`tiles_peak_bytes`): the lower tiles of G, K_mm and its factor
-spread over the workers, and beside them each thread's task (a tile row's
+on the worker that holds most (G's tile rows whole on the workers the pass
+places them on, the others spread evenly), and beside them each thread's task (a tile row's
 panel, its kernel block and its product; a factorisation task's few tiles),
 within the room the workers measure (their limit's modelled peak less what
 their code holds now, :attr:`kpca_dask._memory.MemoryBudget.measured_room`).
@@ -59,7 +60,7 @@ from ..graph_values import shared_values
 from ..passes.nystrom import raise_if_nonfinite, row_offsets
 from ..solve.landmark_factor import OVERFLOW_MESSAGE
 
-__all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "tile_row_of_block",
+__all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "panel_loads", "tile_row_of_block",
            "tile_block_rows", "LEAST_TILE", "TILE_ARRAYS"]
 
 #: Tiles smaller than this many landmarks make BLAS slow and the graphs large.
@@ -89,23 +90,48 @@ def tile_block_rows(t: int) -> int:
 def tiles_peak_bytes(n_landmarks: int, t: int, workers: int, threads: int) -> int:
     """A worker's modelled peak above its code with tiles of t (module docstring).
 
-    The larger of the pass's (its share of G's panels, and per thread a panel of
-    t x m float64 words, its kernel block of :func:`tile_block_rows` float32 rows and its
-    product of at most ``PANEL_BYTES``) and the solve's (its share of the lower tiles of
-    :data:`TILE_ARRAYS` arrays, and per thread four tiles).
+    The larger of the pass's (the panels of G the most loaded worker holds, placed as
+    the pass places them, :func:`panel_loads`, and per thread a panel of t x m float64
+    words, its kernel block of :func:`tile_block_rows` float32 rows and its product of at
+    most ``PANEL_BYTES``) and the solve's (those panels, an even share of the lower tiles
+    of the other :data:`TILE_ARRAYS` - 1 arrays, which dask spreads, and per thread four
+    tiles).
 
     Examples
     --------
     >>> tiles_peak_bytes(16_000, 4000, 4, 1) / 2**30
-    1.3...
+    1.5...
     """
     m = n_landmarks
     T = -(-m // t)
     lower = 8 * t * t * T * (T + 1) / 2  # an array's lower tiles, the diagonal ones whole
-    share = lower / max(1, workers)
+    panels = max(panel_loads(m, t, workers, threads).values())
     pass_task = 8 * t * m + 4 * tile_block_rows(t) * m + PANEL_BYTES
     solve_task = 4 * 8 * t * t
-    return int(max(share + threads * pass_task, TILE_ARRAYS * share + threads * solve_task))
+    return int(max(panels + threads * pass_task,
+                   panels + (TILE_ARRAYS - 1) * lower / max(1, workers) + threads * solve_task))
+
+
+def panel_loads(n_landmarks: int, t: int, workers: int, threads: int) -> dict:
+    """Bytes of G's panels on each worker, the tile rows placed as the pass places their
+    chains (:func:`chain_places`, equal chains): a tile row's panel, its lower tiles,
+    stays on the worker of its first chain.
+
+    Examples
+    --------
+    >>> loads = panel_loads(4000, 1000, 2, 1)  # rows 3 and 0 (4 + 1 tiles), rows 2 and 1
+    >>> sorted(value / 8e6 for value in loads.values())
+    [5.0, 5.0]
+    """
+    m = max(1, n_landmarks)
+    ranges = [(start, min(m, start + t)) for start in range(0, m, t)]
+    slots = [str(worker) for worker in range(max(1, workers)) for _ in range(max(1, threads))]
+    chains = max(1, len(slots) // len(ranges))
+    places = chain_places(ranges, [1] * chains, slots)
+    loads = dict.fromkeys(slots, 0.0)
+    for row, (start, stop) in enumerate(ranges):
+        loads[places[row, 0]["workers"][0]] += 8.0 * (stop - start) * stop
+    return loads
 
 
 def tile_size(n_landmarks: int, budget: MemoryBudget) -> int:
