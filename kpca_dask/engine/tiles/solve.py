@@ -51,6 +51,7 @@ problem is solved in the client) and refused otherwise, once the factor shows wh
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 import dask
@@ -187,7 +188,8 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     n = stats.n_samples
     apply = TiledOperator(G, stats, factor, client)
     del factor  # the operator's alone: replaced by its inverse, L's tiles go
-    threads = client.nthreads()
+    # No client: the tiles on a local scheduler, its threads one worker's.
+    threads = client.nthreads() if client is not None else {"here": os.cpu_count() or 1}
     if product_way(m, len(G.chunks[0]), len(threads), sum(threads.values())) == "inverse":
         apply.inverted()  # many short solve steps: X's products pay for forming it
     mean_feature = apply.factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
