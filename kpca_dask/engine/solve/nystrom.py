@@ -65,7 +65,7 @@ from ...errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
 from .handover import TimedBudget, dense_seconds
-from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, factor_threads
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem",
            "solve_with_factor", "DENSE_RANK",
@@ -249,10 +249,17 @@ def _exact_trace_is_cheap(n: int, rank: int, pass_dtype) -> bool:
 
 
 def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
-    """S U = G U - s (s^T U) / n for U of shape (m, b), reading G once (BLAS symm)."""
-    G = stats.gram if stats.gram.flags.f_contiguous else stats.gram.T  # symmetric: the same
-    with factor_threads(G.shape[0]):  # one BLAS thread for large m (landmark_factor)
-        SU = blas.dsymm(1.0, G, np.asfortranarray(U), lower=1)
+    """S U = G U - s (s^T U) / n for U of shape (m, b), reading G once.
+
+    As (U^T G)^T, one GEMM with the few vectors on the left, which OpenBLAS streams G
+    through faster than its ``symm``: at m = 16 000 and b = 20, 0.26 s against 0.47 on one
+    thread, 0.16 s on two (Intel Xeon, SkylakeX kernels). G is whole and symmetric
+    (:class:`~kpca_dask.blocks.statistics.PassStatistics`), so G^T = G. Threaded: OpenBLAS's
+    threaded GEMM (and ``trsm``) ran safely on m x m arrays up to m = 32 000, where its own
+    LAPACK's ``potrf`` did not (:data:`~kpca_dask.engine.solve.landmark_factor.ONE_THREAD_BYTES`).
+    """
+    G = stats.gram
+    SU = (np.asarray(U, dtype=np.float64).T @ G).T
     s = stats.column_sums
     SU -= np.outer(s, s @ U) / stats.n_samples
     return SU
