@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.array.core import PerformanceWarning
@@ -22,6 +23,7 @@ from scipy import sparse
 
 from .errors import (
     InvalidInputError,
+    InvalidParameterError,
     NonFiniteInputError,
     NonNumericInputError,
 )
@@ -292,3 +294,28 @@ def short_repr(value: Any) -> str:
         return f"an array of shape {value.shape}"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def configured_choice(key: str, choices: tuple[str, ...]) -> str:
+    """The value of dask's configuration ``key`` (default: the first of ``choices``),
+    refused with the choices and how to set it when it is not one of them.
+
+    Examples
+    --------
+    >>> configured_choice("kpca-dask.example", ("auto", "by-hand"))
+    'auto'
+    >>> with dask.config.set({"kpca-dask.example": "never"}):
+    ...     configured_choice("kpca-dask.example", ("auto", "by-hand"))
+    Traceback (most recent call last):
+    ...
+    kpca_dask.errors.InvalidParameterError: dask's configuration key 'kpca-dask.example' ...
+    """
+    chosen = dask.config.get(key, choices[0])
+    if chosen not in choices:
+        variable = "DASK_" + key.upper().replace(".", "__").replace("-", "_")
+        raise InvalidParameterError(
+            f"dask's configuration key {key!r} must be one of "
+            f"{', '.join(map(repr, choices))}; got {chosen!r}. Set it with "
+            f"dask.config.set({{{key!r}: {choices[0]!r}}}) or the environment variable "
+            f"{variable}.")
+    return chosen

@@ -37,6 +37,7 @@ from ..._memory import memory_budget
 from ..._parallel import capped_blas, distributed_client, task_blas_limit
 from ...blocks.kernel_tiles import TILE_ROWS, cross_products, pair_products, rows_summary
 from ...errors import InvalidParameterError, NonFiniteInputError
+from ...validation import configured_choice
 from ..graph_values import shared_values
 from ..solve.landmark_factor import OVERFLOW_MESSAGE
 
@@ -152,11 +153,7 @@ def row_panels(X: da.Array, kernel, params: dict, dtype) -> RowPanels:
     n, p = X.shape
     rows = X.rechunk({0: panel_rows(n, p, X.dtype.itemsize, budget, np.dtype(dtype).itemsize),
                       1: -1})
-    mode = dask.config.get(ROWS_KEY, "auto")
-    if mode not in ("auto", "persist", "read"):
-        raise InvalidParameterError(
-            f"dask's configuration {ROWS_KEY} must be 'auto', 'persist' or 'read'; got "
-            f"{mode!r}.")
+    mode = configured_choice(ROWS_KEY, ("auto", "persist", "read"))
     room = budget.free_bytes * (budget.workers if budget.on_cluster else 1)
     held = mode == "persist" or (mode == "auto" and rows.nbytes <= PERSIST_SHARE * room)
     if held:

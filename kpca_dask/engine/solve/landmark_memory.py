@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 
-import dask
 from dask.utils import format_bytes
 
 from ..._memory import memory_budget
-from ...errors import InsufficientMemoryError, InvalidParameterError
+from ...errors import InsufficientMemoryError
+from ...validation import configured_choice
 from ..tiles.product_way import configured_product_way
 
 __all__ = ["SMALL_PROBLEM_WORDS", "TILED_PROBLEM_WORDS", "landmark_problem_bytes",
@@ -56,13 +56,7 @@ SOLVE_MODES = ("auto", "worker", "tiles")
 
 def configured_solve_mode() -> str:
     """The value of :data:`SOLVE_KEY` (default ``"auto"``), checked."""
-    chosen = dask.config.get(SOLVE_KEY, "auto")
-    if chosen not in SOLVE_MODES:
-        raise InvalidParameterError(
-            f"dask's configuration key {SOLVE_KEY!r} must be one of "
-            f"{', '.join(map(repr, SOLVE_MODES))}; got {chosen!r}. Set it with "
-            f"dask.config.set({{{SOLVE_KEY!r}: 'auto'}}) or the environment variable "
-            "DASK_KPCA_DASK__LANDMARK_SOLVE.")
+    chosen = configured_choice(SOLVE_KEY, SOLVE_MODES)
     return chosen
 
 
@@ -77,6 +71,7 @@ def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
 
     Examples
     --------
+    >>> import dask
     >>> import dask.array as da
     >>> with dask.config.set(scheduler="threads"):
     ...     landmark_solve_mode(da.zeros(3), 1000) is None

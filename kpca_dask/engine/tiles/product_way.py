@@ -32,9 +32,7 @@ the same way each time on the same cluster. Dask's configuration key
 
 from __future__ import annotations
 
-import dask
-
-from ...errors import InvalidParameterError
+from ...validation import configured_choice
 
 __all__ = ["PRODUCTS_KEY", "PRODUCT_WAYS", "PRODUCTS", "inverse_pays", "product_way",
            "configured_product_way", "solve_step_seconds", "inversion_seconds"]
@@ -97,6 +95,7 @@ def product_way(n_landmarks: int, tiles: int, workers: int, threads: int) -> str
 
     Examples
     --------
+    >>> import dask
     >>> product_way(16_000, 5, 2, 2), product_way(2000, 8, 2, 2)
     ('solves', 'inverse')
     >>> with dask.config.set({PRODUCTS_KEY: "solves"}):
@@ -114,17 +113,12 @@ def configured_product_way() -> str:
 
     Examples
     --------
+    >>> import dask
     >>> with dask.config.set({PRODUCTS_KEY: "by hand"}):
     ...     configured_product_way()
     Traceback (most recent call last):
     ...
     kpca_dask.errors.InvalidParameterError: dask's configuration key 'kpca-dask.tile-products' ...
     """
-    chosen = dask.config.get(PRODUCTS_KEY, "auto")
-    if chosen not in PRODUCT_WAYS:
-        raise InvalidParameterError(
-            f"dask's configuration key {PRODUCTS_KEY!r} must be one of "
-            f"{', '.join(map(repr, PRODUCT_WAYS))}; got {chosen!r}. Set it with "
-            f"dask.config.set({{{PRODUCTS_KEY!r}: 'auto'}}) or the environment variable "
-            "DASK_KPCA_DASK__TILE_PRODUCTS.")
+    chosen = configured_choice(PRODUCTS_KEY, PRODUCT_WAYS)
     return chosen
