@@ -41,7 +41,7 @@ import time
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba import types
 from numba.extending import intrinsic
 
 __all__ = ["EXP", "RBF", "LAPLACIAN", "MATERN_HALF", "MATERN_3_2", "MATERN_5_2",
