@@ -74,7 +74,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2, help="one-thread worker processes")
-    parser.add_argument("--cases", default="2000:250,4000:1000,8000:2000,8000:500,8000:256",
+    parser.add_argument("--cases",
+                        default="2000:250,4000:1000,4000:256,8000:2000,8000:500,8000:256",
                         help="m:t pairs, comma-separated (t: the tile's side)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)

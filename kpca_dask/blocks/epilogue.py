@@ -19,10 +19,10 @@ per tile row, with an exp of our own that LLVM vectorises on any CPU:
   ``(bits + bias) << mantissa_bits`` is ``2^k`` with integer operations
   only (a packed float-to-int64 conversion does not exist before AVX-512),
   read through a bit cast (:func:`_power_of_two`), so that the whole exp is
-  one loop over the row, fused with the shift and the column sums: 0.82 ns a
-  value against 1.07 for three loops through scratch rows (float64; float32
-  0.45 against 0.59; m = 1000, Intel Xeon with AVX-512, where LLVM prefers
-  256-bit vectors).
+  one loop over the row, in float64 fused with the shift and the column sums:
+  0.82 ns a value against 1.07 for three loops through scratch rows (float32,
+  whose float64 sums keep a loop of their own: 0.45 against 0.59; m = 1000,
+  Intel Xeon with AVX-512, where LLVM prefers 256-bit vectors).
 
 The input exponent is clipped to ``[exponent_floor, 0]`` first, as in
 :func:`kpca_dask.blocks.distance_kernels.exp_nonpositive`, so ``k + bias`` is always a

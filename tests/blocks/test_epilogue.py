@@ -147,7 +147,8 @@ def test_landmark_kernel_rows_equal_pairwise_kernel_minus_shift(dtype, kernel, p
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 registers")
 def test_exp_loop_is_vectorised_with_packed_registers():
-    """The compiled float64 exp loop uses packed ymm/zmm fused multiply-adds."""
+    """The compiled float64 epilogue uses packed ymm/zmm fused multiply-adds (its exp
+    loops: a Horner step is one; the count covers every loop of the function)."""
     try:
         from numpy._core._multiarray_umath import __cpu_features__
     except ImportError:  # numpy 1.x

@@ -183,6 +183,7 @@ def test_many_short_solve_steps_take_the_inverse_by_default(client):
     with dask.config.set({SOLVE_KEY: "tiles"}):
         model, names = _task_names(client, lambda: KernelPCA(**PARAMS, n_landmarks=400).fit(
             _data()))
+    assert model.statistics_.gram.numblocks == (3, 3)
     assert "below_diagonal_inverse" in names
     assert not {"solved_block", "added_products"} & names
     _assert_same(model, _single_process(n_landmarks=400))

@@ -96,9 +96,10 @@ def test_the_chains_go_longest_first_to_the_least_loaded_thread():
 @pytest.mark.parametrize("m, t, workers, threads", [(16_000, 3200, 2, 1), (16_000, 4000, 4, 1),
                                                      (10_000, 700, 35, 1), (5000, 1000, 3, 2)])
 def test_the_model_places_g_as_the_pass_does(m, t, workers, threads):
-    """G's panels on the workers as the pass's chains place them: every lower tile once, a
-    tile row whole on one worker; the modelled peak counts the worker holding most, which
-    is more than an even share where the tile rows are few against the workers."""
+    """The model's placement of G's panels (chain_places, as the pass calls it, with equal
+    chains): every lower tile once, a tile row whole on one worker; the modelled peak
+    counts the worker holding most, which is more than an even share where the tile rows
+    are few against the workers."""
     sizes = [min(t, m - start) for start in range(0, m, t)]
     lower = 8.0 * sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1))
     loads = panel_loads(m, t, workers, threads)

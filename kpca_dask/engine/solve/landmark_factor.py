@@ -50,7 +50,8 @@ from .blocked_cholesky import blocked_cholesky
 
 __all__ = ["LandmarkFactor", "factor_landmarks", "reference_row", "landmark_kernel_panels",
            "every_eigenpair",
-           "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION", "factor_threads", "ONE_THREAD_BYTES"]
+           "OVERFLOW_MESSAGE", "NO_POSITIVE_DIRECTION", "factor_threads", "ONE_THREAD_BYTES",
+           "solve_threads", "THREADED_MOST_LANDMARKS", "THREADED_COLUMNS"]
 
 OVERFLOW_MESSAGE = (
     "The kernel values of {where} are not finite: they overflowed (or a callable kernel "
@@ -250,15 +251,16 @@ class LandmarkFactor:
         if self.eigen_basis is not None:
             return self.eigen_basis.T @ Y
         rows = Y if self.kept is None else Y[self.kept]
-        # Threaded: OpenBLAS's threaded trsm ran safely up to m = 32 000 (ONE_THREAD_BYTES).
-        return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
+        with solve_threads(self.rank, rows.shape[1]):
+            return blas.dtrsm(1.0, self.lower, np.asfortranarray(rows), lower=1)
 
     def unwhiten(self, V: np.ndarray) -> np.ndarray:
         """W V for V of shape (r, b): L^{-T} V on the kept rows, zero on the others."""
         V = np.asarray(V, dtype=np.float64)
         if self.eigen_basis is not None:
             return self.eigen_basis @ V
-        solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
+        with solve_threads(self.rank, V.shape[1]):
+            solved = blas.dtrsm(1.0, self.lower, np.asfortranarray(V), lower=1, trans_a=1)
         if self.kept is None:
             return solved
         out = np.zeros((self.size, V.shape[1]))
@@ -294,16 +296,36 @@ class LandmarkFactor:
 #: 14 000 and 15 000; with the Haswell kernels it failed at 24 000 and passed at 20 000
 #: (docs/design.md §11). The factorisation of K_mm does not call it on large arrays any more
 #: (:mod:`kpca_dask.engine.solve.blocked_cholesky`: LAPACK on 512-column panels, threaded BLAS
-#: for the rest); the guard stays on ``potri`` (the exact trace) and the eigen way. OpenBLAS's
-#: threaded BLAS routines, its GEMM and ``trsm`` with 20 vectors, ran on two threads on
-#: m x m arrays of m = 16 000 to 32 000 (8.2 GB) without fault, and the products and solves
-#: of the iterative eigensolver use them threaded.
+#: for the rest); the guard stays on ``potri`` (the exact trace) and the eigen way.
 ONE_THREAD_BYTES = 2**29
+
+#: OpenBLAS's threaded GEMM and ``trsm`` with 20 vectors ran on two threads on m x m arrays
+#: of m = 16 000 to 32 000 (8.2 GB) without fault (its threaded ``syrk`` of a whole
+#: trailing matrix did not, at m = 20 000): products and solves with a factor or G of at
+#: most this many landmarks and :data:`THREADED_COLUMNS` vectors run threaded, the
+#: iterative eigensolver's; other shapes keep the one-thread guard past ONE_THREAD_BYTES.
+THREADED_MOST_LANDMARKS = 32_000
+THREADED_COLUMNS = 64
 
 
 def factor_threads(m: int):
     """Context for OpenBLAS's own LAPACK on an m x m factor: one thread past the limit."""
     return single_blas_thread() if 8 * m * m >= ONE_THREAD_BYTES else nullcontext()
+
+
+def solve_threads(m: int, columns: int):
+    """Context for a BLAS solve or product of an m x m factor (or G) with ``columns``
+    vectors: every thread for the shapes shown safe threaded, else :func:`factor_threads`.
+
+    Examples
+    --------
+    >>> from contextlib import nullcontext
+    >>> isinstance(solve_threads(16_000, 20), nullcontext)
+    True
+    """
+    if m <= THREADED_MOST_LANDMARKS and columns <= THREADED_COLUMNS:
+        return nullcontext()
+    return factor_threads(m)
 
 
 def factor_landmarks(landmarks, kernel, params: dict, rcond: float) -> LandmarkFactor:

@@ -65,7 +65,7 @@ from ...errors import InsufficientMemoryError, InvalidParameterError
 from .components import ZERO_EIGENVALUE_RTOL, n_components_for
 from .eigensolver import estimate_trace, leading_eigenpairs
 from .handover import TimedBudget, dense_seconds
-from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks
+from .landmark_factor import LandmarkFactor, every_eigenpair, factor_landmarks, solve_threads
 
 __all__ = ["NystromSolution", "NoveltyTerms", "SmallProblem", "solve_small_problem",
            "solve_with_factor", "DENSE_RANK",
@@ -254,12 +254,12 @@ def _scatter_product(stats: PassStatistics, U: np.ndarray) -> np.ndarray:
     As (U^T G)^T, one GEMM with the few vectors on the left, which OpenBLAS streams G
     through faster than its ``symm``: at m = 16 000 and b = 20, 0.26 s against 0.47 on one
     thread, 0.16 s on two (Intel Xeon, SkylakeX kernels). G is whole and symmetric
-    (:class:`~kpca_dask.blocks.statistics.PassStatistics`), so G^T = G. Threaded: OpenBLAS's
-    threaded GEMM (and ``trsm``) ran safely on m x m arrays up to m = 32 000, where its own
-    LAPACK's ``potrf`` did not (:data:`~kpca_dask.engine.solve.landmark_factor.ONE_THREAD_BYTES`).
+    (:class:`~kpca_dask.blocks.statistics.PassStatistics`), so G^T = G. Threaded for the
+    shapes shown safe (:func:`~kpca_dask.engine.solve.landmark_factor.solve_threads`).
     """
     G = stats.gram
-    SU = (np.asarray(U, dtype=np.float64).T @ G).T
+    with solve_threads(G.shape[0], U.shape[1]):
+        SU = (np.asarray(U, dtype=np.float64).T @ G).T
     s = stats.column_sums
     SU -= np.outer(s, s @ U) / stats.n_samples
     return SU

@@ -160,7 +160,8 @@ def tiled_inverse(L: da.Array) -> da.Array:
     Column j of tiles top down: X_jj = L_jj^-1 and, below it,
     X_ij = -L_ii^-1 sum_{k=j}^{i-1} L_ik X_kj; one task per lower tile,
     m^3 / 3 + m^3 / T flops in all. Made where M = X S X^T itself is formed (the dense
-    way, the exact trace), whose products have m columns (docs/design.md §11).
+    way, the exact trace), whose products have m columns, and where its products pay
+    for it (:mod:`kpca_dask.engine.tiles.product_way`; docs/design.md §11).
 
     Examples
     --------

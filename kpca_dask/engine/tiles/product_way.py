@@ -6,19 +6,21 @@ m^2 words and make m^2 b flops; what differs is the schedule. A solve is T
 steps one after another (the diagonal tile's solve, then every worker's
 update for the next step), each a round trip through the scheduler; a product
 with X is one task per worker. Forming X costs m^3 / 3 (1 + 3 / T) flops on
-the workers and T^3 / 6 tasks, once. So X pays where the steps are many and
-cheap, T large against m, and the solves where m^3 is large against the
-products' steps.
+the workers, in T (T + 1) / 2 tasks and T^3 / 6 tile products, once. So X
+pays where the steps are many and cheap, T large against m, and the solves
+where m^3 is large against the products' steps.
 
 The model, fitted on LocalClusters of one-thread workers (Intel Xeon,
 AVX-512, 2 to 8 workers, m = 2000 to 8000, T = 2 to 32):
 
 - a product with solves takes longer than one with X by 2 T steps of
-  (6.4 + 0.34 T + 1.4 W) ms on W workers (:func:`solve_step_seconds`; the
-  twelve measured differences within 15 %, but one within 35 %);
+  (6.4 + 0.34 T + 1.4 W) ms on W workers (:func:`solve_step_seconds`; eleven
+  of the twelve measured differences within 15 %, one 35 % off);
 - forming X takes m^3 / 3 (1 + 3 / T) flops at 56 Gflop/s a thread and
-  1.07 ms a task (:func:`inversion_seconds`; within 25 % from 0.4 s up, below
-  which a fixed cost left out dominates: 0.23 s measured against 0.12).
+  1.07 ms for each of its T^3 / 6 tile products beyond their flops (small
+  tiles' GEMMs and their tasks; :func:`inversion_seconds`; within 25 % from
+  0.4 s up, below which a fixed cost left out dominates: 0.23 s measured
+  against 0.12).
 
 X is formed when it pays back within :data:`PRODUCTS` products, a fit's
 usual count (24 to 27 at m = 16 000, q = 10). On two workers: at
@@ -47,7 +49,8 @@ PRODUCTS = 20
 
 #: A solve step's seconds beyond a product with X: fixed, per tile a side, per worker.
 STEP_SECONDS = (6.4e-3, 0.34e-3, 1.4e-3)
-#: The inversion's cost: flops a second a worker thread, and seconds a task.
+#: The inversion's cost: flops a second a worker thread, and seconds a tile product beyond
+#: its flops (T^3 / 6 of them).
 THREAD_FLOPS = 56e9
 TASK_SECONDS = 1.07e-3
 

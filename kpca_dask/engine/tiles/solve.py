@@ -51,12 +51,12 @@ problem is solved in the client) and refused otherwise, once the factor shows wh
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 import dask
 import dask.array as da
 import numpy as np
+from dask.system import CPU_COUNT
 from scipy import linalg
 
 from ..._memory import process_room_bytes
@@ -132,7 +132,8 @@ class TiledOperator:
     """v -> M v with M = L^-1 (G - s s^T / n) L^-T on the tiles: a solve with L^T (a product
     with X^T once inverted), a product with G and a solve with L, one graph a product.
 
-    ``factor`` is replaced by its inverse where M itself is formed (:meth:`inverted`), so
+    ``factor`` is replaced by its inverse where M itself is formed, or where its products
+    pay (:mod:`kpca_dask.engine.tiles.product_way`; :meth:`inverted`), so
     that L's tiles go before X's are used: the workers then hold G and X, as the memory
     model counts (:data:`kpca_dask.engine.tiles.rows_pass.TILE_ARRAYS`).
     """
@@ -188,8 +189,9 @@ def solve_tiles(stats: PassStatistics, landmarks, kernel, params: dict, rcond: f
     n = stats.n_samples
     apply = TiledOperator(G, stats, factor, client)
     del factor  # the operator's alone: replaced by its inverse, L's tiles go
-    # No client: the tiles on a local scheduler, its threads one worker's.
-    threads = client.nthreads() if client is not None else {"here": os.cpu_count() or 1}
+    # No client: the tiles on a local scheduler, its threads one worker's (the model's
+    # step costs are a cluster's round trips, so it leans to L^-1 there: fewer graphs).
+    threads = client.nthreads() if client is not None else {"here": CPU_COUNT}
     if product_way(m, len(G.chunks[0]), len(threads), sum(threads.values())) == "inverse":
         apply.inverted()  # many short solve steps: X's products pay for forming it
     mean_feature = apply.factor.whiten((stats.column_sums / n + stats.reference)[:, None])[:, 0]
