@@ -56,8 +56,7 @@ SOLVE_MODES = ("auto", "worker", "tiles")
 
 def configured_solve_mode() -> str:
     """The value of :data:`SOLVE_KEY` (default ``"auto"``), checked."""
-    chosen = configured_choice(SOLVE_KEY, SOLVE_MODES)
-    return chosen
+    return configured_choice(SOLVE_KEY, SOLVE_MODES)
 
 
 def landmark_solve_mode(collection, n_landmarks: int) -> str | None:
