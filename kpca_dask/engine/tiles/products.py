@@ -30,7 +30,7 @@ import numpy as np
 
 from ..._parallel import HELD_RETRIES
 
-__all__ = ["TiledMatrix", "tiled_matrix", "added_parts", "tile_times"]
+__all__ = ["TiledMatrix", "tiled_matrix", "tile_times"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class TiledMatrix:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _joined(self, parts: list) -> np.ndarray:
-        blocks = added_parts(parts)
+        blocks = _added_parts(parts)
         return np.concatenate([blocks[i] for i in range(len(self.sizes))], axis=0)
 
 
@@ -135,12 +135,12 @@ def tiled_matrix(array: da.Array, client) -> TiledMatrix:
     return TiledMatrix(client, groups, tuple(array.chunks[0]))
 
 
-def added_parts(parts: list) -> dict:
+def _added_parts(parts: list) -> dict:
     """Partial results (dicts from row block to array) added up into one.
 
     Examples
     --------
-    >>> added_parts([{0: np.ones(2)}, {0: np.ones(2), 1: np.zeros(1)}])
+    >>> _added_parts([{0: np.ones(2)}, {0: np.ones(2), 1: np.zeros(1)}])
     {0: array([2., 2.]), 1: array([0.])}
     """
     total: dict = {}
@@ -174,7 +174,7 @@ def _group_product(positions: list, transposed: bool, correction, V: list, *tile
     """One worker's part of a product: for its tiles (i, j), A_ij V_j into row block i
     (A_ij^T V_i into j when ``transposed``); with ``correction`` (s, n, offsets), less
     s_I (s^T V) / n for every row block I."""
-    blocks = added_parts(V)
+    blocks = _added_parts(V)
     result: dict = {}
 
     def add(row: int, value: np.ndarray) -> None:
