@@ -24,12 +24,13 @@ import numpy as np
 import pytest
 from _clusters import assert_within_model, load_library, process_client, resident_bytes
 from dask.utils import key_split
-from distributed import Client, get_task_stream
+from distributed import Client, futures_of, get_task_stream
 
 from kpca_dask import KernelPCA, load
 from kpca_dask.diagnostics import MemoryWatch, watch_workers
 from kpca_dask.engine.solve.landmark_memory import SOLVE_KEY, landmark_solve_mode
 from kpca_dask.engine.tiles.product_way import PRODUCTS_KEY, product_way
+from kpca_dask.engine.tiles.rows_pass import panel_loads
 from kpca_dask.errors import InvalidParameterError
 
 pytestmark = pytest.mark.slow
@@ -110,6 +111,23 @@ def test_a_tiled_fit_equals_the_single_process_fit_within_the_workers_limits(til
     # The trace is estimated on the tiled way: within a few of its standard errors.
     np.testing.assert_allclose(tiled.trace_error_, reference.trace_error_,
                                atol=5 * tiled.trace_error_std_ + 1e-12)
+
+
+def test_g_is_held_where_the_memory_model_places_its_tile_rows(tiled, client):
+    """The tiled fit's G: each worker holds whole tile rows of the lower tiles, the bytes
+    of each worker as panel_loads models them for this cluster (2 one-thread workers)."""
+    G = tiled.statistics_.gram
+    t, m = G.chunks[0][0], G.shape[0]
+    holders = client.who_has(futures_of(G))
+    sizes = G.chunks[0]
+    held: dict[str, float] = {}
+    for i, row in enumerate(G.__dask_keys__()):
+        owners = {sorted(holders[key])[0] for key in row[:i + 1]}  # its lower tiles
+        assert len(owners) == 1, f"tile row {i} is split over {owners}"
+        (owner,) = owners
+        held[owner] = held.get(owner, 0) + 8 * sizes[i] * sum(sizes[:i + 1])
+    modelled = panel_loads(m, t, len(client.nthreads()), 1)
+    assert sorted(held.values()) == pytest.approx(sorted(modelled.values()))
 
 
 def test_a_fit_on_one_worker_keeps_the_m_by_m_work_out_of_the_client(tmp_path):

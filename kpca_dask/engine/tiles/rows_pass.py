@@ -203,10 +203,15 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     for i, (start, stop) in enumerate(ranges):
         row = []
         for j, (left, right) in enumerate(ranges):
-            tile = (dask.delayed(tile_of, pure=True)(panels[i], left, right, False) if j <= i
-                    else dask.delayed(tile_of, pure=True)(panels[j], start, stop, True))
-            row.append(da.from_delayed(tile, (stop - start, right - left), np.float64,
-                                       meta=np.empty((0, 0), np.float64)))
+            # A tile is a view of its panel, made where the panel is: a view made elsewhere
+            # would copy the whole panel to that worker.
+            panel = max(i, j)
+            with dask.annotate(**places[panel, 0]):
+                tile = (dask.delayed(tile_of, pure=True)(panels[i], left, right, False)
+                        if j <= i else
+                        dask.delayed(tile_of, pure=True)(panels[j], start, stop, True))
+                row.append(da.from_delayed(tile, (stop - start, right - left), np.float64,
+                                           meta=np.empty((0, 0), np.float64)))
         rows.append(row)
     summaries = [dask.delayed(panel_summary, pure=True)(panel) for panel in panels]
     # Not optimised, as in kpca_dask.engine.solve.on_cluster.held_on_cluster: the panels are
