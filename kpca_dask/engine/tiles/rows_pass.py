@@ -199,20 +199,7 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
             while len(heads) > 1:
                 heads = [merge(*heads[i:i + 2]) for i in range(0, len(heads), 2)]
             panels.append(dask.delayed(finished_panel, pure=True)(heads[0], start))
-    rows = []
-    for i, (start, stop) in enumerate(ranges):
-        row = []
-        for j, (left, right) in enumerate(ranges):
-            # A tile is a view of its panel, made where the panel is: a view made elsewhere
-            # would copy the whole panel to that worker.
-            panel = max(i, j)
-            with dask.annotate(**places[panel, 0]):
-                tile = (dask.delayed(tile_of, pure=True)(panels[i], left, right, False)
-                        if j <= i else
-                        dask.delayed(tile_of, pure=True)(panels[j], start, stop, True))
-                row.append(da.from_delayed(tile, (stop - start, right - left), np.float64,
-                                           meta=np.empty((0, 0), np.float64)))
-        rows.append(row)
+    rows = _panel_tiles(panels, ranges, places)
     summaries = [dask.delayed(panel_summary, pure=True)(panel) for panel in panels]
     # Not optimised, as in kpca_dask.engine.solve.on_cluster.held_on_cluster: the panels are
     # sums added to in place, and must be finished once.
@@ -220,6 +207,24 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
                                     optimize_graph=False)
     # One round trip for the T summaries, not T.
     return _checked(compute_held(dask.delayed(list, pure=True)(summaries)), gram)
+
+
+def _panel_tiles(panels: list, ranges: list[tuple[int, int]], places: dict) -> list:
+    """G's tiles as rows of dask arrays: the lower ones views of their tile row's panel, the
+    upper ones transposed views of their column's, each made where its panel is (a view
+    made on another worker would copy the whole panel there)."""
+    rows = []
+    for i, (start, stop) in enumerate(ranges):
+        row = []
+        for j, (left, right) in enumerate(ranges):
+            with dask.annotate(**places[max(i, j), 0]):
+                tile = (dask.delayed(tile_of, pure=True)(panels[i], left, right, False)
+                        if j <= i else
+                        dask.delayed(tile_of, pure=True)(panels[j], start, stop, True))
+                row.append(da.from_delayed(tile, (stop - start, right - left), np.float64,
+                                           meta=np.empty((0, 0), np.float64)))
+        rows.append(row)
+    return rows
 
 
 def worker_threads(X: da.Array) -> list[str]:
