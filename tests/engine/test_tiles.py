@@ -108,7 +108,6 @@ def test_the_model_places_g_as_the_pass_does(m, t, workers, threads):
     row_bytes = [8.0 * size * sum(sizes[:i + 1]) for i, size in enumerate(sizes)]
     for load in loads.values():  # a sum of whole tile rows
         assert any(abs(load - total) < 1 for total in _subset_sums(row_bytes))
-    assert max(loads.values()) >= max(row_bytes)
     assert tiles_peak_bytes(m, t, workers, threads) >= 3 * lower / workers
     if len(sizes) <= workers:  # one row a worker: the last row's, T tiles of T (T + 1) / 2
         assert max(loads.values()) == pytest.approx(max(row_bytes))

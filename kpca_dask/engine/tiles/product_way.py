@@ -123,5 +123,4 @@ def configured_product_way() -> str:
     ...
     kpca_dask.errors.InvalidParameterError: dask's configuration key 'kpca-dask.tile-products' ...
     """
-    chosen = configured_choice(PRODUCTS_KEY, PRODUCT_WAYS)
-    return chosen
+    return configured_choice(PRODUCTS_KEY, PRODUCT_WAYS)

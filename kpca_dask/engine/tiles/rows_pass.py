@@ -60,7 +60,8 @@ from ..graph_values import shared_values
 from ..passes.nystrom import raise_if_nonfinite, row_offsets
 from ..solve.landmark_factor import OVERFLOW_MESSAGE
 
-__all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "panel_loads", "tile_row_of_block",
+__all__ = ["tiled_pass", "tile_size", "tiles_peak_bytes", "panel_loads", "chains_a_row",
+           "tile_row_of_block",
            "tile_block_rows", "LEAST_TILE", "TILE_ARRAYS"]
 
 #: Tiles smaller than this many landmarks make BLAS slow and the graphs large.
@@ -112,6 +113,19 @@ def tiles_peak_bytes(n_landmarks: int, t: int, workers: int, threads: int) -> in
                    panels + (TILE_ARRAYS - 1) * lower / max(1, workers) + threads * solve_task))
 
 
+def chains_a_row(tile_rows: int, threads: int, blocks: int | None = None) -> int:
+    """Chains each tile row's sums are cut into: the cluster's threads shared out over the
+    tile rows, at least one, at most one a row block (``blocks``, when known).
+
+    Examples
+    --------
+    >>> chains_a_row(3, 8), chains_a_row(3, 8, blocks=2), chains_a_row(10, 4)
+    (2, 2, 1)
+    """
+    chains = threads // max(1, tile_rows)
+    return max(1, chains if blocks is None else min(blocks, chains))
+
+
 def panel_loads(n_landmarks: int, t: int, workers: int, threads: int) -> dict:
     """Bytes of G's panels on each worker, the tile rows placed as the pass places their
     chains (:func:`chain_places`, equal chains): a tile row's panel, its lower tiles,
@@ -126,8 +140,7 @@ def panel_loads(n_landmarks: int, t: int, workers: int, threads: int) -> dict:
     m = max(1, n_landmarks)
     ranges = [(start, min(m, start + t)) for start in range(0, m, t)]
     slots = [str(worker) for worker in range(max(1, workers)) for _ in range(max(1, threads))]
-    chains = max(1, len(slots) // len(ranges))
-    places = chain_places(ranges, [1] * chains, slots)
+    places = chain_places(ranges, [1] * chains_a_row(len(ranges), len(slots)), slots)
     loads = dict.fromkeys(slots, 0.0)
     for row, (start, stop) in enumerate(ranges):
         loads[places[row, 0]["workers"][0]] += 8.0 * (stop - start) * stop
@@ -178,7 +191,7 @@ def tiled_pass(X: da.Array, landmarks: np.ndarray, kernel, params: dict, dtype,
     Z = Z if origin is None else Z - origin
     shared = shared_values(X, Z.astype(dtype), np.asarray(reference, np.float64), origin)
     items = list(zip(X.to_delayed().ravel(), row_offsets(X)))
-    chains = max(1, min(len(items), budget.workers * budget.threads // len(ranges)))
+    chains = chains_a_row(len(ranges), budget.workers * budget.threads, len(items))
     runs = np.array_split(np.arange(len(items)), chains)
     places = chain_places(ranges, [len(run) for run in runs], worker_threads(X))
     add = dask.delayed(tile_row_of_block, pure=True)
