@@ -88,7 +88,7 @@ def floor_of(data_path: str, m: int, q: int, repeats: int) -> dict:
     fit, fit_how = strict_floor(X, Z, rows, repeats)
     transform, transform_how = at_best_blocks(
         X, rows, repeats, lambda x, r: transform_floor_block(x, Z, P))
-    exponents = -rng.uniform(0.0, 30.0, (max(rows), m))  # rbf exponents, -gamma |x - z|^2
+    exponents = -rng.uniform(0.0, 30.0, (min(max(rows), len(X)), m))  # -gamma |x - z|^2
     scratch = threading.local()
 
     def exp_block(x, r):
